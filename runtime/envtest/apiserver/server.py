@@ -1,0 +1,664 @@
+"""The embedded API server's HTTP layer: TLS, authentication, routing, content negotiation, streaming.
+
+:class:`EmbeddedAPIServer` is what tests, ``cpo dev-apiserver`` and the benchmarks start. It serves
+HTTPS on loopback with a freshly generated CA, accepts a bearer token (``admin_token``) or a client
+certificate signed by that CA, and answers like kube-apiserver -- same paths, status codes,
+messages and JSON shapes -- for everything a controller does. The REST semantics live in
+``handlers.py``; this module maps HTTP onto them.
+
+Example::
+
+    async with EmbeddedAPIServer() as server:
+        kubeconfig = server.kubeconfig()      # hand it to kubernetes_asyncio or kubectl
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+from aiohttp import web
+from multidict import CIMultiDict
+
+from .. import certs
+from . import admission as admission_mod
+from . import builtins, decode, discovery, schema, tables
+from .errors import StatusError, bad_request, method_not_allowed, page_not_found
+from .handlers import Caller, Handlers
+from .registry import Registry, ResourceType
+from .store import Store
+
+JSON = dict[str, Any]
+
+# kube-apiserver refuses request bodies above 3 MiB.
+MAX_REQUEST_BODY = 3 * 1024 * 1024
+ANONYMOUS_PATHS = {"/version", "/healthz", "/livez", "/readyz", "/version/"}
+PROBE_PATHS = {"/healthz", "/livez", "/readyz"}
+
+
+@dataclass
+class EmbeddedServerOptions:
+    """How to run the embedded server. Every field has a working default."""
+
+    host: str = "127.0.0.1"
+    """Address to listen on. Keep loopback: the server has no authorization beyond its token."""
+    port: int = 0
+    """TCP port; 0 picks a free one (read it back from ``EmbeddedAPIServer.url``)."""
+    anonymous_auth: bool = True
+    """Requests without credentials act as ``system:anonymous`` (allowed only /version and probes),
+    as kube-apiserver's default; False answers them 401 like ``--anonymous-auth=false``."""
+    watch_history: int = 10_000
+    """Changes kept per resource for watches that resume from a resourceVersion; older -> 410 Expired."""
+    bookmark_interval: float = 60.0
+    """Seconds between BOOKMARK events on watches that allow them (kube-apiserver: about a minute)."""
+    admin_token: str = ""
+    """Bearer token of the admin user; empty generates a random one."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: list[str]
+    uid: str = ""
+
+
+@dataclass
+class RequestInfo:
+    """A parsed resource path, as kube-apiserver's RequestInfoFactory derives it."""
+
+    group: str
+    version: str
+    resource: str
+    namespace: str | None
+    name: str | None
+    subresource: str
+    legacy_watch: bool
+
+
+class EmbeddedAPIServer:
+    """A kube-apiserver stand-in on loopback (see the module docstring)."""
+
+    def __init__(self, options: EmbeddedServerOptions | None = None) -> None:
+        self.options = options or EmbeddedServerOptions()
+        self.registry = Registry()
+        self.store = Store(history_size=self.options.watch_history)
+        self._service_map: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self.admission = admission_mod.Admission(self._resolve_service)
+        self.handlers = Handlers(self.registry, self.store, self.admission, on_crd_change=self._crd_changed)
+        self.handlers.bookmark_interval = self.options.bookmark_interval
+        self.admin_token = self.options.admin_token or secrets.token_urlsafe(24)
+        self._tokens: dict[str, User] = {self.admin_token: User("admin", ["system:masters"], "admin")}
+        self.ca = certs.CertificateAuthority.new("cpo-embedded-apiserver-ca")
+        self.ca_pem: bytes = self.ca.cert_pem
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._stopping = asyncio.Event()
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.url = ""
+        self.port = 0
+        for rt in builtins.builtin_types():
+            self.registry.add(rt)
+        for rt, obj in builtins.initial_objects():
+            self._seed(rt, obj)
+
+    # --------------------------------------------------------------------------- public API
+
+    async def __aenter__(self) -> EmbeddedAPIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=MAX_REQUEST_BODY + 1)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        self._site = web.TCPSite(self._runner, self.options.host, self.options.port, ssl_context=self._ssl_context())
+        await self._site.start()
+        server = self._site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1]
+        host = self.options.host if ":" not in self.options.host else f"[{self.options.host}]"
+        self.url = f"https://{host}:{self.port}"
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        for rs_watchers in [self.store.resource(rt.key).watchers for rt in self.registry.all()]:
+            for w in list(rs_watchers):
+                w.queue.put_nowait(None)
+        await self.admission.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def kubeconfig(self, *, user: str = "admin") -> dict[str, Any]:
+        import base64
+
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "envtest",
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority-data": base64.b64encode(self.ca_pem).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": user, "user": {"token": self.admin_token}}],
+            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": user}}],
+            "current-context": "envtest",
+        }
+
+    def add_token(self, token: str, username: str, groups: list[str] | None = None) -> None:
+        """Accept another bearer token (e.g. to test a non-admin identity)."""
+        self._tokens[token] = User(username, list(groups or []), username)
+
+    def map_service(self, namespace: str, name: str, port: int, host: str, local_port: int) -> None:
+        """Route webhook calls for ``service {namespace, name, port}`` to a local address."""
+        self._service_map[(namespace, name, port)] = (host, local_port)
+
+    # -------------------------------------------------------------------------- internals
+
+    def _resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
+        try:
+            return self._service_map[(namespace, name, port)]
+        except KeyError:
+            raise OSError(f'service "{namespace}/{name}" port {port} is not mapped to a local address') from None
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        self._tmp = tempfile.TemporaryDirectory(prefix="cpo-apiserver-")
+        cert_path, key_path = self.ca.serving_cert(["127.0.0.1", "localhost", "::1"]).write(Path(self._tmp.name))
+        ca_path = Path(self._tmp.name) / "ca.crt"
+        ca_path.write_bytes(self.ca_pem)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(cert_path, key_path)
+        ctx.load_verify_locations(cafile=str(ca_path))
+        # Client certificates are optional: a token or anonymous access works without one.
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
+
+    def _seed(self, rt: ResourceType, obj: JSON) -> None:
+        import uuid
+
+        from .handlers import now_rfc3339
+
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", now_rfc3339())
+        key = (meta.get("namespace", "") if rt.namespaced else "", meta["name"])
+        self.store.put(rt.key, key, obj, None)
+
+    def _crd_changed(self, crd: JSON, old: JSON | None) -> None:
+        """Serve (or stop serving) a CRD's resources, and mark it Established as the real server does."""
+        if old is not None:
+            for rt in schema.crd_to_resource_types(old):
+                self.registry.remove_group_resource(rt.group, rt.resource)
+        if not crd:
+            if old is not None:
+                for rt in schema.crd_to_resource_types(old)[:1]:
+                    self.store.drop_resource(rt.key)
+            return
+        types = schema.crd_to_resource_types(crd)
+        storage = _storage_version(crd)
+        for rt in types:
+            self.registry.add(rt, preferred=rt.version == storage)
+        if not (crd.get("status") or {}).get("conditions"):
+            # Establish right after the create, on the next loop turn, with its own resourceVersion.
+            asyncio.get_running_loop().call_soon(self._establish, crd["metadata"]["name"])
+
+    def _establish(self, name: str) -> None:
+        from .handlers import now_rfc3339
+
+        key = ("apiextensions.k8s.io", "customresourcedefinitions")
+        current = self.store.get(key, ("", name))
+        if current is None:
+            return
+        new = dict(current)
+        new["metadata"] = dict(current["metadata"])
+        new["status"] = schema.crd_established_status(current, now_rfc3339())
+        self.store.put(key, ("", name), new, current)
+
+    # ---------------------------------------------------------------------------- dispatch
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._serve(request)
+        except StatusError as err:
+            return _error_response(err)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # never a crash: a bug becomes a 500 Status and the server lives on
+            return _error_response(StatusError(500, "InternalError", f"Internal error occurred: {exc!r}", {"causes": [{"message": repr(exc)}]}))
+
+    async def _authenticate(self, request: web.Request) -> User | None:
+        header = request.headers.get("Authorization", "")
+        if header:
+            scheme, _, token = header.partition(" ")
+            user = self._tokens.get(token.strip()) if scheme.lower() == "bearer" else None
+            if user is None:
+                raise StatusError(401, "Unauthorized", "Unauthorized")
+            return user
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        if peer:
+            cn = ""
+            groups: list[str] = []
+            for rdn in peer.get("subject", ()):
+                for key, value in rdn:
+                    if key == "commonName":
+                        cn = value
+                    elif key == "organizationName":
+                        groups.append(value)
+            if cn:
+                return User(cn, groups)
+        return None
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        user = await self._authenticate(request)
+        if user is None:
+            if not self.options.anonymous_auth:
+                raise StatusError(401, "Unauthorized", "Unauthorized")
+            if path in ANONYMOUS_PATHS:
+                return await self._non_resource(request, path)
+            raise self._forbidden_anonymous(request)
+        if not path.startswith("/api"):
+            return await self._non_resource(request, path)
+        accept = request.headers.get("Accept", "")
+        parts = [unquote(p) for p in path.strip("/").split("/")]
+        if parts[0] == "api":
+            if len(parts) == 1:
+                return _json(discovery.negotiate_document(accept, "core", self.registry))
+            if parts[1] != "v1":
+                raise page_not_found()
+            if len(parts) == 2:
+                return _json(discovery.api_resource_list(self.registry, "", "v1"))
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[0] == "apis":
+            if len(parts) == 1:
+                return _json(discovery.negotiate_document(accept, "apis", self.registry))
+            group = parts[1]
+            if len(parts) == 2:
+                doc = discovery.api_group(self.registry, group)
+                if doc is None:
+                    raise page_not_found()
+                return _json(doc)
+            version = parts[2]
+            if len(parts) == 3:
+                doc = discovery.api_resource_list(self.registry, group, version)
+                if doc is None:
+                    raise page_not_found()
+                return _json(doc)
+            rest = parts[3:]
+        else:
+            raise page_not_found()
+        if not self.registry.in_group_version(group, version):
+            raise page_not_found()
+        info = self._request_info(group, version, rest)
+        rt = self.registry.get(group, version, info.resource)
+        if rt is None:
+            if group:
+                raise page_not_found()
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        if info.namespace is None and info.name and rt.namespaced and not info.legacy_watch:
+            raise page_not_found()
+        return await self._resource(request, user, rt, info)
+
+    def _forbidden_anonymous(self, request: web.Request) -> StatusError:
+        path = request.path
+        parts = [p for p in path.strip("/").split("/") if p]
+        verb = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+            request.method, request.method.lower()
+        )
+        try:
+            group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+            info = self._request_info(group, "", rest) if rest else None
+        except (IndexError, StatusError):
+            info = None
+        if info is None or not rest:
+            return StatusError(
+                403,
+                "Forbidden",
+                f'forbidden: User "system:anonymous" cannot {verb} path "{path}"',
+                {},
+            )
+        if verb == "get" and not info.name:
+            verb = "watch" if request.query.get("watch") in ("1", "true") else "list"
+        resource = info.resource
+        qualified = f"{resource}.{group}" if group else resource
+        where = f' in the namespace "{info.namespace}"' if info.namespace else ""
+        if info.name:
+            msg = (
+                f'{qualified} "{info.name}" is forbidden: User "system:anonymous" cannot {verb} resource '
+                f'"{resource}" in API group "{group}"{where}'
+            )
+        else:
+            msg = (
+                f'{qualified} is forbidden: User "system:anonymous" cannot {verb} resource "{resource}" '
+                f'in API group "{group}"{where}'
+            )
+        details: JSON = {}
+        if info.name:
+            details["name"] = info.name
+        if group:
+            details["group"] = group
+        details["kind"] = resource
+        return StatusError(403, "Forbidden", msg, details)
+
+    @staticmethod
+    def _request_info(group: str, version: str, rest: list[str]) -> RequestInfo:
+        legacy_watch = False
+        if rest and rest[0] == "watch":
+            legacy_watch = True
+            rest = rest[1:]
+        namespace: str | None = None
+        if len(rest) >= 2 and rest[0] == "namespaces" and not group:
+            if len(rest) == 2 or rest[2] in ("status", "finalize"):
+                return RequestInfo(group, version, "namespaces", None, rest[1], rest[2] if len(rest) > 2 else "", legacy_watch)
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace = rest[1]
+            rest = rest[2:]
+        if not rest:
+            raise page_not_found()
+        resource = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else ""
+        if len(rest) > 3:
+            raise page_not_found()
+        return RequestInfo(group, version, resource, namespace, name, sub, legacy_watch)
+
+    async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+        if path in PROBE_PATHS:
+            return web.Response(text="ok", content_type="text/plain")
+        if path in ("/version", "/version/"):
+            return _json(discovery.version_info())
+        if path == "/openapi/v3":
+            return _json(discovery.openapi_v3_root(self.registry), content_type="text/plain; charset=utf-8")
+        if path.startswith("/openapi/v3/"):
+            tail = path[len("/openapi/v3/") :].strip("/").split("/")
+            if tail[0] == "api" and len(tail) == 2:
+                doc = discovery.openapi_v3_group_version(self.registry, "", tail[1])
+            elif tail[0] == "apis" and len(tail) == 3:
+                doc = discovery.openapi_v3_group_version(self.registry, tail[1], tail[2])
+            else:
+                doc = None
+            if doc is None:
+                raise page_not_found()
+            return _json(doc)
+        raise page_not_found()
+
+    # ------------------------------------------------------------------------- resources
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        if request.content_length is not None and request.content_length > MAX_REQUEST_BODY:
+            raise StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.content.iter_chunked(65536):
+            size += len(chunk)
+            if size > MAX_REQUEST_BODY:
+                raise StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _resource(self, request: web.Request, user: User, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        query = {k: v for k, v in request.query.items()}
+        caller = Caller(user.name, user.groups, user.uid, request.headers.get("User-Agent", ""), query)
+        method = request.method
+        accept = request.headers.get("Accept", "")
+        h = self.handlers
+        ns = info.namespace or ""
+        sub = info.subresource
+        if sub and sub not in _subresources(rt):
+            if method == "GET" and info.name:
+                raise h.get(rt, ns, info.name) and _object_not_found(rt, info.name)
+            raise page_not_found()
+        if rt.namespaced and info.namespace is None and method in ("POST", "PUT", "PATCH", "DELETE") and not info.legacy_watch:
+            if method != "DELETE" or info.name:
+                raise page_not_found()
+        if method == "GET":
+            if info.legacy_watch or (not info.name and query.get("watch") in ("1", "true")):
+                return await self._watch(request, rt, info, query, accept)
+            _check_acceptable(accept)
+            if info.name:
+                obj = h.get(rt, ns, info.name)
+                if sub == "scale":
+                    return _json(h.scale_of(rt, obj))
+                return self._object_response(rt, obj, accept, caller)
+            listed = h.list(rt, info.namespace if rt.namespaced else None, query)
+            return self._list_response(rt, listed, accept, query)
+        if method == "POST":
+            if info.name and rt.builtin and not (rt.resource == "namespaces" and sub == "finalize"):
+                raise method_not_allowed()
+            body = await self._read_body(request)
+            obj = decode.decode_object(body, request.headers.get("Content-Type"), rt)
+            self._note_duplicates(obj, caller)
+            created = await h.create(rt, ns, obj.value, caller)
+            return self._object_response(rt, created, accept, caller, status=201)
+        if method == "PUT":
+            if not info.name:
+                if rt.builtin:
+                    raise method_not_allowed()
+                raise bad_request("name must be provided")
+            body = await self._read_body(request)
+            if sub == "scale":
+                scale_obj = decode.decode_object(body, request.headers.get("Content-Type"), _SCALE_TYPE)
+                result = await h.update_scale(rt, ns, info.name, scale_obj.value, caller)
+                return _json(h.scale_of(rt, result), headers=_warning_headers(caller))
+            obj = decode.decode_object(body, request.headers.get("Content-Type"), rt)
+            self._note_duplicates(obj, caller)
+            if sub == "finalize":
+                result = await h.finalize_namespace(rt, info.name, obj.value, caller)
+            else:
+                result = await h.update(rt, ns, info.name, obj.value, caller, subresource=sub)
+            return self._object_response(rt, result, accept, caller)
+        if method == "PATCH":
+            if not info.name:
+                raise method_not_allowed()
+            body = await self._read_body(request)
+            result, created = await h.patch(
+                rt, ns, info.name, request.headers.get("Content-Type", ""), body, caller, subresource=sub
+            )
+            if sub == "scale":
+                return _json(h.scale_of(rt, result), headers=_warning_headers(caller))
+            return self._object_response(rt, result, accept, caller, status=201 if created else 200)
+        if method == "DELETE":
+            body = await self._read_body(request)
+            options = decode.decode_delete_options(body, request.headers.get("Content-Type"), query)
+            if not info.name:
+                if "deletecollection" not in rt.verbs:
+                    raise method_not_allowed()
+                listed = await h.delete_collection(rt, info.namespace if rt.namespaced else None, options, caller)
+                return self._list_response(rt, listed, accept, query)
+            result, is_status = await h.delete(rt, ns, info.name, options, caller)
+            if is_status:
+                return _json(result, headers=_warning_headers(caller))
+            return self._object_response(rt, result, accept, caller)
+        raise method_not_allowed()
+
+    @staticmethod
+    def _note_duplicates(decoded: decode.DecodedObject, caller: Caller) -> None:
+        for path in decoded.duplicates:
+            if caller.query.get("fieldValidation") == "Strict":
+                raise bad_request(f'strict decoding error: duplicate field "{path}"')
+            caller.warnings.add(f'duplicate field "{path}"')
+
+    def _object_response(
+        self, rt: ResourceType, obj: JSON, accept: str, caller: Caller, *, status: int = 200
+    ) -> web.Response:
+        headers = _warning_headers(caller)
+        if tables.wants_table(accept):
+            return _json(tables.table_for_object(rt, obj, caller.query), status=status, headers=headers)
+        return web.Response(
+            body=encode_object(rt, obj), status=status, content_type="application/json", headers=headers
+        )
+
+    def _list_response(self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]) -> web.Response:
+        if tables.wants_table(accept):
+            return _json(tables.table_for_list(rt, listed, query))
+        return web.Response(body=encode_list(rt, listed), content_type="application/json")
+
+    async def _watch(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, query: dict[str, str], accept: str
+    ) -> web.StreamResponse:
+        namespace = info.namespace if rt.namespaced else None
+        events = self.handlers.watch(rt, namespace, query, name=info.name, stopping=self._stopping)
+        table = tables.wants_table(accept)
+        first: tuple[str, JSON] | None = None
+        try:
+            # Errors raised before the first event are plain HTTP errors, not stream events.
+            first = await anext(events)
+        except StopAsyncIteration:
+            first = None
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        sent_table_header = False
+        try:
+            item = first
+            while item is not None:
+                kind, obj = item
+                if table and kind != "ERROR" and kind != "BOOKMARK":
+                    obj = tables.table_for_watch_event(rt, obj, query, include_columns=not sent_table_header)
+                    sent_table_header = True
+                await response.write(encode_event(rt, kind, obj))
+                try:
+                    item = await anext(events)
+                except StopAsyncIteration:
+                    item = None
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            await events.aclose()
+        try:
+            await response.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass
+        return response
+
+
+_SCALE_TYPE = ResourceType(
+    group="autoscaling", version="v1", resource="scale", kind="Scale", singular="scale", namespaced=True, builtin=True
+)
+
+
+def _storage_version(crd: JSON) -> str:
+    for v in (crd.get("spec") or {}).get("versions") or []:
+        if v.get("storage"):
+            return str(v.get("name"))
+    return ""
+
+
+def _subresources(rt: ResourceType) -> set[str]:
+    subs: set[str] = set()
+    if rt.has_status:
+        subs.add("status")
+    if rt.scale is not None:
+        subs.add("scale")
+    if rt.builtin and rt.resource == "namespaces" and not rt.group:
+        subs.add("finalize")
+    return subs
+
+
+def _object_not_found(rt: ResourceType, name: str) -> StatusError:
+    from .errors import not_found
+
+    return not_found(rt.qualified, name)
+
+
+def _check_acceptable(accept: str) -> None:
+    if not accept:
+        return
+    media = [m.split(";")[0].strip() for m in accept.split(",")]
+    if any(m in ("application/json", "*/*", "application/*", "application/yaml", "") for m in media):
+        return
+    if all(m == "application/vnd.kubernetes.protobuf" for m in media):
+        raise StatusError(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, "
+            "application/vnd.kubernetes.protobuf",
+            {},
+        )
+
+
+def _warning_headers(caller: Caller) -> CIMultiDict[str]:
+    """One ``Warning`` header per message, as kube-apiserver sends them."""
+    headers: CIMultiDict[str] = CIMultiDict()
+    for value in caller.warnings.headers():
+        headers.add("Warning", value)
+    return headers
+
+
+def _json(
+    doc: Any, *, status: int = 200, content_type: str = "application/json", headers: CIMultiDict[str] | None = None
+) -> web.Response:
+    all_headers: CIMultiDict[str] = CIMultiDict(headers or {})
+    all_headers["Content-Type"] = content_type
+    return web.Response(body=json.dumps(doc, separators=(",", ":")).encode(), status=status, headers=all_headers)
+
+
+def _error_response(err: StatusError) -> web.Response:
+    headers = {"Cache-Control": "no-cache, private", **err.headers}
+    if err.plain_text is not None:
+        return web.Response(
+            text=err.plain_text, status=err.code, headers={**headers, "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"}
+        )
+    return web.Response(
+        body=json.dumps(err.status(), separators=(",", ":")).encode(),
+        status=err.code,
+        headers={**headers, "Content-Type": "application/json"},
+    )
+
+
+def encode_object(rt: ResourceType, obj: JSON) -> bytes:
+    """Custom resources serialise with sorted keys; built-ins in Go struct order."""
+    if rt.builtin:
+        return json.dumps(builtins.order_builtin(rt, obj), separators=(",", ":")).encode()
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+
+
+def encode_list(rt: ResourceType, listed: JSON) -> bytes:
+    if rt.builtin:
+        meta = dict(listed["metadata"])
+        if not meta.get("continue"):
+            meta.pop("continue", None)
+        doc = {
+            "kind": listed["kind"],
+            "apiVersion": listed["apiVersion"],
+            "metadata": meta,
+            "items": [builtins.order_builtin(rt, o, with_type=False) for o in listed["items"]],
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()
+    meta = dict(listed["metadata"])
+    meta.setdefault("continue", "")
+    doc = {"apiVersion": listed["apiVersion"], "items": listed["items"], "kind": listed["kind"], "metadata": meta}
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+def encode_event(rt: ResourceType, kind: str, obj: JSON) -> bytes:
+    if kind == "ERROR" or not rt.builtin or obj.get("kind") == "Table":
+        body = json.dumps(obj, separators=(",", ":"), sort_keys=kind != "ERROR" and obj.get("kind") != "Table")
+    else:
+        body = json.dumps(builtins.order_builtin(rt, obj), separators=(",", ":"))
+    return b'{"type":"' + kind.encode() + b'","object":' + body.encode() + b"}\n"
+
+
+def dump_yaml(doc: Any) -> str:
+    return yaml.safe_dump(doc, sort_keys=False)
