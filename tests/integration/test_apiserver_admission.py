@@ -1,0 +1,166 @@
+"""Registered admission webhooks are called over TLS and their answers reach the client as kube phrases them."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from runtime.envtest.certs import CertificateAuthority
+from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
+from tests.support.kubehttp import KubeHTTP
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+class Webhook:
+    """A real HTTPS admission webhook: odd replicas only, a warning above 7, a label added on create."""
+
+    def __init__(self) -> None:
+        self.ca = CertificateAuthority.new("test-webhook-ca")
+        self.received: list[dict[str, Any]] = []
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._tmp = tempfile.TemporaryDirectory()
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/validate", self._validate)
+        app.router.add_post("/mutate", self._mutate)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        cert, key = self.ca.serving_cert(["127.0.0.1"]).write(Path(self._tmp.name))
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(cert, key)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ctx)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self._tmp.cleanup()
+
+    async def _validate(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        self.received.append({"path": "/validate", "query": dict(request.query), "review": review})
+        req = review["request"]
+        obj = req["object"]
+        replicas = obj["spec"]["replicas"]
+        response: dict[str, Any] = {"uid": req["uid"], "allowed": replicas % 2 == 1}
+        if replicas % 2 == 0:
+            response["status"] = {"message": f"spec.replicas: Invalid value: {replicas}: must be odd"}
+        elif replicas > 7:
+            response["warnings"] = ["replicas above 7"]
+        return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    async def _mutate(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        self.received.append({"path": "/mutate", "query": dict(request.query), "review": review})
+        req = review["request"]
+        ops = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+        response = {
+            "uid": req["uid"],
+            "allowed": True,
+            "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(ops).encode()).decode(),
+        }
+        return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def configuration(self, kind: str, name: str, path: str, resources: list[str], namespace: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [
+                {
+                    "name": name,
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{self.port}{path}",
+                        "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
+                    },
+                    "rules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": [VERSION],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": resources,
+                        }
+                    ],
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "failurePolicy": "Fail",
+                    "timeoutSeconds": 5,
+                }
+            ],
+        }
+
+
+@pytest.fixture
+async def webhook(env: Any, namespace: str) -> AsyncIterator[tuple[Webhook, KubeHTTP]]:
+    await env.install_crds([widget_crd()])
+    hook = Webhook()
+    await hook.start()
+    async with KubeHTTP(env.kubeconfig) as kube:
+        names = []
+        for kind, path, resources in (
+            ("ValidatingWebhookConfiguration", "/validate", [PLURAL, f"{PLURAL}/scale"]),
+            ("MutatingWebhookConfiguration", "/mutate", [PLURAL]),
+        ):
+            name = f"{path.strip('/')}.{namespace}.test.cpo.dev"
+            plural = kind.lower() + "s"
+            reply = await kube.post(
+                f"/apis/admissionregistration.k8s.io/v1/{plural}", hook.configuration(kind, name, path, resources, namespace)
+            )
+            assert reply.status == 201, reply.text
+            names.append((plural, name))
+        try:
+            yield hook, kube
+        finally:
+            for plural, name in names:
+                await kube.delete(f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}")
+            await hook.stop()
+
+
+async def test_webhook_denial_mutation_and_warning(webhook: tuple[Webhook, KubeHTTP], namespace: str) -> None:
+    hook, kube = webhook
+    denied = await kube.post(widgets_path(namespace), widget("even", namespace, size="small", replicas=4))
+    assert denied.status == 400, denied.text
+    assert denied.body["message"] == (
+        f'admission webhook "validate.{namespace}.test.cpo.dev" denied the request: '
+        "spec.replicas: Invalid value: 4: must be odd"
+    )
+    assert "reason" not in denied.body
+
+    created = await kube.post(widgets_path(namespace), widget("odd", namespace, size="small", replicas=9))
+    assert created.status == 201, created.text
+    assert created.body["metadata"]["labels"] == {"mutated": "yes"}
+    assert any("replicas above 7" in w for w in created.warnings())
+
+    validate_calls = [c for c in hook.received if c["path"] == "/validate"]
+    review = validate_calls[-1]["review"]["request"]
+    assert review["operation"] == "CREATE"
+    assert review["resource"] == {"group": GROUP, "version": VERSION, "resource": PLURAL}
+    assert review["object"]["metadata"]["labels"] == {"mutated": "yes"}
+    assert validate_calls[-1]["query"] == {"timeout": "5s"}
+
+
+async def test_webhook_sees_scale_subresource_updates(webhook: tuple[Webhook, KubeHTTP], namespace: str) -> None:
+    hook, kube = webhook
+    created = await kube.post(widgets_path(namespace), widget("sc", namespace, size="small", replicas=3))
+    assert created.status == 201, created.text
+    denied = await kube.patch(widgets_path(namespace, "sc", "scale"), {"spec": {"replicas": 4}})
+    assert denied.status == 400 and "must be odd" in denied.body["message"]
+    review = hook.received[-1]["review"]["request"]
+    assert review["subResource"] == "scale"
+    assert review["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    ok = await kube.patch(widgets_path(namespace, "sc", "scale"), {"spec": {"replicas": 5}})
+    assert ok.status == 200 and ok.body["spec"]["replicas"] == 5

@@ -1,0 +1,387 @@
+"""What a controller relies on from the API server, asserted over HTTP on whichever back end runs.
+
+These tests talk to the server only through its REST API, so they pass unchanged on the embedded
+server, on real kube-apiserver binaries (``KUBEBUILDER_ASSETS``) and on an existing cluster
+(``CPO_TEST_KUBECONFIG``). The transcript replay suite checks exact wording against recordings;
+this module checks the semantics one behaviour at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
+from tests.support.kubehttp import KubeHTTP
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture(scope="session")
+async def widgets_installed(env: Any) -> None:
+    await env.install_crds([widget_crd()])
+
+
+@pytest.fixture
+async def kube(env: Any, widgets_installed: None) -> AsyncIterator[KubeHTTP]:
+    async with KubeHTTP(env.kubeconfig) as client:
+        yield client
+
+
+async def _create(kube: KubeHTTP, ns: str, name: str, **spec: Any) -> dict[str, Any]:
+    reply = await kube.post(widgets_path(ns), widget(name, ns, **spec))
+    assert reply.status == 201, reply.text
+    return dict(reply.body)
+
+
+# ------------------------------------------------------------------------------ discovery
+
+
+async def test_discovery_lists_builtins_and_installed_crd(kube: KubeHTTP) -> None:
+    core = await kube.get("/api/v1")
+    names = {r["name"] for r in core.body["resources"]}
+    assert {"namespaces", "nodes", "pods", "events", "secrets", "configmaps", "services"} <= names
+    groups = await kube.get("/apis")
+    group_names = {g["name"] for g in groups.body["groups"]}
+    assert {"coordination.k8s.io", "policy", "events.k8s.io", "apiextensions.k8s.io", GROUP} <= group_names
+    rl = await kube.get(f"/apis/{GROUP}/{VERSION}")
+    by_name = {r["name"]: r for r in rl.body["resources"]}
+    assert by_name[PLURAL]["kind"] == "Widget" and by_name[PLURAL]["namespaced"] is True
+    assert by_name[PLURAL]["shortNames"] == ["wd"]
+    assert by_name[f"{PLURAL}/scale"]["kind"] == "Scale" and by_name[f"{PLURAL}/scale"]["group"] == "autoscaling"
+    assert f"{PLURAL}/status" in by_name
+    version = await kube.get("/version")
+    assert version.status == 200 and "gitVersion" in version.body
+
+
+# ------------------------------------------------------------------------------- CRUD
+
+
+async def test_create_fills_server_fields_and_generate_name(kube: KubeHTTP, namespace: str) -> None:
+    body = widget("", namespace, size="large")
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "gen-"
+    reply = await kube.post(widgets_path(namespace), body)
+    assert reply.status == 201, reply.text
+    meta = reply.body["metadata"]
+    assert meta["name"].startswith("gen-") and len(meta["name"]) == len("gen-") + 5
+    assert meta["uid"] and meta["creationTimestamp"] and meta["generation"] == 1
+    assert int(meta["resourceVersion"]) > 0
+    assert reply.body["spec"] == {"replicas": 1, "size": "large"}  # defaulted
+
+
+async def test_resource_version_is_global_and_increasing(kube: KubeHTTP, namespace: str) -> None:
+    a = await _create(kube, namespace, "rv-a", size="small")
+    cm = await kube.post(
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rv-b"}, "data": {"k": "v"}},
+    )
+    b = await _create(kube, namespace, "rv-c", size="small")
+    rvs = [int(a["metadata"]["resourceVersion"]), int(cm.body["metadata"]["resourceVersion"]), int(b["metadata"]["resourceVersion"])]
+    assert rvs == sorted(rvs) and len(set(rvs)) == 3
+
+
+async def test_generation_bumps_on_spec_changes_only(kube: KubeHTTP, namespace: str) -> None:
+    await _create(kube, namespace, "gen", size="small")
+    path = widgets_path(namespace, "gen")
+    labels = await kube.patch(path, {"metadata": {"labels": {"x": "y"}}})
+    assert labels.body["metadata"]["generation"] == 1
+    spec = await kube.patch(path, {"spec": {"replicas": 3}})
+    assert spec.body["metadata"]["generation"] == 2
+    noop = await kube.patch(path, {"spec": {"replicas": 3}})
+    assert noop.body["metadata"]["resourceVersion"] == spec.body["metadata"]["resourceVersion"]
+
+
+async def test_stale_update_conflicts_and_duplicate_create_exists(kube: KubeHTTP, namespace: str) -> None:
+    first = await _create(kube, namespace, "occ", size="small")
+    path = widgets_path(namespace, "occ")
+    fresh = dict(first, spec={"size": "large", "replicas": 1})
+    ok = await kube.put(path, fresh)
+    assert ok.status == 200, ok.text
+    stale = await kube.put(path, dict(first, spec={"size": "small", "replicas": 2}))
+    assert stale.status == 409 and stale.body["reason"] == "Conflict"
+    dup = await kube.post(widgets_path(namespace), widget("occ", namespace, size="small"))
+    assert dup.status == 409 and dup.body["reason"] == "AlreadyExists"
+    assert dup.body["details"] == {"name": "occ", "group": GROUP, "kind": PLURAL}
+
+
+async def test_not_found_and_missing_namespace(kube: KubeHTTP, namespace: str) -> None:
+    missing = await kube.get(widgets_path(namespace, "nope"))
+    assert missing.status == 404 and missing.body["reason"] == "NotFound"
+    assert missing.body["message"] == f'{PLURAL}.{GROUP} "nope" not found'
+    no_ns = await kube.post(widgets_path("no-such-ns-xyz"), widget("w", "no-such-ns-xyz", size="small"))
+    assert no_ns.status == 404 and no_ns.body["details"] == {"name": "no-such-ns-xyz", "kind": "namespaces"}
+
+
+async def test_invalid_object_is_422_with_causes(kube: KubeHTTP, namespace: str) -> None:
+    reply = await kube.post(widgets_path(namespace), widget("bad", namespace, size="medium", replicas=12, name="ABC"))
+    assert reply.status == 422 and reply.body["reason"] == "Invalid"
+    fields = sorted(c["field"] for c in reply.body["details"]["causes"])
+    assert fields == ["spec.name", "spec.replicas", "spec.size"]
+    assert reply.body["message"].startswith('Widget.test.cpo.dev "bad" is invalid: [')
+
+
+async def test_cluster_scoped_objects_have_no_namespace(kube: KubeHTTP) -> None:
+    reply = await kube.post(
+        "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-scope-test"}}
+    )
+    assert reply.status == 201, reply.text
+    assert "namespace" not in reply.body["metadata"]
+    got = await kube.get("/api/v1/nodes/node-scope-test")
+    assert got.status == 200
+    await kube.delete("/api/v1/nodes/node-scope-test")
+
+
+# ------------------------------------------------------------------------------ PATCH
+
+
+async def test_merge_and_json_patch_on_custom_resource(kube: KubeHTTP, namespace: str) -> None:
+    await _create(kube, namespace, "p", size="small", extra={"a": 1, "b": 2})
+    path = widgets_path(namespace, "p")
+    merged = await kube.patch(path, {"spec": {"extra": {"a": None, "c": 3}}})
+    assert merged.body["spec"]["extra"] == {"b": 2, "c": 3}
+    jp = await kube.patch(path, [{"op": "replace", "path": "/spec/replicas", "value": 5}], patch_type="json")
+    assert jp.status == 200 and jp.body["spec"]["replicas"] == 5
+    failed = await kube.patch(path, [{"op": "test", "path": "/spec/replicas", "value": 1}], patch_type="json")
+    assert failed.status == 422
+    smp = await kube.patch(path, {"spec": {"replicas": 1}}, patch_type="strategic")
+    assert smp.status == 415 and smp.body["reason"] == "UnsupportedMediaType"
+
+
+async def test_strategic_merge_patch_on_builtin_merges_lists_by_key(kube: KubeHTTP, namespace: str) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "smp"},
+        "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]},
+    }
+    created = await kube.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert created.status == 201, created.text
+    patched = await kube.patch(
+        f"/api/v1/namespaces/{namespace}/pods/smp",
+        {"spec": {"containers": [{"name": "b", "image": "b:2"}]}},
+        patch_type="strategic",
+    )
+    assert patched.status == 200, patched.text
+    images = {c["name"]: c["image"] for c in patched.body["spec"]["containers"]}
+    assert images == {"a": "a:1", "b": "b:2"}
+
+
+# ----------------------------------------------------------------------- subresources
+
+
+async def test_status_changes_only_through_status_subresource(kube: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube, namespace, "st", size="small")
+    path = widgets_path(namespace, "st")
+    ignored = await kube.put(path, dict(created, status={"phase": "Running"}))
+    assert ignored.status == 200 and "status" not in ignored.body
+    via_status = await kube.put(
+        widgets_path(namespace, "st", "status"),
+        dict(ignored.body, status={"phase": "Running"}, spec={"size": "large"}),
+    )
+    assert via_status.status == 200, via_status.text
+    assert via_status.body["status"] == {"phase": "Running"}
+    assert via_status.body["spec"]["size"] == "small"
+    assert via_status.body["metadata"]["generation"] == 1
+
+
+async def test_scale_subresource_reads_and_writes_replicas(kube: KubeHTTP, namespace: str) -> None:
+    await _create(kube, namespace, "sc", size="small", replicas=3)
+    scale_path = widgets_path(namespace, "sc", "scale")
+    scale = await kube.get(scale_path)
+    assert scale.body["kind"] == "Scale" and scale.body["apiVersion"] == "autoscaling/v1"
+    assert scale.body["spec"] == {"replicas": 3}
+    updated = await kube.patch(scale_path, {"spec": {"replicas": 5}})
+    assert updated.status == 200 and updated.body["spec"]["replicas"] == 5
+    obj = await kube.get(widgets_path(namespace, "sc"))
+    assert obj.body["spec"]["replicas"] == 5 and obj.body["metadata"]["generation"] == 2
+
+
+# ------------------------------------------------------------------------------ delete
+
+
+async def test_delete_with_finalizer_marks_then_removes(kube: KubeHTTP, namespace: str) -> None:
+    body = widget("fin", namespace, size="small")
+    body["metadata"]["finalizers"] = ["test.cpo.dev/hold"]
+    await kube.post(widgets_path(namespace), body)
+    path = widgets_path(namespace, "fin")
+    marked = await kube.delete(path)
+    assert marked.status == 200 and marked.body["metadata"]["deletionTimestamp"]
+    still = await kube.get(path)
+    assert still.status == 200
+    added = await kube.patch(path, {"metadata": {"finalizers": ["test.cpo.dev/hold", "another"]}})
+    assert added.status == 422
+    await kube.patch(path, {"metadata": {"finalizers": None}})
+    gone = await kube.get(path)
+    assert gone.status == 404
+
+
+async def test_delete_preconditions_and_propagation_policy(kube: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube, namespace, "pre", size="small")
+    path = widgets_path(namespace, "pre")
+    wrong_uid = await kube.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "nope"}})
+    assert wrong_uid.status == 409
+    ok = await kube.delete(
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+            "preconditions": {"uid": created["metadata"]["uid"]},
+        },
+    )
+    assert ok.status == 200 and ok.body["status"] == "Success"
+
+
+# -------------------------------------------------------------------------------- list
+
+
+async def test_label_selectors_with_every_operator(kube: KubeHTTP, namespace: str) -> None:
+    for name, labels in {"l1": {"tier": "a", "env": "x"}, "l2": {"tier": "b"}, "l3": {}}.items():
+        body = widget(name, namespace, size="small")
+        body["metadata"]["labels"] = labels
+        await kube.post(widgets_path(namespace), body)
+
+    async def names(selector: str) -> list[str]:
+        reply = await kube.get(widgets_path(namespace), params={"labelSelector": selector})
+        assert reply.status == 200, reply.text
+        return [i["metadata"]["name"] for i in reply.body["items"]]
+
+    assert await names("tier=a") == ["l1"]
+    assert await names("tier==b") == ["l2"]
+    assert await names("tier!=a") == ["l2", "l3"]
+    assert await names("tier in (a,b)") == ["l1", "l2"]
+    assert await names("tier notin (a)") == ["l2", "l3"]
+    assert await names("env") == ["l1"]
+    assert await names("!env") == ["l2", "l3"]
+    assert await names("tier,env=x") == ["l1"]
+    bad = await kube.get(widgets_path(namespace), params={"labelSelector": "tier in (a"})
+    assert bad.status == 400
+
+
+async def test_field_selectors_and_pagination(kube: KubeHTTP, namespace: str) -> None:
+    for i in range(5):
+        await _create(kube, namespace, f"pg{i}", size="small")
+    by_name = await kube.get(widgets_path(namespace), params={"fieldSelector": "metadata.name=pg3"})
+    assert [i["metadata"]["name"] for i in by_name.body["items"]] == ["pg3"]
+    by_ns = await kube.get(widgets_path(None), params={"fieldSelector": f"metadata.namespace={namespace}"})
+    assert {i["metadata"]["name"] for i in by_ns.body["items"]} >= {f"pg{i}" for i in range(5)}
+    unsupported = await kube.get(widgets_path(namespace), params={"fieldSelector": "spec.size=small"})
+    assert unsupported.status == 400
+    seen: list[str] = []
+    params = {"limit": "2"}
+    pages = 0
+    while True:
+        page = await kube.get(widgets_path(namespace), params=params)
+        pages += 1
+        seen += [i["metadata"]["name"] for i in page.body["items"]]
+        token = page.body["metadata"].get("continue")
+        if not token:
+            break
+        params = {"limit": "2", "continue": token}
+    assert seen == [f"pg{i}" for i in range(5)] and pages == 3
+
+
+# ------------------------------------------------------------------------------- watch
+
+
+async def _collect(kube: KubeHTTP, path: str, params: dict[str, str], until: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        async for ev in kube.watch(path, params):
+            events.append(ev)
+            if len(events) >= until:
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(run(), timeout)
+    return events
+
+
+async def test_watch_resumes_from_resource_version(kube: KubeHTTP, namespace: str) -> None:
+    first = await _create(kube, namespace, "w1", size="small")
+    rv = first["metadata"]["resourceVersion"]
+    await kube.patch(widgets_path(namespace, "w1"), {"spec": {"replicas": 2}})
+    await _create(kube, namespace, "w2", size="small")
+    await kube.delete(widgets_path(namespace, "w1"))
+    events = await _collect(kube, widgets_path(namespace), {"resourceVersion": rv}, until=3)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("MODIFIED", "w1"),
+        ("ADDED", "w2"),
+        ("DELETED", "w1"),
+    ]
+    deleted_rv = int(events[2]["object"]["metadata"]["resourceVersion"])
+    assert deleted_rv > int(events[1]["object"]["metadata"]["resourceVersion"])
+
+
+async def test_watch_with_expired_resource_version_gets_410(kube: KubeHTTP, namespace: str) -> None:
+    await _create(kube, namespace, "old", size="small")
+    events = await _collect(kube, widgets_path(namespace), {"resourceVersion": "1"}, until=1)
+    assert len(events) == 1 and events[0]["type"] == "ERROR"
+    assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
+
+
+async def test_watch_sends_bookmark_before_timeout_and_ends(kube: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube, namespace, "bm", size="small")
+    params = {
+        "resourceVersion": created["metadata"]["resourceVersion"],
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "3",
+        "labelSelector": "nothing-matches-this=1",
+    }
+    events = await _collect(kube, widgets_path(namespace), params, until=99, timeout=15)
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert set(events[0]["object"]["metadata"]) == {"resourceVersion"}
+
+
+async def test_watch_label_selector_transitions(kube: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube, namespace, "tr", size="small")
+    rv = created["metadata"]["resourceVersion"]
+    path = widgets_path(namespace, "tr")
+    await kube.patch(path, {"metadata": {"labels": {"sel": "in"}}})
+    await kube.patch(path, {"spec": {"replicas": 2}})
+    await kube.patch(path, {"metadata": {"labels": {"sel": "out"}}})
+    events = await _collect(kube, widgets_path(namespace), {"resourceVersion": rv, "labelSelector": "sel=in"}, until=3)
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    assert events[2]["object"]["metadata"]["labels"] == {"sel": "in"}
+
+
+# -------------------------------------------------------------------------------- CRDs
+
+
+async def test_crd_is_served_quickly_and_validates(env: Any, kube: KubeHTTP, namespace: str) -> None:
+    crd = widget_crd()
+    crd["metadata"]["name"] = "gizmos.test.cpo.dev"
+    crd["spec"]["names"] = {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    created = await kube.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert created.status == 201, created.text
+    deadline = started + 5
+    while loop.time() < deadline:
+        reply = await kube.get(f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos")
+        if reply.status == 200:
+            break
+        await asyncio.sleep(0.05)
+    served_after = loop.time() - started
+    assert reply.status == 200 and served_after < 1.0, (reply.status, served_after)
+    bad = await kube.post(
+        f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos",
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Gizmo", "metadata": {"name": "g"}, "spec": {"replicas": "x"}},
+    )
+    assert bad.status == 422
+    await kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.test.cpo.dev")
+
+
+async def test_unknown_fields_are_pruned_with_warning(kube: KubeHTTP, namespace: str) -> None:
+    body = widget("unk", namespace, size="small")
+    body["spec"]["bogus"] = 1
+    reply = await kube.post(widgets_path(namespace), body)
+    assert reply.status == 201
+    assert "bogus" not in reply.body["spec"]
+    assert any('unknown field \\"spec.bogus\\"' in w for w in reply.warnings())
