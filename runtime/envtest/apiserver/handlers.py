@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import admission as admission_mod
-from . import builtins, objectmeta, patch, schema, selectors
+from . import builtins, decode, objectmeta, patch, schema, selectors
 from .errors import (
     OPTIMISTIC_LOCK,
     FieldError,
@@ -48,17 +48,6 @@ from .store import Store
 JSON = dict[str, Any]
 
 SCALE_GROUP_KIND = ("autoscaling", "v1", "Scale")
-PATCH_TYPES = {
-    "application/json-patch+json": "json",
-    "application/merge-patch+json": "merge",
-    "application/strategic-merge-patch+json": "strategic",
-    "application/apply-patch+yaml": "apply",
-}
-CR_PATCH_TYPES = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-BUILTIN_PATCH_TYPES = (
-    "application/json-patch+json, application/merge-patch+json, "
-    "application/strategic-merge-patch+json, application/apply-patch+yaml"
-)
 WEBHOOK_CONFIG_RESOURCES = {
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): False,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): True,
@@ -205,7 +194,7 @@ class Handlers:
         ns_labels: dict[str, str] | None = None
         if namespace:
             ns_obj = self._namespace_object(namespace)
-            ns_labels = dict(ns_obj["metadata"].get("labels") or {}) if ns_obj else {}
+            ns_labels = dict(ns_obj["metadata"].get("labels") or {}) if ns_obj else None
         attrs = admission_mod.AdmissionAttributes(
             operation=operation,
             group=group,
@@ -224,14 +213,13 @@ class Handlers:
             user_info=caller.user_info(),
             namespace_labels=ns_labels,
         )
+        # Warnings go straight into the caller's collection so that they reach the client even when
+        # a later webhook denies the request.
         if mutate:
-            mutated, warnings = await self.admission.mutate(attrs, configs)
-        else:
-            warnings = await self.admission.validate(attrs, configs)
-            mutated = obj
-        for w in warnings:
-            caller.warnings.add(w)
-        return mutated
+            mutated, _ = await self.admission.mutate(attrs, configs, warnings=caller.warnings)
+            return mutated
+        await self.admission.validate(attrs, configs, warnings=caller.warnings)
+        return obj
 
     def _create_options(self, caller: Caller) -> JSON:
         opts: JSON = {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
@@ -251,12 +239,21 @@ class Handlers:
             opts["fieldValidation"] = caller.query["fieldValidation"]
         return opts
 
-    def _prepare_body(self, rt: ResourceType, obj: JSON, caller: Caller, *, status_only: bool = False) -> None:
-        """Pruning, unknown-field handling and defaulting of a decoded custom resource."""
-        if rt.schema is None:
-            return
-        pruned = schema.prune(rt.schema, obj)
+    def _prepare_body(self, rt: ResourceType, obj: JSON, caller: Caller, *, status_only: bool = False) -> JSON:
+        """Pruning, unknown-field handling and defaulting of a decoded body; returns the object to use."""
         mode = caller.query.get("fieldValidation", "Warn")
+        if rt.builtin:
+            try:
+                decoded, warnings = builtins.decode_builtin(rt, obj, strict=mode == "Strict")
+            except builtins.DecodeError as exc:
+                raise bad_request(builtins.decode_error_message(rt, exc.message)) from None
+            if mode != "Ignore":
+                for w in warnings:
+                    caller.warnings.add(w)
+            return decoded
+        if rt.schema is None:
+            return obj
+        pruned = schema.prune(rt.schema, obj)
         if pruned and mode == "Strict":
             detail = ", ".join(f'unknown field "{p}"' for p in pruned)
             raise bad_request(
@@ -267,27 +264,29 @@ class Handlers:
             for path in pruned:
                 caller.warnings.add(f'unknown field "{path}"')
         schema.apply_defaults(rt.schema, obj)
+        return obj
 
     def _validate(self, rt: ResourceType, obj: JSON, old: JSON | None, *, status: bool = False) -> list[FieldError]:
         errors: list[FieldError] = []
         meta = _meta(obj)
         if old is None:
             errors += objectmeta.validate_object_meta_create(
-                meta, namespaced=rt.namespaced, name_rule="label" if rt.resource == "namespaces" else "subdomain"
+                meta, namespaced=rt.namespaced, name_rule=builtins.name_rule(rt)
             )
         else:
-            errors += objectmeta.validate_object_meta_update(obj, old)
+            errors += objectmeta.validate_object_meta_update(obj, old, namespaced=rt.namespaced)
         if rt.schema is not None:
-            errors += schema.validate(rt.schema, obj, root_is_status=status)
-            errors += schema.scale_accessor_errors(rt.scale, obj)
+            errors += schema.validate(rt.schema, obj, root_is_status=status, old=old)
+            errors += schema.scale_accessor_errors(rt.scale, obj, include_spec=not status)
+            errors += schema.list_type_errors(rt.schema, obj)
         if rt.validate is not None:
             errors += rt.validate(obj, old)
-        if (rt.group, rt.resource) in WEBHOOK_CONFIG_RESOURCES:
+        elif (rt.group, rt.resource) in WEBHOOK_CONFIG_RESOURCES:
             errors += admission_mod.validate_webhook_configuration(
                 obj, WEBHOOK_CONFIG_RESOURCES[(rt.group, rt.resource)]
             )
         if (rt.group, rt.resource) == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            errors += schema.validate_crd(obj)
+            errors += schema.validate_crd(obj, old=old)
         return errors
 
     def _default_builtin(self, rt: ResourceType, obj: JSON) -> None:
@@ -531,7 +530,8 @@ class Handlers:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise StatusError(500, None, "resourceVersion should not be set on objects to be created")
-        self._prepare_body(rt, obj, caller)
+        obj = self._prepare_body(rt, obj, caller)
+        meta = _meta(obj)
         for server_owned in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"):
             meta.pop(server_owned, None)
         if rt.has_status:
@@ -539,10 +539,12 @@ class Handlers:
         self._default_builtin(rt, obj)
         entries = objectmeta.update_managed_fields(
             None, None, obj, manager=caller.field_manager(), operation="Update",
-            api_version=rt.group_version, subresource="", time=now_rfc3339(),
+            api_version=rt.group_version, subresource="", time=now_rfc3339(), rules=builtins.field_rules(rt),
         )
         if entries:
             meta["managedFields"] = entries
+        if rt.builtin:
+            builtins.prepare_for_create(rt, obj)
         name = str(meta.get("name") or "")
         if rt.namespaced:
             self._check_namespace_for_create(rt, namespace, name)
@@ -619,7 +621,7 @@ class Handlers:
                 f"AdditionalErrorMsg: Precondition failed: UID in precondition: {body_uid}, "
                 f"UID in object meta: {current['metadata'].get('uid')}",
             )
-        self._prepare_body(rt, body, caller, status_only=subresource == "status")
+        body = self._prepare_body(rt, body, caller, status_only=subresource == "status")
         return await self._commit_update(rt, namespace, name, current, body, caller, subresource=subresource)
 
     async def patch(
@@ -635,13 +637,7 @@ class Handlers:
     ) -> tuple[JSON, bool]:
         """PATCH; returns (object, created) -- apply patches may create."""
         q = rt.qualified
-        media = content_type.split(";")[0].strip().lower()
-        kind = PATCH_TYPES.get(media)
-        if kind is None or (kind == "strategic" and not rt.builtin):
-            from .errors import unsupported_media_type
-
-            supported = BUILTIN_PATCH_TYPES if rt.builtin else CR_PATCH_TYPES
-            raise unsupported_media_type(media, supported.split(", "))
+        kind = patch.patch_kind(content_type, strategic=rt.builtin)
         if kind == "apply" and not caller.query.get("fieldManager"):
             raise invalid_object(
                 _meta_options_q("PatchOptions"), "", [required("fieldManager", "is required for apply patch")]
@@ -672,7 +668,7 @@ class Handlers:
                 raise conflict(q, name, OPTIMISTIC_LOCK)
             if subresource == "scale":
                 patched = self._scale_to_object(rt, current, patched)
-            self._prepare_body(rt, patched, caller, status_only=subresource == "status")
+            patched = self._prepare_body(rt, patched, caller, status_only=subresource == "status")
             try:
                 result = await self._commit_update(
                     rt, namespace, name, current, patched, caller,
@@ -718,7 +714,9 @@ class Handlers:
         admit, detect no-ops, bump generation, honour finalizers, store."""
         q = rt.qualified
         old_meta = current["metadata"]
-        if subresource == "status":
+        if rt.builtin and subresource != "scale":
+            builtins.prepare_for_update(rt, new, current, subresource)
+        elif subresource == "status":
             merged = copy.deepcopy(current)
             if "status" in new:
                 merged["status"] = new["status"]
@@ -783,6 +781,7 @@ class Handlers:
             api_version=rt.group_version,
             subresource=subresource,
             time=None if subresource == "scale" else now_rfc3339(),
+            rules=builtins.field_rules(rt),
         )
         if entries:
             meta["managedFields"] = entries
@@ -1037,12 +1036,10 @@ def _parse_rv_field(text: str) -> int:
 
 
 def decode_int_param(name: str, text: str | None) -> int:
-    if text is None or text == "":
+    """An integer query parameter; absent means 0, anything Go's ParseInt refuses is a 400."""
+    if text is None:
         return 0
-    try:
-        return int(text)
-    except ValueError:
-        raise bad_request(f"strconv.ParseInt: parsing {json.dumps(text)}: invalid syntax") from None
+    return decode.parse_int_param(name, text)
 
 
 def _meta_options_q(kind: str) -> Any:

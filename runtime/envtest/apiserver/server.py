@@ -179,7 +179,8 @@ class EmbeddedAPIServer:
         try:
             return self._service_map[(namespace, name, port)]
         except KeyError:
-            raise OSError(f'service "{namespace}/{name}" port {port} is not mapped to a local address') from None
+            # Worded as kube-apiserver's service resolver: the service does not exist here.
+            raise LookupError(f'service "{name}" not found') from None
 
     def _ssl_context(self) -> ssl.SSLContext:
         self._tmp = tempfile.TemporaryDirectory(prefix="cpo-apiserver-")
@@ -447,9 +448,9 @@ class EmbeddedAPIServer:
             if info.name and rt.builtin and not (rt.resource == "namespaces" and sub == "finalize"):
                 raise method_not_allowed()
             body = await self._read_body(request)
-            obj = decode.decode_object(body, request.headers.get("Content-Type"), rt)
-            self._note_duplicates(obj, caller)
-            created = await h.create(rt, ns, obj.value, caller)
+            decoded = decode.decode_object(body, request.headers.get("Content-Type"), rt)
+            self._note_duplicates(decoded, rt, caller)
+            created = await h.create(rt, ns, decoded.value, caller)
             return self._object_response(rt, created, accept, caller, status=201)
         if method == "PUT":
             if not info.name:
@@ -461,12 +462,12 @@ class EmbeddedAPIServer:
                 scale_obj = decode.decode_object(body, request.headers.get("Content-Type"), _SCALE_TYPE)
                 result = await h.update_scale(rt, ns, info.name, scale_obj.value, caller)
                 return _json(h.scale_of(rt, result), headers=_warning_headers(caller))
-            obj = decode.decode_object(body, request.headers.get("Content-Type"), rt)
-            self._note_duplicates(obj, caller)
+            decoded = decode.decode_object(body, request.headers.get("Content-Type"), rt)
+            self._note_duplicates(decoded, rt, caller)
             if sub == "finalize":
-                result = await h.finalize_namespace(rt, info.name, obj.value, caller)
+                result = await h.finalize_namespace(rt, info.name, decoded.value, caller)
             else:
-                result = await h.update(rt, ns, info.name, obj.value, caller, subresource=sub)
+                result = await h.update(rt, ns, info.name, decoded.value, caller, subresource=sub)
             return self._object_response(rt, result, accept, caller)
         if method == "PATCH":
             if not info.name:
@@ -493,11 +494,19 @@ class EmbeddedAPIServer:
         raise method_not_allowed()
 
     @staticmethod
-    def _note_duplicates(decoded: decode.DecodedObject, caller: Caller) -> None:
-        for path in decoded.duplicates:
-            if caller.query.get("fieldValidation") == "Strict":
-                raise bad_request(f'strict decoding error: duplicate field "{path}"')
-            caller.warnings.add(f'duplicate field "{path}"')
+    def _note_duplicates(decoded: decode.DecodedObject, rt: ResourceType, caller: Caller) -> None:
+        """Duplicate JSON keys: the last one wins with a warning, or the request fails when Strict."""
+        if not decoded.duplicates:
+            return
+        if caller.query.get("fieldValidation") == "Strict":
+            body = decoded.value
+            raise decode.strict_decoding_error(
+                str(body.get("kind", "")), str(body.get("apiVersion", "")).rpartition("/")[2], rt.kind,
+                decoded.strict_problems(),
+            )
+        if caller.query.get("fieldValidation") != "Ignore":
+            for path in decoded.duplicates:
+                caller.warnings.add(f'duplicate field "{path}"')
 
     def _object_response(
         self, rt: ResourceType, obj: JSON, accept: str, caller: Caller, *, status: int = 200

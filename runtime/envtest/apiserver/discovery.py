@@ -1,0 +1,840 @@
+"""Discovery and OpenAPI documents, rendered from the :class:`~.registry.Registry`.
+
+Covers ``/api``, ``/apis``, ``/apis/<group>``, ``/api/v1`` and ``/apis/<group>/<version>``
+(APIVersions, APIGroupList, APIGroup, APIResourceList), the aggregated discovery kubectl asks
+for (``Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList``),
+``/version`` and OpenAPI v3 (``/openapi/v3`` and one document per group/version: enough for
+``kubectl apply`` and ``kubectl explain``). Key order follows kube-apiserver's output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .builtins import (
+    ALL_VERBS,
+    Anything,
+    IntOrString,
+    ListOf,
+    MapOf,
+    Quantity,
+    Scalar,
+    Struct,
+    Time,
+    TypeSpec,
+    builtin_subresources,
+    order_json_schema,
+    struct_of,
+)
+from .registry import Registry, ResourceType
+
+JSON = dict[str, Any]
+
+DEFAULT_SERVER_ADDRESS = "127.0.0.1:6443"
+
+# Built-in groups in kube-apiserver's priority order; other groups (CRDs) follow, sorted by name.
+BUILTIN_GROUP_ORDER = (
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+)
+
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+PLAIN_JSON = "application/json"
+
+
+def version_info() -> JSON:
+    """``GET /version``: the release the transcripts were recorded against."""
+    return {
+        "major": "1",
+        "minor": "32",
+        "gitVersion": "v1.32.0-beta.0+cd13ec4ae44e",
+        "gitCommit": "cd13ec4ae44e35ce12aefbb05627be4474ff2b1f",
+        "gitTreeState": "clean",
+        "buildDate": "2026-11-22T04:03:38Z",
+        "goVersion": "go1.27.3",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
+
+def api_versions(server_address: str = DEFAULT_SERVER_ADDRESS) -> JSON:
+    """``GET /api`` (note: no apiVersion key)."""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def _group_order(groups: list[str]) -> list[str]:
+    builtin = [g for g in BUILTIN_GROUP_ORDER if g in groups]
+    return builtin + sorted(g for g in groups if g not in BUILTIN_GROUP_ORDER)
+
+
+def _group_entry(reg: Registry, group: str) -> JSON | None:
+    versions = reg.groups().get(group)
+    if not versions:
+        return None
+    preferred = reg.preferred_version(group) or versions[0]
+    return {
+        "name": group,
+        "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
+        "preferredVersion": {"groupVersion": f"{group}/{preferred}", "version": preferred},
+    }
+
+
+def api_group_list(reg: Registry) -> JSON:
+    """``GET /apis``: every named group (the core group is under /api)."""
+    groups = [g for g in reg.groups() if g]
+    entries = [_group_entry(reg, g) for g in _group_order(groups)]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [e for e in entries if e]}
+
+
+def api_group(reg: Registry, group: str) -> JSON | None:
+    """``GET /apis/<group>``; None when the group is not served (the caller answers 404 text)."""
+    if not group:
+        return None
+    entry = _group_entry(reg, group)
+    if entry is None:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **entry}
+
+
+def _sorted_types(reg: Registry, group: str, version: str) -> list[ResourceType]:
+    return sorted(reg.in_group_version(group, version), key=lambda rt: rt.resource)
+
+
+def _subresources(rt: ResourceType) -> list[tuple[str, str, str, str, list[str]]]:
+    """(name, group, version, kind, verbs) of each subresource; group/version "" = the parent's."""
+    if rt.builtin:
+        return [
+            (s.name, s.group, s.version, s.kind or rt.kind, list(s.verbs))
+            for s in sorted(builtin_subresources(rt), key=lambda s: s.name)
+        ]
+    out: list[tuple[str, str, str, str, list[str]]] = []
+    if rt.has_status:
+        out.append(("status", "", "", rt.kind, ["get", "patch", "update"]))
+    if rt.scale is not None:
+        out.append(("scale", "autoscaling", "v1", "Scale", ["get", "patch", "update"]))
+    return out
+
+
+def _resource_entry(rt: ResourceType) -> JSON:
+    entry: JSON = {
+        "name": rt.resource,
+        "singularName": rt.singular,
+        "namespaced": rt.namespaced,
+        "kind": rt.kind,
+        "verbs": list(rt.verbs),
+    }
+    if rt.short_names:
+        entry["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        entry["categories"] = list(rt.categories)
+    if rt.storage_version_hash or not rt.builtin:
+        entry["storageVersionHash"] = rt.storage_version_hash or _storage_hash(rt)
+    return entry
+
+
+def _storage_hash(rt: ResourceType) -> str:
+    from .builtins import storage_version_hash
+
+    return storage_version_hash(rt.group, rt.version, rt.kind)
+
+
+def api_resource_list(reg: Registry, group: str, version: str) -> JSON | None:
+    """``GET /api/v1`` or ``/apis/<group>/<version>``, subresources included; None if not served."""
+    types = _sorted_types(reg, group, version)
+    if not types:
+        return None
+    entries: list[JSON] = []
+    for rt in types:
+        entries.append(_resource_entry(rt))
+        for name, sub_group, sub_version, kind, verbs in _subresources(rt):
+            sub: JSON = {"name": f"{rt.resource}/{name}", "singularName": "", "namespaced": rt.namespaced}
+            if sub_group or sub_version:
+                sub["group"] = sub_group
+                sub["version"] = sub_version
+            sub["kind"] = kind
+            sub["verbs"] = verbs
+            entries.append(sub)
+    if all(rt.builtin for rt in types):
+        # built-in lists are sorted by full name, so subresources follow their parent
+        entries.sort(key=lambda e: e["name"])
+    body: JSON = {"kind": "APIResourceList"}
+    if group:
+        body["apiVersion"] = "v1"
+    body["groupVersion"] = f"{group}/{version}" if group else version
+    body["resources"] = entries
+    return body
+
+
+def _aggregated_resource(rt: ResourceType) -> JSON:
+    builtin_kind = {"group": "", "version": "", "kind": rt.kind}
+    response_kind = (
+        builtin_kind if rt.builtin else {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    )
+    entry: JSON = {
+        "resource": rt.resource,
+        "responseKind": response_kind,
+        "scope": "Namespaced" if rt.namespaced else "Cluster",
+        "singularResource": rt.singular,
+        "verbs": list(rt.verbs),
+    }
+    if rt.short_names:
+        entry["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        entry["categories"] = list(rt.categories)
+    subs: list[JSON] = []
+    for name, sub_group, sub_version, kind, verbs in _subresources(rt):
+        if sub_group or sub_version:
+            kind_ref = {"group": sub_group, "version": sub_version, "kind": kind}
+        else:
+            kind_ref = dict(response_kind, kind=kind)
+        subs.append({"subresource": name, "responseKind": kind_ref, "verbs": verbs})
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def aggregated_discovery(reg: Registry, *, core: bool, api_version: str = "apidiscovery.k8s.io/v2") -> JSON:
+    """APIGroupDiscoveryList for ``/api`` (core) or ``/apis`` (every named group)."""
+    groups = reg.groups()
+    names = [""] if core else _group_order([g for g in groups if g])
+    items: list[JSON] = []
+    for group in names:
+        versions = groups.get(group) or []
+        if not versions:
+            continue
+        metadata: JSON = {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+        items.append(
+            {
+                "metadata": metadata,
+                "versions": [
+                    {
+                        "version": v,
+                        "resources": [_aggregated_resource(rt) for rt in _sorted_types(reg, group, v)],
+                        "freshness": "Current",
+                    }
+                    for v in versions
+                ],
+            }
+        )
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
+
+
+def negotiate_discovery(accept: str | None) -> str:
+    """The Content-Type to answer a discovery request with, given its Accept header.
+
+    The first acceptable entry wins: aggregated v2 or v2beta1 when asked for, otherwise plain
+    JSON (also for ``*/*``, a missing header, or media types we do not serve).
+    """
+    for raw in (accept or "").split(","):
+        parts = [p.strip() for p in raw.split(";") if p.strip()]
+        if not parts:
+            continue
+        media = parts[0].lower()
+        params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if media == "application/json" and params.get("g") == "apidiscovery.k8s.io":
+            if params.get("as") != "APIGroupDiscoveryList":
+                continue
+            if params.get("v") == "v2":
+                return AGGREGATED_V2
+            if params.get("v") == "v2beta1":
+                return AGGREGATED_V2BETA1
+            continue
+        if media in ("application/json", "*/*", "application/*"):
+            return PLAIN_JSON
+    return PLAIN_JSON
+
+
+def negotiate_document(accept: str | None, which: str, reg: Registry) -> JSON:
+    """The body for ``GET /api`` (``which="core"``) or ``GET /apis`` (``"apis"``) given Accept.
+
+    Answer it with ``Content-Type: negotiate_discovery(accept)``; aggregated answers also carry
+    ``Cache-Control: public``, ``Vary: Accept`` and an :func:`etag`.
+    """
+    content_type = negotiate_discovery(accept)
+    if content_type != PLAIN_JSON:
+        version = "apidiscovery.k8s.io/v2" if content_type == AGGREGATED_V2 else "apidiscovery.k8s.io/v2beta1"
+        return aggregated_discovery(reg, core=which == "core", api_version=version)
+    return api_versions() if which == "core" else api_group_list(reg)
+
+
+def etag(body: JSON) -> str:
+    """The quoted SHA-512 ETag kube puts on aggregated discovery and OpenAPI documents."""
+    digest = hashlib.sha512(json.dumps(body, separators=(",", ":")).encode()).hexdigest().upper()
+    return f'"{digest}"'
+
+
+# ------------------------------------------------------------------------------- OpenAPI v3
+
+
+def _camel_group(group: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in (group or "core").replace("-", ".").split("."))
+
+
+def _tag(group: str, version: str) -> str:
+    camel = _camel_group(group)
+    return f"{camel[:1].lower()}{camel[1:]}_{version}"
+
+
+def schema_name(rt: ResourceType, kind: str | None = None) -> str:
+    """The components/schemas key of a type: ``dev.example.ref.v1.Gadget``, ``io.k8s.api.core.v1.Pod``."""
+    kind = kind or rt.kind
+    if rt.builtin:
+        if rt.group == "apiextensions.k8s.io":
+            return f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{rt.version}.{kind}"
+        short = rt.group.split(".")[0] if rt.group else "core"
+        return f"io.k8s.api.{short}.{rt.version}.{kind}"
+    reversed_group = ".".join(reversed(rt.group.split(".")))
+    return f"{reversed_group}.{rt.version}.{kind}"
+
+
+META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+
+
+def _ref(name: str) -> JSON:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _param(name: str, kind: str, where: str = "query", *, required: bool = False) -> JSON:
+    out: JSON = {"name": name, "in": where}
+    if required:
+        out["required"] = True
+    out["schema"] = {"type": kind, "uniqueItems": True}
+    return out
+
+
+_LIST_PARAMS = [
+    ("allowWatchBookmarks", "boolean"),
+    ("continue", "string"),
+    ("fieldSelector", "string"),
+    ("labelSelector", "string"),
+    ("limit", "integer"),
+    ("resourceVersion", "string"),
+    ("resourceVersionMatch", "string"),
+    ("sendInitialEvents", "boolean"),
+    ("timeoutSeconds", "integer"),
+    ("watch", "boolean"),
+]
+_WRITE_PARAMS = [("dryRun", "string"), ("fieldManager", "string"), ("fieldValidation", "string")]
+_DELETE_PARAMS = [
+    ("dryRun", "string"),
+    ("gracePeriodSeconds", "integer"),
+    ("ignoreStoreReadErrorWithClusterBreakingPotential", "boolean"),
+    ("orphanDependents", "boolean"),
+    ("propagationPolicy", "string"),
+]
+
+
+def _content(name: str, types: tuple[str, ...] = ("application/json", "application/yaml")) -> JSON:
+    return {t: {"schema": _ref(name)} for t in types}
+
+
+def _operation(
+    rt: ResourceType, action: str, op_id: str, params: list[tuple[str, str]] | None, **extra: Any
+) -> JSON:
+    op: JSON = {
+        "tags": [_tag(rt.group, rt.version)],
+        "description": f"{action} {rt.kind}",
+        "operationId": op_id,
+    }
+    if params:
+        op["parameters"] = [_param(n, t) for n, t in params]
+    op.update(extra)
+    op["x-kubernetes-action"] = action
+    op["x-kubernetes-group-version-kind"] = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    return op
+
+
+def _paths(rt: ResourceType) -> JSON:
+    prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
+    ident = f"{_camel_group(rt.group)}{rt.version[:1].upper()}{rt.version[1:]}"
+    scoped = "Namespaced" if rt.namespaced else ""
+    obj, lst = schema_name(rt), schema_name(rt, rt.list_kind)
+    status = META + "Status"
+    ok = {"description": "OK", "content": _content(obj)}
+    unauthorized = {"description": "Unauthorized"}
+    pretty = _param("pretty", "string")
+    name_param = _param("name", "string", "path", required=True)
+    ns_param = _param("namespace", "string", "path", required=True)
+    base_params = [ns_param, pretty] if rt.namespaced else [pretty]
+    named_params = [name_param, ns_param, pretty] if rt.namespaced else [name_param, pretty]
+    collection = (
+        f"{prefix}/namespaces/{{namespace}}/{rt.resource}" if rt.namespaced else f"{prefix}/{rt.resource}"
+    )
+    paths: JSON = {}
+    list_response = {"200": {"description": "OK", "content": _content(lst)}, "401": unauthorized}
+    if rt.namespaced and "list" in rt.verbs:
+        paths[f"{prefix}/{rt.resource}"] = {
+            "get": _operation(
+                rt, "list", f"list{ident}{rt.kind}ForAllNamespaces", None, responses=list_response
+            ),
+            "parameters": [_param(n, t) for n, t in _LIST_PARAMS[:5]]
+            + [pretty]
+            + [_param(n, t) for n, t in _LIST_PARAMS[5:]],
+        }
+    coll: JSON = {}
+    if "list" in rt.verbs:
+        coll["get"] = _operation(
+            rt, "list", f"list{ident}{scoped}{rt.kind}", _LIST_PARAMS, responses=list_response
+        )
+    if "create" in rt.verbs:
+        coll["post"] = _operation(
+            rt,
+            "post",
+            f"create{ident}{scoped}{rt.kind}",
+            _WRITE_PARAMS,
+            requestBody={"content": _content(obj), "required": True},
+            responses={
+                "200": ok,
+                "201": {"description": "Created", "content": _content(obj)},
+                "202": {"description": "Accepted", "content": _content(obj)},
+                "401": unauthorized,
+            },
+        )
+    if "deletecollection" in rt.verbs:
+        coll["delete"] = _operation(
+            rt,
+            "deletecollection",
+            f"delete{ident}Collection{scoped}{rt.kind}",
+            _LIST_PARAMS,
+            responses={"200": {"description": "OK", "content": _content(status)}, "401": unauthorized},
+        )
+    if coll:
+        coll["parameters"] = base_params
+        paths[collection] = coll
+    if "get" in rt.verbs:
+        paths[f"{collection}/{{name}}"] = _named_operations(rt, ident, scoped, obj, "", include_delete=True)
+        paths[f"{collection}/{{name}}"]["parameters"] = named_params
+    for sub, _, _, kind, _ in _subresources(rt):
+        if sub not in ("status", "scale"):
+            continue
+        target = "io.k8s.api.autoscaling.v1.Scale" if sub == "scale" else obj
+        ops = _named_operations(rt, ident, scoped, target, sub.capitalize(), include_delete=False)
+        ops["parameters"] = named_params
+        paths[f"{collection}/{{name}}/{sub}"] = ops
+        del kind
+    return paths
+
+
+def _named_operations(
+    rt: ResourceType, ident: str, scoped: str, target: str, suffix: str, *, include_delete: bool
+) -> JSON:
+    ok = {"description": "OK", "content": _content(target)}
+    unauthorized = {"description": "Unauthorized"}
+    patch_types: tuple[str, ...] = (
+        "application/apply-patch+yaml",
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    )
+    if rt.builtin:
+        patch_types = (*patch_types, "application/strategic-merge-patch+json")
+    ops: JSON = {
+        "get": _operation(
+            rt,
+            "get",
+            f"read{ident}{scoped}{rt.kind}{suffix}",
+            [("resourceVersion", "string")],
+            responses={"200": ok, "401": unauthorized},
+        ),
+        "put": _operation(
+            rt,
+            "put",
+            f"replace{ident}{scoped}{rt.kind}{suffix}",
+            _WRITE_PARAMS,
+            requestBody={"content": _content(target), "required": True},
+            responses={
+                "200": ok,
+                "201": {"description": "Created", "content": _content(target)},
+                "401": unauthorized,
+            },
+        ),
+    }
+    if include_delete and "delete" in rt.verbs:
+        ops["delete"] = _operation(
+            rt,
+            "delete",
+            f"delete{ident}{scoped}{rt.kind}",
+            _DELETE_PARAMS,
+            requestBody={"content": _content(META + "DeleteOptions")},
+            responses={
+                "200": {"description": "OK", "content": _content(META + "Status")},
+                "202": {"description": "Accepted", "content": _content(META + "Status")},
+                "401": unauthorized,
+            },
+        )
+    ops["patch"] = _operation(
+        rt,
+        "patch",
+        f"patch{ident}{scoped}{rt.kind}{suffix}",
+        [*_WRITE_PARAMS, ("force", "boolean")],
+        requestBody={"content": {t: {"schema": _ref(META + "Patch")} for t in patch_types}, "required": True},
+        responses={"200": ok, "401": unauthorized},
+    )
+    return ops
+
+
+def _gvk(group: str, version: str, kind: str) -> list[JSON]:
+    return [{"group": group, "kind": kind, "version": version}]
+
+
+def _standard_properties(list_meta: bool = False) -> JSON:
+    return {
+        "apiVersion": {
+            "description": "The versioned schema of this representation of an object.",
+            "type": "string",
+        },
+        "kind": {"description": "The REST resource this object represents, in CamelCase.", "type": "string"},
+        "metadata": {
+            "description": "Standard list metadata." if list_meta else "Standard object's metadata.",
+            "allOf": [_ref(META + ("ListMeta" if list_meta else "ObjectMeta"))],
+        },
+    }
+
+
+def _crd_schema(node: Any) -> Any:
+    """A CRD openAPIV3Schema as OpenAPI v3 publishes it: int-or-string spelled out as anyOf."""
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    if out.get("x-kubernetes-int-or-string") and "anyOf" not in out:
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    for key in ("properties", "patternProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: _crd_schema(v) for k, v in out[key].items()}
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(out.get(key), dict):
+            out[key] = _crd_schema(out[key])
+    for key in ("allOf", "oneOf", "anyOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [_crd_schema(v) for v in out[key]]
+    return order_json_schema(out)
+
+
+def _struct_schema(spec: TypeSpec, depth: int = 0) -> JSON:
+    if isinstance(spec, Struct):
+        if spec.go_name == "ObjectMeta":
+            return {"allOf": [_ref(META + "ObjectMeta")]}
+        props = {f.name: _struct_schema(f.type, depth + 1) for f in spec.fields} if depth < 8 else {}
+        out: JSON = {"type": "object", "properties": dict(sorted(props.items()))}
+        if spec.atomic:
+            out["x-kubernetes-map-type"] = "atomic"
+        return out
+    if isinstance(spec, Scalar):
+        kind = {"string": "string", "bool": "boolean", "float64": "number"}.get(spec.go_type, "integer")
+        out = {"type": kind}
+        if kind == "integer":
+            out["format"] = spec.go_type
+        return out
+    if isinstance(spec, Time):
+        return {"allOf": [_ref(META + ("MicroTime" if spec.micro else "Time"))]}
+    if isinstance(spec, ListOf):
+        out = {"type": "array", "items": _struct_schema(spec.item, depth + 1)}
+        if spec.list_type == "map":
+            out["x-kubernetes-list-map-keys"] = list(spec.keys)
+        out["x-kubernetes-list-type"] = spec.list_type
+        return out
+    if isinstance(spec, MapOf):
+        return {"type": "object", "additionalProperties": _struct_schema(spec.value, depth + 1)}
+    if isinstance(spec, IntOrString):
+        return {"type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": True}
+    if isinstance(spec, Quantity):
+        return {"type": "string", "format": "quantity"}
+    assert isinstance(spec, Anything)
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _object_schema(rt: ResourceType) -> JSON:
+    spec = struct_of(rt)
+    if spec is not None:
+        schema = _struct_schema(spec)
+        schema["properties"].update(_standard_properties())
+        schema["properties"] = dict(sorted(schema["properties"].items()))
+    else:
+        schema = _crd_schema(rt.schema or {"type": "object"})
+        schema = dict(schema)
+        schema.setdefault("type", "object")
+        props = dict(schema.get("properties") or {})
+        props.update(_standard_properties())
+        schema["properties"] = dict(sorted(props.items()))
+    schema["x-kubernetes-group-version-kind"] = _gvk(rt.group, rt.version, rt.kind)
+    if not rt.builtin:
+        schema["x-kubernetes-selectable-fields"] = []
+    return schema
+
+
+def _list_schema(rt: ResourceType) -> JSON:
+    props = _standard_properties(list_meta=True)
+    props["items"] = {
+        "description": f"List of {rt.resource}.",
+        "type": "array",
+        "items": _ref(schema_name(rt)),
+    }
+    schema: JSON = {
+        "description": f"{rt.list_kind} is a list of {rt.kind}",
+        "type": "object",
+        "required": ["items"],
+        "properties": dict(sorted(props.items())),
+        "x-kubernetes-group-version-kind": _gvk(rt.group, rt.version, rt.list_kind),
+    }
+    if not rt.builtin:
+        schema["x-kubernetes-selectable-fields"] = []
+    return schema
+
+
+def _meta_schemas(group: str, version: str) -> JSON:
+    time = {"type": "string", "format": "date-time"}
+    string = {"type": "string"}
+    owner_ref = {
+        "type": "object",
+        "required": ["apiVersion", "kind", "name", "uid"],
+        "properties": {
+            "apiVersion": {"type": "string", "default": ""},
+            "blockOwnerDeletion": {"type": "boolean"},
+            "controller": {"type": "boolean"},
+            "kind": {"type": "string", "default": ""},
+            "name": {"type": "string", "default": ""},
+            "uid": {"type": "string", "default": ""},
+        },
+        "x-kubernetes-map-type": "atomic",
+    }
+    object_meta = {
+        "description": "Metadata every persisted resource has.",
+        "type": "object",
+        "properties": {
+            "annotations": {"type": "object", "additionalProperties": {"type": "string", "default": ""}},
+            "creationTimestamp": {"allOf": [_ref(META + "Time")]},
+            "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
+            "deletionTimestamp": {"allOf": [_ref(META + "Time")]},
+            "finalizers": {
+                "type": "array",
+                "items": {"type": "string", "default": ""},
+                "x-kubernetes-list-type": "set",
+                "x-kubernetes-patch-strategy": "merge",
+            },
+            "generateName": string,
+            "generation": {"type": "integer", "format": "int64"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string", "default": ""}},
+            "managedFields": {
+                "type": "array",
+                "items": {"default": {}, "allOf": [_ref(META + "ManagedFieldsEntry")]},
+                "x-kubernetes-list-type": "atomic",
+            },
+            "name": string,
+            "namespace": string,
+            "ownerReferences": {
+                "type": "array",
+                "items": {"default": {}, "allOf": [_ref(META + "OwnerReference")]},
+                "x-kubernetes-list-map-keys": ["uid"],
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-patch-merge-key": "uid",
+                "x-kubernetes-patch-strategy": "merge",
+            },
+            "resourceVersion": string,
+            "selfLink": string,
+            "uid": string,
+        },
+    }
+    gvks = [{"group": "", "kind": "DeleteOptions", "version": "v1"}]
+    if group:
+        gvks.append({"group": group, "kind": "DeleteOptions", "version": version})
+    return {
+        META + "DeleteOptions": {
+            "type": "object",
+            "properties": {
+                "apiVersion": string,
+                "dryRun": {
+                    "type": "array",
+                    "items": {"type": "string", "default": ""},
+                    "x-kubernetes-list-type": "atomic",
+                },
+                "gracePeriodSeconds": {"type": "integer", "format": "int64"},
+                "ignoreStoreReadErrorWithClusterBreakingPotential": {"type": "boolean"},
+                "kind": string,
+                "orphanDependents": {"type": "boolean"},
+                "preconditions": {"allOf": [_ref(META + "Preconditions")]},
+                "propagationPolicy": string,
+            },
+            "x-kubernetes-group-version-kind": gvks,
+        },
+        META + "FieldsV1": {"type": "object"},
+        META + "ListMeta": {
+            "type": "object",
+            "properties": {
+                "continue": string,
+                "remainingItemCount": {"type": "integer", "format": "int64"},
+                "resourceVersion": string,
+                "selfLink": string,
+            },
+        },
+        META + "ManagedFieldsEntry": {
+            "type": "object",
+            "properties": {
+                "apiVersion": string,
+                "fieldsType": string,
+                "fieldsV1": {"allOf": [_ref(META + "FieldsV1")]},
+                "manager": string,
+                "operation": string,
+                "subresource": string,
+                "time": {"allOf": [_ref(META + "Time")]},
+            },
+        },
+        META + "MicroTime": {"type": "string", "format": "date-time"},
+        META + "ObjectMeta": object_meta,
+        META + "OwnerReference": owner_ref,
+        META + "Patch": {"type": "object"},
+        META + "Preconditions": {"type": "object", "properties": {"resourceVersion": string, "uid": string}},
+        META + "Status": {
+            "type": "object",
+            "properties": {
+                "apiVersion": string,
+                "code": {"type": "integer", "format": "int32"},
+                "details": {"allOf": [_ref(META + "StatusDetails")], "x-kubernetes-list-type": "atomic"},
+                "kind": string,
+                "message": string,
+                "metadata": {"default": {}, "allOf": [_ref(META + "ListMeta")]},
+                "reason": string,
+                "status": string,
+            },
+            "x-kubernetes-group-version-kind": [{"group": "", "kind": "Status", "version": "v1"}],
+        },
+        META + "StatusCause": {
+            "type": "object",
+            "properties": {"field": string, "message": string, "reason": string},
+        },
+        META + "StatusDetails": {
+            "type": "object",
+            "properties": {
+                "causes": {
+                    "type": "array",
+                    "items": {"default": {}, "allOf": [_ref(META + "StatusCause")]},
+                    "x-kubernetes-list-type": "atomic",
+                },
+                "group": string,
+                "kind": string,
+                "name": string,
+                "retryAfterSeconds": {"type": "integer", "format": "int32"},
+                "uid": string,
+            },
+        },
+        META + "Time": time,
+    }
+
+
+def _scale_schemas() -> JSON:
+    return {
+        "io.k8s.api.autoscaling.v1.Scale": {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"default": {}, "allOf": [_ref(META + "ObjectMeta")]},
+                "spec": {"default": {}, "allOf": [_ref("io.k8s.api.autoscaling.v1.ScaleSpec")]},
+                "status": {"default": {}, "allOf": [_ref("io.k8s.api.autoscaling.v1.ScaleStatus")]},
+            },
+            "x-kubernetes-group-version-kind": [{"group": "autoscaling", "kind": "Scale", "version": "v1"}],
+        },
+        "io.k8s.api.autoscaling.v1.ScaleSpec": {
+            "type": "object",
+            "properties": {"replicas": {"type": "integer", "format": "int32"}},
+        },
+        "io.k8s.api.autoscaling.v1.ScaleStatus": {
+            "type": "object",
+            "required": ["replicas"],
+            "properties": {
+                "replicas": {"type": "integer", "format": "int32", "default": 0},
+                "selector": {"type": "string"},
+            },
+        },
+    }
+
+
+def openapi_v3_group_version(reg: Registry, group: str, version: str) -> JSON | None:
+    """``GET /openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``; None if not served."""
+    types = _sorted_types(reg, group, version)
+    if not types:
+        return None
+    builtin = all(rt.builtin for rt in types)
+    paths: JSON = {}
+    schemas: JSON = {}
+    for rt in types:
+        paths.update(_paths(rt))
+        schemas[schema_name(rt)] = _object_schema(rt)
+        if "list" in rt.verbs:
+            schemas[schema_name(rt, rt.list_kind)] = _list_schema(rt)
+        if rt.scale is not None:
+            schemas.update(_scale_schemas())
+    schemas.update(_meta_schemas(group, version))
+    info = (
+        {"title": "Kubernetes", "version": "v1.32.0"}
+        if builtin
+        else {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"}
+    )
+    return {
+        "openapi": "3.0.0",
+        "info": info,
+        "paths": paths,
+        "components": {"schemas": dict(sorted(schemas.items()))},
+    }
+
+
+def openapi_v3_root(reg: Registry) -> JSON:
+    """``GET /openapi/v3``: one entry per served group/version pointing at its document and hash.
+
+    Served as ``Content-Type: text/plain; charset=utf-8`` by the real server.
+    """
+    paths: JSON = {}
+    groups = reg.groups()
+    keys: list[tuple[str, str, str]] = []
+    for group, versions in groups.items():
+        for version in versions:
+            key = f"apis/{group}/{version}" if group else f"api/{version}"
+            keys.append((key, group, version))
+    for key, group, version in sorted(keys):
+        doc = openapi_v3_group_version(reg, group, version)
+        if doc is None:
+            continue
+        digest = etag(doc).strip('"')
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
+    return {"paths": paths}
+
+
+__all__ = [
+    "AGGREGATED_V2",
+    "AGGREGATED_V2BETA1",
+    "ALL_VERBS",
+    "PLAIN_JSON",
+    "aggregated_discovery",
+    "api_group",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "etag",
+    "negotiate_discovery",
+    "negotiate_document",
+    "openapi_v3_group_version",
+    "openapi_v3_root",
+    "version_info",
+]

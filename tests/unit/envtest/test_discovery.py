@@ -1,0 +1,162 @@
+"""Discovery documents compared with the recorded kube-apiserver transcripts (01-*, 22-openapi-*)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.envtest.apiserver import discovery
+from runtime.envtest.apiserver.builtins import builtin_types
+from runtime.envtest.apiserver.registry import Registry, ResourceType, ScaleSpec
+
+REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
+pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
+
+
+def body(case: str) -> Any:
+    return json.loads((REFERENCE / f"{case}.json").read_text())["response"]["body"]
+
+
+def gadget_type() -> ResourceType:
+    crd = json.loads((REFERENCE / "02-crd-create.json").read_text())["response"]["body"]
+    version = crd["spec"]["versions"][0]
+    scale = version["subresources"]["scale"]
+    return ResourceType(
+        group=crd["spec"]["group"],
+        version=version["name"],
+        resource="gadgets",
+        kind="Gadget",
+        singular="gadget",
+        namespaced=True,
+        has_status=True,
+        scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale["labelSelectorPath"]),
+        schema=version["schema"]["openAPIV3Schema"],
+        storage_version_hash="QZtFdhLtWC4=",
+    )
+
+
+@pytest.fixture
+def reg() -> Registry:
+    registry = Registry()
+    for rt in builtin_types():
+        registry.add(rt)
+    registry.add(gadget_type())
+    return registry
+
+
+def entries_by(items: list[Any], key: str) -> dict[str, Any]:
+    return {item[key]: item for item in items}
+
+
+def test_api_versions_matches_transcript_including_key_order() -> None:
+    doc = discovery.api_versions("127.0.0.1:6443")
+    assert doc == body("01-get-api")
+    assert list(doc) == list(body("01-get-api"))
+
+
+def test_version_info_matches() -> None:
+    assert discovery.version_info() == body("01-get-version")
+
+
+def test_core_resource_list_entries_match(reg: Registry) -> None:
+    doc = discovery.api_resource_list(reg, "", "v1")
+    assert doc is not None
+    recorded = body("01-get-api-v1")
+    assert list(doc) == ["kind", "groupVersion", "resources"]
+    ours = entries_by(doc["resources"], "name")
+    for entry in recorded["resources"]:
+        assert ours[entry["name"]] == entry
+        assert list(ours[entry["name"]]) == list(entry)
+
+
+def test_crd_group_documents_match(reg: Registry) -> None:
+    assert discovery.api_group(reg, "ref.example.dev") == body("01-get-apis-ref-group")
+    assert discovery.api_resource_list(reg, "ref.example.dev", "v1") == body("01-get-apis-ref-v1")
+    assert discovery.api_resource_list(reg, "coordination.k8s.io", "v1") == body(
+        "01-get-apis-coordination-v1"
+    )
+    assert discovery.api_group(reg, "nope.example.dev") is None
+    assert discovery.api_resource_list(reg, "ref.example.dev", "v2") is None
+
+
+def test_group_list_order_and_entries(reg: Registry) -> None:
+    doc = discovery.api_group_list(reg)
+    recorded = body("01-get-apis")
+    ours = entries_by(doc["groups"], "name")
+    for group in recorded["groups"]:
+        if group["name"] in ours:
+            assert ours[group["name"]] == group
+    names = [g["name"] for g in doc["groups"]]
+    assert names.index("events.k8s.io") < names.index("coordination.k8s.io") < names.index("ref.example.dev")
+
+
+def test_aggregated_discovery_entries_match(reg: Registry) -> None:
+    core = discovery.aggregated_discovery(reg, core=True)
+    recorded = body("01-get-api-aggregated-discovery")
+    assert [k for k in core if k != "items"] == [k for k in recorded if k != "items"]
+    ours = entries_by(core["items"][0]["versions"][0]["resources"], "resource")
+    for entry in recorded["items"][0]["versions"][0]["resources"]:
+        assert ours[entry["resource"]] == entry
+    apis = discovery.aggregated_discovery(reg, core=False)
+    ours_groups = {item["metadata"]["name"]: item for item in apis["items"]}
+    for item in body("01-get-apis-aggregated-discovery")["items"]:
+        if item["metadata"]["name"] in ("coordination.k8s.io", "ref.example.dev"):
+            assert ours_groups[item["metadata"]["name"]] == item
+
+
+def test_negotiation_prefers_aggregated_when_asked() -> None:
+    kubectl = (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+    )
+    assert discovery.negotiate_discovery(kubectl) == discovery.AGGREGATED_V2
+    assert discovery.negotiate_discovery("application/json") == "application/json"
+    assert discovery.negotiate_discovery(None) == "application/json"
+    assert discovery.negotiate_discovery(discovery.AGGREGATED_V2BETA1) == discovery.AGGREGATED_V2BETA1
+
+
+def strip_descriptions(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip_descriptions(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [strip_descriptions(v) for v in value]
+    return value
+
+
+def test_openapi_v3_group_document_matches_structure(reg: Registry) -> None:
+    doc = discovery.openapi_v3_group_version(reg, "ref.example.dev", "v1")
+    assert doc is not None
+    recorded = body("22-openapi-v3-ref-group")
+    assert doc["info"] == recorded["info"]
+    assert set(doc["paths"]) == set(recorded["paths"])
+    for path, item in recorded["paths"].items():
+        assert set(doc["paths"][path]) == set(item), path
+        for method, op in item.items():
+            if method == "parameters":
+                assert [p["name"] for p in doc["paths"][path][method]] == [p["name"] for p in op]
+                continue
+            ours = doc["paths"][path][method]
+            assert ours["operationId"] == op["operationId"]
+            assert ours["x-kubernetes-group-version-kind"] == op["x-kubernetes-group-version-kind"]
+            assert [p["name"] for p in ours.get("parameters", [])] == [
+                p["name"] for p in op.get("parameters", [])
+            ]
+    schemas = doc["components"]["schemas"]
+    for name in (
+        "dev.example.ref.v1.Gadget",
+        "dev.example.ref.v1.GadgetList",
+        "io.k8s.api.autoscaling.v1.Scale",
+    ):
+        assert strip_descriptions(schemas[name]) == strip_descriptions(
+            recorded["components"]["schemas"][name]
+        )
+
+
+def test_openapi_root_lists_group_versions_with_hashes(reg: Registry) -> None:
+    root = discovery.openapi_v3_root(reg)
+    url = root["paths"]["apis/ref.example.dev/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/ref.example.dev/v1?hash=")
+    assert "api/v1" in root["paths"] and "apis/coordination.k8s.io/v1" in root["paths"]
