@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from tests.support.crds import widget_crd
 
@@ -54,7 +55,7 @@ spec:
 """
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def widgets_crd(env: Any) -> None:
     await env.install_crds([widget_crd()])
 

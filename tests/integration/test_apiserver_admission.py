@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from aiohttp import web
 
 from runtime.envtest.certs import CertificateAuthority
@@ -104,7 +105,7 @@ class Webhook:
         }
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def webhook(env: Any, namespace: str) -> AsyncIterator[tuple[Webhook, KubeHTTP]]:
     await env.install_crds([widget_crd()])
     hook = Webhook()

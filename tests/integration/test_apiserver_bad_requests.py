@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from tests.support.crds import GROUP, VERSION, widget, widget_crd, widgets_path
 from tests.support.kubehttp import KubeHTTP
@@ -13,7 +14,7 @@ from tests.support.kubehttp import KubeHTTP
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def kube(env: Any) -> AsyncIterator[KubeHTTP]:
     await env.install_crds([widget_crd()])
     async with KubeHTTP(env.kubeconfig) as client:

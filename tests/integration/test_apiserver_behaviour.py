@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
 from tests.support.kubehttp import KubeHTTP
@@ -21,12 +22,12 @@ from tests.support.kubehttp import KubeHTTP
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def widgets_installed(env: Any) -> None:
     await env.install_crds([widget_crd()])
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def kube(env: Any, widgets_installed: None) -> AsyncIterator[KubeHTTP]:
     async with KubeHTTP(env.kubeconfig) as client:
         yield client
@@ -118,7 +119,9 @@ async def test_not_found_and_missing_namespace(kube: KubeHTTP, namespace: str) -
 
 
 async def test_invalid_object_is_422_with_causes(kube: KubeHTTP, namespace: str) -> None:
-    reply = await kube.post(widgets_path(namespace), widget("bad", namespace, size="medium", replicas=12, name="ABC"))
+    body = widget("bad", namespace, size="medium", replicas=12)
+    body["spec"]["name"] = "ABC"
+    reply = await kube.post(widgets_path(namespace), body)
     assert reply.status == 422 and reply.body["reason"] == "Invalid"
     fields = sorted(c["field"] for c in reply.body["details"]["causes"])
     assert fields == ["spec.name", "spec.replicas", "spec.size"]

@@ -756,10 +756,12 @@ class Handlers:
             rt, operation="UPDATE", obj=admit_obj, old=admit_old, caller=caller, namespace=ns, name=name,
             subresource=subresource, kind=scale_kind, options=self._update_options(caller), mutate=True,
         )
-        if mutated is not None and subresource != "scale":
-            new = mutated
-        elif mutated is not None:
-            new = self._scale_to_object(rt, current, mutated)
+        if mutated is not None and mutated is not admit_obj:
+            if subresource == "scale":
+                replicas = (mutated.get("spec") or {}).get("replicas")
+                _set_path(new, rt.scale.spec_replicas_path, replicas)  # type: ignore[union-attr]
+            else:
+                new = mutated
         await self._admit(
             rt, operation="UPDATE", obj=self.scale_of(rt, new) if subresource == "scale" else new,
             old=admit_old, caller=caller, namespace=ns, name=name, subresource=subresource, kind=scale_kind,

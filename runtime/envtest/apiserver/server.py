@@ -285,7 +285,7 @@ class EmbeddedAPIServer:
         parts = [unquote(p) for p in path.strip("/").split("/")]
         if parts[0] == "api":
             if len(parts) == 1:
-                return _json(discovery.negotiate_document(accept, "core", self.registry))
+                return _discovery_response(accept, "core", self.registry)
             if parts[1] != "v1":
                 raise page_not_found()
             if len(parts) == 2:
@@ -293,7 +293,7 @@ class EmbeddedAPIServer:
             group, version, rest = "", "v1", parts[2:]
         elif parts[0] == "apis":
             if len(parts) == 1:
-                return _json(discovery.negotiate_document(accept, "apis", self.registry))
+                return _discovery_response(accept, "apis", self.registry)
             group = parts[1]
             if len(parts) == 2:
                 doc = discovery.api_group(self.registry, group)
@@ -621,6 +621,21 @@ def _json(
     all_headers: CIMultiDict[str] = CIMultiDict(headers or {})
     all_headers["Content-Type"] = content_type
     return web.Response(body=json.dumps(doc, separators=(",", ":")).encode(), status=status, headers=all_headers)
+
+
+def _discovery_response(accept: str, which: str, registry: Registry) -> web.Response:
+    """``/api`` and ``/apis``: plain or aggregated discovery, as the Accept header asks.
+
+    kubectl reads the Content-Type to tell which one it got, so it must name the aggregated form.
+    """
+    doc = discovery.negotiate_document(accept, which, registry)
+    content_type = discovery.negotiate_discovery(accept)
+    headers: CIMultiDict[str] = CIMultiDict()
+    if content_type != discovery.PLAIN_JSON:
+        headers["Cache-Control"] = "public"
+        headers["Vary"] = "Accept"
+        headers["Etag"] = discovery.etag(doc)
+    return _json(doc, content_type=content_type, headers=headers)
 
 
 def _error_response(err: StatusError) -> web.Response:
