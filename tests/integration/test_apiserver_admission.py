@@ -1,4 +1,4 @@
-"""Registered admission webhooks are called over TLS and their answers reach the client as kube phrases them."""
+"""Registered admission webhooks are called over TLS; their answers reach the client as kube words them."""
 
 from __future__ import annotations
 
@@ -60,7 +60,9 @@ class Webhook:
             response["status"] = {"message": f"spec.replicas: Invalid value: {replicas}: must be odd"}
         elif replicas > 7:
             response["warnings"] = ["replicas above 7"]
-        return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
 
     async def _mutate(self, request: web.Request) -> web.Response:
         review = await request.json()
@@ -73,9 +75,13 @@ class Webhook:
             "patchType": "JSONPatch",
             "patch": base64.b64encode(json.dumps(ops).encode()).decode(),
         }
-        return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
 
-    def configuration(self, kind: str, name: str, path: str, resources: list[str], namespace: str) -> dict[str, Any]:
+    def configuration(
+        self, kind: str, name: str, path: str, resources: list[str], namespace: str
+    ) -> dict[str, Any]:
         return {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": kind,
@@ -119,7 +125,8 @@ async def webhook(env: Any, namespace: str) -> AsyncIterator[tuple[Webhook, Kube
             name = f"{path.strip('/')}.{namespace}.test.cpo.dev"
             plural = kind.lower() + "s"
             reply = await kube.post(
-                f"/apis/admissionregistration.k8s.io/v1/{plural}", hook.configuration(kind, name, path, resources, namespace)
+                f"/apis/admissionregistration.k8s.io/v1/{plural}",
+                hook.configuration(kind, name, path, resources, namespace),
             )
             assert reply.status == 201, reply.text
             names.append((plural, name))
@@ -154,7 +161,9 @@ async def test_webhook_denial_mutation_and_warning(webhook: tuple[Webhook, KubeH
     assert validate_calls[-1]["query"] == {"timeout": "5s"}
 
 
-async def test_webhook_sees_scale_subresource_updates(webhook: tuple[Webhook, KubeHTTP], namespace: str) -> None:
+async def test_webhook_sees_scale_subresource_updates(
+    webhook: tuple[Webhook, KubeHTTP], namespace: str
+) -> None:
     hook, kube = webhook
     created = await kube.post(widgets_path(namespace), widget("sc", namespace, size="small", replicas=3))
     assert created.status == 201, created.text

@@ -40,7 +40,12 @@ async def test_unknown_resources_are_404(kube: KubeHTTP, namespace: str) -> None
 
 
 async def test_malformed_json_is_400(kube: KubeHTTP, namespace: str) -> None:
-    for raw in (b"{not json", b'{"apiVersion": "test.cpo.dev/v1", "kind": "Widget", "metadata": {"name": "x"', b"", b"[1,2]"):
+    for raw in (
+        b"{not json",
+        b'{"apiVersion": "test.cpo.dev/v1", "kind": "Widget", "metadata": {"name": "x"',
+        b"",
+        b"[1,2]",
+    ):
         reply = await kube.request("POST", widgets_path(namespace), raw=raw, content_type="application/json")
         assert reply.status == 400, (raw, reply.status, reply.text)
         assert reply.body["kind"] == "Status" and reply.body["reason"] == "BadRequest"
@@ -66,7 +71,11 @@ async def test_too_large_object_is_413(kube: KubeHTTP, namespace: str) -> None:
 
 
 async def test_invalid_query_parameters_are_400(kube: KubeHTTP, namespace: str) -> None:
-    for params in ({"limit": "abc"}, {"continue": "garbage", "limit": "1"}, {"fieldSelector": "metadata.name"}):
+    for params in (
+        {"limit": "abc"},
+        {"continue": "garbage", "limit": "1"},
+        {"fieldSelector": "metadata.name"},
+    ):
         reply = await kube.get(widgets_path(namespace), params=params)
         assert reply.status == 400, (params, reply.status, reply.text)
     await _still_serving(kube, namespace)

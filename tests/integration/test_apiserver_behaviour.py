@@ -53,7 +53,9 @@ async def test_discovery_lists_builtins_and_installed_crd(kube: KubeHTTP) -> Non
     by_name = {r["name"]: r for r in rl.body["resources"]}
     assert by_name[PLURAL]["kind"] == "Widget" and by_name[PLURAL]["namespaced"] is True
     assert by_name[PLURAL]["shortNames"] == ["wd"]
-    assert by_name[f"{PLURAL}/scale"]["kind"] == "Scale" and by_name[f"{PLURAL}/scale"]["group"] == "autoscaling"
+    assert (
+        by_name[f"{PLURAL}/scale"]["kind"] == "Scale" and by_name[f"{PLURAL}/scale"]["group"] == "autoscaling"
+    )
     assert f"{PLURAL}/status" in by_name
     version = await kube.get("/version")
     assert version.status == 200 and "gitVersion" in version.body
@@ -82,7 +84,11 @@ async def test_resource_version_is_global_and_increasing(kube: KubeHTTP, namespa
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rv-b"}, "data": {"k": "v"}},
     )
     b = await _create(kube, namespace, "rv-c", size="small")
-    rvs = [int(a["metadata"]["resourceVersion"]), int(cm.body["metadata"]["resourceVersion"]), int(b["metadata"]["resourceVersion"])]
+    rvs = [
+        int(a["metadata"]["resourceVersion"]),
+        int(cm.body["metadata"]["resourceVersion"]),
+        int(b["metadata"]["resourceVersion"]),
+    ]
     assert rvs == sorted(rvs) and len(set(rvs)) == 3
 
 
@@ -226,7 +232,9 @@ async def test_delete_with_finalizer_marks_then_removes(kube: KubeHTTP, namespac
 async def test_delete_preconditions_and_propagation_policy(kube: KubeHTTP, namespace: str) -> None:
     created = await _create(kube, namespace, "pre", size="small")
     path = widgets_path(namespace, "pre")
-    wrong_uid = await kube.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "nope"}})
+    wrong_uid = await kube.delete(
+        path, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "nope"}}
+    )
     assert wrong_uid.status == 409
     ok = await kube.delete(
         path,
@@ -292,7 +300,9 @@ async def test_field_selectors_and_pagination(kube: KubeHTTP, namespace: str) ->
 # ------------------------------------------------------------------------------- watch
 
 
-async def _collect(kube: KubeHTTP, path: str, params: dict[str, str], until: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+async def _collect(
+    kube: KubeHTTP, path: str, params: dict[str, str], until: int, limit: float = 10.0
+) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
 
     async def run() -> None:
@@ -302,7 +312,7 @@ async def _collect(kube: KubeHTTP, path: str, params: dict[str, str], until: int
                 return
 
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(run(), timeout)
+        await asyncio.wait_for(run(), limit)
     return events
 
 
@@ -337,7 +347,7 @@ async def test_watch_sends_bookmark_before_timeout_and_ends(kube: KubeHTTP, name
         "timeoutSeconds": "3",
         "labelSelector": "nothing-matches-this=1",
     }
-    events = await _collect(kube, widgets_path(namespace), params, until=99, timeout=15)
+    events = await _collect(kube, widgets_path(namespace), params, until=99, limit=15)
     assert [e["type"] for e in events] == ["BOOKMARK"]
     assert set(events[0]["object"]["metadata"]) == {"resourceVersion"}
 
@@ -349,7 +359,9 @@ async def test_watch_label_selector_transitions(kube: KubeHTTP, namespace: str) 
     await kube.patch(path, {"metadata": {"labels": {"sel": "in"}}})
     await kube.patch(path, {"spec": {"replicas": 2}})
     await kube.patch(path, {"metadata": {"labels": {"sel": "out"}}})
-    events = await _collect(kube, widgets_path(namespace), {"resourceVersion": rv, "labelSelector": "sel=in"}, until=3)
+    events = await _collect(
+        kube, widgets_path(namespace), {"resourceVersion": rv, "labelSelector": "sel=in"}, until=3
+    )
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
     assert events[2]["object"]["metadata"]["labels"] == {"sel": "in"}
 
@@ -375,7 +387,12 @@ async def test_crd_is_served_quickly_and_validates(env: Any, kube: KubeHTTP, nam
     assert reply.status == 200 and served_after < 1.0, (reply.status, served_after)
     bad = await kube.post(
         f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos",
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Gizmo", "metadata": {"name": "g"}, "spec": {"replicas": "x"}},
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Gizmo",
+            "metadata": {"name": "g"},
+            "spec": {"replicas": "x"},
+        },
     )
     assert bad.status == 422
     await kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.test.cpo.dev")

@@ -18,7 +18,7 @@ import base64
 import copy
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -109,7 +109,7 @@ def _parse_rv(text: str) -> int:
         return value
     except ValueError:
         raise StatusError(
-            500, None, f'strconv.ParseUint: parsing {json.dumps(text)}: invalid syntax'
+            500, None, f"strconv.ParseUint: parsing {json.dumps(text)}: invalid syntax"
         ) from None
 
 
@@ -239,7 +239,9 @@ class Handlers:
             opts["fieldValidation"] = caller.query["fieldValidation"]
         return opts
 
-    def _prepare_body(self, rt: ResourceType, obj: JSON, caller: Caller, *, status_only: bool = False) -> JSON:
+    def _prepare_body(
+        self, rt: ResourceType, obj: JSON, caller: Caller, *, status_only: bool = False
+    ) -> JSON:
         """Pruning, unknown-field handling and defaulting of a decoded body; returns the object to use."""
         mode = caller.query.get("fieldValidation", "Warn")
         if rt.builtin:
@@ -266,7 +268,9 @@ class Handlers:
         schema.apply_defaults(rt.schema, obj)
         return obj
 
-    def _validate(self, rt: ResourceType, obj: JSON, old: JSON | None, *, status: bool = False) -> list[FieldError]:
+    def _validate(
+        self, rt: ResourceType, obj: JSON, old: JSON | None, *, status: bool = False
+    ) -> list[FieldError]:
         errors: list[FieldError] = []
         meta = _meta(obj)
         if old is None:
@@ -293,10 +297,15 @@ class Handlers:
         if rt.default is not None:
             rt.default(obj)
         if (rt.group, rt.resource) in WEBHOOK_CONFIG_RESOURCES:
-            admission_mod.default_webhook_configuration(obj, WEBHOOK_CONFIG_RESOURCES[(rt.group, rt.resource)])
+            admission_mod.default_webhook_configuration(
+                obj, WEBHOOK_CONFIG_RESOURCES[(rt.group, rt.resource)]
+            )
 
     def _after_write(self, rt: ResourceType, obj: JSON | None, old: JSON | None) -> None:
-        if (rt.group, rt.resource) == ("apiextensions.k8s.io", "customresourcedefinitions") and self.on_crd_change:
+        if (rt.group, rt.resource) == (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        ) and self.on_crd_change:
             self.on_crd_change(obj or {}, old)
 
     # ------------------------------------------------------------------------------------- read
@@ -318,7 +327,6 @@ class Handlers:
         label_sel, field_sel = self._selectors(rt, query)
         limit = decode_int_param("limit", query.get("limit"))
         items = self.store.list(rt.key, namespace)
-        list_rv = self.store.resource(rt.key).last_rv if items or True else 0
         list_rv = self.store.rv
         start_after = ""
         token = query.get("continue")
@@ -375,7 +383,7 @@ class Handlers:
         *,
         name: str | None = None,
         stopping: asyncio.Event,
-    ) -> AsyncIterator[tuple[str, JSON]]:
+    ) -> AsyncGenerator[tuple[str, JSON], None]:
         """Yield ``(type, object)`` watch events until the timeout, the client or the server ends it.
 
         Raises StatusError before the first event for a request the server refuses outright.
@@ -398,10 +406,7 @@ class Handlers:
                     )
                 ],
             )
-        if rv_text not in ("", "0"):
-            start_rv = _parse_rv_field(rv_text)
-        else:
-            start_rv = 0
+        start_rv = _parse_rv_field(rv_text) if rv_text not in ("", "0") else 0
         label_sel, field_sel = self._selectors(rt, query)
         if name is not None:
             extra = selectors.parse_field_selector(f"metadata.name={name}", {"metadata.name"}, rt)
@@ -467,14 +472,12 @@ class Handlers:
                 if item is None:
                     return
                 if item is not _TICK:
-                    yield item  # type: ignore[misc]
+                    yield item
                     continue
                 now = loop.time()
                 if deadline is not None and now >= deadline:
                     return
-                if bookmarks and (
-                    now >= next_bookmark or (bookmark_at is not None and now >= bookmark_at)
-                ):
+                if bookmarks and (now >= next_bookmark or (bookmark_at is not None and now >= bookmark_at)):
                     if bookmark_at is not None and now >= bookmark_at:
                         bookmark_at = None
                     next_bookmark = now + interval
@@ -524,7 +527,9 @@ class Handlers:
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != namespace:
-                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
@@ -532,14 +537,28 @@ class Handlers:
             raise StatusError(500, None, "resourceVersion should not be set on objects to be created")
         obj = self._prepare_body(rt, obj, caller)
         meta = _meta(obj)
-        for server_owned in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"):
+        for server_owned in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+        ):
             meta.pop(server_owned, None)
         if rt.has_status:
             obj.pop("status", None)
         self._default_builtin(rt, obj)
         entries = objectmeta.update_managed_fields(
-            None, None, obj, manager=caller.field_manager(), operation="Update",
-            api_version=rt.group_version, subresource="", time=now_rfc3339(), rules=builtins.field_rules(rt),
+            None,
+            None,
+            obj,
+            manager=caller.field_manager(),
+            operation="Update",
+            api_version=rt.group_version,
+            subresource="",
+            time=now_rfc3339(),
+            rules=builtins.field_rules(rt),
         )
         if entries:
             meta["managedFields"] = entries
@@ -549,8 +568,15 @@ class Handlers:
         if rt.namespaced:
             self._check_namespace_for_create(rt, namespace, name)
         mutated = await self._admit(
-            rt, operation="CREATE", obj=obj, old=None, caller=caller, namespace=namespace if rt.namespaced else "",
-            name=name, options=self._create_options(caller), mutate=True,
+            rt,
+            operation="CREATE",
+            obj=obj,
+            old=None,
+            caller=caller,
+            namespace=namespace if rt.namespaced else "",
+            name=name,
+            options=self._create_options(caller),
+            mutate=True,
         )
         obj = mutated if mutated is not None else obj
         meta = _meta(obj)
@@ -565,8 +591,15 @@ class Handlers:
         if errors:
             raise invalid_object(q, name, errors)
         await self._admit(
-            rt, operation="CREATE", obj=obj, old=None, caller=caller, namespace=namespace if rt.namespaced else "",
-            name=name, options=self._create_options(caller), mutate=False,
+            rt,
+            operation="CREATE",
+            obj=obj,
+            old=None,
+            caller=caller,
+            namespace=namespace if rt.namespaced else "",
+            name=name,
+            options=self._create_options(caller),
+            mutate=False,
         )
         key = _key(rt, namespace, name)
         if self.store.get(rt.key, key) is not None:
@@ -580,14 +613,23 @@ class Handlers:
     # ---------------------------------------------------------------------------- update, patch
 
     async def update(
-        self, rt: ResourceType, namespace: str, name: str, body: JSON, caller: Caller, *, subresource: str = ""
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: JSON,
+        caller: Caller,
+        *,
+        subresource: str = "",
     ) -> JSON:
         """PUT of the main resource or of its ``status`` subresource."""
         meta = _meta(body)
         q = rt.qualified
         body_name = meta.get("name")
         if body_name and body_name != name:
-            raise bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
         if body.get("kind") != rt.kind:
             from .errors import Qualified
 
@@ -596,7 +638,9 @@ class Handlers:
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != namespace:
-                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
         rv_text = meta.get("resourceVersion")
         current = self.store.get(rt.key, _key(rt, namespace, name))
         if current is None:
@@ -671,8 +715,14 @@ class Handlers:
             patched = self._prepare_body(rt, patched, caller, status_only=subresource == "status")
             try:
                 result = await self._commit_update(
-                    rt, namespace, name, current, patched, caller,
-                    subresource=subresource, operation="Apply" if kind == "apply" else "Update",
+                    rt,
+                    namespace,
+                    name,
+                    current,
+                    patched,
+                    caller,
+                    subresource=subresource,
+                    operation="Apply" if kind == "apply" else "Update",
                     expect_rv=current["metadata"]["resourceVersion"],
                 )
             except _Retry:
@@ -680,7 +730,9 @@ class Handlers:
             return result, False
         raise conflict(q, name, OPTIMISTIC_LOCK)
 
-    async def update_scale(self, rt: ResourceType, namespace: str, name: str, body: JSON, caller: Caller) -> JSON:
+    async def update_scale(
+        self, rt: ResourceType, namespace: str, name: str, body: JSON, caller: Caller
+    ) -> JSON:
         """PUT /scale: an autoscaling/v1 Scale in, the new Scale out; a missing resourceVersion is allowed."""
         q = rt.qualified
         current = self.store.get(rt.key, _key(rt, namespace, name))
@@ -732,7 +784,13 @@ class Handlers:
         meta = _meta(new)
         new["apiVersion"] = rt.group_version
         new["kind"] = rt.kind
-        for carried in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+        for carried in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if carried in old_meta:
                 meta[carried] = old_meta[carried]
             else:
@@ -753,8 +811,17 @@ class Handlers:
         admit_old = self.scale_of(rt, current) if subresource == "scale" else current
         ns = namespace if rt.namespaced else ""
         mutated = await self._admit(
-            rt, operation="UPDATE", obj=admit_obj, old=admit_old, caller=caller, namespace=ns, name=name,
-            subresource=subresource, kind=scale_kind, options=self._update_options(caller), mutate=True,
+            rt,
+            operation="UPDATE",
+            obj=admit_obj,
+            old=admit_old,
+            caller=caller,
+            namespace=ns,
+            name=name,
+            subresource=subresource,
+            kind=scale_kind,
+            options=self._update_options(caller),
+            mutate=True,
         )
         if mutated is not None and mutated is not admit_obj:
             if subresource == "scale":
@@ -763,9 +830,17 @@ class Handlers:
             else:
                 new = mutated
         await self._admit(
-            rt, operation="UPDATE", obj=self.scale_of(rt, new) if subresource == "scale" else new,
-            old=admit_old, caller=caller, namespace=ns, name=name, subresource=subresource, kind=scale_kind,
-            options=self._update_options(caller), mutate=False,
+            rt,
+            operation="UPDATE",
+            obj=self.scale_of(rt, new) if subresource == "scale" else new,
+            old=admit_old,
+            caller=caller,
+            namespace=ns,
+            name=name,
+            subresource=subresource,
+            kind=scale_kind,
+            options=self._update_options(caller),
+            mutate=False,
         )
         latest = self.store.get(rt.key, _key(rt, namespace, name))
         if latest is None:
@@ -862,16 +937,19 @@ class Handlers:
         cur_meta = current["metadata"]
         if pre.get("uid") and pre["uid"] != cur_meta.get("uid"):
             raise conflict(
-                q, name,
+                q,
+                name,
                 f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
                 f"({cur_meta.get('uid')}). The object might have been deleted and then recreated",
                 by_kind=True,
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != cur_meta.get("resourceVersion"):
             raise conflict(
-                q, name,
+                q,
+                name,
                 f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match the "
-                f"ResourceVersion in record ({cur_meta.get('resourceVersion')}). The object might have been modified",
+                f"ResourceVersion in record ({cur_meta.get('resourceVersion')}). "
+                "The object might have been modified",
                 by_kind=True,
             )
         delete_options: JSON = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
@@ -882,12 +960,26 @@ class Handlers:
             delete_options["dryRun"] = ["All"]
         ns = namespace if rt.namespaced else ""
         await self._admit(
-            rt, operation="DELETE", obj=None, old=current, caller=caller, namespace=ns, name=name,
-            options=delete_options, mutate=True,
+            rt,
+            operation="DELETE",
+            obj=None,
+            old=current,
+            caller=caller,
+            namespace=ns,
+            name=name,
+            options=delete_options,
+            mutate=True,
         )
         await self._admit(
-            rt, operation="DELETE", obj=None, old=current, caller=caller, namespace=ns, name=name,
-            options=delete_options, mutate=False,
+            rt,
+            operation="DELETE",
+            obj=None,
+            old=current,
+            caller=caller,
+            namespace=ns,
+            name=name,
+            options=delete_options,
+            mutate=False,
         )
         if cur_meta.get("deletionTimestamp"):
             return current, False
@@ -896,7 +988,9 @@ class Handlers:
             finalizers.append("orphan")
         if policy == "Foreground" and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
-        namespace_pending = rt.resource == "namespaces" and not rt.group and (current.get("spec") or {}).get("finalizers")
+        namespace_pending = (
+            rt.resource == "namespaces" and not rt.group and (current.get("spec") or {}).get("finalizers")
+        )
         if finalizers or namespace_pending:
             marked = copy.deepcopy(current)
             m = marked["metadata"]
@@ -917,21 +1011,34 @@ class Handlers:
             "apiVersion": "v1",
             "metadata": {},
             "status": "Success",
-            "details": {"name": name, **({"group": rt.group} if rt.group else {}), "kind": rt.resource, "uid": cur_meta.get("uid")},
+            "details": {
+                "name": name,
+                **({"group": rt.group} if rt.group else {}),
+                "kind": rt.resource,
+                "uid": cur_meta.get("uid"),
+            },
         }
         if caller.dry_run:
             return status, True
         self.store.delete(rt.key, _key(rt, namespace, name), current)
         self._after_write(rt, None, current)
-        return (status, True) if not rt.builtin or rt.resource not in ("namespaces", "pods") else (current, False)
+        return (
+            (status, True)
+            if not rt.builtin or rt.resource not in ("namespaces", "pods")
+            else (current, False)
+        )
 
     async def delete_collection(
         self, rt: ResourceType, namespace: str | None, options: JSON, caller: Caller
     ) -> JSON:
-        listed = self.list(rt, namespace, {k: v for k, v in caller.query.items() if k in ("labelSelector", "fieldSelector")})
+        listed = self.list(
+            rt, namespace, {k: v for k, v in caller.query.items() if k in ("labelSelector", "fieldSelector")}
+        )
         deleted: list[JSON] = []
         for obj in listed["items"]:
-            body, is_status = await self.delete(rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], options, caller)
+            body, is_status = await self.delete(
+                rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], options, caller
+            )
             deleted.append(obj if is_status else body)
         listed["items"] = deleted
         listed["metadata"] = {"resourceVersion": str(self.store.rv)}
@@ -947,7 +1054,11 @@ class Handlers:
         new["spec"] = copy.deepcopy(body.get("spec") or {})
         if not new["spec"].get("finalizers"):
             new["spec"].pop("finalizers", None)
-        if current["metadata"].get("deletionTimestamp") and not new["spec"].get("finalizers") and not current["metadata"].get("finalizers"):
+        if (
+            current["metadata"].get("deletionTimestamp")
+            and not new["spec"].get("finalizers")
+            and not current["metadata"].get("finalizers")
+        ):
             self.store.delete(rt.key, ("", name), current)
             return new
         return self.store.put(rt.key, ("", name), new, current)
@@ -983,7 +1094,9 @@ def _ns_name(obj: JSON) -> str:
 
 
 def _encode_continue(rv: int, start_after: str) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start_after + "\u0000"}, separators=(",", ":"))
+    raw = json.dumps(
+        {"v": "meta.k8s.io/v1", "rv": rv, "start": start_after + "\u0000"}, separators=(",", ":")
+    )
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
@@ -993,7 +1106,9 @@ def _decode_continue(token: str) -> tuple[int, str]:
         raw = base64.urlsafe_b64decode(padded.encode())
         data = json.loads(raw)
         if data.get("v") != "meta.k8s.io/v1":
-            raise ValueError("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+            raise ValueError(
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+            )
         return int(data["rv"]), str(data["start"]).rstrip("\u0000")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         detail = str(exc) if str(exc).startswith("continue key") else _go_json_detail(token)
@@ -1033,7 +1148,8 @@ def _parse_rv_field(text: str) -> int:
         raise StatusError(
             500,
             None,
-            f'resourceVersion: Invalid value: {json.dumps(text)}: strconv.ParseUint: parsing {json.dumps(text)}: invalid syntax',
+            f"resourceVersion: Invalid value: {json.dumps(text)}: "
+            f"strconv.ParseUint: parsing {json.dumps(text)}: invalid syntax",
         ) from None
 
 

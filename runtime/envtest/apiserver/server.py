@@ -19,6 +19,7 @@ import json
 import secrets
 import ssl
 import tempfile
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,9 @@ class EmbeddedAPIServer:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        self._site = web.TCPSite(self._runner, self.options.host, self.options.port, ssl_context=self._ssl_context())
+        self._site = web.TCPSite(
+            self._runner, self.options.host, self.options.port, ssl_context=self._ssl_context()
+        )
         await self._site.start()
         server = self._site._server
         assert server is not None
@@ -184,7 +187,9 @@ class EmbeddedAPIServer:
 
     def _ssl_context(self) -> ssl.SSLContext:
         self._tmp = tempfile.TemporaryDirectory(prefix="cpo-apiserver-")
-        cert_path, key_path = self.ca.serving_cert(["127.0.0.1", "localhost", "::1"]).write(Path(self._tmp.name))
+        cert_path, key_path = self.ca.serving_cert(["127.0.0.1", "localhost", "::1"]).write(
+            Path(self._tmp.name)
+        )
         ca_path = Path(self._tmp.name) / "ca.crt"
         ca_path.write_bytes(self.ca_pem)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -246,7 +251,14 @@ class EmbeddedAPIServer:
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # never a crash: a bug becomes a 500 Status and the server lives on
-            return _error_response(StatusError(500, "InternalError", f"Internal error occurred: {exc!r}", {"causes": [{"message": repr(exc)}]}))
+            return _error_response(
+                StatusError(
+                    500,
+                    "InternalError",
+                    f"Internal error occurred: {exc!r}",
+                    {"causes": [{"message": repr(exc)}]},
+                )
+            )
 
     async def _authenticate(self, request: web.Request) -> User | None:
         header = request.headers.get("Authorization", "")
@@ -369,9 +381,21 @@ class EmbeddedAPIServer:
             legacy_watch = True
             rest = rest[1:]
         namespace: str | None = None
-        if len(rest) >= 2 and rest[0] == "namespaces" and not group:
-            if len(rest) == 2 or rest[2] in ("status", "finalize"):
-                return RequestInfo(group, version, "namespaces", None, rest[1], rest[2] if len(rest) > 2 else "", legacy_watch)
+        if (
+            len(rest) >= 2
+            and rest[0] == "namespaces"
+            and not group
+            and (len(rest) == 2 or rest[2] in ("status", "finalize"))
+        ):
+            return RequestInfo(
+                group,
+                version,
+                "namespaces",
+                None,
+                rest[1],
+                rest[2] if len(rest) > 2 else "",
+                legacy_watch,
+            )
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace = rest[1]
             rest = rest[2:]
@@ -408,17 +432,23 @@ class EmbeddedAPIServer:
 
     async def _read_body(self, request: web.Request) -> bytes:
         if request.content_length is not None and request.content_length > MAX_REQUEST_BODY:
-            raise StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}")
+            raise StatusError(
+                413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}"
+            )
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.content.iter_chunked(65536):
             size += len(chunk)
             if size > MAX_REQUEST_BODY:
-                raise StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}")
+                raise StatusError(
+                    413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}"
+                )
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _resource(self, request: web.Request, user: User, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+    async def _resource(
+        self, request: web.Request, user: User, rt: ResourceType, info: RequestInfo
+    ) -> web.StreamResponse:
         query = {k: v for k, v in request.query.items()}
         caller = Caller(user.name, user.groups, user.uid, request.headers.get("User-Agent", ""), query)
         method = request.method
@@ -428,11 +458,17 @@ class EmbeddedAPIServer:
         sub = info.subresource
         if sub and sub not in _subresources(rt):
             if method == "GET" and info.name:
-                raise h.get(rt, ns, info.name) and _object_not_found(rt, info.name)
+                h.get(rt, ns, info.name)  # 404 for a missing object, as for an existing one
+                raise _object_not_found(rt, info.name)
             raise page_not_found()
-        if rt.namespaced and info.namespace is None and method in ("POST", "PUT", "PATCH", "DELETE") and not info.legacy_watch:
-            if method != "DELETE" or info.name:
-                raise page_not_found()
+        if (
+            rt.namespaced
+            and info.namespace is None
+            and method in ("POST", "PUT", "PATCH", "DELETE")
+            and not info.legacy_watch
+            and (method != "DELETE" or info.name)
+        ):
+            raise page_not_found()
         if method == "GET":
             if info.legacy_watch or (not info.name and query.get("watch") in ("1", "true")):
                 return await self._watch(request, rt, info, query, accept)
@@ -473,19 +509,21 @@ class EmbeddedAPIServer:
             if not info.name:
                 raise method_not_allowed()
             body = await self._read_body(request)
-            result, created = await h.patch(
+            patched, was_created = await h.patch(
                 rt, ns, info.name, request.headers.get("Content-Type", ""), body, caller, subresource=sub
             )
             if sub == "scale":
-                return _json(h.scale_of(rt, result), headers=_warning_headers(caller))
-            return self._object_response(rt, result, accept, caller, status=201 if created else 200)
+                return _json(h.scale_of(rt, patched), headers=_warning_headers(caller))
+            return self._object_response(rt, patched, accept, caller, status=201 if was_created else 200)
         if method == "DELETE":
             body = await self._read_body(request)
             options = decode.decode_delete_options(body, request.headers.get("Content-Type"), query)
             if not info.name:
                 if "deletecollection" not in rt.verbs:
                     raise method_not_allowed()
-                listed = await h.delete_collection(rt, info.namespace if rt.namespaced else None, options, caller)
+                listed = await h.delete_collection(
+                    rt, info.namespace if rt.namespaced else None, options, caller
+                )
                 return self._list_response(rt, listed, accept, query)
             result, is_status = await h.delete(rt, ns, info.name, options, caller)
             if is_status:
@@ -501,7 +539,9 @@ class EmbeddedAPIServer:
         if caller.query.get("fieldValidation") == "Strict":
             body = decoded.value
             raise decode.strict_decoding_error(
-                str(body.get("kind", "")), str(body.get("apiVersion", "")).rpartition("/")[2], rt.kind,
+                str(body.get("kind", "")),
+                str(body.get("apiVersion", "")).rpartition("/")[2],
+                rt.kind,
                 decoded.strict_problems(),
             )
         if caller.query.get("fieldValidation") != "Ignore":
@@ -518,7 +558,9 @@ class EmbeddedAPIServer:
             body=encode_object(rt, obj), status=status, content_type="application/json", headers=headers
         )
 
-    def _list_response(self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]) -> web.Response:
+    def _list_response(
+        self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]
+    ) -> web.Response:
         if tables.wants_table(accept):
             return _json(tables.table_for_list(rt, listed, query))
         return web.Response(body=encode_list(rt, listed), content_type="application/json")
@@ -527,7 +569,9 @@ class EmbeddedAPIServer:
         self, request: web.Request, rt: ResourceType, info: RequestInfo, query: dict[str, str], accept: str
     ) -> web.StreamResponse:
         namespace = info.namespace if rt.namespaced else None
-        events = self.handlers.watch(rt, namespace, query, name=info.name, stopping=self._stopping)
+        events: AsyncGenerator[tuple[str, JSON], None] = self.handlers.watch(
+            rt, namespace, query, name=info.name, stopping=self._stopping
+        )
         table = tables.wants_table(accept)
         first: tuple[str, JSON] | None = None
         try:
@@ -535,7 +579,9 @@ class EmbeddedAPIServer:
             first = await anext(events)
         except StopAsyncIteration:
             first = None
-        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+        )
         response.enable_chunked_encoding()
         await response.prepare(request)
         sent_table_header = False
@@ -563,7 +609,13 @@ class EmbeddedAPIServer:
 
 
 _SCALE_TYPE = ResourceType(
-    group="autoscaling", version="v1", resource="scale", kind="Scale", singular="scale", namespaced=True, builtin=True
+    group="autoscaling",
+    version="v1",
+    resource="scale",
+    kind="Scale",
+    singular="scale",
+    namespaced=True,
+    builtin=True,
 )
 
 
@@ -616,11 +668,17 @@ def _warning_headers(caller: Caller) -> CIMultiDict[str]:
 
 
 def _json(
-    doc: Any, *, status: int = 200, content_type: str = "application/json", headers: CIMultiDict[str] | None = None
+    doc: Any,
+    *,
+    status: int = 200,
+    content_type: str = "application/json",
+    headers: CIMultiDict[str] | None = None,
 ) -> web.Response:
     all_headers: CIMultiDict[str] = CIMultiDict(headers or {})
     all_headers["Content-Type"] = content_type
-    return web.Response(body=json.dumps(doc, separators=(",", ":")).encode(), status=status, headers=all_headers)
+    return web.Response(
+        body=json.dumps(doc, separators=(",", ":")).encode(), status=status, headers=all_headers
+    )
 
 
 def _discovery_response(accept: str, which: str, registry: Registry) -> web.Response:
@@ -642,7 +700,13 @@ def _error_response(err: StatusError) -> web.Response:
     headers = {"Cache-Control": "no-cache, private", **err.headers}
     if err.plain_text is not None:
         return web.Response(
-            text=err.plain_text, status=err.code, headers={**headers, "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"}
+            text=err.plain_text,
+            status=err.code,
+            headers={
+                **headers,
+                "Content-Type": "text/plain; charset=utf-8",
+                "X-Content-Type-Options": "nosniff",
+            },
         )
     return web.Response(
         body=json.dumps(err.status(), separators=(",", ":")).encode(),
@@ -672,13 +736,20 @@ def encode_list(rt: ResourceType, listed: JSON) -> bytes:
         return json.dumps(doc, separators=(",", ":")).encode()
     meta = dict(listed["metadata"])
     meta.setdefault("continue", "")
-    doc = {"apiVersion": listed["apiVersion"], "items": listed["items"], "kind": listed["kind"], "metadata": meta}
+    doc = {
+        "apiVersion": listed["apiVersion"],
+        "items": listed["items"],
+        "kind": listed["kind"],
+        "metadata": meta,
+    }
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
 
 def encode_event(rt: ResourceType, kind: str, obj: JSON) -> bytes:
     if kind == "ERROR" or not rt.builtin or obj.get("kind") == "Table":
-        body = json.dumps(obj, separators=(",", ":"), sort_keys=kind != "ERROR" and obj.get("kind") != "Table")
+        body = json.dumps(
+            obj, separators=(",", ":"), sort_keys=kind != "ERROR" and obj.get("kind") != "Table"
+        )
     else:
         body = json.dumps(builtins.order_builtin(rt, obj), separators=(",", ":"))
     return b'{"type":"' + kind.encode() + b'","object":' + body.encode() + b"}\n"
