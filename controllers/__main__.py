@@ -1,0 +1,132 @@
+"""The ``cpo`` command line: one executable, one sub-command per job.
+
+``cpo dev-apiserver`` runs the embedded API server on its own, for kubectl sessions and for trying
+the operator by hand. Other sub-commands (``manifests``, ``certs``, ``run``) plug into the same
+table: write a ``configure(parser)`` that declares the arguments and a ``run(args) -> exit code``,
+and add a :class:`Subcommand` to :data:`SUBCOMMANDS`. Sub-commands import what they need inside
+``run`` so that ``cpo --help`` stays fast and one broken sub-command cannot break the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """One entry of the dispatch table."""
+
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# ------------------------------------------------------------------------------ dev-apiserver
+
+
+def _configure_dev_apiserver(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig-out",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="where to write the admin kubeconfig (written once the server is ready)",
+    )
+    parser.add_argument("--port", type=int, default=0, help="HTTPS port (default: a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    parser.add_argument(
+        "--crd",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="CRD file or folder to install before the kubeconfig is written (repeatable)",
+    )
+
+
+def _run_dev_apiserver(args: argparse.Namespace) -> int:
+    return asyncio.run(_serve_dev_apiserver(args))
+
+
+async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
+    from runtime.envtest.apiserver.server import EmbeddedServerOptions
+    from runtime.envtest.environment import Environment, EnvironmentOptions
+    from runtime.envtest.kubeconfig import write_kubeconfig
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # Installed before the server starts, so a signal that arrives during start-up still ends us cleanly.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    options = EnvironmentOptions(
+        backend="embedded",
+        embedded=EmbeddedServerOptions(host=args.host, port=args.port),
+        # This process does nothing but serve, so the server can have the main loop to itself.
+        embedded_in_thread=False,
+        crd_paths=list(args.crd),
+    )
+    try:
+        async with Environment(options) as env:
+            path = write_kubeconfig(env.kubeconfig, args.kubeconfig_out).absolute()
+            print(
+                f"Embedded API server listening on {env.url}\n"
+                f"Admin kubeconfig written to {path}\n\n"
+                f"Try:\n"
+                f"  kubectl --kubeconfig {path} get ns\n"
+                f"  export KUBECONFIG={path}\n\n"
+                f"Stop with Ctrl-C (or SIGTERM).",
+                flush=True,
+            )
+            await stop.wait()
+    except (OSError, ValueError, TimeoutError) as err:
+        print(f"cpo dev-apiserver: {err}", file=sys.stderr)
+        return 1
+    print("Embedded API server stopped.", flush=True)
+    return 0
+
+
+# ------------------------------------------------------------------------------------ dispatch
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "dev-apiserver": Subcommand(
+        help="run the embedded Kubernetes API server standalone (for kubectl and manual testing)",
+        configure=_configure_dev_apiserver,
+        run=_run_dev_apiserver,
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cpo", description="controlplane-operator: quorum-safe control-plane Machine management."
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        type=str.upper,
+        help="log verbosity (default: %(default)s)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, subcommand in SUBCOMMANDS.items():
+        subparser = subparsers.add_parser(name, help=subcommand.help, description=subcommand.help)
+        subcommand.configure(subparser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cpo`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return SUBCOMMANDS[args.command].run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Shared pytest fixtures: one API server per test session, a fresh namespace per test.
+
+Fixtures
+--------
+``env``             the session's :class:`runtime.envtest.Environment` (back end chosen from the
+                    environment variables, see ``runtime/envtest/__init__.py``); started on first use.
+``namespace``       a new namespace named after the test; deleted afterwards on an existing cluster.
+``api_client``      a ``kubernetes_asyncio`` ApiClient for ``env``, closed after the test.
+``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
+
+Event loops (pytest-asyncio 1.x): ``env`` lives in the session-scoped loop, so everything that
+touches it must run there too. :func:`pytest_collection_modifyitems` marks every async test that
+(directly or through other fixtures) uses ``env`` with ``asyncio(loop_scope="session")``, so tests
+need no marker of their own. An async fixture of yours that depends on these fixtures needs
+``@pytest_asyncio.fixture(loop_scope="session")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient
+
+from runtime.envtest import Environment, unique_namespace_name
+
+# Fixtures whose values belong to the session loop: a test using any of them must run in that loop.
+SESSION_LOOP_FIXTURES = frozenset({"env", "namespace", "api_client"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    session_loop = pytest.mark.asyncio(loop_scope="session")
+    for item in items:
+        if not pytest_asyncio.is_async_test(item):
+            continue
+        if SESSION_LOOP_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+            continue
+        marker = item.get_closest_marker("asyncio")
+        if marker is not None and ("loop_scope" in marker.kwargs or "scope" in marker.kwargs):
+            continue  # the test chose its loop explicitly; a mismatch will be reported by pytest-asyncio
+        # Prepended so it is the closest asyncio marker, ahead of the one auto mode adds.
+        item.add_marker(session_loop, append=False)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def env() -> AsyncIterator[Environment]:
+    async with Environment() as environment:
+        yield environment
+
+
+@pytest.fixture(scope="session")
+def kubeconfig_path(env: Environment) -> Path:
+    return env.kubeconfig_path
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def namespace(env: Environment, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    name = unique_namespace_name(request.node.name)
+    await env.create_namespace(name, labels={"cpo.dev/test": "true"})
+    yield name
+    if not env.owns_cluster:
+        # Clusters we created are thrown away whole; a shared cluster must not collect test namespaces.
+        await env.delete_namespace(name)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def api_client(env: Environment) -> AsyncIterator[ApiClient]:
+    async with env.client() as client:
+        yield client
