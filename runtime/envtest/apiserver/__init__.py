@@ -1,0 +1,50 @@
+"""The embedded API server: a faithful stand-in for kube-apiserver, for tests, demos and benchmarks.
+
+No kube-apiserver binary can be installed from the package registries this project reaches, so
+the project carries its own. It is not a mock: clients talk real HTTPS to it, get real chunked
+watch streams, and see the same status codes, Status messages, JSON shapes and key order as from
+kube-apiserver v1.32 (the transcripts in ``shared/reference/kube-apiserver`` are the spec, and
+``tests/integration/test_reference_transcripts.py`` replays every one of them).
+
+Starting one::
+
+    from runtime.envtest.apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
+
+    async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
+        kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+
+or ``cpo dev-apiserver --kubeconfig-out PATH`` from a shell. Tests normally get it through
+:class:`runtime.envtest.Environment`, which picks real binaries or an existing cluster instead
+when the environment names one.
+
+What it serves
+--------------
+* Discovery (``/api``, ``/apis``, aggregated discovery v2, ``/version``, ``/openapi/v3``) for the
+  built-ins a controller uses -- namespaces, nodes, pods, events, secrets, configmaps, services,
+  serviceaccounts, leases, poddisruptionbudgets, events.k8s.io events, CRDs, admission webhook
+  configurations, selfsubjectreviews -- and every installed CRD.
+* create / get / update / patch (merge, JSON, strategic for built-ins, apply) / delete /
+  deletecollection with uid, generateName, generation, one global resourceVersion, optimistic
+  concurrency, finalizers and deletionTimestamp, preconditions, dryRun, fieldValidation and
+  managedFields bookkeeping; ``status`` and ``scale`` subresources.
+* list with label and field selectors and ``limit``/``continue``; watch from a resourceVersion
+  (bounded history, 410 Expired past it), bookmarks, ``timeoutSeconds``, watch-list initial events.
+* CRD installation with structural-schema pruning, defaulting and validation.
+* Validating and mutating admission webhooks called over TLS with the configured ``caBundle``.
+* Table, PartialObjectMetadata and YAML representations for kubectl.
+
+What it deliberately does not do (as with controller-runtime's envtest)
+----------------------------------------------------------------------
+* No garbage collector: ownerReferences are stored, nothing cascades; ``Orphan``/``Foreground``
+  deletions leave their finalizer in place until a client removes it.
+* No namespace controller: a deleted namespace stays Terminating until ``/finalize`` clears its
+  ``spec.finalizers``; the objects inside are not removed.
+* No kubelet, scheduler or controllers of any kind; no RBAC (every authenticated user may do
+  everything; anonymous requests may read only ``/version`` and the health endpoints).
+* No protobuf or CBOR bodies, and HTTP/1.1 only.
+
+Modules: ``server`` (HTTP, auth, routing), ``handlers`` (verbs), ``store`` (objects, versions,
+watch fan-out), ``registry`` (served types), ``builtins`` / ``schema`` (per-type rules),
+``objectmeta``, ``selectors``, ``patch``, ``decode``, ``discovery``, ``tables``, ``admission``,
+``errors`` (kube's wording).
+"""
