@@ -31,7 +31,8 @@ class Kubectl:
 
     async def run(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
         proc = await asyncio.create_subprocess_exec(
-            *self.base, *args,
+            *self.base,
+            *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else None,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -16,7 +16,13 @@ def widget_crd() -> dict[str, Any]:
         "metadata": {"name": f"{PLURAL}.{GROUP}"},
         "spec": {
             "group": GROUP,
-            "names": {"plural": PLURAL, "singular": "widget", "kind": "Widget", "listKind": "WidgetList", "shortNames": ["wd"]},
+            "names": {
+                "plural": PLURAL,
+                "singular": "widget",
+                "kind": "Widget",
+                "listKind": "WidgetList",
+                "shortNames": ["wd"],
+            },
             "scope": "Namespaced",
             "versions": [
                 {
@@ -43,11 +49,23 @@ def widget_crd() -> dict[str, Any]:
                                     "type": "object",
                                     "required": ["size"],
                                     "properties": {
-                                        "replicas": {"type": "integer", "minimum": 0, "maximum": 9, "default": 1},
-                                        "size": {"type": "string", "enum": ["small", "large"], "default": "small"},
+                                        "replicas": {
+                                            "type": "integer",
+                                            "minimum": 0,
+                                            "maximum": 9,
+                                            "default": 1,
+                                        },
+                                        "size": {
+                                            "type": "string",
+                                            "enum": ["small", "large"],
+                                            "default": "small",
+                                        },
                                         "port": {"x-kubernetes-int-or-string": True},
                                         "name": {"type": "string", "pattern": "^[a-z]+$"},
-                                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                        "extra": {
+                                            "type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True,
+                                        },
                                     },
                                 },
                                 "status": {

@@ -44,7 +44,9 @@ class KubeHTTP:
         self._tmp = tempfile.TemporaryDirectory(prefix="kubehttp-")
         ssl_ctx = ssl.create_default_context()
         if "certificate-authority-data" in cluster:
-            ssl_ctx.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+            ssl_ctx.load_verify_locations(
+                cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+            )
         elif "certificate-authority" in cluster:
             ssl_ctx.load_verify_locations(cafile=cluster["certificate-authority"])
         self.headers: dict[str, str] = {}
