@@ -1,0 +1,420 @@
+"""Prometheus metrics of the runtime, with controller-runtime's names, types, labels and buckets.
+
+Dashboards and alerts written for Go operators should work unchanged against ours, so every family
+here mirrors **controller-runtime v0.23** (client-go v0.35 for the workqueue semantics): the same
+metric name, type, label names and histogram buckets. Help texts are our own wording.
+
+Everything registers into one :data:`registry` (controller-runtime's ``metrics.Registry``), never
+into prometheus_client's global default registry, so an embedding program keeps its own metrics
+apart. Render it with :func:`generate_latest`; serve it with :data:`CONTENT_TYPE_LATEST`.
+
+Families
+--------
+Controller (``controller`` label; see :func:`init_controller_metrics`):
+``controller_runtime_reconcile_total{controller,result}``, ``…_reconcile_errors_total``,
+``…_terminal_reconcile_errors_total``, ``…_reconcile_panics_total``,
+``…_reconcile_timeouts_total``, ``…_reconcile_time_seconds`` (40 buckets, 5 ms … 60 s),
+``…_max_concurrent_reconciles``, ``…_active_workers``.
+
+Workqueue (``name`` and ``controller`` labels, both the controller's name; see
+:func:`init_workqueue_metrics`): ``workqueue_depth`` (plus ``priority``, always ``""`` for our
+classic queue, as controller-runtime ≥ v0.21 labels it), ``workqueue_adds_total``,
+``workqueue_queue_duration_seconds`` and ``workqueue_work_duration_seconds`` (12 exponential
+buckets 1e-8 … 1e3 s), ``workqueue_unfinished_work_seconds``,
+``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``.
+
+Leader election: ``leader_election_master_status{name}``.
+
+REST client: ``rest_client_requests_total{code,method,host}`` and
+``rest_client_request_duration_seconds{verb,host}``.
+
+Webhooks (``webhook`` = the served path; see :func:`init_webhook_metrics`):
+``controller_runtime_webhook_requests_total{webhook,code}``,
+``controller_runtime_webhook_latency_seconds{webhook}`` (the v0.23 exponential buckets),
+``controller_runtime_webhook_requests_in_flight{webhook}``,
+``controller_runtime_webhook_panics_total``.
+
+Process: ``process_*`` (CPU, memory, file descriptors, start time), ``python_info`` and
+``python_gc_*`` — the Python counterparts of Go's process and runtime collectors.
+
+Performance
+-----------
+A prometheus_client ``labels(...)`` lookup costs about 2.5 µs, more than the update it precedes, so
+the ``init_*`` helpers look every child up once and hand back objects holding them. Callers keep
+those objects for their lifetime instead of calling ``labels`` per event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+import prometheus_client
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+CONTROLLER_RUNTIME_VERSION: Final = "v0.23"
+"""The controller-runtime release whose metric names, labels and buckets this module mirrors."""
+
+CONTENT_TYPE_LATEST: Final = prometheus_client.CONTENT_TYPE_LATEST
+"""The ``Content-Type`` of :func:`generate_latest`'s output (Prometheus text format 0.0.4)."""
+
+registry: Final = CollectorRegistry(auto_describe=True)
+"""The runtime's registry; every metric of this module and the process collectors live here."""
+
+# Values of the ``result`` label of controller_runtime_reconcile_total.
+RESULT_SUCCESS: Final = "success"
+RESULT_ERROR: Final = "error"
+RESULT_REQUEUE: Final = "requeue"
+RESULT_REQUEUE_AFTER: Final = "requeue_after"
+RECONCILE_RESULTS: Final = (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """``count`` bucket bounds from ``start``, each ``factor`` times the previous one.
+
+    Multiplies step by step like Prometheus' Go client, so the bounds are the very same floats and
+    render as the same ``le`` strings (``9.999999999999999e-06`` included).
+    """
+    bounds: list[float] = []
+    bound = start
+    for _ in range(count):
+        bounds.append(bound)
+        bound *= factor
+    return tuple(bounds)
+
+
+RECONCILE_TIME_BUCKETS: Final = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    *(1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0),
+    *(15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0),
+)
+"""controller_runtime_reconcile_time_seconds: 40 bounds, 5 ms … 60 s."""
+
+WORKQUEUE_DURATION_BUCKETS: Final = exponential_buckets(10e-9, 10, 12)
+"""workqueue_{queue,work}_duration_seconds: 12 bounds, 10 ns … 1000 s."""
+
+WEBHOOK_LATENCY_BUCKETS: Final = exponential_buckets(10e-9, 10, 12)
+"""controller_runtime_webhook_latency_seconds since v0.23 (Prometheus' default buckets before)."""
+
+REST_CLIENT_LATENCY_BUCKETS: Final = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""rest_client_request_duration_seconds."""
+
+# --- controller ---------------------------------------------------------------------------------
+
+reconcile_total: Final = Counter(
+    "controller_runtime_reconcile_total",
+    "Reconciliations per controller and outcome (success, error, requeue, requeue_after).",
+    ["controller", "result"],
+    registry=registry,
+)
+reconcile_errors_total: Final = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Reconciliations per controller that returned an error, terminal ones included.",
+    ["controller"],
+    registry=registry,
+)
+terminal_reconcile_errors_total: Final = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Reconciliations per controller that returned a terminal (not retried) error.",
+    ["controller"],
+    registry=registry,
+)
+reconcile_panics_total: Final = Counter(
+    "controller_runtime_reconcile_panics_total",
+    "Reconciliations per controller that raised an unexpected exception.",
+    ["controller"],
+    registry=registry,
+)
+reconcile_timeouts_total: Final = Counter(
+    "controller_runtime_reconcile_timeouts_total",
+    "Reconciliations per controller cut short by the controller's reconciliation timeout.",
+    ["controller"],
+    registry=registry,
+)
+reconcile_time_seconds: Final = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Seconds per reconciliation per controller, queue bookkeeping included.",
+    ["controller"],
+    buckets=RECONCILE_TIME_BUCKETS,
+    registry=registry,
+)
+max_concurrent_reconciles: Final = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Configured number of workers per controller.",
+    ["controller"],
+    registry=registry,
+)
+active_workers: Final = Gauge(
+    "controller_runtime_active_workers",
+    "Workers per controller busy with a reconciliation right now.",
+    ["controller"],
+    registry=registry,
+)
+
+# --- workqueue ----------------------------------------------------------------------------------
+
+workqueue_depth: Final = Gauge(
+    "workqueue_depth",
+    "Items waiting in the workqueue, per queue and priority.",
+    ["name", "controller", "priority"],
+    registry=registry,
+)
+workqueue_adds_total: Final = Counter(
+    "workqueue_adds_total",
+    "Adds the workqueue accepted (an add of an item already waiting is not counted).",
+    ["name", "controller"],
+    registry=registry,
+)
+workqueue_queue_duration_seconds: Final = Histogram(
+    "workqueue_queue_duration_seconds",
+    "Seconds an item waited in the workqueue, from its first add until a worker took it.",
+    ["name", "controller"],
+    buckets=WORKQUEUE_DURATION_BUCKETS,
+    registry=registry,
+)
+workqueue_work_duration_seconds: Final = Histogram(
+    "workqueue_work_duration_seconds",
+    "Seconds a worker spent on an item, from taking it until marking it done.",
+    ["name", "controller"],
+    buckets=WORKQUEUE_DURATION_BUCKETS,
+    registry=registry,
+)
+workqueue_unfinished_work_seconds: Final = Gauge(
+    "workqueue_unfinished_work_seconds",
+    "Summed age of the items workers hold and have not finished; steady growth means stuck workers.",
+    ["name", "controller"],
+    registry=registry,
+)
+workqueue_longest_running_processor_seconds: Final = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "Age of the oldest item a worker holds and has not finished.",
+    ["name", "controller"],
+    registry=registry,
+)
+workqueue_retries_total: Final = Counter(
+    "workqueue_retries_total",
+    "Delayed and rate-limited adds the workqueue received.",
+    ["name", "controller"],
+    registry=registry,
+)
+
+# --- leader election ----------------------------------------------------------------------------
+
+leader_election_master_status: Final = Gauge(
+    "leader_election_master_status",
+    "1 while this process holds the lease named by 'name', 0 otherwise. Group by name.",
+    ["name"],
+    registry=registry,
+)
+
+# --- REST client --------------------------------------------------------------------------------
+
+rest_client_requests_total: Final = Counter(
+    "rest_client_requests_total",
+    "HTTP requests to the API server by status code, method and host.",
+    ["code", "method", "host"],
+    registry=registry,
+)
+rest_client_request_duration_seconds: Final = Histogram(
+    "rest_client_request_duration_seconds",
+    "Seconds per HTTP request to the API server, by verb and host.",
+    ["verb", "host"],
+    buckets=REST_CLIENT_LATENCY_BUCKETS,
+    registry=registry,
+)
+
+# --- webhooks -----------------------------------------------------------------------------------
+
+webhook_requests_total: Final = Counter(
+    "controller_runtime_webhook_requests_total",
+    "Admission requests served per webhook path and HTTP status code.",
+    ["webhook", "code"],
+    registry=registry,
+)
+webhook_latency_seconds: Final = Histogram(
+    "controller_runtime_webhook_latency_seconds",
+    "Seconds to serve an admission request, per webhook path.",
+    ["webhook"],
+    buckets=WEBHOOK_LATENCY_BUCKETS,
+    registry=registry,
+)
+webhook_requests_in_flight: Final = Gauge(
+    "controller_runtime_webhook_requests_in_flight",
+    "Admission requests being served right now, per webhook path.",
+    ["webhook"],
+    registry=registry,
+)
+webhook_panics_total: Final = Counter(
+    "controller_runtime_webhook_panics_total",
+    "Admission requests whose handler raised an unexpected exception.",
+    registry=registry,
+)
+
+# --- process ------------------------------------------------------------------------------------
+
+ProcessCollector(registry=registry)
+PlatformCollector(registry=registry)
+GCCollector(registry=registry)
+
+
+# --- cached children ----------------------------------------------------------------------------
+
+
+class ControllerMetrics:
+    """One controller's label children, looked up once; every series starts at zero.
+
+    ``reconcile_time_seconds`` is created on its first observation, as in controller-runtime, so
+    a controller that never reconciled exports no empty histogram.
+    """
+
+    __slots__ = (
+        "_reconcile_time",
+        "active_workers",
+        "controller",
+        "max_concurrent_reconciles",
+        "reconcile_errors",
+        "reconcile_panics",
+        "reconcile_timeouts",
+        "reconcile_total",
+        "terminal_reconcile_errors",
+    )
+
+    def __init__(self, controller: str, max_concurrent: int | None) -> None:
+        self.controller = controller
+        # Touching a child creates its series at 0, which is all "initialise" means here.
+        self.reconcile_total: dict[str, Counter] = {
+            result: reconcile_total.labels(controller, result) for result in RECONCILE_RESULTS
+        }
+        self.reconcile_errors: Counter = reconcile_errors_total.labels(controller)
+        self.terminal_reconcile_errors: Counter = terminal_reconcile_errors_total.labels(controller)
+        self.reconcile_panics: Counter = reconcile_panics_total.labels(controller)
+        self.reconcile_timeouts: Counter = reconcile_timeouts_total.labels(controller)
+        self.active_workers: Gauge = active_workers.labels(controller)
+        self.active_workers.set(0)
+        self.max_concurrent_reconciles: Gauge = max_concurrent_reconciles.labels(controller)
+        if max_concurrent is not None:
+            self.max_concurrent_reconciles.set(max_concurrent)
+        self._reconcile_time: Histogram | None = None
+
+    def observe_reconcile_time(self, seconds: float) -> None:
+        """Record one reconciliation's duration."""
+        child = self._reconcile_time
+        if child is None:
+            child = self._reconcile_time = reconcile_time_seconds.labels(self.controller)
+        child.observe(seconds)
+
+
+def init_controller_metrics(controller: str, *, max_concurrent: int | None = None) -> ControllerMetrics:
+    """Create ``controller``'s series at zero (all four results) and return its cached children.
+
+    ``max_concurrent`` sets ``controller_runtime_max_concurrent_reconciles``; controller-runtime
+    sets it when the controller starts, so a caller may leave it for later.
+    """
+    return ControllerMetrics(controller, max_concurrent)
+
+
+class WorkqueueMetrics:
+    """One workqueue's label children, looked up once."""
+
+    __slots__ = (
+        "adds",
+        "depth",
+        "longest_running_processor_seconds",
+        "queue_duration",
+        "retries",
+        "unfinished_work_seconds",
+        "work_duration",
+    )
+
+    def __init__(self, name: str, controller: str) -> None:
+        self.depth: Gauge = workqueue_depth.labels(name, controller, "")
+        self.adds: Counter = workqueue_adds_total.labels(name, controller)
+        self.queue_duration: Histogram = workqueue_queue_duration_seconds.labels(name, controller)
+        self.work_duration: Histogram = workqueue_work_duration_seconds.labels(name, controller)
+        self.unfinished_work_seconds: Gauge = workqueue_unfinished_work_seconds.labels(name, controller)
+        self.longest_running_processor_seconds: Gauge = workqueue_longest_running_processor_seconds.labels(
+            name, controller
+        )
+        self.retries: Counter = workqueue_retries_total.labels(name, controller)
+
+
+def init_workqueue_metrics(name: str, controller: str | None = None) -> WorkqueueMetrics:
+    """Create the series of the workqueue ``name`` and return its cached children.
+
+    ``controller`` defaults to ``name``: controller-runtime names a controller's queue after the
+    controller and puts that one string in both labels.
+    """
+    return WorkqueueMetrics(name, name if controller is None else controller)
+
+
+class WebhookMetrics:
+    """One webhook path's label children; the 200 and 500 request counters start at zero."""
+
+    __slots__ = ("_requests_by_code", "in_flight", "latency", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.latency: Histogram = webhook_latency_seconds.labels(path)
+        self.in_flight: Gauge = webhook_requests_in_flight.labels(path)
+        self._requests_by_code: dict[int, Counter] = {
+            code: webhook_requests_total.labels(path, str(code)) for code in (200, 500)
+        }
+
+    def requests(self, code: int) -> Counter:
+        """The request counter for HTTP status ``code`` (cached after the first call)."""
+        child = self._requests_by_code.get(code)
+        if child is None:
+            child = self._requests_by_code[code] = webhook_requests_total.labels(self.path, str(code))
+        return child
+
+
+def init_webhook_metrics(path: str) -> WebhookMetrics:
+    """Create the series of the webhook served at ``path`` and return its cached children."""
+    return WebhookMetrics(path)
+
+
+def set_leader_status(lease_name: str, is_leader: bool) -> None:
+    """Report whether this process holds the lease ``lease_name``."""
+    leader_election_master_status.labels(lease_name).set(1.0 if is_leader else 0.0)
+
+
+# --- exposition ---------------------------------------------------------------------------------
+
+
+class _WithoutCreatedSeries:
+    """A view of a registry without prometheus_client's ``*_created`` samples.
+
+    The Go client has no such series, so dropping them keeps our text output line-for-line
+    comparable with a Go operator's and halves the series count of every counter and histogram.
+    Done per scrape rather than through ``disable_created_metrics()``, which is process-global.
+    """
+
+    _TYPES_WITH_CREATED = frozenset({"counter", "histogram", "summary", "gaugehistogram"})
+
+    def __init__(self, source: Collector) -> None:
+        self._source = source
+
+    def collect(self) -> Iterable[Metric]:
+        return self._filtered(self._source.collect())
+
+    def _filtered(self, families: Iterable[Metric]) -> Iterator[Metric]:
+        for family in families:
+            if family.type in self._TYPES_WITH_CREATED:
+                created = family.name + "_created"
+                family.samples = [sample for sample in family.samples if sample.name != created]
+            yield family
+
+
+def generate_latest(source: Collector = registry) -> bytes:
+    """Render ``source`` (default: the runtime :data:`registry`) in the Prometheus text format."""
+    return prometheus_client.generate_latest(_WithoutCreatedSeries(source))
