@@ -48,6 +48,8 @@ from .store import Store
 JSON = dict[str, Any]
 
 SCALE_GROUP_KIND = ("autoscaling", "v1", "Scale")
+# The first item of every accepted watch (see Handlers.watch).
+WATCH_ACCEPTED = "ACCEPTED"
 WEBHOOK_CONFIG_RESOURCES = {
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): False,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): True,
@@ -386,7 +388,9 @@ class Handlers:
     ) -> AsyncGenerator[tuple[str, JSON], None]:
         """Yield ``(type, object)`` watch events until the timeout, the client or the server ends it.
 
-        Raises StatusError before the first event for a request the server refuses outright.
+        Raises StatusError before anything else for a request the server refuses outright; once the
+        request is accepted the first item is ``(WATCH_ACCEPTED, {})`` so that the HTTP layer can
+        send its 200 headers at once, before any event exists (clients wait for the headers).
         """
         rv_text = query.get("resourceVersion", "")
         rv_match = query.get("resourceVersionMatch", "")
@@ -418,6 +422,7 @@ class Handlers:
                 return False
             return self._matches(rt, obj, label_sel, field_sel)
 
+        yield (WATCH_ACCEPTED, {})
         rs = self.store.resource(rt.key)
         # 1.32's WatchList default: a watch from "now" (no RV or 0) that allows bookmarks is served as
         # a watch-list; an explicit sendInitialEvents always decides.

@@ -33,7 +33,7 @@ from .. import certs
 from . import admission as admission_mod
 from . import builtins, decode, discovery, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
-from .handlers import Caller, Handlers
+from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
 from .store import Store
 
@@ -472,7 +472,7 @@ class EmbeddedAPIServer:
         if method == "GET":
             if info.legacy_watch or (not info.name and query.get("watch") in ("1", "true")):
                 return await self._watch(request, rt, info, query, accept)
-            _check_acceptable(accept)
+            _representation(accept)  # 406 before 404, as kube-apiserver answers
             if info.name:
                 obj = h.get(rt, ns, info.name)
                 if sub == "scale":
@@ -551,18 +551,21 @@ class EmbeddedAPIServer:
     def _object_response(
         self, rt: ResourceType, obj: JSON, accept: str, caller: Caller, *, status: int = 200
     ) -> web.Response:
+        """An object in the representation the Accept header negotiated (JSON, YAML, Table, metadata)."""
         headers = _warning_headers(caller)
-        if tables.wants_table(accept):
-            return _json(tables.table_for_object(rt, obj, caller.query), status=status, headers=headers)
-        return web.Response(
-            body=encode_object(rt, obj), status=status, content_type="application/json", headers=headers
-        )
+        rendered = tables.render_object(_representation(accept), rt, obj, caller.query)
+        if rendered is not None:
+            headers["Content-Type"] = rendered.content_type
+            return web.Response(body=rendered.body, status=status, headers=headers)
+        headers["Content-Type"] = "application/json"
+        return web.Response(body=encode_object(rt, obj), status=status, headers=headers)
 
     def _list_response(
         self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]
     ) -> web.Response:
-        if tables.wants_table(accept):
-            return _json(tables.table_for_list(rt, listed, query))
+        rendered = tables.render_list(_representation(accept), rt, listed, query)
+        if rendered is not None:
+            return web.Response(body=rendered.body, headers={"Content-Type": rendered.content_type})
         return web.Response(body=encode_list(rt, listed), content_type="application/json")
 
     async def _watch(
@@ -572,31 +575,27 @@ class EmbeddedAPIServer:
         events: AsyncGenerator[tuple[str, JSON], None] = self.handlers.watch(
             rt, namespace, query, name=info.name, stopping=self._stopping
         )
-        table = tables.wants_table(accept)
-        first: tuple[str, JSON] | None = None
-        try:
-            # Errors raised before the first event are plain HTTP errors, not stream events.
-            first = await anext(events)
-        except StopAsyncIteration:
-            first = None
+        rep = tables.negotiate(accept, watch=True)
+        if rep.kind == "not-acceptable":
+            raise tables.not_acceptable_error(watch=True)
+        renderer = tables.WatchEventRenderer(rep, rt, query)
+        # Errors raised before the acceptance marker are plain HTTP errors, not stream events.
+        accepted = await anext(events)
+        assert accepted[0] == WATCH_ACCEPTED
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
-        sent_table_header = False
         try:
-            item = first
-            while item is not None:
-                kind, obj = item
-                if table and kind != "ERROR" and kind != "BOOKMARK":
-                    obj = tables.table_for_watch_event(rt, obj, query, include_columns=not sent_table_header)
-                    sent_table_header = True
-                await response.write(encode_event(rt, kind, obj))
-                try:
-                    item = await anext(events)
-                except StopAsyncIteration:
-                    item = None
+            async for kind, obj in events:
+                if renderer.alternate:
+                    line = json.dumps(
+                        {"type": kind, "object": renderer.render(kind, obj)}, separators=(",", ":")
+                    )
+                    await response.write(line.encode() + b"\n")
+                else:
+                    await response.write(encode_event(rt, kind, obj))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
@@ -643,20 +642,11 @@ def _object_not_found(rt: ResourceType, name: str) -> StatusError:
     return not_found(rt.qualified, name)
 
 
-def _check_acceptable(accept: str) -> None:
-    if not accept:
-        return
-    media = [m.split(";")[0].strip() for m in accept.split(",")]
-    if any(m in ("application/json", "*/*", "application/*", "application/yaml", "") for m in media):
-        return
-    if all(m == "application/vnd.kubernetes.protobuf" for m in media):
-        raise StatusError(
-            406,
-            "NotAcceptable",
-            "only the following media types are accepted: application/json, application/yaml, "
-            "application/vnd.kubernetes.protobuf",
-            {},
-        )
+def _representation(accept: str) -> tables.Representation:
+    rep = tables.negotiate(accept)
+    if rep.kind == "not-acceptable":
+        raise tables.not_acceptable_error()
+    return rep
 
 
 def _warning_headers(caller: Caller) -> CIMultiDict[str]:
