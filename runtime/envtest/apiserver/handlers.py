@@ -18,7 +18,7 @@ import base64
 import copy
 import json
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -318,20 +318,45 @@ class Handlers:
             raise not_found(rt.qualified, name)
         return obj
 
-    def list(self, rt: ResourceType, namespace: str | None, query: dict[str, str]) -> JSON:
-        """A list as kube returns it; items sorted by namespace/name; ``limit``/``continue`` paging."""
-        if query.get("sendInitialEvents"):
-            raise invalid_object(
-                _meta_options_q("ListOptions"),
-                "",
-                [forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")],
+    async def list(self, rt: ResourceType, namespace: str | None, query: dict[str, str]) -> JSON:
+        """A list as kube returns it; items sorted by namespace/name; ``limit``/``continue`` paging.
+
+        ``resourceVersion`` semantics: unset or "0" -> the current state; ``N`` with
+        ``resourceVersionMatch=Exact`` -> the state at N, rebuilt from the watch history (410 once
+        that history is gone); ``N`` otherwise -> at least as fresh as N, waiting up to 3 s for a
+        version from the future before answering 504 with Retry-After, as kube-apiserver does.
+        """
+        rv_text = query.get("resourceVersion", "")
+        rv_match = query.get("resourceVersionMatch", "")
+        problems: list[FieldError] = []
+        if rv_match and not rv_text:
+            problems.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
             )
+        if query.get("sendInitialEvents"):
+            problems.append(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+        if problems:
+            raise invalid_object(_meta_options_q("ListOptions"), "", problems)
         label_sel, field_sel = self._selectors(rt, query)
         limit = decode_int_param("limit", query.get("limit"))
-        items = self.store.list(rt.key, namespace)
-        list_rv = self.store.rv
-        start_after = ""
         token = query.get("continue")
+        if token and rv_text and rv_text != "0":
+            raise bad_request("specifying resource version is not allowed when using continue")
+        list_rv = self.store.rv
+        items = self.store.list(rt.key, namespace)
+        if rv_text and rv_text != "0" and not token:
+            wanted = _parse_rv(rv_text)
+            if rv_match == "Exact":
+                items = list(self._state_at(rt, namespace, wanted))
+                list_rv = wanted
+            elif wanted > self.store.rv:
+                await self._wait_for_rv(wanted)
+                items = self.store.list(rt.key, namespace)
+                list_rv = self.store.rv
+        start_after = ""
         if token:
             list_rv, start_after = _decode_continue(token)
         matching = [
@@ -347,6 +372,50 @@ class Handlers:
             if label_sel is None and field_sel is None:
                 meta["remainingItemCount"] = len(matching) - limit
         return {"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": page}
+
+    def _state_at(self, rt: ResourceType, namespace: str | None, rv: int) -> Sequence[JSON]:
+        """The objects of a resource as they were at ``rv``, by undoing the newer history."""
+        rs = self.store.resource(rt.key)
+        if rv < rs.start_rv and rs.trimmed:
+            raise StatusError(410, "Expired", f"too old resource version: {rv} ({rs.start_rv})", {})
+        state = {_ns_name(o): o for o in self.store.list(rt.key, None)}
+        for change in reversed(list(rs.changes_since(rv))):
+            key = _ns_name(change.object)
+            if change.type == "ADDED":
+                state.pop(key, None)
+            elif change.type == "MODIFIED" and change.old_object is not None:
+                state[key] = change.old_object
+            elif change.type == "DELETED":
+                previous = dict(change.object)
+                state[key] = previous
+        objs = [state[k] for k in sorted(state)]
+        return [
+            o for o in objs if namespace is None or (o.get("metadata") or {}).get("namespace") == namespace
+        ]
+
+    async def _wait_for_rv(self, rv: int, limit: float = 3.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        while self.store.rv < rv:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise StatusError(
+                    504,
+                    "Timeout",
+                    f"Timeout: Too large resource version: {rv}, current: {self.store.rv}",
+                    {
+                        "causes": [
+                            {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                        ],
+                        "retryAfterSeconds": 1,
+                    },
+                    headers={"Retry-After": "1"},
+                )
+            advanced = self.store.rv_advanced
+            try:
+                await asyncio.wait_for(advanced.wait(), remaining)
+            except TimeoutError:
+                continue
 
     def _selectors(
         self, rt: ResourceType, query: dict[str, str]
@@ -517,7 +586,9 @@ class Handlers:
 
     # ----------------------------------------------------------------------------------- create
 
-    async def create(self, rt: ResourceType, namespace: str, obj: JSON, caller: Caller) -> JSON:
+    async def create(
+        self, rt: ResourceType, namespace: str, obj: JSON, caller: Caller, *, apply_config: JSON | None = None
+    ) -> JSON:
         """POST: returns the stored object (or, for dryRun, what would have been stored)."""
         meta = _meta(obj)
         q = rt.qualified
@@ -554,17 +625,31 @@ class Handlers:
         if rt.has_status:
             obj.pop("status", None)
         self._default_builtin(rt, obj)
-        entries = objectmeta.update_managed_fields(
-            None,
-            None,
-            obj,
-            manager=caller.field_manager(),
-            operation="Update",
-            api_version=rt.group_version,
-            subresource="",
-            time=now_rfc3339(),
-            rules=builtins.field_rules(rt),
-        )
+        if apply_config is not None:
+            entries, obj = objectmeta.apply_managed_fields(
+                None,
+                None,
+                obj,
+                apply_config,
+                manager=caller.field_manager(),
+                api_version=rt.group_version,
+                time=now_rfc3339(),
+                force=caller.query.get("force") == "true",
+                rules=builtins.field_rules(rt),
+            )
+            meta = _meta(obj)
+        else:
+            entries = objectmeta.update_managed_fields(
+                None,
+                None,
+                obj,
+                manager=caller.field_manager(),
+                operation="Update",
+                api_version=rt.group_version,
+                subresource="",
+                time=now_rfc3339(),
+                rules=builtins.field_rules(rt),
+            )
         if entries:
             meta["managedFields"] = entries
         if rt.builtin:
@@ -699,7 +784,7 @@ class Handlers:
                     obj = copy.deepcopy(patch_doc)
                     if not isinstance(obj, dict):
                         raise bad_request("apply patch must be an object")
-                    return await self.create(rt, namespace, obj, caller), True
+                    return await self.create(rt, namespace, obj, caller, apply_config=patch_doc), True
                 raise not_found(q, name)
             target = self._subresource_view(rt, current, subresource)
             if kind == "merge":
@@ -729,6 +814,7 @@ class Handlers:
                     subresource=subresource,
                     operation="Apply" if kind == "apply" else "Update",
                     expect_rv=current["metadata"]["resourceVersion"],
+                    apply_config=patch_doc if kind == "apply" else None,
                 )
             except _Retry:
                 continue
@@ -766,6 +852,7 @@ class Handlers:
         subresource: str,
         operation: str = "Update",
         expect_rv: str | None = None,
+        apply_config: JSON | None = None,
     ) -> JSON:
         """The shared tail of PUT and PATCH: carry over what the endpoint may not change, validate,
         admit, detect no-ops, bump generation, honour finalizers, store."""
@@ -854,17 +941,32 @@ class Handlers:
             if expect_rv is not None:
                 raise _Retry()
             raise conflict(q, name, OPTIMISTIC_LOCK)
-        entries = objectmeta.update_managed_fields(
-            old_meta.get("managedFields"),
-            current,
-            new,
-            manager=caller.field_manager(),
-            operation=operation,
-            api_version=rt.group_version,
-            subresource=subresource,
-            time=None if subresource == "scale" else now_rfc3339(),
-            rules=builtins.field_rules(rt),
-        )
+        if apply_config is not None:
+            entries, new = objectmeta.apply_managed_fields(
+                old_meta.get("managedFields"),
+                current,
+                new,
+                apply_config,
+                manager=caller.field_manager(),
+                api_version=rt.group_version,
+                subresource=subresource,
+                time=now_rfc3339(),
+                force=caller.query.get("force") == "true",
+                rules=builtins.field_rules(rt),
+            )
+            meta = _meta(new)
+        else:
+            entries = objectmeta.update_managed_fields(
+                old_meta.get("managedFields"),
+                current,
+                new,
+                manager=caller.field_manager(),
+                operation=operation,
+                api_version=rt.group_version,
+                subresource=subresource,
+                time=None if subresource == "scale" else now_rfc3339(),
+                rules=builtins.field_rules(rt),
+            )
         if entries:
             meta["managedFields"] = entries
         else:
@@ -1036,7 +1138,7 @@ class Handlers:
     async def delete_collection(
         self, rt: ResourceType, namespace: str | None, options: JSON, caller: Caller
     ) -> JSON:
-        listed = self.list(
+        listed = await self.list(
             rt, namespace, {k: v for k, v in caller.query.items() if k in ("labelSelector", "fieldSelector")}
         )
         deleted: list[JSON] = []
@@ -1046,7 +1148,6 @@ class Handlers:
             )
             deleted.append(obj if is_status else body)
         listed["items"] = deleted
-        listed["metadata"] = {"resourceVersion": str(self.store.rv)}
         return listed
 
     # ------------------------------------------------------------------------- namespace finalize

@@ -84,6 +84,13 @@ class RequestInfo:
     legacy_watch: bool
 
 
+def _authenticated(user: User) -> User:
+    """Every authenticated identity is also in ``system:authenticated``, as kube-apiserver adds it."""
+    if "system:authenticated" in user.groups:
+        return user
+    return User(user.name, [*user.groups, "system:authenticated"], user.uid)
+
+
 class EmbeddedAPIServer:
     """A kube-apiserver stand-in on loopback (see the module docstring)."""
 
@@ -267,7 +274,7 @@ class EmbeddedAPIServer:
             user = self._tokens.get(token.strip()) if scheme.lower() == "bearer" else None
             if user is None:
                 raise StatusError(401, "Unauthorized", "Unauthorized")
-            return user
+            return _authenticated(user)
         peer = request.transport.get_extra_info("peercert") if request.transport else None
         if peer:
             cn = ""
@@ -279,7 +286,7 @@ class EmbeddedAPIServer:
                     elif key == "organizationName":
                         groups.append(value)
             if cn:
-                return User(cn, groups)
+                return _authenticated(User(cn, groups))
         return None
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
@@ -457,8 +464,10 @@ class EmbeddedAPIServer:
         ns = info.namespace or ""
         sub = info.subresource
         if sub and sub not in _subresources(rt):
+            if rt.builtin:
+                raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
             if method == "GET" and info.name:
-                h.get(rt, ns, info.name)  # 404 for a missing object, as for an existing one
+                # kube-apiserver claims the *object* is missing, whether it exists or not.
                 raise _object_not_found(rt, info.name)
             raise page_not_found()
         if (
@@ -478,7 +487,7 @@ class EmbeddedAPIServer:
                 if sub == "scale":
                     return _json(h.scale_of(rt, obj))
                 return self._object_response(rt, obj, accept, caller)
-            listed = h.list(rt, info.namespace if rt.namespaced else None, query)
+            listed = await h.list(rt, info.namespace if rt.namespaced else None, query)
             return self._list_response(rt, listed, accept, query)
         if method == "POST":
             if info.name and rt.builtin and not (rt.resource == "namespaces" and sub == "finalize"):

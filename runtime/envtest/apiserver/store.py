@@ -77,10 +77,13 @@ class ResourceStore:
         # The newest resourceVersion written to this resource (what its bookmarks carry).
         self.last_rv = start_rv
         self.watchers: set[Watcher] = set()
+        # Whether history was ever dropped: until then any older state can be rebuilt from it.
+        self.trimmed = False
 
     def record(self, change: Change) -> None:
         if len(self.history) == self.history.maxlen:
             self.start_rv = self.history[0].rv
+            self.trimmed = True
         self.history.append(change)
         self.last_rv = change.rv
         for watcher in list(self.watchers):

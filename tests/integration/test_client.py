@@ -1,0 +1,457 @@
+"""The runtime client against a real API server (whichever ``env`` back end runs), plus its retry
+loop against a tiny local server that throttles on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from kubernetes_asyncio.client import Configuration
+from pydantic import BaseModel, ConfigDict, Field
+
+import runtime.client as client_module
+from runtime import metrics
+from runtime.client import Client, ClientOptions, ObjectList
+from runtime.envtest import Environment
+from runtime.errors import (
+    AlreadyExists,
+    Conflict,
+    Invalid,
+    NoKindMatch,
+    NotFound,
+    ServiceUnavailable,
+    TooManyRequests,
+)
+from tests.support.crds import GROUP, VERSION, widget, widget_crd
+
+WIDGET_API = f"{GROUP}/{VERSION}"
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def widgets_installed(env: Environment) -> None:
+    await env.install_crds([widget_crd()])
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(env: Environment, widgets_installed: None) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(
+        env.kubeconfig, options=ClientOptions(field_manager="client-tests")
+    ) as c:
+        yield c
+
+
+def config_map(name: str, namespace: str, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+class Meta(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    name: str
+    namespace: str | None = None
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
+
+
+class ConfigMapModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    api_version: str = Field(default="v1", alias="apiVersion")
+    kind: str = "ConfigMap"
+    metadata: Meta
+    data: dict[str, str] | None = None
+
+
+# ------------------------------------------------------------------------------------ CRUD
+
+
+async def test_config_map_crud_round_trip(client: Client, namespace: str) -> None:
+    created = await client.create(config_map("cfg", namespace, a="1"))
+    assert created["metadata"]["uid"]
+    fetched = await client.get("v1", "ConfigMap", "cfg", namespace)
+    assert fetched["data"] == {"a": "1"}
+
+    fetched["data"]["b"] = "2"
+    updated = await client.update(fetched)
+    assert updated["data"] == {"a": "1", "b": "2"}
+    assert updated["metadata"]["resourceVersion"] != fetched["metadata"]["resourceVersion"]
+
+    await client.create(config_map("other", namespace, c="3"))
+    listing = await client.list("v1", "ConfigMap", namespace)
+    names = {item["metadata"]["name"] for item in listing["items"]}
+    assert {"cfg", "other"} <= names
+    assert listing["metadata"]["resourceVersion"]
+
+    await client.delete("v1", "ConfigMap", "cfg", namespace)
+    with pytest.raises(NotFound) as caught:
+        await client.get("v1", "ConfigMap", "cfg", namespace)
+    assert caught.value.status == 404
+    assert caught.value.name == "cfg"
+
+
+async def test_list_selectors_and_pages(client: Client, namespace: str) -> None:
+    for index in range(3):
+        obj = config_map(f"page-{index}", namespace)
+        obj["metadata"]["labels"] = {"tier": "even" if index % 2 == 0 else "odd"}
+        await client.create(obj)
+    even = await client.list("v1", "ConfigMap", namespace, label_selector="tier=even")
+    assert sorted(i["metadata"]["name"] for i in even["items"]) == ["page-0", "page-2"]
+    by_name = await client.list("v1", "ConfigMap", namespace, field_selector="metadata.name=page-1")
+    assert [i["metadata"]["name"] for i in by_name["items"]] == ["page-1"]
+
+    seen: list[str] = []
+    token: str | None = None
+    while True:
+        page = await client.list(
+            "v1", "ConfigMap", namespace, label_selector="tier", limit=2, continue_=token
+        )
+        assert len(page["items"]) <= 2
+        seen += [i["metadata"]["name"] for i in page["items"]]
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+    assert sorted(seen) == ["page-0", "page-1", "page-2"]
+
+
+async def test_pydantic_models_in_and_out(client: Client, namespace: str) -> None:
+    model = ConfigMapModel(metadata=Meta(name="typed", namespace=namespace), data={"k": "v"})
+    created = await client.create(model)
+    assert isinstance(created, ConfigMapModel)
+    assert created.metadata.resource_version
+
+    fetched = await client.get("v1", "ConfigMap", "typed", namespace, model=ConfigMapModel)
+    assert fetched.data == {"k": "v"}
+    fetched.data = {"k": "w"}
+    updated = await client.update(fetched)
+    assert isinstance(updated, ConfigMapModel) and updated.data == {"k": "w"}
+
+    listing = await client.list("v1", "ConfigMap", namespace, model=ConfigMapModel)
+    assert isinstance(listing, ObjectList)
+    assert [item.metadata.name for item in listing.items if item.metadata.name == "typed"] == ["typed"]
+    assert listing.resource_version
+
+
+async def test_scope_decides_whether_a_namespace_is_used(client: Client, namespace: str) -> None:
+    ns = await client.get("v1", "Namespace", namespace)
+    assert ns["metadata"]["name"] == namespace
+    # A namespace given for a cluster-scoped kind is ignored, as controller-runtime does.
+    assert (await client.get("v1", "Namespace", namespace, "elsewhere"))["metadata"]["name"] == namespace
+    with pytest.raises(ValueError, match="namespaced"):
+        await client.get("v1", "ConfigMap", "cfg")
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+async def test_typed_errors(client: Client, namespace: str) -> None:
+    first = await client.create(config_map("dup", namespace))
+    with pytest.raises(AlreadyExists) as exists:
+        await client.create(config_map("dup", namespace))
+    assert exists.value.status == 409 and exists.value.reason == "AlreadyExists"
+    assert not isinstance(exists.value, Conflict)
+
+    await client.patch("v1", "ConfigMap", "dup", {"data": {"x": "1"}}, namespace)
+    stale = dict(first, data={"x": "2"})
+    with pytest.raises(Conflict) as conflict:
+        await client.update(stale)
+    assert conflict.value.status == 409
+
+    with pytest.raises(Invalid) as invalid:
+        await client.create(widget("bad", namespace, replicas=42))
+    assert invalid.value.status == 422
+    fields = [cause.get("field") for cause in invalid.value.causes]
+    assert "spec.replicas" in fields
+
+    with pytest.raises(NotFound):
+        await client.delete("v1", "ConfigMap", "missing", namespace)
+
+    first_again = await client.get("v1", "ConfigMap", "dup", namespace)
+    with pytest.raises(Conflict):
+        await client.delete(
+            "v1", "ConfigMap", "dup", namespace, preconditions={"uid": "00000000-0000-0000-0000-000000000000"}
+        )
+    await client.delete(
+        "v1", "ConfigMap", "dup", namespace, preconditions={"uid": first_again["metadata"]["uid"]}
+    )
+
+
+async def test_unknown_kind_raises_no_kind_match(client: Client) -> None:
+    with pytest.raises(NoKindMatch):
+        await client.get("v1", "NoSuchKind", "x", "default")
+    with pytest.raises(NoKindMatch):
+        await client.get("nosuch.example.com/v1", "Thing", "x", "default")
+
+
+# ------------------------------------------------------------------------------------ CRD, subresources
+
+
+async def test_widget_crud_status_and_scale(client: Client, namespace: str) -> None:
+    created = await client.create(widget("w1", namespace, replicas=2))
+    assert created["spec"] == {"replicas": 2, "size": "small"}  # defaults applied
+
+    created["status"] = {"replicas": 2, "phase": "Ready", "selector": "app=w1"}
+    created["spec"]["replicas"] = 5
+    after_status = await client.update_status(created)
+    assert after_status["status"]["phase"] == "Ready"
+    assert after_status["spec"]["replicas"] == 2  # the status endpoint ignores spec
+
+    patched = await client.patch_status(
+        WIDGET_API, "Widget", "w1", {"status": {"phase": "Degraded"}}, namespace
+    )
+    assert patched["status"]["phase"] == "Degraded"
+
+    scale = await client.get_scale(WIDGET_API, "Widget", "w1", namespace)
+    assert scale["kind"] == "Scale"
+    assert scale["spec"]["replicas"] == 2
+    assert scale["status"]["replicas"] == 2
+
+    scale["spec"]["replicas"] = 4
+    await client.update_scale(WIDGET_API, "Widget", "w1", scale, namespace)
+    assert (await client.get(WIDGET_API, "Widget", "w1", namespace))["spec"]["replicas"] == 4
+
+    await client.update_scale(WIDGET_API, "Widget", "w1", 6, namespace)
+    assert (await client.get(WIDGET_API, "Widget", "w1", namespace))["spec"]["replicas"] == 6
+
+    await client.patch(WIDGET_API, "Widget", "w1", {"spec": {"replicas": 1}}, namespace, subresource="scale")
+    assert (await client.get(WIDGET_API, "Widget", "w1", namespace))["spec"]["replicas"] == 1
+
+    # Nothing runs the garbage collector's foreground step here, so the finalizer it adds stays.
+    answer = await client.delete(WIDGET_API, "Widget", "w1", namespace, propagation_policy="Foreground")
+    assert "foregroundDeletion" in answer["metadata"]["finalizers"]
+    assert answer["metadata"]["deletionTimestamp"]
+    await client.patch(WIDGET_API, "Widget", "w1", {"metadata": {"finalizers": None}}, namespace)
+    await _wait_until_gone(client, namespace, "w1")
+
+
+async def _wait_until_gone(client: Client, namespace: str, name: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while loop.time() < deadline:
+        try:
+            await client.get(WIDGET_API, "Widget", name, namespace)
+        except NotFound:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"widget {name} still exists")
+
+
+# ------------------------------------------------------------------------------------ patches
+
+
+async def test_every_patch_type(client: Client, namespace: str) -> None:
+    await client.create(config_map("p", namespace, a="1"))
+
+    merged = await client.patch("v1", "ConfigMap", "p", {"data": {"b": "2", "a": None}}, namespace)
+    assert merged["data"] == {"b": "2"}
+
+    ops = [{"op": "add", "path": "/data/c", "value": "3"}, {"op": "remove", "path": "/data/b"}]
+    jsoned = await client.patch("v1", "ConfigMap", "p", ops, namespace, patch_type="json")
+    assert jsoned["data"] == {"c": "3"}
+
+    strategic = await client.patch(
+        "v1", "ConfigMap", "p", {"metadata": {"labels": {"s": "1"}}}, namespace, patch_type="strategic"
+    )
+    assert strategic["metadata"]["labels"] == {"s": "1"}
+
+    applied = await client.patch(
+        "v1",
+        "ConfigMap",
+        "p",
+        config_map("p", namespace, d="4"),
+        namespace,
+        patch_type="apply",
+        force=True,
+    )
+    assert applied["data"]["d"] == "4"
+    managers = {entry["manager"] for entry in applied["metadata"]["managedFields"]}
+    assert "client-tests" in managers
+
+    widget_applied = await client.patch(
+        WIDGET_API,
+        "Widget",
+        "applied",
+        widget("applied", namespace, replicas=3),
+        namespace,
+        patch_type="apply",
+        field_manager="other-manager",
+    )
+    assert widget_applied["spec"]["replicas"] == 3
+
+
+# ------------------------------------------------------------------------------------ watch
+
+
+async def test_watch_streams_added_modified_deleted(client: Client, namespace: str) -> None:
+    start = (await client.list("v1", "ConfigMap", namespace))["metadata"]["resourceVersion"]
+    events: list[tuple[str, str]] = []
+
+    async def consume() -> None:
+        async for event in client.watch(
+            "v1", "ConfigMap", namespace, resource_version=start, timeout_seconds=30
+        ):
+            if event["type"] == "BOOKMARK":
+                continue
+            events.append((event["type"], event["object"]["metadata"]["name"]))
+            if event["type"] == "DELETED":
+                return
+
+    consumer = asyncio.create_task(consume())
+    await client.create(config_map("watched", namespace, a="1"))
+    await client.patch("v1", "ConfigMap", "watched", {"data": {"a": "2"}}, namespace)
+    await client.delete("v1", "ConfigMap", "watched", namespace)
+    await asyncio.wait_for(consumer, 20)
+    assert events == [("ADDED", "watched"), ("MODIFIED", "watched"), ("DELETED", "watched")]
+
+
+async def test_watch_of_a_missing_namespace_kind_raises_typed_error(client: Client) -> None:
+    with pytest.raises(NoKindMatch):
+        async for _ in client.watch("v1", "Nope", "default", timeout_seconds=1):
+            pass
+
+
+# ------------------------------------------------------------------------------------ metrics
+
+
+async def test_requests_are_counted_and_timed(client: Client, namespace: str) -> None:
+    await client.list("v1", "ConfigMap", namespace)  # discovery's own requests happen first
+    labels = {"code": "404", "method": "GET", "host": client.host}
+    before = metrics.registry.get_sample_value("rest_client_requests_total", labels) or 0.0
+    timed = {"verb": "GET", "host": client.host}
+    timed_before = (
+        metrics.registry.get_sample_value("rest_client_request_duration_seconds_count", timed) or 0.0
+    )
+    with pytest.raises(NotFound):
+        await client.get("v1", "ConfigMap", "absent", namespace)
+    assert metrics.registry.get_sample_value("rest_client_requests_total", labels) == before + 1
+    timed_after = metrics.registry.get_sample_value("rest_client_request_duration_seconds_count", timed)
+    assert timed_after == timed_before + 1
+
+
+# ------------------------------------------------------------------------------------ retries (local)
+
+
+class ThrottlingServer:
+    """Serves discovery for v1 ConfigMaps; GETs of the object answer ``failures`` errors first."""
+
+    def __init__(self, failures: list[tuple[int, str | None]]) -> None:
+        self.failures = list(failures)
+        self.object_requests = 0
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def discovery(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "kind": "APIResourceList",
+                "groupVersion": "v1",
+                "resources": [
+                    {"name": "configmaps", "namespaced": True, "kind": "ConfigMap", "verbs": ["get"]}
+                ],
+            }
+        )
+
+    async def config_map(self, request: web.Request) -> web.Response:
+        self.object_requests += 1
+        if self.failures:
+            status, retry_after = self.failures.pop(0)
+            headers = {"Retry-After": retry_after} if retry_after is not None else {}
+            reason = "TooManyRequests" if status == 429 else "ServiceUnavailable"
+            body = {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": reason,
+                "code": status,
+                "message": "slow down",
+            }
+            return web.json_response(body, status=status, headers=headers)
+        return web.json_response(config_map(request.match_info["name"], "ns", ok="yes"))
+
+    async def __aenter__(self) -> ThrottlingServer:
+        app = web.Application()
+        app.router.add_get("/api/v1", self.discovery)
+        app.router.add_get("/api/v1/namespaces/ns/configmaps/{name}", self.config_map)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def local_client(url: str, **options: Any) -> AsyncIterator[Client]:
+    configuration = Configuration(host=url)
+    async with await Client.from_configuration(configuration, ClientOptions(**options)) as c:
+        yield c
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    recorded: list[float] = []
+
+    async def record(delay: float) -> None:
+        recorded.append(delay)
+
+    monkeypatch.setattr(client_module, "_sleep", record)
+    return recorded
+
+
+async def test_429_is_retried_after_retry_after(sleeps: list[float]) -> None:
+    async with ThrottlingServer([(429, "2")]) as server, local_client(server.url) as c:
+        labels = {"code": "429", "method": "GET", "host": c.host}
+        before = metrics.registry.get_sample_value("rest_client_requests_total", labels) or 0.0
+        obj = await c.get("v1", "ConfigMap", "x", "ns")
+        assert obj["data"] == {"ok": "yes"}
+        assert server.object_requests == 2
+        assert sleeps == [2.0]
+        assert metrics.registry.get_sample_value("rest_client_requests_total", labels) == before + 1
+
+
+async def test_503_without_retry_after_backs_off_and_the_wait_is_capped(sleeps: list[float]) -> None:
+    async with (
+        ThrottlingServer([(503, None), (429, "600")]) as server,
+        local_client(server.url, max_retry_wait=5) as c,
+    ):
+        await c.get("v1", "ConfigMap", "x", "ns")
+        assert server.object_requests == 3
+        assert sleeps == [0.5, 5.0]
+
+
+async def test_retries_are_bounded(sleeps: list[float]) -> None:
+    async with ThrottlingServer([(429, "1")] * 5) as server, local_client(server.url, retries=2) as c:
+        with pytest.raises(TooManyRequests) as caught:
+            await c.get("v1", "ConfigMap", "x", "ns")
+        assert caught.value.retry_after == 1.0
+        assert server.object_requests == 3
+        assert sleeps == [1.0, 1.0]
+
+    async with ThrottlingServer([(503, None)]) as server, local_client(server.url, retries=0) as c:
+        with pytest.raises(ServiceUnavailable):
+            await c.get("v1", "ConfigMap", "x", "ns")
+
+
+async def test_client_side_qps_limits_a_burst() -> None:
+    async with ThrottlingServer([]) as server, local_client(server.url, qps=50, burst=1) as c:
+        loop = asyncio.get_running_loop()
+        await c.get("v1", "ConfigMap", "x", "ns")  # spends the burst token (plus discovery's)
+        started = loop.time()
+        for _ in range(3):
+            await c.get("v1", "ConfigMap", "x", "ns")
+        assert loop.time() - started >= 3 / 50 * 0.9
+
+
+async def test_kubeconfig_file_path_works_like_the_dict(env: Environment, namespace: str) -> None:
+    async with await Client.from_kubeconfig(env.kubeconfig_path) as from_file:
+        assert (await from_file.get("v1", "Namespace", namespace))["metadata"]["name"] == namespace
