@@ -70,6 +70,7 @@ class Caller:
     user_agent: str = ""
     query: dict[str, str] = field(default_factory=dict)
     warnings: Warnings = field(default_factory=Warnings)
+    extra: dict[str, list[str]] | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -83,6 +84,8 @@ class Caller:
         if self.uid:
             info["uid"] = self.uid
         info["groups"] = list(self.groups)
+        if self.extra:
+            info["extra"] = {k: list(v) for k, v in self.extra.items()}
         return info
 
 
@@ -1104,7 +1107,9 @@ class Handlers:
             if finalizers:
                 m["finalizers"] = finalizers
             m["deletionTimestamp"] = now_rfc3339()
-            m["deletionGracePeriodSeconds"] = 0
+            if finalizers:
+                # A namespace held only by its spec.finalizers gets no grace period, as recorded.
+                m["deletionGracePeriodSeconds"] = 0
             if rt.tracks_generation and "generation" in m:
                 m["generation"] = int(m["generation"]) + 1
             if namespace_pending:

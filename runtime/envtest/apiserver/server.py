@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import secrets
 import ssl
@@ -69,6 +70,8 @@ class User:
     name: str
     groups: list[str]
     uid: str = ""
+    # authentication "extra" attributes, e.g. the client certificate's credential id.
+    extra: dict[str, list[str]] | None = None
 
 
 @dataclass
@@ -88,7 +91,7 @@ def _authenticated(user: User) -> User:
     """Every authenticated identity is also in ``system:authenticated``, as kube-apiserver adds it."""
     if "system:authenticated" in user.groups:
         return user
-    return User(user.name, [*user.groups, "system:authenticated"], user.uid)
+    return User(user.name, [*user.groups, "system:authenticated"], user.uid, user.extra)
 
 
 class EmbeddedAPIServer:
@@ -175,9 +178,9 @@ class EmbeddedAPIServer:
             "current-context": "envtest",
         }
 
-    def add_token(self, token: str, username: str, groups: list[str] | None = None) -> None:
+    def add_token(self, token: str, username: str, groups: list[str] | None = None, uid: str = "") -> None:
         """Accept another bearer token (e.g. to test a non-admin identity)."""
-        self._tokens[token] = User(username, list(groups or []), username)
+        self._tokens[token] = User(username, list(groups or []), uid)
 
     def map_service(self, namespace: str, name: str, port: int, host: str, local_port: int) -> None:
         """Route webhook calls for ``service {namespace, name, port}`` to a local address."""
@@ -286,7 +289,18 @@ class EmbeddedAPIServer:
                     elif key == "organizationName":
                         groups.append(value)
             if cn:
-                return _authenticated(User(cn, groups))
+                ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+                der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+                extra = (
+                    {
+                        "authentication.kubernetes.io/credential-id": [
+                            f"X509SHA256={hashlib.sha256(der).hexdigest()}"
+                        ]
+                    }
+                    if der
+                    else None
+                )
+                return _authenticated(User(cn, groups, "", extra))
         return None
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
@@ -362,7 +376,7 @@ class EmbeddedAPIServer:
             verb = "watch" if request.query.get("watch") in ("1", "true") else "list"
         resource = info.resource
         qualified = f"{resource}.{group}" if group else resource
-        where = f' in the namespace "{info.namespace}"' if info.namespace else ""
+        where = f' in the namespace "{info.namespace}"' if info.namespace else " at the cluster scope"
         if info.name:
             msg = (
                 f'{qualified} "{info.name}" is forbidden: User "system:anonymous" cannot {verb} resource '
@@ -457,7 +471,9 @@ class EmbeddedAPIServer:
         self, request: web.Request, user: User, rt: ResourceType, info: RequestInfo
     ) -> web.StreamResponse:
         query = {k: v for k, v in request.query.items()}
-        caller = Caller(user.name, user.groups, user.uid, request.headers.get("User-Agent", ""), query)
+        caller = Caller(
+            user.name, user.groups, user.uid, request.headers.get("User-Agent", ""), query, extra=user.extra
+        )
         method = request.method
         accept = request.headers.get("Accept", "")
         h = self.handlers
