@@ -13,9 +13,11 @@ What the caller decides: the mutating phase must be given the object as decoded 
 *before* name generation, uid and creationTimestamp are filled in (the real server only fills those
 in after mutating admission, so ``request.name`` is absent for ``generateName`` creates); the
 validating phase gets the object as it will be stored (name, uid, creationTimestamp, generation
-set). Objects are sent in the key order they are given in, so pass them in the order the server
-serialises them. After :meth:`Admission.mutate` the caller should prune/default the result again,
-as the real server decodes a webhook's output through the type's schema.
+set). Likewise on UPDATE the mutating phase sees the old ``metadata.generation`` and the validating
+phase the bumped one. Key order is this module's business (see :func:`wire_form`): custom resources
+go out with sorted keys, built-ins in Go struct order. After :meth:`Admission.mutate` the caller
+should prune/default the result again, as the real server decodes a webhook's output through the
+type's schema.
 
 Denials and failures reach the client exactly as the real server phrases them (see INDEX.md
 finding 16): a webhook denial is the webhook's own ``status`` with the code raised to at least 400
@@ -56,6 +58,7 @@ import jsonpointer
 import yaml
 from cryptography import x509
 
+from .builtins import order_builtin, order_scale, struct_of
 from .errors import (
     FieldError,
     GoRepr,
@@ -76,7 +79,7 @@ from .objectmeta import (
     label_value_errors,
     qualified_name_errors,
 )
-from .registry import Registry
+from .registry import Registry, ResourceType
 from .selectors import SelectorError, label_selector_object_matches
 
 JSON = dict[str, Any]
@@ -415,6 +418,41 @@ def _user_info(raw: JSON) -> JSON:
     return info
 
 
+_SCALE_KIND = ("autoscaling", "v1", "Scale")
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
+
+
+def wire_form(obj: JSON, attrs: AdmissionAttributes, kind: tuple[str, str, str]) -> JSON:
+    """``obj`` with its keys in the order the real server encodes it into an AdmissionReview.
+
+    Built-in objects (and autoscaling/v1 Scale) are Go structs and come out in struct order;
+    custom resources are held as nested maps, which Go's encoder writes with sorted keys at
+    every level.
+    """
+    if kind == _SCALE_KIND:
+        return order_scale(obj)
+    probe = ResourceType(
+        attrs.resource_group,
+        attrs.resource_version,
+        attrs.resource,
+        attrs.kind,
+        "",
+        bool(attrs.namespace),
+        builtin=True,
+    )
+    if struct_of(probe) is not None:
+        return order_builtin(probe, obj)
+    ordered: JSON = _sorted_keys(obj)
+    return ordered
+
+
 def _with_api_version(
     obj: JSON | None, attrs: AdmissionAttributes, kind: tuple[str, str, str]
 ) -> JSON | None:
@@ -459,8 +497,9 @@ def admission_review(
         request["namespace"] = attrs.namespace
     request["operation"] = attrs.operation
     request["userInfo"] = _user_info(attrs.user_info)
-    request["object"] = _with_api_version(attrs.object, attrs, invocation.kind)
-    request["oldObject"] = _with_api_version(attrs.old_object, attrs, invocation.kind)
+    for key, obj in (("object", attrs.object), ("oldObject", attrs.old_object)):
+        converted = _with_api_version(obj, attrs, invocation.kind)
+        request[key] = None if converted is None else wire_form(converted, attrs, invocation.kind)
     request["dryRun"] = attrs.dry_run
     request["options"] = attrs.options
     return {
@@ -761,6 +800,9 @@ class Admission:
     ) -> tuple[JSON | None, list[str]]:
         """Run the matching mutating webhooks; return the mutated object and the webhooks' warnings.
 
+        When no webhook changed anything the object returned is ``attrs.object`` itself, so the
+        caller can tell by identity that its own object (and references into it) still stand.
+
         ``warnings``, when given, receives each warning as it arrives so that warnings survive a
         later denial (the real server sends them with error responses too).
         """
@@ -797,6 +839,8 @@ class Admission:
                     invoked_reinvocable.add(invocation.key)
                 if failure is not None and not invocation.ignores_failures:
                     raise internal_error(failure.message)
+        if current == attrs.object:
+            return attrs.object, collected
         return current, collected
 
     async def validate(

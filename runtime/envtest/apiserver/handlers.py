@@ -896,8 +896,6 @@ class Handlers:
         else:
             meta.pop("namespace", None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        if rt.tracks_generation and "generation" in old_meta and _spec_part(new) != _spec_part(current):
-            meta["generation"] = int(old_meta["generation"]) + 1
         errors = self._validate(rt, new, current, status=subresource == "status")
         if errors:
             raise invalid_object(q, name, errors)
@@ -924,6 +922,11 @@ class Handlers:
                 _set_path(new, rt.scale.spec_replicas_path, replicas)  # type: ignore[union-attr]
             else:
                 new = mutated
+                meta = _meta(new)
+        # Generation moves in the strategy's PrepareForUpdate: after mutating admission (whose webhooks
+        # still see the old generation), before validating admission.
+        if rt.tracks_generation and "generation" in old_meta and _spec_part(new) != _spec_part(current):
+            meta["generation"] = int(old_meta["generation"]) + 1
         await self._admit(
             rt,
             operation="UPDATE",

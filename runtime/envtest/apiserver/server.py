@@ -114,6 +114,7 @@ class EmbeddedAPIServer:
         self._stopping = asyncio.Event()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.url = ""
+        self.address = ""  # host:port, as discovery's serverAddressByClientCIDRs reports it
         self.port = 0
         for rt in builtins.builtin_types():
             self.registry.add(rt)
@@ -144,6 +145,7 @@ class EmbeddedAPIServer:
         self.port = sockets[0].getsockname()[1]
         host = self.options.host if ":" not in self.options.host else f"[{self.options.host}]"
         self.url = f"https://{host}:{self.port}"
+        self.address = f"{host}:{self.port}"
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -318,7 +320,7 @@ class EmbeddedAPIServer:
         parts = [unquote(p) for p in path.strip("/").split("/")]
         if parts[0] == "api":
             if len(parts) == 1:
-                return _discovery_response(accept, "core", self.registry)
+                return _discovery_response(accept, "core", self.registry, self.address)
             if parts[1] != "v1":
                 raise page_not_found()
             if len(parts) == 2:
@@ -326,7 +328,7 @@ class EmbeddedAPIServer:
             group, version, rest = "", "v1", parts[2:]
         elif parts[0] == "apis":
             if len(parts) == 1:
-                return _discovery_response(accept, "apis", self.registry)
+                return _discovery_response(accept, "apis", self.registry, self.address)
             group = parts[1]
             if len(parts) == 2:
                 doc = discovery.api_group(self.registry, group)
@@ -437,13 +439,7 @@ class EmbeddedAPIServer:
         if path == "/openapi/v3":
             return _json(discovery.openapi_v3_root(self.registry), content_type="text/plain; charset=utf-8")
         if path.startswith("/openapi/v3/"):
-            tail = path[len("/openapi/v3/") :].strip("/").split("/")
-            if tail[0] == "api" and len(tail) == 2:
-                doc = discovery.openapi_v3_group_version(self.registry, "", tail[1])
-            elif tail[0] == "apis" and len(tail) == 3:
-                doc = discovery.openapi_v3_group_version(self.registry, tail[1], tail[2])
-            else:
-                doc = None
+            doc = discovery.openapi_v3_document(self.registry, path[len("/openapi/v3/") :].strip("/"))
             if doc is None:
                 raise page_not_found()
             return _json(doc)
@@ -696,12 +692,12 @@ def _json(
     )
 
 
-def _discovery_response(accept: str, which: str, registry: Registry) -> web.Response:
+def _discovery_response(accept: str, which: str, registry: Registry, server_address: str) -> web.Response:
     """``/api`` and ``/apis``: plain or aggregated discovery, as the Accept header asks.
 
     kubectl reads the Content-Type to tell which one it got, so it must name the aggregated form.
     """
-    doc = discovery.negotiate_document(accept, which, registry)
+    doc = discovery.negotiate_document(accept, which, registry, server_address)
     content_type = discovery.negotiate_discovery(accept)
     headers: CIMultiDict[str] = CIMultiDict()
     if content_type != discovery.PLAIN_JSON:

@@ -497,6 +497,101 @@ async def test_scale_update_is_sent_as_scale_and_a_codeless_denial_is_400_withou
     assert len(call.body) == SCALE_CONTENT_LENGTH
 
 
+def _reversed_keys(value: Any) -> Any:
+    """``value`` with every object's keys in reverse order: an order no encoder would choose."""
+    if isinstance(value, dict):
+        return {key: _reversed_keys(value[key]) for key in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reversed_keys(item) for item in value]
+    return value
+
+
+def _key_paths(value: Any, prefix: str = "") -> list[str]:
+    """Every key of a decoded JSON document, depth first, in document order."""
+    paths: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            paths.append(f"{prefix}.{key}")
+            paths.extend(_key_paths(item, f"{prefix}.{key}"))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            paths.extend(_key_paths(item, f"{prefix}[{i}]"))
+    return paths
+
+
+async def test_objects_go_out_in_the_real_servers_key_order_whatever_order_they_come_in(
+    webhook: FakeWebhook, admission: Admission
+) -> None:
+    # A custom resource is a nested map to the real server: every level sorted (16-wh-create-*);
+    # a Scale is a Go struct: struct order (16-wh-scale-*).
+    validate_config = validating(
+        "validate.ref.example.dev", hook("validate.ref.example.dev", webhook.url("/v"), webhook.ca_bundle)
+    )
+    for recorded in (MUTATE_RECEIVED, SCALE_RECEIVED):
+        scrambled = gadget_attrs(
+            recorded,
+            object=_reversed_keys(recorded["object"]),
+            old_object=_reversed_keys(recorded["oldObject"]),
+        )
+        await admission.validate(scrambled, [validate_config])
+        sent = webhook.calls[-1].request
+        for key in ("object", "oldObject"):
+            assert _key_paths(sent[key]) == _key_paths(recorded[key])
+
+
+async def test_built_in_objects_go_out_in_struct_order(webhook: FakeWebhook, admission: Admission) -> None:
+    every_resource = [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}]
+    validate_config = validating(
+        "validate.ref.example.dev",
+        hook("validate.ref.example.dev", webhook.url("/v"), webhook.ca_bundle, rules=every_resource),
+    )
+    config_map = {
+        "data": {"b": "2", "a": "1"},
+        "metadata": {"uid": "u", "namespace": "ref", "name": "cm"},
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+    }
+    attrs = _attrs(
+        group="",
+        version="v1",
+        kind="ConfigMap",
+        resource_group="",
+        resource_version="v1",
+        resource="configmaps",
+        namespace="ref",
+        object=config_map,
+    )
+    await admission.validate(attrs, [validate_config])
+    sent = webhook.calls[-1].request["object"]
+    assert list(sent) == ["kind", "apiVersion", "metadata", "data"]
+    assert list(sent["metadata"]) == ["name", "namespace", "uid"]
+
+
+async def test_an_unchanged_object_comes_back_as_the_callers_own(
+    webhook: FakeWebhook, admission: Admission
+) -> None:
+    # Callers hold references into the object (its metadata); an allow without a patch must not
+    # silently swap it for a copy.
+    mutate_config = mutating(
+        "mutate.ref.example.dev", hook("mutate.ref.example.dev", webhook.url("/m"), webhook.ca_bundle)
+    )
+    attrs = gadget_attrs()
+    mutated, _ = await admission.mutate(attrs, [mutate_config])
+    assert len(webhook.calls) == 1
+    assert mutated is attrs.object
+
+    webhook.replies["/m"] = lambda review: answer(
+        review,
+        allowed=True,
+        patchType="JSONPatch",
+        patch=json_patch({"op": "add", "path": "/metadata/labels", "value": {"m": "1"}}),
+    )
+    mutated, _ = await admission.mutate(attrs, [mutate_config])
+    assert mutated is not attrs.object and mutated is not None
+    assert mutated["metadata"]["labels"] == {"m": "1"}
+    assert attrs.object is not None and "labels" not in attrs.object["metadata"]
+
+
 async def test_a_webhook_status_code_and_reason_pass_through(
     webhook: FakeWebhook, admission: Admission
 ) -> None:
