@@ -3,8 +3,9 @@
 Covers ``/api``, ``/apis``, ``/apis/<group>``, ``/api/v1`` and ``/apis/<group>/<version>``
 (APIVersions, APIGroupList, APIGroup, APIResourceList), the aggregated discovery kubectl asks
 for (``Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList``),
-``/version`` and OpenAPI v3 (``/openapi/v3`` and one document per group/version: enough for
-``kubectl apply`` and ``kubectl explain``). Key order follows kube-apiserver's output.
+``/version`` and OpenAPI v3 (``/openapi/v3``, one document per group/version, described in our
+own words rather than kube-apiserver's, plus the small group and non-resource documents the root lists: enough
+for ``kubectl apply`` and ``kubectl explain``). Key order follows kube-apiserver's output.
 """
 
 from __future__ import annotations
@@ -268,8 +269,12 @@ def negotiate_discovery(accept: str | None) -> str:
     return PLAIN_JSON
 
 
-def negotiate_document(accept: str | None, which: str, reg: Registry) -> JSON:
+def negotiate_document(
+    accept: str | None, which: str, reg: Registry, server_address: str = DEFAULT_SERVER_ADDRESS
+) -> JSON:
     """The body for ``GET /api`` (``which="core"``) or ``GET /apis`` (``"apis"``) given Accept.
+
+    ``server_address`` (``host:port`` the server listens on) goes into the plain ``/api`` answer.
 
     Answer it with ``Content-Type: negotiate_discovery(accept)``; aggregated answers also carry
     ``Cache-Control: public``, ``Vary: Accept`` and an :func:`etag`.
@@ -278,7 +283,7 @@ def negotiate_document(accept: str | None, which: str, reg: Registry) -> JSON:
     if content_type != PLAIN_JSON:
         version = "apidiscovery.k8s.io/v2" if content_type == AGGREGATED_V2 else "apidiscovery.k8s.io/v2beta1"
         return aggregated_discovery(reg, core=which == "core", api_version=version)
-    return api_versions() if which == "core" else api_group_list(reg)
+    return api_versions(server_address) if which == "core" else api_group_list(reg)
 
 
 def etag(body: JSON) -> str:
@@ -291,12 +296,18 @@ def etag(body: JSON) -> str:
 
 
 def _camel_group(group: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in (group or "core").replace("-", ".").split("."))
+    # Built-in groups are named without their ".k8s.io" suffix: coordination_v1, rbacAuthorization_v1.
+    name = (group or "core").removesuffix(".k8s.io")
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("-", ".").split("."))
+
+
+def _group_tag(group: str) -> str:
+    camel = _camel_group(group)
+    return f"{camel[:1].lower()}{camel[1:]}"
 
 
 def _tag(group: str, version: str) -> str:
-    camel = _camel_group(group)
-    return f"{camel[:1].lower()}{camel[1:]}_{version}"
+    return f"{_group_tag(group)}_{version}"
 
 
 def schema_name(rt: ResourceType, kind: str | None = None) -> str:
@@ -313,13 +324,224 @@ def schema_name(rt: ResourceType, kind: str | None = None) -> str:
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 
+# Short descriptions, in our own words, for the parameters and shared types of our OpenAPI
+# documents. The real server publishes longer upstream texts here; we deliberately do not copy
+# them, so only the structure (which fields carry a description, and in what order) follows the
+# recording. Query parameters are keyed by name ("fieldManager:patch" is the variant PATCH uses);
+# schemas map to (type description, {property: description}).
+_API_VERSION_DOC = "The API group and version this object is expressed in."
+_KIND_DOC = "The type of this object, in CamelCase."
+_SELF_LINK_DOC = "Obsolete link to this object; the server no longer fills it in."
+_PARAM_DOCS: dict[str, str] = {
+    "allowWatchBookmarks": "Ask a watch to also send BOOKMARK events that report progress.",
+    "continue": "Token from a previous page of this list, used to fetch the next page.",
+    "fieldSelector": "Only return objects whose fields match this selector.",
+    "labelSelector": "Only return objects whose labels match this selector.",
+    "limit": "Largest number of objects to return in one page of a list.",
+    "pretty": "Indent the response for human reading when set to 'true'.",
+    "resourceVersion": "Which version of the stored data the request may be answered from.",
+    "resourceVersionMatch": "How resourceVersion is interpreted for a list call.",
+    "sendInitialEvents": "Start a watch with events describing every existing object, then a bookmark.",
+    "timeoutSeconds": "Upper limit, in seconds, on how long the list or watch call may run.",
+    "watch": "Stream changes to the matching objects instead of returning a list.",
+    "dryRun": "Validate and process the request without saving the result.",
+    "fieldManager": "Name of the client or component making this change.",
+    "fieldValidation": "How to treat unknown or duplicated fields in the request body.",
+    "gracePeriodSeconds": "Seconds to wait before the object is removed; zero removes it at once.",
+    "ignoreStoreReadErrorWithClusterBreakingPotential": (
+        "Force removal of an object that can no longer be read from storage (unsafe)."
+    ),
+    "orphanDependents": "Deprecated switch to leave dependent objects behind; use propagationPolicy.",
+    "propagationPolicy": "How dependent objects are garbage collected: Orphan, Background or Foreground.",
+    "fieldManager:patch": "Name of the client or component making this change; required for apply patches.",
+    "force": "Let an apply take over fields that other managers own.",
+}
+_SCHEMA_DOCS: dict[str, tuple[str, dict[str, str]]] = {
+    "io.k8s.api.autoscaling.v1.Scale": (
+        "A request to resize a scalable resource.",
+        {
+            "apiVersion": _API_VERSION_DOC,
+            "kind": _KIND_DOC,
+            "metadata": "Metadata of the object being scaled.",
+            "spec": "The wanted size.",
+            "status": "The observed size (read-only).",
+        },
+    ),
+    "io.k8s.api.autoscaling.v1.ScaleSpec": (
+        "The wanted size of a scale subresource.",
+        {
+            "replicas": "How many instances should run.",
+        },
+    ),
+    "io.k8s.api.autoscaling.v1.ScaleStatus": (
+        "The observed size of a scale subresource.",
+        {
+            "replicas": "How many instances are running now.",
+            "selector": "Label selector, as a query string, for the instances counted in replicas.",
+        },
+    ),
+    META + "DeleteOptions": (
+        "Options that can accompany a delete request.",
+        {
+            "apiVersion": _API_VERSION_DOC,
+            "dryRun": _PARAM_DOCS["dryRun"],
+            "gracePeriodSeconds": _PARAM_DOCS["gracePeriodSeconds"],
+            "ignoreStoreReadErrorWithClusterBreakingPotential": (
+                _PARAM_DOCS["ignoreStoreReadErrorWithClusterBreakingPotential"]
+            ),
+            "kind": _KIND_DOC,
+            "orphanDependents": _PARAM_DOCS["orphanDependents"],
+            "preconditions": "Conditions the object must meet for the delete to go ahead.",
+            "propagationPolicy": _PARAM_DOCS["propagationPolicy"],
+        },
+    ),
+    META + "FieldsV1": (
+        "A JSON tree naming a set of fields, used to record which manager owns which fields.",
+        {},
+    ),
+    META + "ListMeta": (
+        "Metadata carried by lists and other generated responses.",
+        {
+            "continue": "Token for fetching the next page, set when more items remain.",
+            "remainingItemCount": "Rough number of items not yet returned, when the server knows it.",
+            "resourceVersion": "Opaque version of the data this list was read from.",
+            "selfLink": _SELF_LINK_DOC,
+        },
+    ),
+    META + "ManagedFieldsEntry": (
+        "One manager's claim on a set of fields of an object.",
+        {
+            "apiVersion": "The group/version the field set is written in.",
+            "fieldsType": "Format of the field set; always FieldsV1.",
+            "fieldsV1": "The fields this manager owns.",
+            "manager": "Name of the manager that owns these fields.",
+            "operation": "Whether the fields were set by Apply or by Update.",
+            "subresource": "Subresource the change was made through, empty for the main resource.",
+            "time": "When this entry last changed.",
+        },
+    ),
+    META + "ObjectMeta": (
+        "Metadata every stored object carries.",
+        {
+            "annotations": "Free-form key/value data for tools; not usable in selectors.",
+            "creationTimestamp": "When the server created the object (read-only).",
+            "deletionGracePeriodSeconds": "Seconds allowed for a graceful delete in progress (read-only).",
+            "deletionTimestamp": "When a requested delete is due to remove the object (read-only).",
+            "finalizers": "Components that must finish cleanup before the object is removed.",
+            "generateName": "Prefix from which the server makes a unique name when none is given.",
+            "generation": "Counter of changes to the desired state (read-only).",
+            "labels": "Key/value pairs used to organise and select objects.",
+            "managedFields": "Which manager owns which fields; kept by the server.",
+            "name": "Name of the object, unique within its namespace and kind.",
+            "namespace": "Namespace the object lives in; empty for cluster-wide objects.",
+            "ownerReferences": "Objects this one belongs to; it is garbage collected when they are gone.",
+            "resourceVersion": "Opaque version of this object, used for concurrency checks and watches.",
+            "selfLink": _SELF_LINK_DOC,
+            "uid": "Unique identifier the server gives the object when it is created.",
+        },
+    ),
+    META + "OwnerReference": (
+        "A pointer from an object to an object that owns it.",
+        {
+            "apiVersion": "API version of the owner.",
+            "blockOwnerDeletion": "Hold back a foreground delete of the owner until this object is gone.",
+            "controller": "Whether this owner is the managing controller.",
+            "kind": "Kind of the owner.",
+            "name": "Name of the owner.",
+            "uid": "UID of the owner.",
+        },
+    ),
+    META + "Patch": (
+        "The body of a PATCH request.",
+        {},
+    ),
+    META + "Preconditions": (
+        "Conditions that must hold before a write or delete is carried out.",
+        {
+            "resourceVersion": "The resourceVersion the object must have.",
+            "uid": "The UID the object must have.",
+        },
+    ),
+    META + "Status": (
+        "Result of a request that returns no object, such as an error.",
+        {
+            "apiVersion": _API_VERSION_DOC,
+            "code": "HTTP status code that fits this result.",
+            "details": "Extra data about the reason, such as the object concerned.",
+            "kind": _KIND_DOC,
+            "message": "Explanation of the result for people to read.",
+            "metadata": "List metadata of the result.",
+            "reason": "Short code for why the request failed, for programs to read.",
+            "status": "Success or Failure.",
+        },
+    ),
+    META + "StatusCause": (
+        "One specific problem behind a failed request.",
+        {
+            "field": "Path of the field at fault, such as spec.items[0].name.",
+            "message": "Explanation of the problem for people to read.",
+            "reason": "Short code for the problem, for programs to read.",
+        },
+    ),
+    META + "StatusDetails": (
+        "Extra information about a Status, depending on its reason.",
+        {
+            "causes": "The individual problems that made the request fail.",
+            "group": "API group of the object concerned.",
+            "kind": "Kind of the object concerned.",
+            "name": "Name of the object concerned.",
+            "retryAfterSeconds": "Seconds to wait before trying again.",
+            "uid": "UID of the object concerned.",
+        },
+    ),
+    META + "Time": (
+        "A point in time, written as an RFC 3339 string.",
+        {},
+    ),
+}
+_CONVENTIONS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+# Every group/version kube-apiserver's scheme registers DeleteOptions in, as its OpenAPI lists them.
+# The list is fixed by the binary, not by what is served (CRD groups never appear).
+_DELETE_OPTIONS_GROUP_VERSIONS: tuple[tuple[str, str], ...] = tuple(
+    (group, version)
+    for group, versions in (
+        ("", ("v1",)),
+        ("admissionregistration.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("apps", ("v1", "v1beta1", "v1beta2")),
+        ("authentication.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("authorization.k8s.io", ("v1", "v1beta1")),
+        ("autoscaling", ("v1", "v2", "v2beta1", "v2beta2")),
+        ("batch", ("v1", "v1beta1")),
+        ("certificates.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("coordination.k8s.io", ("v1", "v1alpha2", "v1beta1")),
+        ("discovery.k8s.io", ("v1", "v1beta1")),
+        ("events.k8s.io", ("v1", "v1beta1")),
+        ("extensions", ("v1beta1",)),
+        ("flowcontrol.apiserver.k8s.io", ("v1", "v1beta1", "v1beta2", "v1beta3")),
+        ("internal.apiserver.k8s.io", ("v1alpha1",)),
+        ("networking.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("node.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("policy", ("v1", "v1beta1")),
+        ("rbac.authorization.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("resource.k8s.io", ("v1alpha3", "v1beta1")),
+        ("scheduling.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("storage.k8s.io", ("v1", "v1alpha1", "v1beta1")),
+        ("storagemigration.k8s.io", ("v1alpha1",)),
+    )
+    for version in versions
+)
+_NAMESPACE_PARAM_DOC = "namespace the object is in"
+
 
 def _ref(name: str) -> JSON:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _param(name: str, kind: str, where: str = "query", *, required: bool = False) -> JSON:
-    out: JSON = {"name": name, "in": where}
+def _param(
+    key: str, kind: str, where: str = "query", *, required: bool = False, description: str | None = None
+) -> JSON:
+    """One operation parameter; ``key`` is the name, or ``name:variant`` to pick another description."""
+    out: JSON = {"name": key.split(":")[0], "in": where, "description": description or _PARAM_DOCS[key]}
     if required:
         out["required"] = True
     out["schema"] = {"type": kind, "uniqueItems": True}
@@ -353,11 +575,16 @@ def _content(name: str, types: tuple[str, ...] = ("application/json", "applicati
 
 
 def _operation(
-    rt: ResourceType, action: str, op_id: str, params: list[tuple[str, str]] | None, **extra: Any
+    rt: ResourceType,
+    action: str,
+    description: str,
+    op_id: str,
+    params: list[tuple[str, str]] | None,
+    **extra: Any,
 ) -> JSON:
     op: JSON = {
         "tags": [_tag(rt.group, rt.version)],
-        "description": f"{action} {rt.kind}",
+        "description": description,
         "operationId": op_id,
     }
     if params:
@@ -377,8 +604,8 @@ def _paths(rt: ResourceType) -> JSON:
     ok = {"description": "OK", "content": _content(obj)}
     unauthorized = {"description": "Unauthorized"}
     pretty = _param("pretty", "string")
-    name_param = _param("name", "string", "path", required=True)
-    ns_param = _param("namespace", "string", "path", required=True)
+    name_param = _param("name", "string", "path", required=True, description=f"name of the {rt.kind}")
+    ns_param = _param("namespace", "string", "path", required=True, description=_NAMESPACE_PARAM_DOC)
     base_params = [ns_param, pretty] if rt.namespaced else [pretty]
     named_params = [name_param, ns_param, pretty] if rt.namespaced else [name_param, pretty]
     collection = (
@@ -389,7 +616,12 @@ def _paths(rt: ResourceType) -> JSON:
     if rt.namespaced and "list" in rt.verbs:
         paths[f"{prefix}/{rt.resource}"] = {
             "get": _operation(
-                rt, "list", f"list{ident}{rt.kind}ForAllNamespaces", None, responses=list_response
+                rt,
+                "list",
+                f"list objects of kind {rt.kind}",
+                f"list{ident}{rt.kind}ForAllNamespaces",
+                None,
+                responses=list_response,
             ),
             "parameters": [_param(n, t) for n, t in _LIST_PARAMS[:5]]
             + [pretty]
@@ -398,12 +630,18 @@ def _paths(rt: ResourceType) -> JSON:
     coll: JSON = {}
     if "list" in rt.verbs:
         coll["get"] = _operation(
-            rt, "list", f"list{ident}{scoped}{rt.kind}", _LIST_PARAMS, responses=list_response
+            rt,
+            "list",
+            f"list objects of kind {rt.kind}",
+            f"list{ident}{scoped}{rt.kind}",
+            _LIST_PARAMS,
+            responses=list_response,
         )
     if "create" in rt.verbs:
         coll["post"] = _operation(
             rt,
             "post",
+            f"create {_article(rt.kind)} {rt.kind}",
             f"create{ident}{scoped}{rt.kind}",
             _WRITE_PARAMS,
             requestBody={"content": _content(obj), "required": True},
@@ -418,6 +656,7 @@ def _paths(rt: ResourceType) -> JSON:
         coll["delete"] = _operation(
             rt,
             "deletecollection",
+            f"delete collection of {rt.kind}",
             f"delete{ident}Collection{scoped}{rt.kind}",
             _LIST_PARAMS,
             responses={"200": {"description": "OK", "content": _content(status)}, "401": unauthorized},
@@ -439,11 +678,16 @@ def _paths(rt: ResourceType) -> JSON:
     return paths
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def _named_operations(
     rt: ResourceType, ident: str, scoped: str, target: str, suffix: str, *, include_delete: bool
 ) -> JSON:
     ok = {"description": "OK", "content": _content(target)}
     unauthorized = {"description": "Unauthorized"}
+    what = f"{suffix.lower()} of the specified {rt.kind}" if suffix else f"the specified {rt.kind}"
     patch_types: tuple[str, ...] = (
         "application/apply-patch+yaml",
         "application/json-patch+json",
@@ -455,6 +699,7 @@ def _named_operations(
         "get": _operation(
             rt,
             "get",
+            f"read {what}",
             f"read{ident}{scoped}{rt.kind}{suffix}",
             [("resourceVersion", "string")],
             responses={"200": ok, "401": unauthorized},
@@ -462,6 +707,7 @@ def _named_operations(
         "put": _operation(
             rt,
             "put",
+            f"replace {what}",
             f"replace{ident}{scoped}{rt.kind}{suffix}",
             _WRITE_PARAMS,
             requestBody={"content": _content(target), "required": True},
@@ -476,6 +722,7 @@ def _named_operations(
         ops["delete"] = _operation(
             rt,
             "delete",
+            f"delete {_article(rt.kind)} {rt.kind}",
             f"delete{ident}{scoped}{rt.kind}",
             _DELETE_PARAMS,
             requestBody={"content": _content(META + "DeleteOptions")},
@@ -488,8 +735,14 @@ def _named_operations(
     ops["patch"] = _operation(
         rt,
         "patch",
+        f"partially update {what}",
         f"patch{ident}{scoped}{rt.kind}{suffix}",
-        [*_WRITE_PARAMS, ("force", "boolean")],
+        [
+            ("dryRun", "string"),
+            ("fieldManager:patch", "string"),
+            ("fieldValidation", "string"),
+            ("force", "boolean"),
+        ],
         requestBody={"content": {t: {"schema": _ref(META + "Patch")} for t in patch_types}, "required": True},
         responses={"200": ok, "401": unauthorized},
     )
@@ -502,13 +755,12 @@ def _gvk(group: str, version: str, kind: str) -> list[JSON]:
 
 def _standard_properties(list_meta: bool = False) -> JSON:
     return {
-        "apiVersion": {
-            "description": "The versioned schema of this representation of an object.",
-            "type": "string",
-        },
-        "kind": {"description": "The REST resource this object represents, in CamelCase.", "type": "string"},
+        "apiVersion": {"description": _API_VERSION_DOC, "type": "string"},
+        "kind": {"description": _KIND_DOC, "type": "string"},
         "metadata": {
-            "description": "Standard list metadata." if list_meta else "Standard object's metadata.",
+            "description": f"Metadata of the list. More info: {_CONVENTIONS}#types-kinds"
+            if list_meta
+            else f"Metadata of the object. More info: {_CONVENTIONS}#metadata",
             "allOf": [_ref(META + ("ListMeta" if list_meta else "ObjectMeta"))],
         },
     }
@@ -588,7 +840,7 @@ def _object_schema(rt: ResourceType) -> JSON:
 def _list_schema(rt: ResourceType) -> JSON:
     props = _standard_properties(list_meta=True)
     props["items"] = {
-        "description": f"List of {rt.resource}.",
+        "description": f"List of {rt.resource}. More info: {_CONVENTIONS}",
         "type": "array",
         "items": _ref(schema_name(rt)),
     }
@@ -604,7 +856,7 @@ def _list_schema(rt: ResourceType) -> JSON:
     return schema
 
 
-def _meta_schemas(group: str, version: str) -> JSON:
+def _meta_schemas() -> JSON:
     time = {"type": "string", "format": "date-time"}
     string = {"type": "string"}
     owner_ref = {
@@ -621,7 +873,6 @@ def _meta_schemas(group: str, version: str) -> JSON:
         "x-kubernetes-map-type": "atomic",
     }
     object_meta = {
-        "description": "Metadata every persisted resource has.",
         "type": "object",
         "properties": {
             "annotations": {"type": "object", "additionalProperties": {"type": "string", "default": ""}},
@@ -657,9 +908,7 @@ def _meta_schemas(group: str, version: str) -> JSON:
             "uid": string,
         },
     }
-    gvks = [{"group": "", "kind": "DeleteOptions", "version": "v1"}]
-    if group:
-        gvks.append({"group": group, "kind": "DeleteOptions", "version": version})
+    gvks = [{"group": g, "kind": "DeleteOptions", "version": v} for g, v in _DELETE_OPTIONS_GROUP_VERSIONS]
     return {
         META + "DeleteOptions": {
             "type": "object",
@@ -771,6 +1020,41 @@ def _scale_schemas() -> JSON:
     }
 
 
+def _documented(name: str, schema: JSON) -> JSON:
+    """``schema`` with the descriptions of a shared type (each one the first key, as recorded)."""
+    if name not in _SCHEMA_DOCS:
+        return schema
+    type_doc, property_docs = _SCHEMA_DOCS[name]
+    out: JSON = {"description": type_doc} if type_doc else {}
+    out.update(schema)
+    if "properties" in schema:
+        out["properties"] = {
+            prop: {"description": property_docs[prop], **body} if prop in property_docs else body
+            for prop, body in schema["properties"].items()
+        }
+    return out
+
+
+def _referenced_only(paths: JSON, schemas: JSON) -> JSON:
+    """The schemas reachable by ``$ref`` from ``paths``: a document carries no unused types."""
+    prefix = "#/components/schemas/"
+    keep: set[str] = set()
+    pending: list[Any] = [paths]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(prefix):
+                name = ref[len(prefix) :]
+                if name not in keep and name in schemas:
+                    keep.add(name)
+                    pending.append(schemas[name])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return {name: schema for name, schema in schemas.items() if name in keep}
+
+
 def openapi_v3_group_version(reg: Registry, group: str, version: str) -> JSON | None:
     """``GET /openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``; None if not served."""
     types = _sorted_types(reg, group, version)
@@ -786,7 +1070,9 @@ def openapi_v3_group_version(reg: Registry, group: str, version: str) -> JSON | 
             schemas[schema_name(rt, rt.list_kind)] = _list_schema(rt)
         if rt.scale is not None:
             schemas.update(_scale_schemas())
-    schemas.update(_meta_schemas(group, version))
+    schemas.update(_meta_schemas())
+    schemas = {name: _documented(name, schema) for name, schema in schemas.items()}
+    schemas = _referenced_only(paths, schemas)
     info = (
         {"title": "Kubernetes", "version": "v1.32.0"}
         if builtin
@@ -795,25 +1081,223 @@ def openapi_v3_group_version(reg: Registry, group: str, version: str) -> JSON | 
     return {
         "openapi": "3.0.0",
         "info": info,
-        "paths": paths,
+        "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(schemas.items()))},
     }
 
 
-def openapi_v3_root(reg: Registry) -> JSON:
-    """``GET /openapi/v3``: one entry per served group/version pointing at its document and hash.
+def _simple_document(path: str, tag: str, operation_id: str, description: str, schema: str) -> JSON:
+    """A one-operation OpenAPI document (the non-resource and group endpoints)."""
+    response = {
+        "description": "OK",
+        "content": {
+            "application/json": {"schema": _ref(schema)},
+            "application/yaml": {"schema": _ref(schema)},
+        },
+    }
+    operation = {
+        "tags": [tag],
+        "description": description,
+        "operationId": operation_id,
+        "responses": {"200": response, "401": {"description": "Unauthorized"}},
+    }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": {path: {"get": operation}},
+        "components": {"schemas": _referenced_only({"r": response}, _DISCOVERY_SCHEMAS)},
+    }
 
-    Served as ``Content-Type: text/plain; charset=utf-8`` by the real server.
+
+def _string_list() -> JSON:
+    return {"type": "array", "items": {"type": "string", "default": ""}, "x-kubernetes-list-type": "atomic"}
+
+
+def _object_list(name: str) -> JSON:
+    return {
+        "type": "array",
+        "items": {"default": {}, "allOf": [_ref(name)]},
+        "x-kubernetes-list-type": "atomic",
+    }
+
+
+_DISCOVERY_SCHEMAS: JSON = {
+    META + "APIGroup": {
+        "type": "object",
+        "required": ["name", "versions"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "name": {"type": "string", "default": ""},
+            "preferredVersion": {"default": {}, "allOf": [_ref(META + "GroupVersionForDiscovery")]},
+            "serverAddressByClientCIDRs": _object_list(META + "ServerAddressByClientCIDR"),
+            "versions": _object_list(META + "GroupVersionForDiscovery"),
+        },
+        "x-kubernetes-group-version-kind": [{"group": "", "kind": "APIGroup", "version": "v1"}],
+    },
+    META + "APIGroupList": {
+        "type": "object",
+        "required": ["groups"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "groups": _object_list(META + "APIGroup"),
+            "kind": {"type": "string"},
+        },
+        "x-kubernetes-group-version-kind": [{"group": "", "kind": "APIGroupList", "version": "v1"}],
+    },
+    META + "APIVersions": {
+        "type": "object",
+        "required": ["versions", "serverAddressByClientCIDRs"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "serverAddressByClientCIDRs": _object_list(META + "ServerAddressByClientCIDR"),
+            "versions": _string_list(),
+        },
+        "x-kubernetes-group-version-kind": [{"group": "", "kind": "APIVersions", "version": "v1"}],
+    },
+    META + "GroupVersionForDiscovery": {
+        "type": "object",
+        "required": ["groupVersion", "version"],
+        "properties": {
+            "groupVersion": {"type": "string", "default": ""},
+            "version": {"type": "string", "default": ""},
+        },
+    },
+    META + "ServerAddressByClientCIDR": {
+        "type": "object",
+        "required": ["clientCIDR", "serverAddress"],
+        "properties": {
+            "clientCIDR": {"type": "string", "default": ""},
+            "serverAddress": {"type": "string", "default": ""},
+        },
+    },
+    "io.k8s.apimachinery.pkg.version.Info": {
+        "type": "object",
+        "required": [
+            "major",
+            "minor",
+            "gitVersion",
+            "gitCommit",
+            "gitTreeState",
+            "buildDate",
+            "goVersion",
+            "compiler",
+            "platform",
+        ],
+        "properties": {
+            key: {"type": "string", "default": ""}
+            for key in sorted(
+                (
+                    "major",
+                    "minor",
+                    "gitVersion",
+                    "gitCommit",
+                    "gitTreeState",
+                    "buildDate",
+                    "goVersion",
+                    "compiler",
+                    "platform",
+                )
+            )
+        },
+    },
+}
+
+
+def _issuer_document(path: str, operation_id: str, description: str, media_type: str) -> JSON:
+    operation = {
+        "tags": ["WellKnown" if path.startswith("/.well-known") else "openid"],
+        "description": description,
+        "operationId": operation_id,
+        "responses": {
+            "200": {"description": "OK", "content": {media_type: {"schema": {"type": "string"}}}},
+            "401": {"description": "Unauthorized"},
+        },
+    }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": {path: {"get": operation}},
+        "components": {},
+    }
+
+
+def openapi_v3_document(reg: Registry, key: str) -> JSON | None:
+    """The document ``GET /openapi/v3/<key>`` serves (every key :func:`openapi_v3_root` lists).
+
+    ``key`` is ``api/v1``, ``apis/<group>/<version>``, ``apis/<group>`` (built-in groups only,
+    as in kube-apiserver), ``api``, ``apis``, ``version``, ``.well-known/openid-configuration``
+    or ``openid/v1/jwks``; None for anything else.
     """
+    parts = key.strip("/").split("/")
+    if len(parts) == 2 and parts[0] == "api":
+        return openapi_v3_group_version(reg, "", parts[1])
+    if len(parts) == 3 and parts[0] == "apis":
+        return openapi_v3_group_version(reg, parts[1], parts[2])
+    if len(parts) == 2 and parts[0] == "apis":
+        group = parts[1]
+        if group not in _builtin_groups(reg):
+            return None
+        camel = _camel_group(group)
+        return _simple_document(
+            f"/apis/{group}/",
+            _group_tag(group),
+            f"get{camel}APIGroup",
+            "describe this API group",
+            META + "APIGroup",
+        )
+    if key == "api":
+        return _simple_document(
+            "/api/", "core", "getCoreAPIVersions", "list the API versions served", META + "APIVersions"
+        )
+    if key == "apis":
+        return _simple_document(
+            "/apis/", "apis", "getAPIVersions", "list the API versions served", META + "APIGroupList"
+        )
+    if key == "version":
+        return _simple_document(
+            "/version/",
+            "version",
+            "getCodeVersion",
+            "report the server build version",
+            "io.k8s.apimachinery.pkg.version.Info",
+        )
+    if key == ".well-known/openid-configuration":
+        return _issuer_document(
+            "/.well-known/openid-configuration/",
+            "getServiceAccountIssuerOpenIDConfiguration",
+            "OpenID discovery document of the service account token issuer",
+            "application/json",
+        )
+    if key == "openid/v1/jwks":
+        return _issuer_document(
+            "/openid/v1/jwks/",
+            "getServiceAccountIssuerOpenIDKeyset",
+            "public keys (JWKS) that verify service account tokens",
+            "application/jwk-set+json",
+        )
+    return None
+
+
+def _builtin_groups(reg: Registry) -> set[str]:
+    return {rt.group for rt in reg.all() if rt.builtin and rt.group}
+
+
+def openapi_v3_root(reg: Registry) -> JSON:
+    """``GET /openapi/v3``: every document :func:`openapi_v3_document` serves, with its hash.
+
+    Besides one entry per served group/version there are the discovery and non-resource
+    endpoints, and a group entry for each built-in group (CRD groups get none). Served as
+    ``Content-Type: text/plain; charset=utf-8`` by the real server.
+    """
+    keys = ["api", "apis", "version", ".well-known/openid-configuration", "openid/v1/jwks"]
+    for group, versions in reg.groups().items():
+        keys.extend(f"apis/{group}/{version}" if group else f"api/{version}" for version in versions)
+    keys.extend(f"apis/{group}" for group in _builtin_groups(reg))
     paths: JSON = {}
-    groups = reg.groups()
-    keys: list[tuple[str, str, str]] = []
-    for group, versions in groups.items():
-        for version in versions:
-            key = f"apis/{group}/{version}" if group else f"api/{version}"
-            keys.append((key, group, version))
-    for key, group, version in sorted(keys):
-        doc = openapi_v3_group_version(reg, group, version)
+    for key in sorted(keys):
+        doc = openapi_v3_document(reg, key)
         if doc is None:
             continue
         digest = etag(doc).strip('"')
@@ -834,6 +1318,7 @@ __all__ = [
     "etag",
     "negotiate_discovery",
     "negotiate_document",
+    "openapi_v3_document",
     "openapi_v3_group_version",
     "openapi_v3_root",
     "version_info",
