@@ -288,14 +288,15 @@ class Handlers:
             errors += schema.validate(rt.schema, obj, root_is_status=status, old=old)
             errors += schema.scale_accessor_errors(rt.scale, obj, include_spec=not status)
             errors += schema.list_type_errors(rt.schema, obj)
-        if rt.validate is not None:
+        if (rt.group, rt.resource) == ("apiextensions.k8s.io", "customresourcedefinitions"):
+            # The complete CRD validation; the type's quick checks would repeat some of its causes.
+            errors += schema.validate_crd(obj, old=old)
+        elif rt.validate is not None:
             errors += rt.validate(obj, old)
         elif (rt.group, rt.resource) in WEBHOOK_CONFIG_RESOURCES:
             errors += admission_mod.validate_webhook_configuration(
                 obj, WEBHOOK_CONFIG_RESOURCES[(rt.group, rt.resource)]
             )
-        if (rt.group, rt.resource) == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            errors += schema.validate_crd(obj, old=old)
         return errors
 
     def _default_builtin(self, rt: ResourceType, obj: JSON) -> None:

@@ -32,7 +32,7 @@ from multidict import CIMultiDict
 
 from .. import certs
 from . import admission as admission_mod
-from . import builtins, decode, discovery, schema, tables
+from . import builtins, decode, discovery, objectmeta, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
@@ -250,7 +250,25 @@ class EmbeddedAPIServer:
             return
         new = dict(current)
         new["metadata"] = dict(current["metadata"])
-        new["status"] = schema.crd_established_status(current, now_rfc3339())
+        now = now_rfc3339()
+        new["status"] = schema.crd_established_status(current, now)
+        # The naming controller writes through /status as "kube-apiserver" and owns what it set.
+        crd_type = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        entries = objectmeta.update_managed_fields(
+            current["metadata"].get("managedFields"),
+            current,
+            new,
+            manager="kube-apiserver",
+            operation="Update",
+            api_version="apiextensions.k8s.io/v1",
+            subresource="status",
+            time=now,
+            rules=builtins.field_rules(crd_type)
+            if crd_type is not None
+            else objectmeta.CUSTOM_RESOURCE_RULES,
+        )
+        if entries:
+            new["metadata"]["managedFields"] = entries
         self.store.put(key, ("", name), new, current)
 
     # ---------------------------------------------------------------------------- dispatch
