@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -1197,7 +1198,16 @@ def order_json_schema(schema: Any) -> Any:
 
 # ------------------------------------------------------------------------------ validation
 
-from .errors import FieldError, forbidden, invalid, not_supported, required  # noqa: E402
+from .errors import (  # noqa: E402
+    FieldError,
+    Qualified,
+    StatusError,
+    aggregate_message,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
 from .objectmeta import (  # noqa: E402
     dns1035_label_errors,
     dns1123_label_errors,
@@ -1391,7 +1401,7 @@ def _validate_core_event(new: JSON, old: JSON | None) -> list[FieldError]:
 
 
 def _validate_events_v1_event(new: JSON, old: JSON | None) -> list[FieldError]:
-    event = convert_event(new, "v1")
+    event = _core_event_shape(new)
     errs = _legacy_event_errors(event, core_request=False)
     if old is None:
         errs.extend(_event_series_errors(event))
@@ -1410,7 +1420,7 @@ def _validate_events_v1_event(new: JSON, old: JSON | None) -> list[FieldError]:
         if source.get("component") or source.get("host"):
             errs.append(invalid("deprecatedSource", "", "needs to be unset"))
         return errs
-    before = convert_event(old, "v1")
+    before = _core_event_shape(old)
     if event.get("series") != before.get("series"):
         errs.extend(_event_series_errors(event))
     # the real server checks reason twice, so its cause appears twice
@@ -1932,9 +1942,10 @@ def prepare_for_create(rt: ResourceType, obj: JSON) -> None:
     elif key == ("policy", "poddisruptionbudgets"):
         obj.pop("status", None)
     elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-        versions = _spec(obj).get("versions") or []
-        stored = [v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")]
-        obj["status"] = {"storedVersions": stored}
+        from .schema import crd_initial_status
+
+        # As the create response shows it: no conditions yet, empty accepted names.
+        obj["status"] = crd_initial_status(obj)
     elif key == ("", "nodes"):
         _spec(obj).pop("configSource", None)
 
@@ -2038,6 +2049,62 @@ def convert_event(obj: JSON, api_version: str) -> JSON:
 
 
 # ------------------------------------------------------------------------- resource types
+
+
+@dataclass
+class CohabitingResourceType(ResourceType):
+    """A built-in served from a second group whose objects live in another type's store.
+
+    events.k8s.io/v1 Events are core/v1 Events: one store (so both APIs list, watch and
+    admission-match the same objects), and errors name the core type (``Event "x" is invalid``,
+    ``events "x" not found``) because the core registry does the work. Objects in the shared
+    store may have been written through either API; :func:`served_form` and
+    :func:`order_builtin` give a reader the shape of the version it asked for.
+    """
+
+    storage_group_resource: tuple[str, str] = ("", "")
+    storage_kind: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.storage_group_resource
+
+    @property
+    def qualified(self) -> Qualified:
+        group, resource = self.storage_group_resource
+        return Qualified(group, resource, self.storage_kind or self.kind)
+
+
+def _is_event_type(rt: ResourceType) -> bool:
+    return rt.builtin and rt.resource == "events" and rt.group in ("", "events.k8s.io")
+
+
+def _is_core_event_shape(obj: JSON) -> bool:
+    if "involvedObject" in obj or "regarding" in obj:
+        return "regarding" not in obj
+    return bool(obj.get("apiVersion", "v1") == "v1")
+
+
+def _core_event_shape(obj: JSON) -> JSON:
+    return obj if _is_core_event_shape(obj) else convert_event(obj, "v1")
+
+
+def served_form(rt: ResourceType, obj: JSON) -> JSON:
+    """A stored object in the shape of the API version ``rt`` serves (the object itself when the
+    shapes already agree, which is every type except Events written through the other API)."""
+    if not _is_event_type(rt):
+        return obj
+    if _is_core_event_shape(obj) == (rt.group == ""):
+        return obj
+    return convert_event(obj, rt.group_version)
+
+
+def storage_form(rt: ResourceType, obj: JSON) -> JSON:
+    """An object in the shape its store keeps (core/v1 for Events of either API)."""
+    if not _is_event_type(rt) or rt.group == "":
+        return obj
+    return _core_event_shape(obj)
+
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SUBRESOURCE_VERBS = ["get", "patch", "update"]
@@ -2240,7 +2307,7 @@ def builtin_types() -> list[ResourceType]:
             ],
         ),
         _register(
-            ResourceType(
+            CohabitingResourceType(
                 "events.k8s.io",
                 "v1",
                 "events",
@@ -2252,6 +2319,8 @@ def builtin_types() -> list[ResourceType]:
                 validate=_validate_events_v1_event,
                 tracks_generation=False,
                 storage_version_hash=storage_version_hash("", "v1", "Event"),
+                storage_group_resource=("", "events"),
+                storage_kind="Event",
             ),
             EVENTS_V1_EVENT,
         ),
@@ -2419,12 +2488,93 @@ def decode_error_message(rt: ResourceType, message: str) -> str:
     return f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {message}'
 
 
+def _sorted_deep(value: Any) -> Any:
+    # a value json-patch parsed into a Go map comes back out with sorted keys, all the way down
+    if isinstance(value, dict):
+        return {k: _sorted_deep(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_deep(v) for v in value]
+    return value
+
+
+def _go_merge_patched(doc: JSON, patch_doc: JSON) -> JSON:
+    """What evanphx/json-patch's MergePatch writes: every object the patch reached is re-encoded
+    from a Go map (sorted keys), everything it did not reach keeps its original bytes (order)."""
+    result = dict(doc)
+    for key, value in patch_doc.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = _go_merge_patched(result[key], value)
+        else:
+            result[key] = _sorted_deep(_without_nulls(value))
+    return {k: result[k] for k in sorted(result)}
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _go_json_patched(patched: JSON, ops: Any) -> JSON:
+    """The JSON-patch counterpart: containers on an operation's path were parsed (sorted keys)."""
+    touched: set[tuple[str, ...]] = {()}
+    for op in ops if isinstance(ops, list) else []:
+        for pointer in (op.get("path"), op.get("from")) if isinstance(op, dict) else ():
+            if not isinstance(pointer, str):
+                continue
+            tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+            for depth in range(len(tokens)):
+                touched.add(tuple(tokens[:depth]))
+
+    def walk(node: Any, at: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            keys = sorted(node) if at in touched else list(node)
+            return {k: walk(node[k], (*at, k)) for k in keys}
+        if isinstance(node, list):
+            return [walk(v, (*at, str(i))) for i, v in enumerate(node)]
+        return node
+
+    out: JSON = walk(patched, ())
+    return out
+
+
+def _go_marshal(value: Any) -> str:
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # Go's encoder escapes HTML-significant characters; they only ever occur inside strings
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def patch_decode_error(
+    rt: ResourceType, current: JSON, patch_kind: str, patch_doc: Any, patched: JSON, message: str
+) -> StatusError:
+    """422 for a merge or JSON patch whose result cannot be decoded into a built-in's struct.
+
+    kube-apiserver reports it with an empty kind and name and the whole patched document (as
+    the patch library encoded it) as the invalid value of a field called ``patch``:
+    `` "" is invalid: patch: Invalid value: "{...}": parsing time ...``. ``message`` is the
+    decode error without the "cannot be handled as" prefix (:class:`DecodeError`'s message).
+    """
+    if patch_kind == "merge" and isinstance(patch_doc, dict):
+        document = _go_merge_patched(order_builtin(rt, current), patch_doc)
+    else:
+        document = _go_json_patched(patched, patch_doc)
+    problem = invalid("patch", _go_marshal(document), message)
+    return StatusError(
+        422, "Invalid", f' "" is invalid: {aggregate_message([problem])}', {"causes": [problem.cause()]}
+    )
+
+
 def order_builtin(rt: ResourceType, obj: JSON, *, with_type: bool = True) -> JSON:
     """``obj`` with keys in Go struct order (top level, metadata and nested structs) for output.
 
     ``with_type=False`` drops kind/apiVersion, as items of a built-in list are written.
     """
     spec = struct_of(rt)
+    obj = served_form(rt, obj)
     out = reorder(spec, obj) if spec is not None else dict(obj)
     if not with_type:
         out.pop("kind", None)
@@ -2481,7 +2631,7 @@ def field_selector_fields(rt: ResourceType, obj: JSON) -> dict[str, str]:
         fields["spec.clusterIP"] = str(spec.get("clusterIP") or "")
         fields["spec.type"] = str(spec.get("type") or "")
     elif rt.resource == "events" and rt.group in ("", "events.k8s.io"):
-        core = convert_event(obj, "v1") if rt.group else obj
+        core = _core_event_shape(obj)
         involved = _spec(core, "involvedObject")
         prefix = "involvedObject" if not rt.group else "regarding"
         for name in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
@@ -2559,4 +2709,85 @@ def initial_objects(now: str | None = None) -> list[tuple[ResourceType, JSON]]:
         "status": {"loadBalancer": {}},
     }
     out.append((services, kubernetes))
+    out.append((types[("coordination.k8s.io", "leases")], apiserver_identity_lease(created)))
     return out
+
+
+def apiserver_identity_lease(now: str, *, hostname: str | None = None) -> JSON:
+    """The Lease by which a kube-apiserver announces itself in kube-system.
+
+    Its name is derived from the host name (so it is stable across restarts on one host), the
+    holder adds a per-process uuid, and the apiserver renews it itself (hence its managedFields).
+    """
+    import hashlib
+    import socket
+
+    host = hostname or socket.gethostname()
+    digest = hashlib.sha256(f"{host}_kube-apiserver".encode()).digest()
+    name = "apiserver-" + base64.b32encode(digest[:16]).decode().rstrip("=").lower()
+    renewed = now.replace("Z", ".000000Z") if now.endswith("Z") and "." not in now else now
+    return {
+        "kind": "Lease",
+        "apiVersion": "coordination.k8s.io/v1",
+        "metadata": {
+            "name": name,
+            "namespace": "kube-system",
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": now,
+            "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver", "kubernetes.io/hostname": host},
+            "managedFields": [
+                {
+                    "manager": "kube-apiserver",
+                    "operation": "Update",
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "time": now,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {
+                            "f:labels": {
+                                ".": {},
+                                "f:apiserver.kubernetes.io/identity": {},
+                                "f:kubernetes.io/hostname": {},
+                            }
+                        },
+                        "f:spec": {"f:holderIdentity": {}, "f:leaseDurationSeconds": {}, "f:renewTime": {}},
+                    },
+                }
+            ],
+        },
+        "spec": {
+            "holderIdentity": f"{name}_{uuid.uuid4()}",
+            "leaseDurationSeconds": 3600,
+            "renewTime": renewed,
+        },
+    }
+
+
+# ------------------------------------------------------------------------ SelfSubjectReview
+
+
+def self_subject_review(
+    username: str,
+    groups: Sequence[str],
+    uid: str = "",
+    extra: dict[str, list[str]] | None = None,
+    *,
+    now: str,
+) -> JSON:
+    """The answer to POST selfsubjectreviews: the caller's own user info, nothing is stored.
+
+    ``uid`` and ``extra`` are omitted when empty, as the Go struct's omitempty tags do.
+    """
+    user_info: JSON = {"username": username}
+    if uid:
+        user_info["uid"] = uid
+    if groups:
+        user_info["groups"] = list(groups)
+    if extra:
+        user_info["extra"] = {key: list(values) for key, values in extra.items()}
+    return {
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": now},
+        "status": {"userInfo": user_info},
+    }

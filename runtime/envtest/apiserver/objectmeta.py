@@ -666,7 +666,9 @@ class _Comparer:
         if not granular or (not llist and not rlist):
             self.leaf(path, lhs, rhs)
             return
-        if lhs is not _MISSING and rhs is not _MISSING and (llist is None or rlist is None):
+        # A scalar became a list or back; null counts as an absent list, whose items alone are claimed.
+        both_set = lhs not in (_MISSING, None) and rhs not in (_MISSING, None)
+        if both_set and (llist is None or rlist is None):
             self.result.modified.add(path)
         item_schema = schema_path + "[]"
         left = {_list_element(self.rules, schema_path, v, i): v for i, v in enumerate(llist or [])}

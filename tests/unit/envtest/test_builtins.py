@@ -102,11 +102,10 @@ def test_events_v1_validation_uses_core_field_names() -> None:
     assert [e.cause() for e in events_v1.validate(new, old)] == recorded  # type: ignore[misc]
     ns_mismatch = case("18-core-event-create-ns-mismatch")
     obj = dict(ns_mismatch["request"]["body"], metadata={"name": "mm.core", "namespace": "ref"})
-    assert [e.cause() for e in rt("", "events").validate(obj, None)] == ns_mismatch["response"]["body"][
-        "details"
-    ][  # type: ignore[misc]
-        "causes"
-    ]
+    core_validate = rt("", "events").validate
+    assert core_validate is not None
+    expected_causes = ns_mismatch["response"]["body"]["details"]["causes"]
+    assert [e.cause() for e in core_validate(obj, None)] == expected_causes
 
 
 @needs_reference
@@ -190,3 +189,87 @@ def test_pod_defaults_and_status() -> None:
     )
     assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
     assert len(pod["spec"]["tolerations"]) == 2
+
+
+@needs_reference
+@pytest.mark.parametrize(
+    "name",
+    [
+        "17-lease-merge-patch-invalid-time-422",
+        "17-lease-merge-patch-microtime-no-fraction-422",
+        "17-lease-patch-renew-9digits",
+    ],
+)
+def test_merge_patch_that_cannot_be_decoded_is_the_recorded_422(name: str) -> None:
+    lease = rt("coordination.k8s.io", "leases")
+    recorded = case(name)
+    body = recorded["response"]["body"]
+    cause = body["details"]["causes"][0]["message"]
+    patched = json.loads(json.loads(cause[len("Invalid value: ") : cause.index('}}": ') + 3]))
+    current = {"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "metadata": patched["metadata"]}
+    current["spec"] = {**patched["spec"], "renewTime": "2026-11-22T04:30:00.000000Z"}
+    patch_doc = recorded["request"]["body"]
+    with pytest.raises(b.DecodeError) as failure:
+        b.decode_builtin(lease, {**current, "spec": {**current["spec"], **patch_doc["spec"]}})
+    err = b.patch_decode_error(lease, current, "merge", patch_doc, {}, failure.value.message)
+    assert err.status() == body
+
+
+def test_json_patch_decode_error_sorts_only_containers_on_the_operation_path() -> None:
+    lease = rt("coordination.k8s.io", "leases")
+    patched = {
+        "kind": "Lease",
+        "apiVersion": "coordination.k8s.io/v1",
+        "metadata": {"name": "x", "namespace": "n"},
+    }
+    patched["spec"] = {"renewTime": "bad", "holderIdentity": "h"}
+    ops = [{"op": "replace", "path": "/spec/renewTime", "value": "bad"}]
+    err = b.patch_decode_error(lease, patched, "json", ops, patched, "boom")
+    assert err.code == 422 and err.details == {"causes": [err.details["causes"][0]]}  # type: ignore[index]
+    assert (
+        '{\\"apiVersion\\":\\"coordination.k8s.io/v1\\",\\"kind\\":\\"Lease\\",\\"metadata\\":{\\"name\\"'
+        in err.message
+    )
+    assert '\\"spec\\":{\\"holderIdentity\\":\\"h\\",\\"renewTime\\":\\"bad\\"}' in err.message
+
+
+@needs_reference
+def test_self_subject_review_reports_the_caller() -> None:
+    cert = case("15-cert-selfsubjectreview")["response"]["body"]
+    token = case("15-token-selfsubjectreview")["response"]["body"]
+    got = b.self_subject_review(
+        "admin-token", ["system:masters", "system:authenticated"], "admin-token-uid", None, now="t"
+    )
+    assert got == {**token, "metadata": {"creationTimestamp": "t"}}
+    extra = cert["status"]["userInfo"]["extra"]
+    got = b.self_subject_review("admin", ["system:masters", "system:authenticated"], "", extra, now="t")
+    assert json.dumps(got) == json.dumps({**cert, "metadata": {"creationTimestamp": "t"}})
+
+
+def test_apiserver_identity_lease_is_in_kube_system() -> None:
+    leases = [o for t, o in b.initial_objects("2026-01-01T00:00:00Z") if t.resource == "leases"]
+    assert len(leases) == 1
+    lease = leases[0]
+    name = lease["metadata"]["name"]
+    assert lease["metadata"]["namespace"] == "kube-system" and len(name) == len("apiserver-") + 26
+    assert lease["spec"]["holderIdentity"].startswith(name + "_")
+    assert lease["spec"]["renewTime"] == "2026-01-01T00:00:00.000000Z"
+    again = b.apiserver_identity_lease("2026-01-01T00:00:00Z", hostname="vm")
+    assert again["metadata"]["name"] == b.apiserver_identity_lease("x", hostname="vm")["metadata"]["name"]
+
+
+@needs_reference
+def test_events_of_both_apis_share_one_store_and_read_in_either_shape() -> None:
+    core_rt, v1_rt = rt("", "events"), rt("events.k8s.io", "events")
+    assert v1_rt.key == core_rt.key == ("", "events")
+    assert (v1_rt.qualified.group, v1_rt.qualified.kind) == ("", "Event")
+    written_v1 = case("18-events-v1-create")["response"]["body"]
+    via_core = case("18-events-v1-get-via-core")["response"]["body"]
+    assert json.dumps(b.order_builtin(core_rt, written_v1)) == json.dumps(via_core)
+    written_core = case("18-core-event-create")["response"]["body"]
+    via_v1 = case("18-core-event-get-via-events-v1")["response"]["body"]
+    assert json.dumps(b.order_builtin(v1_rt, written_core)) == json.dumps(via_v1)
+    assert b.served_form(core_rt, written_core) is written_core
+    assert b.storage_form(v1_rt, written_v1)["involvedObject"]["name"] == "g1"
+    assert b.field_selector_fields(core_rt, written_v1)["involvedObject.name"] == "g1"
+    assert b.field_selector_fields(v1_rt, written_core)["regarding.name"] == "g1"
