@@ -1006,11 +1006,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "22-openapi-v3-root": "the root lists only the groups served (see 01-get-apis)",
     "22-openapi-v3-ref-group": "OpenAPI descriptions are our own wording: upstream prose is not copied",
     "13-get-protobuf-only": "the 406 Status is sent as JSON; the server does not encode protobuf",
-    # Open work (not by design): the next cases to make match.
-    "10-gadget-put-status-changing-spec-and-labels": "open: /status managedFields lack the label entry",
-    "10-gadget-get-after-status-put": "open: /status managedFields lack the label entry",
-    "15-cert-selfsubjectreview": "open: SelfSubjectReview create (user info echo) is not implemented",
-    "15-token-selfsubjectreview": "open: SelfSubjectReview create (user info echo) is not implemented",
+    # Open work (not by design): kube's 422 for a bad MicroTime in a patch is implemented
+    # (builtins.patch_decode_error) but not wired in, and the recorded message embeds a literal
+    # resourceVersion the normalizer left unmasked, so the harness needs a derived expectation.
     "17-lease-merge-patch-invalid-time-422": "open: bad MicroTime in a merge patch: 400, kube 422",
     "17-lease-merge-patch-microtime-no-fraction-422": "open: bad MicroTime in a merge patch: 400, kube 422",
     "17-lease-patch-renew-9digits": "open: bad MicroTime in a merge patch: 400, kube 422",

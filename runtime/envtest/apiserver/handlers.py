@@ -594,6 +594,11 @@ class Handlers:
         self, rt: ResourceType, namespace: str, obj: JSON, caller: Caller, *, apply_config: JSON | None = None
     ) -> JSON:
         """POST: returns the stored object (or, for dryRun, what would have been stored)."""
+        if (rt.group, rt.resource) == ("authentication.k8s.io", "selfsubjectreviews"):
+            # Not stored: the answer echoes who the caller is.
+            return builtins.self_subject_review(
+                caller.username, caller.groups, caller.uid, caller.extra, now=now_rfc3339()
+            )
         meta = _meta(obj)
         q = rt.qualified
         body_kind = obj.get("kind")
@@ -862,6 +867,9 @@ class Handlers:
         admit, detect no-ops, bump generation, honour finalizers, store."""
         q = rt.qualified
         old_meta = current["metadata"]
+        # Field ownership is worked out from what the client sent, before the endpoint drops what it
+        # may not change (a label sent to /status stays owned, as the real server records it).
+        submitted = copy.deepcopy(new)
         if rt.builtin and subresource != "scale":
             builtins.prepare_for_update(rt, new, current, subresource)
         elif subresource == "status":
@@ -966,7 +974,7 @@ class Handlers:
             entries = objectmeta.update_managed_fields(
                 old_meta.get("managedFields"),
                 current,
-                new,
+                submitted if subresource == "status" else new,
                 manager=caller.field_manager(),
                 operation=operation,
                 api_version=rt.group_version,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from runtime.envtest.apiserver import objectmeta as om
-from runtime.envtest.apiserver.errors import StatusError, aggregate_message
+from runtime.envtest.apiserver.errors import FieldError, StatusError, aggregate_message
 
 REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
@@ -24,7 +24,7 @@ def gadget_rules() -> om.FieldRules:
     return om.rules_from_schema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
 
-def causes(errors: list[om.FieldError]) -> list[dict[str, str]]:
+def causes(errors: list[FieldError]) -> list[dict[str, str]]:
     return [e.cause() for e in errors]
 
 
@@ -85,7 +85,7 @@ def test_manager_from_user_agent() -> None:
 
 
 def test_field_set_round_trip() -> None:
-    doc = {
+    doc: dict[str, Any] = {
         "f:spec": {".": {}, "f:a": {}, "f:b": {".": {}, "f:c": {}}},
         "f:metadata": {"f:labels": {"f:x": {}}},
     }
