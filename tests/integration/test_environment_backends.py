@@ -413,7 +413,7 @@ def test_cpo_dev_apiserver_serves_kubectl_until_sigterm(tmp_path: Path) -> None:
         while not kubeconfig.exists():
             assert server.poll() is None, f"cpo dev-apiserver exited early: {server.communicate()}"
             assert time.monotonic() < deadline, "no kubeconfig after 30s"
-            time.sleep(0.05)
+            time.sleep(0.05)  # allow-sleep: poll interval inside a deadline loop
 
         def kubectl(*args: str) -> Any:
             result = subprocess.run(

@@ -401,7 +401,7 @@ async def test_process_ignoring_sigterm_is_killed_after_the_grace_period(tmp_pat
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         pathlib.Path({str(ready_file)!r}).touch()
         while True:
-            time.sleep(1)
+            time.sleep(1)  # allow-sleep: the child process under test idles, ignoring SIGTERM
         """,
     )
     process = ManagedProcess("stubborn", argv, tmp_path / "logs" / "stubborn.log")
@@ -417,7 +417,7 @@ async def test_process_ignoring_sigterm_is_killed_after_the_grace_period(tmp_pat
 
 
 async def test_process_stopped_by_sigterm_reports_its_exit(tmp_path: Path) -> None:
-    argv = python_child(tmp_path, "polite", "import time\ntime.sleep(60)\n")
+    argv = python_child(tmp_path, "polite", "import time\ntime.sleep(60)\n")  # allow-sleep: child
     process = ManagedProcess("polite", argv, tmp_path / "polite.log")
 
     async def ready() -> bool:
@@ -441,7 +441,7 @@ async def test_process_exiting_before_ready_fails_with_its_output(tmp_path: Path
 
 
 async def test_process_not_ready_in_time_is_stopped(tmp_path: Path) -> None:
-    argv = python_child(tmp_path, "slow", "import time\ntime.sleep(60)\n")
+    argv = python_child(tmp_path, "slow", "import time\ntime.sleep(60)\n")  # allow-sleep: child
     process = ManagedProcess("slow", argv, tmp_path / "slow.log")
 
     async def never() -> bool:
