@@ -16,7 +16,6 @@ event.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum, StrEnum
@@ -25,100 +24,11 @@ from typing import TYPE_CHECKING, Any
 from .decode import GoNumError, go_parse_int, strconv_quote
 from .errors import JSON, FieldError, GoRepr, aggregate_message, bad_request, invalid
 
+# Label keys and values follow the same rules as object metadata; one definition serves both.
+from .objectmeta import label_value_errors, qualified_name_errors
+
 if TYPE_CHECKING:
     from .registry import ResourceType
-
-# --------------------------------------------------------------------------------------------
-# Label key and value syntax (shared with metadata.labels validation)
-# --------------------------------------------------------------------------------------------
-
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-
-
-def regex_error(message: str, pattern: str, *examples: str) -> str:
-    """apimachinery's ``RegexError`` text, including the double space it leaves before each "or"."""
-    if not examples:
-        return f"{message} (regex used for validation is '{pattern}')"
-    text = message + " (e.g. "
-    for i, example in enumerate(examples):
-        if i:
-            text += " or "
-        text += f"'{example}', "
-    return text + f"regex used for validation is '{pattern}')"
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    """Problems with ``value`` as an RFC 1123 subdomain (object names, label key prefixes)."""
-    problems = []
-    if len(value) > 253:
-        problems.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.match(value):
-        problems.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return problems
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """Problems with ``value`` as a label/annotation key: ``[prefix/]name``."""
-    parts = value.split("/")
-    problems: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            problems.append("prefix part must be non-empty")
-        else:
-            problems.extend("prefix part " + p for p in dns1123_subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        problems.append("name part must be non-empty")
-    elif len(name) > 63:
-        problems.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME.match(name):
-        problems.append(
-            "name part "
-            + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return problems
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Problems with ``value`` as a label value (empty is fine)."""
-    problems = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.match(value):
-        problems.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return problems
-
-
-# --------------------------------------------------------------------------------------------
-# Label selectors
-# --------------------------------------------------------------------------------------------
-
 
 class Operator(StrEnum):
     """Requirement operators, valued as apimachinery's ``selection.Operator`` strings."""
