@@ -30,6 +30,7 @@ from .objectmeta import label_value_errors, qualified_name_errors
 if TYPE_CHECKING:
     from .registry import ResourceType
 
+
 class Operator(StrEnum):
     """Requirement operators, valued as apimachinery's ``selection.Operator`` strings."""
 
