@@ -24,15 +24,14 @@ Entry points:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import JSON, StatusError, bad_request
+from .errors import go_float as go_float_v
 
 if TYPE_CHECKING:
     from .registry import ResourceType
@@ -95,32 +94,6 @@ _SIMPLE_ESCAPES = {
     "\\": "\\\\",
     '"': '\\"',
 }
-
-
-def go_float_v(value: float) -> str:
-    """Go's ``%v`` for a float64: shortest digits, exponent form below 1e-4 and from 1e+06 up."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    if value == 0:
-        return sign + "0"
-    # repr() is the shortest text that round-trips, which is what Go's precision -1 means.
-    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple)).rstrip("0")
-    exponent += len(digit_tuple) - len(digits)
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    if point - 1 < -4 or point - 1 >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        exp = point - 1
-        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def go_sprint(value: Any) -> str:

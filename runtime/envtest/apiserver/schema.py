@@ -39,13 +39,13 @@ from .errors import (
     FieldError,
     GoRepr,
     forbidden,
-    go_float,
     go_quote,
     invalid,
     not_supported,
     required,
     type_invalid,
 )
+from .errors import go_float as go_float_v
 from .registry import ResourceType, ScaleSpec
 
 JSON = dict[str, Any]
@@ -106,12 +106,6 @@ def _format_float(value: float, *, exp_below: int, exp_from: int, two_digit_exp:
     return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
-def go_float_v(value: float) -> str:
-    """``fmt.Sprintf("%v", f)`` for a float64: ``2``, ``2.5``, ``100000``, ``1e+06``, ``1.5e-07``."""
-    # %v is %g with the shortest digits, and %g switches to an exponent from 1e6 on.
-    return _format_float(value, exp_below=-4, exp_from=6, two_digit_exp=True)
-
-
 def go_json(value: Any) -> str:
     """``json.Marshal`` of a decoded JSON value: compact, sorted map keys, Go float formatting."""
     if value is None:
@@ -169,13 +163,6 @@ def _go_v(value: Any) -> str:
     if isinstance(value, list):
         return "[" + " ".join(_go_v(v) for v in value) + "]"
     return "map[" + " ".join(f"{k}:{_go_v(v)}" for k, v in sorted(value.items())) + "]"
-
-
-def _field_value(value: Any) -> Any:
-    """A FieldError value that prints like Go's ``%v``: floats whose Go spelling differs are pre-rendered."""
-    if isinstance(value, float) and go_float(value) != go_float_v(value):
-        return GoRepr(go_float_v(value))
-    return value
 
 
 def _go_deep_equal(a: Any, b: Any) -> bool:
@@ -958,7 +945,7 @@ def _multiple_of(name: str, value: int | float, factor: float) -> list[_Problem]
             _Problem(
                 "invalid",
                 name,
-                _field_value(factor),
+                factor,
                 f"factor MultipleOf declared for {name} must be positive: {go_float_v(factor)}",
             )
         ]
@@ -968,7 +955,7 @@ def _multiple_of(name: str, value: int | float, factor: float) -> list[_Problem]
             _Problem(
                 "invalid",
                 name,
-                _field_value(value),
+                value,
                 _in_body(name, f"should be a multiple of {go_float_v(factor)}"),
             )
         ]
@@ -990,7 +977,7 @@ def _bound(name: str, value: int | float, limit: float, exclusive: bool, *, lowe
         _Problem(
             "invalid",
             name,
-            _field_value(value),
+            value,
             _in_body(name, f"should be {relation} {_number_text(bound)}"),
         )
     ]
@@ -1007,7 +994,7 @@ def _problem_to_error(problem: _Problem, prefix: str) -> FieldError:
     if problem.code == "required":
         return required(path)
     if problem.code == "enum":
-        return not_supported(path, _field_value(problem.value), list(problem.supported))
+        return not_supported(path, problem.value, list(problem.supported))
     if problem.code == "too_long":
         return FieldError("TooLong", path, problem.value, f"may not be longer than {problem.limit}")
     if problem.code == "too_many":
