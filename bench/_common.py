@@ -235,6 +235,8 @@ class Tracker:
         self.t_done = 0.0
         self.cpu_armed = 0.0
         self.cpu_done = 0.0
+        self.profile_path: str | None = None
+        self.profiler: Any = None
 
     def arm(self, phase: int, count: int) -> None:
         touched = min(count, self.n)
@@ -248,6 +250,11 @@ class Tracker:
         self.queueing = []
         self.stored_at = {}
         self.done = asyncio.Event()
+        if self.profile_path:
+            import cProfile
+
+            self.profiler = cProfile.Profile()
+            self.profiler.enable()
         self.cpu_armed = cpu_seconds()
 
     def final_seq(self, index: int) -> int:
@@ -277,6 +284,21 @@ class Tracker:
                 self.t_done = now
                 self.cpu_done = cpu_seconds()
                 self.done.set()
+                if self.profiler is not None:
+                    self._dump_profile()
+
+    def _dump_profile(self) -> None:
+        import io
+        import pstats
+
+        self.profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(self.profiler, stream=out)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
+        with open(f"{self.profile_path}.phase{self.phase}.txt", "w") as f:
+            f.write(out.getvalue())
+        self.profiler = None
 
     def delivered(self, obj: JSON) -> None:
         """Optional: an event reached the informer (patch sent -> event decoded and stored)."""

@@ -159,6 +159,7 @@ async def controller_child(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING)
     client = await Client.from_kubeconfig(args.kubeconfig)
     tracker = Tracker(args.n)
+    tracker.profile_path = args.profile
     if args.impl == "runtime":
         impl: Any = RuntimeImpl(client, tracker, args.delivery)
     else:
@@ -213,9 +214,12 @@ async def controller_child(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------ the driver
 
 
-def controller_argv(kubeconfig: Path, n: int, impl: str, delivery: bool) -> list[str]:
+def controller_argv(
+    kubeconfig: Path, n: int, impl: str, delivery: bool, profile: str | None = None
+) -> list[str]:
     return [sys.executable, "-m", "bench.runtime", "--role", "controller", "--kubeconfig", str(kubeconfig),
-            "--n", str(n), "--impl", impl] + (["--delivery"] if delivery else [])  # fmt: skip
+            "--n", str(n), "--impl", impl] + (["--delivery"] if delivery else []) + (
+            ["--profile", profile] if profile else [])  # fmt: skip
 
 
 class Phases:
@@ -300,7 +304,7 @@ async def run_one(args: argparse.Namespace, n: int) -> JSON:
         results.update(create_s=create_s, size_full=full, size_lean=lean)
         print(f"[N={n}] created {n} objects in {create_s:.1f}s ({n / create_s:.0f}/s); "
               f"one object: {lean} B JSON ({full} B with managedFields)", flush=True)  # fmt: skip
-        argv = controller_argv(server.kubeconfig, n, args.impl, not args.no_delivery)
+        argv = controller_argv(server.kubeconfig, n, args.impl, not args.no_delivery, args.profile)
         child = Child("controller", argv, tmp / "controller.log")
         await child.start()
         try:
@@ -398,6 +402,11 @@ def print_results(r: JSON) -> None:
         "controller process getrusage / events " + _mark(dr["cpu_per_event_ms"] <= 0.25, "<= 0.25 ms"),
     )
     _row(
+        "capacity per CPU",
+        f"{1000 / dr['cpu_per_event_ms']:.0f} ev/s",
+        "1 / CPU per event: the drain rate with a whole core to itself (the machine is shared)",
+    )
+    _row(
         "memory/object",
         f"{r['tracemalloc_per_obj']:.0f} B",
         f"tracemalloc of a fresh Cache over {n:,} objects "
@@ -440,6 +449,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32, help="patches in flight in flood/drain")
     parser.add_argument("--json", help="also write the raw figures here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="cProfile each phase of the controller into PREFIX.phaseN.txt")  # fmt: skip
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "controller":

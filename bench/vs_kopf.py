@@ -93,7 +93,7 @@ async def kopf_child(args: argparse.Namespace) -> None:
     logging.getLogger("asyncio").setLevel(logging.WARNING)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
-    emit({"event": "ready", "pid": os.getpid()})
+    emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes()})
 
     async def start(cmd: JSON) -> None:
         started = time.time()
@@ -159,7 +159,7 @@ async def measure(
 ) -> JSON:
     await child.start()
     try:
-        await child.recv("ready", 120)
+        ready = await child.recv("ready", 120)
         if not name.startswith("kopf"):
             await child.call({"cmd": "start", "timeout": 300}, "synced", 330)
             initial = await child.recv("initial", 330)
@@ -176,7 +176,15 @@ async def measure(
         usage = await child.call({"cmd": "usage"}, "usage", 30)
     finally:
         await child.stop()
-    return {"name": name, "sync_s": sync_s, "rate": rate, "burst": burst, "peak_rss": usage["peak_rss"]}
+    return {
+        "name": name,
+        "sync_s": sync_s,
+        "rate": rate,
+        "burst": burst,
+        "peak_rss": usage["peak_rss"],
+        "rss_ready": ready["rss"],
+        "rss_end": usage["rss"],
+    }
 
 
 async def driver(args: argparse.Namespace) -> None:
@@ -223,7 +231,9 @@ def print_table(results: list[JSON], args: argparse.Namespace) -> None:
     row(f"p50 patch->handler @{args.rate:.0f}/s (ms)", [f"{r['rate']['p50_ms']:.1f}" for r in results])
     row("CPU per event, burst (ms)", [f"{r['burst']['cpu_per_event_ms']:.3f}" for r in results])
     row(f"CPU per event @{args.rate:.0f}/s (ms)", [f"{r['rate']['cpu_per_event_ms']:.3f}" for r in results])
+    row("handler calls in the burst", [f"{r['burst']['reconciles']}" for r in results])
     row("peak RSS (MiB)", [f"{r['peak_rss'] / 2**20:.1f}" for r in results])
+    row("  of which RSS after imports (MiB)", [f"{r['rss_ready'] / 2**20:.1f}" for r in results])
     ours = results[0]
     print()
     for other in results[1:]:
