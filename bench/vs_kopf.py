@@ -54,6 +54,7 @@ from bench._common import (
     Child,
     Tracker,
     emit,
+    rss_bytes,
     serve_commands,
     uptime,
     workdir,
