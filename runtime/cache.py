@@ -524,6 +524,8 @@ class Reflector:
         self._last_rv = ""
         # After a list said "expired" (or "too large"), the next list reads the latest state.
         self._list_from_latest = False
+        # Whether an event arrived since the last list; a relist is backed off from otherwise.
+        self._healthy = True
         self.lists = 0
         """LIST calls completed (every page counts once per list): diagnostics for tests and logs."""
         self.watches = 0
@@ -549,6 +551,11 @@ class Reflector:
             except _Expired:
                 log.info("%s: resourceVersion %s expired; relisting", self._what, self._last_rv)
                 need_list = True
+                if not self._healthy:
+                    # Expired again before any event since the last list: a server in trouble, not
+                    # a stale resume point. Relisting at once would hammer it.
+                    await self._options.sleep(backoff.next_delay())
+                self._healthy = False
             except _RECOVERABLE as err:
                 delay = backoff.next_delay()
                 log.warning(
@@ -651,6 +658,7 @@ class Reflector:
                 raise _Expired()
             raise from_status(int(code) if isinstance(code, int) else 500, obj)
         version = _resource_version(obj)
+        self._healthy = True
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self._store.apply(kind, obj)
         elif kind != "BOOKMARK":
