@@ -6,6 +6,7 @@ these tests call the same two methods, so the diff rules are checked exactly, ev
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -137,6 +138,30 @@ async def test_a_failing_indexer_is_logged_and_indexes_nothing(
     assert len(informer) == 2
     assert "indexer 'x' failed on ns/without" in caplog.text
     assert informer.keys_by_index(INDEX_OWNER_UID, "nobody") == []
+
+
+async def test_an_unreachable_server_is_retried_and_stopping_ends_the_wait(offline_client: Client) -> None:
+    delays: list[float] = []
+    retried = asyncio.Event()
+
+    async def recording_sleep(delay: float) -> None:
+        delays.append(delay)
+        if len(delays) >= 3:
+            retried.set()
+        await asyncio.sleep(0)
+
+    options = InformerOptions(backoff_initial=0.01, backoff_max=0.01, sleep=recording_sleep)
+    informer = Informer(offline_client, "v1", "ConfigMap", options=options)
+    stop = asyncio.Event()
+    task = asyncio.create_task(informer.start(stop))
+    waiter = asyncio.create_task(informer.wait_for_sync())
+    # Connection refused, backed off, retried, three times over: the informer lives on.
+    await asyncio.wait_for(retried.wait(), 10)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    with pytest.raises(RuntimeError, match="stopped before it synced"):
+        await asyncio.wait_for(waiter, 5)
+    assert not informer.has_synced()
 
 
 def test_backoff_doubles_to_the_cap_and_starts_over_after_a_quiet_period() -> None:
