@@ -245,14 +245,31 @@ class Handlers:
         return opts
 
     def _prepare_body(
-        self, rt: ResourceType, obj: JSON, caller: Caller, *, status_only: bool = False
+        self,
+        rt: ResourceType,
+        obj: JSON,
+        caller: Caller,
+        *,
+        status_only: bool = False,
+        patched_from: tuple[JSON, str, Any] | None = None,
     ) -> JSON:
-        """Pruning, unknown-field handling and defaulting of a decoded body; returns the object to use."""
+        """Pruning, unknown-field handling and defaulting of a decoded body; returns the object to use.
+
+        ``patched_from`` is ``(current object, patch kind, patch document)`` when ``obj`` is the
+        result of a PATCH: a built-in that the patch left undecodable (a malformed time, a
+        strict-mode unknown field) is then the 422 kube-apiserver gives for a merge or JSON patch
+        rather than the 400 of a request body.
+        """
         mode = caller.query.get("fieldValidation", "Warn")
         if rt.builtin:
             try:
                 decoded, warnings = builtins.decode_builtin(rt, obj, strict=mode == "Strict")
             except builtins.DecodeError as exc:
+                if patched_from is not None and patched_from[1] in ("merge", "json"):
+                    current, patch_kind, patch_doc = patched_from
+                    raise builtins.patch_decode_error(
+                        rt, current, patch_kind, patch_doc, obj, exc.message
+                    ) from None
                 raise bad_request(builtins.decode_error_message(rt, exc.message)) from None
             if mode != "Ignore":
                 for w in warnings:
@@ -811,7 +828,13 @@ class Handlers:
                 raise conflict(q, name, OPTIMISTIC_LOCK)
             if subresource == "scale":
                 patched = self._scale_to_object(rt, current, patched)
-            patched = self._prepare_body(rt, patched, caller, status_only=subresource == "status")
+            patched = self._prepare_body(
+                rt,
+                patched,
+                caller,
+                status_only=subresource == "status",
+                patched_from=(target, kind, patch_doc),
+            )
             try:
                 result = await self._commit_update(
                     rt,
