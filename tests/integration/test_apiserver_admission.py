@@ -174,3 +174,76 @@ async def test_webhook_sees_scale_subresource_updates(
     assert review["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
     ok = await kube.patch(widgets_path(namespace, "sc", "scale"), {"spec": {"replicas": 5}})
     assert ok.status == 200 and ok.body["spec"]["replicas"] == 5
+
+
+class RepairingWebhook(Webhook):
+    """A mutating webhook that clamps spec.replicas to the schema's maximum (9) and copies the
+    ``test.cpo.dev/size`` annotation, valid or not, into spec.size."""
+
+    async def _mutate(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        self.received.append({"path": "/mutate", "query": dict(request.query), "review": review})
+        req = review["request"]
+        obj = req["object"]
+        ops: list[dict[str, Any]] = []
+        if obj["spec"].get("replicas", 0) > 9:
+            ops.append({"op": "replace", "path": "/spec/replicas", "value": 9})
+        forced = (obj["metadata"].get("annotations") or {}).get("test.cpo.dev/size")
+        if forced is not None:
+            ops.append({"op": "replace", "path": "/spec/size", "value": forced})
+        response: dict[str, Any] = {"uid": req["uid"], "allowed": True}
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def repairing_webhook(env: Any, namespace: str) -> AsyncIterator[tuple[RepairingWebhook, KubeHTTP]]:
+    await env.install_crds([widget_crd()])
+    hook = RepairingWebhook()
+    await hook.start()
+    name = f"repair.{namespace}.test.cpo.dev"
+    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    async with KubeHTTP(env.kubeconfig) as kube:
+        config = hook.configuration("MutatingWebhookConfiguration", name, "/mutate", [PLURAL], namespace)
+        reply = await kube.post(path, config)
+        assert reply.status == 201, reply.text
+        try:
+            yield hook, kube
+        finally:
+            await kube.delete(f"{path}/{name}")
+            await hook.stop()
+
+
+async def test_schema_validation_runs_on_what_mutating_webhooks_made(
+    repairing_webhook: tuple[RepairingWebhook, KubeHTTP], namespace: str
+) -> None:
+    # kube-apiserver's order: mutating webhooks, then validation of their result, then
+    # validating webhooks. An invalid request a webhook repairs is accepted; a valid one a
+    # webhook breaks is refused with the schema's 422 and nothing is stored.
+    hook, kube = repairing_webhook
+    created = await kube.post(widgets_path(namespace), widget("rw", namespace, size="small", replicas=20))
+    assert created.status == 201, created.text
+    assert created.body["spec"]["replicas"] == 9
+    path = widgets_path(namespace, "rw")
+    too_many = dict(created.body, spec=dict(created.body["spec"], replicas=12))
+    repaired = await kube.put(path, too_many)
+    assert repaired.status == 200, repaired.text
+    assert repaired.body["spec"]["replicas"] == 9
+    seen = hook.received[-1]["review"]["request"]
+    assert seen["operation"] == "UPDATE" and seen["object"]["spec"]["replicas"] == 12
+    merged = await kube.patch(path, {"spec": {"replicas": 30}})
+    assert merged.status == 200 and merged.body["spec"]["replicas"] == 9, merged.text
+
+    broken = await kube.patch(path, {"metadata": {"annotations": {"test.cpo.dev/size": "huge"}}})
+    assert broken.status == 422, broken.text
+    assert broken.body["reason"] == "Invalid"
+    assert [c["field"] for c in broken.body["details"]["causes"]] == ["spec.size"]
+    assert hook.received[-1]["review"]["request"]["object"]["spec"]["size"] == "small"
+    stored = await kube.get(path)
+    assert stored.body["spec"]["size"] == "small"
+    assert "annotations" not in stored.body["metadata"]
+    assert stored.body["metadata"]["resourceVersion"] == merged.body["metadata"]["resourceVersion"]

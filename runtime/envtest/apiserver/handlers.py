@@ -886,8 +886,9 @@ class Handlers:
         expect_rv: str | None = None,
         apply_config: JSON | None = None,
     ) -> JSON:
-        """The shared tail of PUT and PATCH: carry over what the endpoint may not change, validate,
-        admit, detect no-ops, bump generation, honour finalizers, store."""
+        """The shared tail of PUT and PATCH: carry over what the endpoint may not change, mutating
+        admission, bump generation, validate, validating admission, detect no-ops, honour
+        finalizers, store."""
         q = rt.qualified
         old_meta = current["metadata"]
         # Field ownership is worked out from what the client sent, before the endpoint drops what it
@@ -928,9 +929,6 @@ class Handlers:
         else:
             meta.pop("namespace", None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        errors = self._validate(rt, new, current, status=subresource == "status")
-        if errors:
-            raise invalid_object(q, name, errors)
         scale_kind = SCALE_GROUP_KIND if subresource == "scale" else None
         admit_obj = self.scale_of(rt, new) if subresource == "scale" else new
         admit_old = self.scale_of(rt, current) if subresource == "scale" else current
@@ -959,6 +957,11 @@ class Handlers:
         # still see the old generation), before validating admission.
         if rt.tracks_generation and "generation" in old_meta and _spec_part(new) != _spec_part(current):
             meta["generation"] = int(old_meta["generation"]) + 1
+        # The admission chain is mutating webhooks -> validation of the result -> validating
+        # webhooks: a webhook may repair an invalid object, and what it makes invalid is refused.
+        errors = self._validate(rt, new, current, status=subresource == "status")
+        if errors:
+            raise invalid_object(q, name, errors)
         await self._admit(
             rt,
             operation="UPDATE",
