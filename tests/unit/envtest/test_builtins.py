@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,12 +10,9 @@ import pytest
 from runtime.envtest.apiserver import builtins as b
 from runtime.envtest.apiserver import objectmeta as om
 from runtime.envtest.apiserver.registry import ResourceType
+from tests.support.reference import REFERENCE_DIR
 
-# Next to the repository checkout, or where CPO_REFERENCE_DIR says (as tests/integration/transcripts.py).
-REFERENCE = Path(
-    os.environ.get("CPO_REFERENCE_DIR")
-    or Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
-)
+REFERENCE = REFERENCE_DIR
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
 
 
