@@ -177,8 +177,9 @@ async def test_webhook_sees_scale_subresource_updates(
 
 
 class RepairingWebhook(Webhook):
-    """A mutating webhook that clamps spec.replicas to the schema's maximum (9) and copies the
-    ``test.cpo.dev/size`` annotation, valid or not, into spec.size."""
+    """A mutating webhook that clamps spec.replicas to the schema's maximum (9), copies the
+    ``test.cpo.dev/size`` annotation, valid or not, into spec.size, and removes spec.size (which
+    the schema requires and defaults) when the ``test.cpo.dev/drop-size`` annotation is set."""
 
     async def _mutate(self, request: web.Request) -> web.Response:
         review = await request.json()
@@ -191,6 +192,8 @@ class RepairingWebhook(Webhook):
         forced = (obj["metadata"].get("annotations") or {}).get("test.cpo.dev/size")
         if forced is not None:
             ops.append({"op": "replace", "path": "/spec/size", "value": forced})
+        if "test.cpo.dev/drop-size" in (obj["metadata"].get("annotations") or {}) and "size" in obj["spec"]:
+            ops.append({"op": "remove", "path": "/spec/size"})
         response: dict[str, Any] = {"uid": req["uid"], "allowed": True}
         if ops:
             response["patchType"] = "JSONPatch"
@@ -247,3 +250,21 @@ async def test_schema_validation_runs_on_what_mutating_webhooks_made(
     assert stored.body["spec"]["size"] == "small"
     assert "annotations" not in stored.body["metadata"]
     assert stored.body["metadata"]["resourceVersion"] == merged.body["metadata"]["resourceVersion"]
+
+
+async def test_defaults_are_applied_to_what_a_mutating_webhook_patched(
+    repairing_webhook: tuple[RepairingWebhook, KubeHTTP], namespace: str
+) -> None:
+    # The webhook removes spec.size, which the schema requires: kube-apiserver defaults the patched
+    # object again (size: large -> the default, small) before validating it, so no 422.
+    hook, kube = repairing_webhook
+    body = widget("dw", namespace, size="large")
+    body["metadata"]["annotations"] = {"test.cpo.dev/drop-size": ""}
+    created = await kube.post(widgets_path(namespace), body)
+    assert created.status == 201, created.text
+    assert created.body["spec"]["size"] == "small"
+    path = widgets_path(namespace, "dw")
+    updated = await kube.patch(path, {"spec": {"size": "large", "replicas": 3}})
+    assert updated.status == 200, updated.text
+    assert updated.body["spec"] == {"replicas": 3, "size": "small"}
+    assert hook.received[-1]["review"]["request"]["object"]["spec"]["size"] == "large"
