@@ -268,3 +268,69 @@ async def test_defaults_are_applied_to_what_a_mutating_webhook_patched(
     assert updated.status == 200, updated.text
     assert updated.body["spec"] == {"replicas": 3, "size": "small"}
     assert hook.received[-1]["review"]["request"]["object"]["spec"]["size"] == "large"
+
+
+class OverreachingWebhook(Webhook):
+    """A mutating webhook that writes where the endpoint does not let it: status on a create or a
+    main-resource update, spec on a /status update."""
+
+    async def _mutate(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        self.received.append({"path": "/mutate", "query": dict(request.query), "review": review})
+        req = review["request"]
+        if req.get("subResource") == "status":
+            ops = [{"op": "replace", "path": "/spec/size", "value": "large"}]
+        else:
+            ops = [{"op": "add", "path": "/status", "value": {"phase": "Hacked"}}]
+        response = {
+            "uid": req["uid"],
+            "allowed": True,
+            "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(ops).encode()).decode(),
+        }
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def overreaching_webhook(
+    env: Any, namespace: str
+) -> AsyncIterator[tuple[OverreachingWebhook, KubeHTTP]]:
+    await env.install_crds([widget_crd()])
+    hook = OverreachingWebhook()
+    await hook.start()
+    name = f"overreach.{namespace}.test.cpo.dev"
+    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    async with KubeHTTP(env.kubeconfig) as kube:
+        config = hook.configuration(
+            "MutatingWebhookConfiguration", name, "/mutate", [PLURAL, f"{PLURAL}/status"], namespace
+        )
+        reply = await kube.post(path, config)
+        assert reply.status == 201, reply.text
+        try:
+            yield hook, kube
+        finally:
+            await kube.delete(f"{path}/{name}")
+            await hook.stop()
+
+
+async def test_the_endpoint_rules_apply_to_what_a_mutating_webhook_wrote(
+    overreaching_webhook: tuple[OverreachingWebhook, KubeHTTP], namespace: str
+) -> None:
+    # The strategy (status only through /status, only status through it) runs after mutating
+    # admission in kube-apiserver, so a webhook cannot write around it.
+    hook, kube = overreaching_webhook
+    created = await kube.post(widgets_path(namespace), widget("ow", namespace, size="small"))
+    assert created.status == 201, created.text
+    assert "status" not in created.body
+    path = widgets_path(namespace, "ow")
+    updated = await kube.patch(path, {"spec": {"replicas": 3}})
+    assert updated.status == 200, updated.text
+    assert "status" not in updated.body and updated.body["spec"]["replicas"] == 3
+    status = await kube.patch(widgets_path(namespace, "ow", "status"), {"status": {"phase": "Ready"}})
+    assert status.status == 200, status.text
+    assert status.body["status"] == {"phase": "Ready"} and status.body["spec"]["size"] == "small"
+    assert [c["review"]["request"].get("subResource") for c in hook.received] == [None, None, "status"]
+    stored = await kube.get(path)
+    assert stored.body["status"] == {"phase": "Ready"} and stored.body["spec"]["size"] == "small"

@@ -648,18 +648,9 @@ class Handlers:
         if meta.get("resourceVersion"):
             raise StatusError(500, None, "resourceVersion should not be set on objects to be created")
         obj = self._prepare_body(rt, obj, caller)
+        self._create_rules(rt, obj)
         meta = _meta(obj)
-        for server_owned in (
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "managedFields",
-        ):
-            meta.pop(server_owned, None)
-        if rt.has_status:
-            obj.pop("status", None)
+        meta.pop("managedFields", None)
         self._default_builtin(rt, obj)
         if apply_config is not None:
             entries, obj = objectmeta.apply_managed_fields(
@@ -704,7 +695,13 @@ class Handlers:
             options=self._create_options(caller),
             mutate=True,
         )
-        obj = mutated if mutated is not None else obj
+        if mutated is not None and mutated is not obj:
+            # The strategy runs after mutating admission: what a webhook set that a new object may
+            # not carry (status behind a status subresource, system metadata) goes too.
+            obj = mutated
+            self._create_rules(rt, obj)
+            if rt.builtin:
+                builtins.prepare_for_create(rt, obj)
         meta = _meta(obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
@@ -735,6 +732,22 @@ class Handlers:
         stored = self.store.put(rt.key, key, obj, None)
         self._after_write(rt, stored, None)
         return stored
+
+    @staticmethod
+    def _create_rules(rt: ResourceType, obj: JSON) -> None:
+        """Drop (in place) what a new object may not bring: the metadata the server sets, and
+        status where a status subresource owns it."""
+        meta = _meta(obj)
+        for server_owned in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            meta.pop(server_owned, None)
+        if rt.has_status:
+            obj.pop("status", None)
 
     # ---------------------------------------------------------------------------- update, patch
 
@@ -882,28 +895,13 @@ class Handlers:
             return self.scale_of(rt, obj)
         return copy.deepcopy(obj)
 
-    async def _commit_update(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        name: str,
-        current: JSON,
-        new: JSON,
-        caller: Caller,
-        *,
-        subresource: str,
-        operation: str = "Update",
-        expect_rv: str | None = None,
-        apply_config: JSON | None = None,
+    def _update_rules(
+        self, rt: ResourceType, new: JSON, current: JSON, subresource: str, namespace: str, name: str
     ) -> JSON:
-        """The shared tail of PUT and PATCH: carry over what the endpoint may not change, mutating
-        admission, bump generation, validate, validating admission, detect no-ops, honour
-        finalizers, store."""
-        q = rt.qualified
+        """``new`` with what this endpoint may not change taken from ``current``: status on the
+        main resource, everything but status on /status, and the system metadata (uid, times,
+        generation, name, namespace, resourceVersion). Returns the object to use."""
         old_meta = current["metadata"]
-        # Field ownership is worked out from what the client sent, before the endpoint drops what it
-        # may not change (a label sent to /status stays owned, as the real server records it).
-        submitted = copy.deepcopy(new)
         if rt.builtin and subresource != "scale":
             builtins.prepare_for_update(rt, new, current, subresource)
         elif subresource == "status":
@@ -939,6 +937,32 @@ class Handlers:
         else:
             meta.pop("namespace", None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
+        return new
+
+    async def _commit_update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        current: JSON,
+        new: JSON,
+        caller: Caller,
+        *,
+        subresource: str,
+        operation: str = "Update",
+        expect_rv: str | None = None,
+        apply_config: JSON | None = None,
+    ) -> JSON:
+        """The shared tail of PUT and PATCH: carry over what the endpoint may not change, mutating
+        admission, bump generation, validate, validating admission, detect no-ops, honour
+        finalizers, store."""
+        q = rt.qualified
+        old_meta = current["metadata"]
+        # Field ownership is worked out from what the client sent, before the endpoint drops what it
+        # may not change (a label sent to /status stays owned, as the real server records it).
+        submitted = copy.deepcopy(new)
+        new = self._update_rules(rt, new, current, subresource, namespace, name)
+        meta = _meta(new)
         scale_kind = SCALE_GROUP_KIND if subresource == "scale" else None
         admit_obj = self.scale_of(rt, new) if subresource == "scale" else new
         admit_old = self.scale_of(rt, current) if subresource == "scale" else current
@@ -961,7 +985,10 @@ class Handlers:
                 replicas = (mutated.get("spec") or {}).get("replicas")
                 _set_path(new, rt.scale.spec_replicas_path, replicas)  # type: ignore[union-attr]
             else:
-                new = mutated
+                # What a webhook changed is subject to the endpoint's rules too (the real strategy
+                # runs after mutating admission): status on the main resource, spec on /status
+                # and the system metadata stay as they were.
+                new = self._update_rules(rt, mutated, current, subresource, namespace, name)
                 meta = _meta(new)
         # Generation moves in the strategy's PrepareForUpdate: after mutating admission (whose webhooks
         # still see the old generation), before validating admission.
