@@ -183,8 +183,8 @@ async def test_strategic_merge_patch_on_builtin_merges_lists_by_key(kube: KubeHT
 async def test_patch_that_leaves_a_builtin_undecodable_is_422_on_the_patch(
     kube: KubeHTTP, namespace: str
 ) -> None:
-    # A malformed time in a request body is a 400; the same time arriving through a merge or
-    # JSON patch is a 422 whose one cause is the field "patch" quoting the patched document.
+    # A malformed time in a request body is a 400; the same time arriving through a patch is a
+    # 422 whose one cause is the field "patch" quoting the patched document (merge, JSON patch).
     leases = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
     lease = {
         "apiVersion": "coordination.k8s.io/v1",
@@ -206,6 +206,13 @@ async def test_patch_that_leaves_a_builtin_undecodable_is_422_on_the_patch(
         assert cause["field"] == "patch" and cause["reason"] == "FieldValueInvalid"
         assert '\\"renewTime\\":\\"yesterday\\"' in cause["message"]
         assert 'parsing time "yesterday"' in cause["message"]
+    # A strategic merge patch quotes the patch (Go's %+v of the decoded map), not the result.
+    strategic = await kube.patch(path, {"spec": {"renewTime": "yesterday"}}, patch_type="strategic")
+    assert strategic.status == 422, strategic.text
+    [cause] = strategic.body["details"]["causes"]
+    assert cause["field"] == "patch"
+    assert cause["message"].startswith('Invalid value: "map[spec:map[renewTime:yesterday]]": ')
+    assert 'parsing time "yesterday"' in cause["message"]
     put = await kube.put(path, dict(created.body, spec={"renewTime": "yesterday"}))
     assert put.status == 400 and put.body["reason"] == "BadRequest", put.text
     unchanged = await kube.get(path)

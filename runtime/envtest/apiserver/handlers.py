@@ -267,19 +267,22 @@ class Handlers:
 
         ``patched_from`` is ``(current object, patch kind, patch document)`` when ``obj`` is the
         result of a PATCH: a built-in that the patch left undecodable (a malformed time, a
-        strict-mode unknown field) is then the 422 kube-apiserver gives for a merge or JSON patch
-        rather than the 400 of a request body.
+        strict-mode unknown field) is then the 422 kube-apiserver gives for a patch rather than
+        the 400 of a request body.
         """
         mode = caller.query.get("fieldValidation", "Warn")
         if rt.builtin:
             try:
                 decoded, warnings = builtins.decode_builtin(rt, obj, strict=mode == "Strict")
             except builtins.DecodeError as exc:
-                if patched_from is not None and patched_from[1] in ("merge", "json"):
+                if patched_from is not None:
                     current, patch_kind, patch_doc = patched_from
-                    raise builtins.patch_decode_error(
-                        rt, current, patch_kind, patch_doc, obj, exc.message
-                    ) from None
+                    if patch_kind in ("merge", "json"):
+                        raise builtins.patch_decode_error(
+                            rt, current, patch_kind, patch_doc, obj, exc.message
+                        ) from None
+                    if patch_kind == "strategic":
+                        raise builtins.strategic_patch_decode_error(patch_doc, exc.message) from None
                 raise bad_request(builtins.decode_error_message(rt, exc.message)) from None
             if mode != "Ignore":
                 for w in warnings:

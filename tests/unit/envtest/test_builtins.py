@@ -233,6 +233,30 @@ def test_json_patch_decode_error_sorts_only_containers_on_the_operation_path() -
     assert '\\"spec\\":{\\"holderIdentity\\":\\"h\\",\\"renewTime\\":\\"bad\\"}' in err.message
 
 
+def test_strategic_patch_decode_error_quotes_the_patch_as_a_go_map() -> None:
+    patch_doc = {"spec": {"renewTime": "x", "leaseDurationSeconds": 15, "holderIdentity": None}}
+    err = b.strategic_patch_decode_error(patch_doc, 'parsing time "x"')
+    value = "map[spec:map[holderIdentity:<nil> leaseDurationSeconds:15 renewTime:x]]"
+    assert err.status() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f' "" is invalid: patch: Invalid value: "{value}": parsing time "x"',
+        "reason": "Invalid",
+        "details": {
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f'Invalid value: "{value}": parsing time "x"',
+                    "field": "patch",
+                }
+            ]
+        },
+        "code": 422,
+    }
+
+
 @needs_reference
 def test_self_subject_review_reports_the_caller() -> None:
     cert = case("15-cert-selfsubjectreview")["response"]["body"]
