@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import ssl
 import tempfile
@@ -68,16 +69,19 @@ class Webhook:
         review = await request.json()
         self.received.append({"path": "/mutate", "query": dict(request.query), "review": review})
         req = review["request"]
-        ops = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
-        response = {
-            "uid": req["uid"],
-            "allowed": True,
-            "patchType": "JSONPatch",
-            "patch": base64.b64encode(json.dumps(ops).encode()).decode(),
-        }
+        ops = self.operations(req)
+        response: dict[str, Any] = {"uid": req["uid"], "allowed": True}
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
         return web.json_response(
             {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
         )
+
+    def operations(self, req: dict[str, Any]) -> list[dict[str, Any]]:
+        """The JSON patch /mutate answers for this AdmissionRequest."""
+        del req
+        return [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
 
     def configuration(
         self, kind: str, name: str, path: str, resources: list[str], namespace: str
@@ -181,44 +185,45 @@ class RepairingWebhook(Webhook):
     ``test.cpo.dev/size`` annotation, valid or not, into spec.size, and removes spec.size (which
     the schema requires and defaults) when the ``test.cpo.dev/drop-size`` annotation is set."""
 
-    async def _mutate(self, request: web.Request) -> web.Response:
-        review = await request.json()
-        self.received.append({"path": "/mutate", "query": dict(request.query), "review": review})
-        req = review["request"]
+    def operations(self, req: dict[str, Any]) -> list[dict[str, Any]]:
         obj = req["object"]
         ops: list[dict[str, Any]] = []
         if obj["spec"].get("replicas", 0) > 9:
             ops.append({"op": "replace", "path": "/spec/replicas", "value": 9})
-        forced = (obj["metadata"].get("annotations") or {}).get("test.cpo.dev/size")
+        annotations = obj["metadata"].get("annotations") or {}
+        forced = annotations.get("test.cpo.dev/size")
         if forced is not None:
             ops.append({"op": "replace", "path": "/spec/size", "value": forced})
-        if "test.cpo.dev/drop-size" in (obj["metadata"].get("annotations") or {}) and "size" in obj["spec"]:
+        if "test.cpo.dev/drop-size" in annotations and "size" in obj["spec"]:
             ops.append({"op": "remove", "path": "/spec/size"})
-        response: dict[str, Any] = {"uid": req["uid"], "allowed": True}
-        if ops:
-            response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
-        return web.json_response(
-            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        )
+        return ops
+
+
+@contextlib.asynccontextmanager
+async def only_mutating(
+    env: Any, namespace: str, hook: Webhook, label: str, resources: list[str]
+) -> AsyncIterator[KubeHTTP]:
+    """``hook`` started and registered as the one mutating webhook for ``resources`` in ``namespace``."""
+    await env.install_crds([widget_crd()])
+    await hook.start()
+    name = f"{label}.{namespace}.test.cpo.dev"
+    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    async with KubeHTTP(env.kubeconfig) as kube:
+        config = hook.configuration("MutatingWebhookConfiguration", name, "/mutate", resources, namespace)
+        reply = await kube.post(path, config)
+        assert reply.status == 201, reply.text
+        try:
+            yield kube
+        finally:
+            await kube.delete(f"{path}/{name}")
+            await hook.stop()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def repairing_webhook(env: Any, namespace: str) -> AsyncIterator[tuple[RepairingWebhook, KubeHTTP]]:
-    await env.install_crds([widget_crd()])
     hook = RepairingWebhook()
-    await hook.start()
-    name = f"repair.{namespace}.test.cpo.dev"
-    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
-    async with KubeHTTP(env.kubeconfig) as kube:
-        config = hook.configuration("MutatingWebhookConfiguration", name, "/mutate", [PLURAL], namespace)
-        reply = await kube.post(path, config)
-        assert reply.status == 201, reply.text
-        try:
-            yield hook, kube
-        finally:
-            await kube.delete(f"{path}/{name}")
-            await hook.stop()
+    async with only_mutating(env, namespace, hook, "repair", [PLURAL]) as kube:
+        yield hook, kube
 
 
 async def test_schema_validation_runs_on_what_mutating_webhooks_made(
@@ -274,45 +279,19 @@ class OverreachingWebhook(Webhook):
     """A mutating webhook that writes where the endpoint does not let it: status on a create or a
     main-resource update, spec on a /status update."""
 
-    async def _mutate(self, request: web.Request) -> web.Response:
-        review = await request.json()
-        self.received.append({"path": "/mutate", "query": dict(request.query), "review": review})
-        req = review["request"]
+    def operations(self, req: dict[str, Any]) -> list[dict[str, Any]]:
         if req.get("subResource") == "status":
-            ops = [{"op": "replace", "path": "/spec/size", "value": "large"}]
-        else:
-            ops = [{"op": "add", "path": "/status", "value": {"phase": "Hacked"}}]
-        response = {
-            "uid": req["uid"],
-            "allowed": True,
-            "patchType": "JSONPatch",
-            "patch": base64.b64encode(json.dumps(ops).encode()).decode(),
-        }
-        return web.json_response(
-            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        )
+            return [{"op": "replace", "path": "/spec/size", "value": "large"}]
+        return [{"op": "add", "path": "/status", "value": {"phase": "Hacked"}}]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def overreaching_webhook(
     env: Any, namespace: str
 ) -> AsyncIterator[tuple[OverreachingWebhook, KubeHTTP]]:
-    await env.install_crds([widget_crd()])
     hook = OverreachingWebhook()
-    await hook.start()
-    name = f"overreach.{namespace}.test.cpo.dev"
-    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
-    async with KubeHTTP(env.kubeconfig) as kube:
-        config = hook.configuration(
-            "MutatingWebhookConfiguration", name, "/mutate", [PLURAL, f"{PLURAL}/status"], namespace
-        )
-        reply = await kube.post(path, config)
-        assert reply.status == 201, reply.text
-        try:
-            yield hook, kube
-        finally:
-            await kube.delete(f"{path}/{name}")
-            await hook.stop()
+    async with only_mutating(env, namespace, hook, "overreach", [PLURAL, f"{PLURAL}/status"]) as kube:
+        yield hook, kube
 
 
 async def test_the_endpoint_rules_apply_to_what_a_mutating_webhook_wrote(
