@@ -104,12 +104,15 @@ def type_schema(tp: Any, constraints: Sequence[Any] = (), where: str = "") -> JS
         args = _non_none(get_args(tp))
         if len(args) == 1:
             return type_schema(args[0], constraints, where)
-        if set(args) == {int, str}:
+        # int | str, where either side may carry its own constraints (e.g. a pattern for the string form).
+        bases = [get_args(a)[0] if get_origin(a) is Annotated else a for a in args]
+        if len(bases) == 2 and set(bases) == {int, str}:
+            member_constraints = [c for a in args if get_origin(a) is Annotated for c in get_args(a)[1:]]
             schema: JSON = {
                 "x-kubernetes-int-or-string": True,
                 "anyOf": [{"type": "integer"}, {"type": "string"}],
             }
-            _apply_constraints(schema, constraints)
+            _apply_constraints(schema, [*member_constraints, *constraints])
             return schema
         raise SchemaError(f"{where}: a union of {args} has no structural schema; use one type or int | str")
     if origin is Literal:

@@ -19,7 +19,7 @@ on OpenShift the cluster's own CRDs serve them and the same models read them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
@@ -27,7 +27,6 @@ from pydantic.config import JsonDict
 from .meta import (
     CRDInfo,
     Duration,
-    IntOrString,
     KubeModel,
     KubeObject,
     LabelSelector,
@@ -234,7 +233,7 @@ class MachineHealthCheckSpec(KubeModel):
     """Machines to check; an empty selector matches every machine in the namespace."""
     unhealthy_conditions: list[UnhealthyCondition] = Field(min_length=1)
     """Node conditions that make a machine unhealthy (any of them)."""
-    max_unhealthy: IntOrString = Field(default="100%", pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")
+    max_unhealthy: int | Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "100%"
     """Remediate only while at most this many selected machines (a count or a percentage) are
     unhealthy; 0 or 0% stops all remediation. Defaults to 100%."""
     node_startup_timeout: str = Field(default="10m", pattern=r"^0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
