@@ -202,7 +202,7 @@ def test_controlplane_refuses_values_the_schema_refuses() -> None:
     template = ControlPlaneMachineTemplate.for_provider_spec({})
     with pytest.raises(ValidationError, match="replicas"):
         ControlPlaneSpec(template=template, replicas=0)
-    with pytest.raises(ValidationError, match="max_surge|maxSurge"):
+    with pytest.raises(ValidationError, match=r"max_surge|maxSurge"):
         RollingUpdate(max_surge=2)
     with pytest.raises(ValidationError, match="type"):
         Strategy.model_validate({"type": "Recreate"})
