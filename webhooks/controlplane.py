@@ -118,9 +118,9 @@ def replica_warnings(replicas: Any, external: bool, field: str = "spec.replicas"
     if external or not _is_int(replicas) or replicas <= MAX_RECOMMENDED_REPLICAS:
         return []
     return [
-        f"{field}: {replicas} etcd members is more than the recommended {MAX_RECOMMENDED_REPLICAS}: "
-        f"every write waits for {replicas // 2 + 1} of them, so etcd gets slower without surviving "
-        f"more failures than it needs; 3 or 5 is the usual choice"
+        f"{field}: {replicas} is more than the recommended {MAX_RECOMMENDED_REPLICAS} etcd members: "
+        f"every write must reach {replicas // 2 + 1} of them, which slows etcd down; "
+        "3 or 5 is the usual choice"
     ]
 
 

@@ -130,9 +130,10 @@ def test_absent_replicas_count_as_the_default_one() -> None:
 def test_more_than_seven_passes_with_a_warning(replicas: int) -> None:
     errors, warnings = validate_controlplane_create(cp(replicas=replicas))
     assert errors == []
-    assert len(warnings) == 1
-    assert warnings[0].startswith(f"spec.replicas: {replicas} etcd members is more than the recommended 7")
-    assert f"every write waits for {replicas // 2 + 1} of them" in warnings[0]
+    assert warnings == [
+        f"spec.replicas: {replicas} is more than the recommended 7 etcd members: every write must reach "
+        f"{replicas // 2 + 1} of them, which slows etcd down; 3 or 5 is the usual choice"
+    ]
 
 
 def test_seven_has_no_warning_and_external_etcd_never_warns() -> None:
@@ -386,7 +387,11 @@ def test_scale_below_three_with_max_surge_zero_is_refused() -> None:
 
 def test_scale_above_seven_warns() -> None:
     errors, warnings = validate_controlplane_scale(scale(9), cp())
-    assert errors == [] and warnings and warnings[0].startswith("spec.replicas: 9 etcd members")
+    assert (
+        errors == []
+        and warnings
+        and warnings[0].startswith("spec.replicas: 9 is more than the recommended 7")
+    )
 
 
 def test_scale_that_keeps_the_count_is_accepted() -> None:
