@@ -26,6 +26,7 @@ from api import (
 )
 from runtime.client import Client
 from runtime.errors import Invalid
+from webhooks.controlplane import getter_from_reader, validate_controlplane_scale
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -159,3 +160,18 @@ async def test_mhc_defaults_and_int_or_string(client: Client, namespace: str) ->
     body["spec"]["maxUnhealthy"] = "150%"
     with pytest.raises(Invalid, match=r"spec\.maxUnhealthy"):
         await client.create(body)
+
+
+async def test_scale_rules_read_the_stored_controlplane(client: Client, namespace: str) -> None:
+    external = _controlplane(namespace, name="ext", replicas=3)
+    external["spec"]["etcd"] = {"external": True}
+    await client.create(external)
+    await client.create(_controlplane(namespace, name="stacked", replicas=3))
+    get = getter_from_reader(client)
+    assert await get(namespace, "missing") is None
+    four = {"apiVersion": "autoscaling/v1", "kind": "Scale", "spec": {"replicas": 4}}
+    stored_external = await get(namespace, "ext")
+    assert stored_external is not None and stored_external["spec"]["etcd"]["external"] is True
+    assert validate_controlplane_scale(four, stored_external) == ([], [])
+    errors, _ = validate_controlplane_scale(four, await get(namespace, "stacked"))
+    assert [e.field for e in errors] == ["spec.replicas"]
