@@ -19,13 +19,35 @@ convert losslessly::
 
 from .controlplane import (
     CONTROLPLANE_CRD,
+    Condition,
     ControlPlane,
+    ControlPlaneMachineSpec,
     ControlPlaneMachineTemplate,
     ControlPlaneSpec,
     ControlPlaneStatus,
+    EtcdSpec,
+    FailureDomain,
+    LastRemediation,
+    MachineTemplateMetadata,
+    Remediation,
+    RollingUpdate,
+    Strategy,
 )
-from .machine import MACHINE_CRD, MACHINEHEALTHCHECK_CRD, Machine, MachineHealthCheck
-from .meta import CRDInfo, KubeModel, LabelSelector, ObjectMeta
+from .machine import (
+    MACHINE_CRD,
+    MACHINEHEALTHCHECK_CRD,
+    LifecycleHook,
+    LifecycleHooks,
+    Machine,
+    MachineCondition,
+    MachineHealthCheck,
+    MachineHealthCheckSpec,
+    MachineHealthCheckStatus,
+    MachineSpec,
+    MachineStatus,
+    UnhealthyCondition,
+)
+from .meta import CRDInfo, KubeModel, LabelSelector, ObjectMeta, ObjectReference, OwnerReference
 
 ALL_CRDS: tuple[CRDInfo, ...] = (CONTROLPLANE_CRD, MACHINE_CRD, MACHINEHEALTHCHECK_CRD)
 """Every CRD ``cpo manifests`` writes."""
@@ -36,13 +58,32 @@ __all__ = [
     "MACHINEHEALTHCHECK_CRD",
     "MACHINE_CRD",
     "CRDInfo",
+    "Condition",
     "ControlPlane",
+    "ControlPlaneMachineSpec",
     "ControlPlaneMachineTemplate",
     "ControlPlaneSpec",
     "ControlPlaneStatus",
+    "EtcdSpec",
+    "FailureDomain",
     "KubeModel",
     "LabelSelector",
+    "LastRemediation",
+    "LifecycleHook",
+    "LifecycleHooks",
     "Machine",
+    "MachineCondition",
     "MachineHealthCheck",
+    "MachineHealthCheckSpec",
+    "MachineHealthCheckStatus",
+    "MachineSpec",
+    "MachineStatus",
+    "MachineTemplateMetadata",
     "ObjectMeta",
+    "ObjectReference",
+    "OwnerReference",
+    "Remediation",
+    "RollingUpdate",
+    "Strategy",
+    "UnhealthyCondition",
 ]

@@ -161,8 +161,7 @@ class FailureDomain(StrictKubeModel):
     """A zone (or other fault boundary) machines are spread over."""
 
     name: str = Field(min_length=1, max_length=63, pattern=DNS1123_LABEL_PATTERN)
-    """Name of the failure domain, a DNS-1123 label unique in the list (e.g. ``us-east-1a``);
-    machines record it in their ``cpo.dev/failure-domain`` label."""
+    """Name of the failure domain, a DNS-1123 label unique in the list (e.g. ``us-east-1a``)."""
     provider_spec: ProviderSpec | None = None
     """Fields merged over template.spec.providerSpec.value for machines in this domain (JSON merge
     patch semantics), e.g. ``{"placement": {"availabilityZone": "us-east-1a"}}``."""
@@ -187,7 +186,8 @@ class EtcdSpec(StrictKubeModel):
 
     endpoints: list[str] | None = None
     """Client URLs of etcd members used for health and membership checks (e.g.
-    ``https://10.0.0.10:2379``). Defaults to the machines' addresses on port 2379."""
+    ``https://10.0.0.10:2379``). When empty, the members are reached through the control-plane
+    machines' addresses on port 2379."""
     tls_secret_ref: LocalObjectReference | None = None
     """Secret with the etcd client certificate (``tls.crt``, ``tls.key``) and CA (``ca.crt``)."""
     external: bool = False
