@@ -53,6 +53,9 @@ def selector_problems(selector: Mapping[str, Any] | LabelSelector | None) -> lis
         operator, values = expr.get("operator"), expr.get("values") or []
         if not isinstance(expr.get("key"), str) or not expr.get("key"):
             problems.append(f"{where}.key is required")
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            problems.append(f"{where}.values must be a list of strings")
+            continue
         if operator not in _OPERATORS:
             problems.append(f"{where}.operator {operator!r} is not one of {', '.join(_OPERATORS)}")
         elif operator in ("In", "NotIn") and not values:

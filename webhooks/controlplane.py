@@ -261,10 +261,10 @@ def _normalized_selector(spec: Mapping[str, Any]) -> Any:
         return {"matchLabels": dict(DEFAULT_SELECTOR_LABELS), "matchExpressions": []}
     if not isinstance(selector, Mapping):
         return selector
-    return {
-        "matchLabels": dict(selector.get("matchLabels") or {}),
-        "matchExpressions": list(selector.get("matchExpressions") or []),
-    }
+    labels, expressions = selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
+    if not isinstance(labels, Mapping) or not isinstance(expressions, list):
+        return selector  # malformed: compared as written (and reported by selector_errors)
+    return {"matchLabels": dict(labels), "matchExpressions": list(expressions)}
 
 
 def immutable_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> list[FieldError]:
