@@ -279,3 +279,9 @@ def test_malformed_selector_matches_nothing_and_says_why() -> None:
         "matchExpressions[0].values must be non-empty for operator In",
         "matchExpressions[1].operator 'Near' is not one of In, NotIn, Exists, DoesNotExist",
     ]
+
+
+def test_expression_values_must_be_a_list_of_strings() -> None:
+    bad = {"matchExpressions": [{"key": "zone", "operator": "In", "values": "abc"}]}
+    assert selector_problems(bad) == ["matchExpressions[0].values must be a list of strings"]
+    assert not selector_matches(bad, {"zone": "a"})
