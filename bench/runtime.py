@@ -322,10 +322,11 @@ async def run_one(args: argparse.Namespace, n: int) -> JSON:
             results["flood"] = await phases.flood(child, args.flood_count or burst, args.concurrency)
             results["rates"] = [await phases.at_rate(child, r, args.rate_seconds) for r in args.rate]
             results["drain"] = await phases.drain(child, args.drain_count or burst, args.concurrency)
-            memory = await child.call({"cmd": "memory"}, "memory", 330)
-            results["tracemalloc_per_obj"] = memory["tracemalloc_bytes"] / n
+            # Peak RSS before the tracemalloc phase, whose own bookkeeping would inflate it.
             usage = await child.call({"cmd": "usage"}, "usage", 30)
             results["peak_rss"] = usage["peak_rss"]
+            memory = await child.call({"cmd": "memory"}, "memory", 330)
+            results["tracemalloc_per_obj"] = memory["tracemalloc_bytes"] / n
         finally:
             await child.stop()
     return results
