@@ -11,11 +11,14 @@ one; by hand it looks like this::
     from runtime.reconcile import Request, Result, reconciler_func
     from runtime.source import Channel
 
-    async def reconcile(request: Request) -> Result:
-        print("reconciling", request)
-        return Result()
-
     async def main() -> None:
+        done = asyncio.Event()
+
+        async def reconcile(request: Request) -> Result:
+            print("reconciling", request)          # reconciling default/a
+            done.set()
+            return Result()
+
         events: asyncio.Queue[GenericEvent] = asyncio.Queue()
         controller = Controller("demo", reconciler_func(reconcile),
                                 ControllerOptions(max_concurrent_reconciles=2))
@@ -23,9 +26,11 @@ one; by hand it looks like this::
         stop = asyncio.Event()
         running = asyncio.create_task(controller.start(stop))
         events.put_nowait(GenericEvent.for_request(Request("a", "default")))
-        ...
+        await done.wait()
         stop.set()
         await running
+
+    asyncio.run(main())
 
 What happens to a request
 -------------------------
@@ -34,16 +39,15 @@ however many workers there are), calls ``reconcile`` with the log keys ``control
 ``object``, ``namespace``, ``name`` and a fresh ``reconcileID`` set for every line written
 meanwhile (see :mod:`runtime.log`), and then, as controller-runtime does:
 
-======================================  =======================================  ================
-outcome                                 queue                                    ``result`` label
-======================================  =======================================  ================
-``Result()``                            ``forget`` (backoff reset)               ``success``
-``Result(requeue_after=s)``, s > 0      ``forget``, then ``add_after(s)``        ``requeue_after``
-``Result(requeue=True)``                ``add_rate_limited`` (backoff grows)     ``requeue``
-an exception                            ``add_rate_limited``; error log with     ``error``
-                                        the traceback
-:class:`~runtime.reconcile.TerminalError`  nothing: not requeued; error log        ``error``
-======================================  =======================================  ================
+===============================  ============================================  =================
+outcome                          what the queue does                           ``result`` label
+===============================  ============================================  =================
+``Result()``                     ``forget`` (backoff reset)                    ``success``
+``Result(requeue_after=s)``      ``forget``, then ``add_after(s)``             ``requeue_after``
+``Result(requeue=True)``         ``add_rate_limited`` (the backoff grows)      ``requeue``
+an exception                     ``add_rate_limited``; error log + traceback   ``error``
+a ``TerminalError``              nothing (not requeued); error log             ``error``
+===============================  ============================================  =================
 
 The worker survives every exception (Go's panic recovery is always on). A reconcile that
 returns something other than a :class:`~runtime.reconcile.Result` (a forgotten ``return``) is an
@@ -84,6 +88,7 @@ from runtime.log import (
     KEY_OBJECT,
     KEY_RECONCILE_ID,
     Logger,
+    current_context,
     get_logger,
     reset_context,
     set_context,
@@ -405,6 +410,7 @@ class Controller:
         obj = f"{request.namespace}/{request.name}" if request.namespace else request.name
         token = set_context(
             {
+                **current_context(),  # keys a caller of start() set (the manager's, say) stay
                 **self._log_values,
                 KEY_OBJECT: obj,
                 KEY_NAMESPACE: request.namespace,
