@@ -81,6 +81,13 @@ def current_context() -> Mapping[str, Any]:
     return _context.get()
 
 
+def current_reconcile_id() -> str | None:
+    """The ``reconcileID`` of the reconcile running in this task, if any (controller-runtime's
+    ``ReconcileIDFromContext``): handy to tag events or requests with the pass that made them."""
+    value = _context.get().get(KEY_RECONCILE_ID)
+    return None if value is None else str(value)
+
+
 @contextlib.contextmanager
 def log_context(**keys: Any) -> Iterator[None]:
     """Add ``keys`` to every log line written inside the block, including from tasks it creates."""

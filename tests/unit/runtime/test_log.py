@@ -15,7 +15,7 @@ import pytest
 from runtime.controller import Controller, ControllerOptions
 from runtime.event import GenericEvent
 from runtime.handler import EnqueueRequestForObject
-from runtime.log import configure_logging, get_logger, log_context
+from runtime.log import configure_logging, current_reconcile_id, get_logger, log_context
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.source import Channel
 from runtime.workqueue import FakeClock
@@ -113,6 +113,7 @@ async def test_every_line_of_a_reconcile_carries_its_reconcile_id_and_object(str
     attempts: dict[str, int] = {}
     both_running = asyncio.Event()
     running = 0
+    ids: set[str | None] = set()
 
     async def helper(request: Request) -> None:
         # A task the reconciler starts inherits the reconcile's keys.
@@ -122,6 +123,7 @@ async def test_every_line_of_a_reconcile_carries_its_reconcile_id_and_object(str
         nonlocal running
         attempts[request.name] = attempts.get(request.name, 0) + 1
         user_log.info("reconciling", of=request.name)
+        ids.add(current_reconcile_id())
         running += 1
         if running == 2:
             both_running.set()
@@ -158,6 +160,8 @@ async def test_every_line_of_a_reconcile_carries_its_reconcile_id_and_object(str
     for line in reconcile_lines:
         by_id.setdefault(line["reconcileID"], []).append(line)
     assert len(by_id) == 3, "three reconciles, three IDs"
+    assert ids == set(by_id)
+    assert current_reconcile_id() is None
     for group in by_id.values():
         objects = {(line["object"], line["namespace"], line["name"], line["controller"]) for line in group}
         assert len(objects) == 1, group
