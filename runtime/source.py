@@ -63,15 +63,7 @@ class StoppableSource(Protocol):
     async def stop(self) -> None: ...
 
 
-# --- the cache's side (see runtime/cache.py) ----------------------------------------------------
-
-
-class ResourceEventHandler(Protocol):
-    """An informer's callbacks; called in the event loop, they must not block."""
-
-    def on_add(self, obj: JSON, is_in_initial_list: bool) -> None: ...
-    def on_update(self, old: JSON, new: JSON) -> None: ...
-    def on_delete(self, obj: JSON) -> None: ...
+# --- the cache's side: what runtime.cache.Cache and its informers provide ------------------------
 
 
 class Informer(Protocol):
@@ -86,7 +78,7 @@ class Informer(Protocol):
 class InformerCache(Protocol):
     """What :class:`Kind` needs of a cache: :meth:`runtime.cache.Cache.informer_for`."""
 
-    def informer_for(self, api_version: str, kind: str) -> Any: ...
+    def informer_for(self, api_version: str, kind: str) -> Informer: ...
 
 
 def _check_predicates(predicates: tuple[object, ...], where: str) -> tuple[Predicate, ...]:
@@ -209,7 +201,7 @@ class Kind:
         """Register with the cache's informer (created if needed); cached objects replay as creates."""
         if self._informer is not None:
             raise RuntimeError(f"{self!r} was started twice; give each controller its own source")
-        informer: Informer = self.cache.informer_for(self.api_version, self.kind)
+        informer = self.cache.informer_for(self.api_version, self.kind)
         self._informer = informer
         self._registration = informer.add_event_handler(_Dispatch(self, self.handler, self.predicates, queue))
 
