@@ -17,11 +17,14 @@ from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
 from runtime.envtest import Environment
 from runtime.handler import EnqueueRequestForObject, EnqueueRequestsFromMapFunc
-from runtime.predicate import new_predicate_funcs
+from runtime.predicate import GenerationChangedPredicate, new_predicate_funcs
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.runnable import Runnable
 from runtime.source import Kind
+from tests.support.crds import GROUP, VERSION, widget, widget_crd
 from tests.support.poll import eventually
+
+WIDGET_API = f"{GROUP}/{VERSION}"
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -208,3 +211,52 @@ async def test_the_builder_names_the_controller_after_the_for_kind(client: Clien
         .complete(Recorder())
     )
     assert controller.name == "configmap"
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def widgets_installed(env: Environment) -> None:
+    await env.install_crds([widget_crd()])
+
+
+async def test_status_writes_of_the_reconciler_do_not_retrigger_it_behind_generation_changed(
+    client: Client, namespace: str, widgets_installed: None
+) -> None:
+    """The everyday shape: reconcile on spec changes, write status, and do not loop on that write."""
+    manager = MiniManager(client, namespace)
+    passes: Counter[str] = Counter()
+
+    async def reconcile(request: Request) -> Result:
+        passes[request.name] += 1
+        widget_now = await manager.cache.get(WIDGET_API, "Widget", request.name, request.namespace)
+        await client.patch_status(
+            WIDGET_API,
+            "Widget",
+            request.name,
+            {"status": {"replicas": widget_now["spec"]["replicas"], "phase": f"pass-{passes[request.name]}"}},
+            namespace=request.namespace,
+        )
+        return Result()
+
+    (
+        ControllerBuilder(manager)
+        .named(unique("widgets"))
+        .for_(WIDGET_API, "Widget", GenerationChangedPredicate())
+        .complete(reconciler_func(reconcile))
+    )
+    async with manager:
+        await client.create(widget("w", namespace, replicas=1))
+        await eventually(lambda: passes["w"] == 1)
+        await client.patch(WIDGET_API, "Widget", "w", {"spec": {"replicas": 3}}, namespace=namespace)
+        await eventually(lambda: passes["w"] == 2)
+        # The status write of pass 2 reaches the informer before this marker's create does.
+        await eventually(
+            lambda: (
+                (manager.cache.informer_for(WIDGET_API, "Widget").get_by_key(f"{namespace}/w") or {})
+                .get("status", {})
+                .get("phase")
+                == "pass-2"
+            )
+        )
+        await client.create(widget("marker", namespace))
+        await eventually(lambda: passes["marker"] == 1)
+        assert passes["w"] == 2, "a status-only write re-triggered the reconcile"
