@@ -82,9 +82,8 @@ class RuntimeImpl:
         from runtime.cache import Cache
         from runtime.controller import Controller, ControllerOptions
         from runtime.handler import EnqueueRequestForObject
-        from runtime.source import Kind
-
         from runtime.reconcile import Request, Result
+        from runtime.source import Kind
 
         self.client = client
         self.cache = Cache(client)
