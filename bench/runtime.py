@@ -316,6 +316,11 @@ async def run_one(args: argparse.Namespace, n: int) -> JSON:
                 initial_reconciled_s=initial["reconciled_s"],
                 rss_delta_per_obj=(initial["rss_after"] - initial["rss_before"]) / n,
             )
+            # The idle cost (timers, periodic metric updates) that every phase's CPU/event includes.
+            idle0 = await child.call({"cmd": "usage"}, "usage", 30)
+            await asyncio.sleep(3)  # allow-sleep: a fixed idle window to measure idle CPU over
+            idle1 = await child.call({"cmd": "usage"}, "usage", 30)
+            results["idle_cpu_ms_per_s"] = (idle1["cpu_s"] - idle0["cpu_s"]) / 3 * 1000
             phases = Phases(client, namespace, n, server.pid)
             burst = max(n, 5000)
             results["flood"] = await phases.flood(child, args.flood_count or burst, args.concurrency)
