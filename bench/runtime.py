@@ -418,11 +418,8 @@ def print_results(r: JSON) -> None:
         + _mark(r["tracemalloc_per_obj"] <= 4096, "<= 4 KB"),
     )
     _row("", f"{r['rss_delta_per_obj']:.0f} B", "RSS growth from cache start to synced + reconciled, / N")
-    _row(
-        "peak RSS",
-        f"{r['peak_rss'] / 2**20:.1f} MiB",
-        "ru_maxrss of the controller process",
-    )
+    _row("peak RSS", f"{r['peak_rss'] / 2**20:.1f} MiB", "ru_maxrss of the controller process")
+    _row("idle CPU", f"{r['idle_cpu_ms_per_s']:.1f} ms/s", "controller process, synced, no events")
     sys.stdout.flush()
 
 
