@@ -28,7 +28,7 @@ Figures (same definitions for every column):
                      watch in the driver).
 ``burst ev/s``       the process is SIGSTOPped while ``--burst`` patches are written, then
                      SIGCONT: patches / time until the handler has seen the last one.
-``p99 latency``      patches sent open-loop at ``--rate``/s: time.time() at the handler minus the
+``p99 latency``      patches sent open-loop at ``--rate``/s for ``--rate-seconds`` (10 s): time.time() at the handler minus the
                      time.time() the patcher wrote into the object.
 ``CPU/event``        the process's own CPU seconds (getrusage) over the burst / burst patches.
 ``peak RSS``         ru_maxrss of the process at the end.
@@ -257,7 +257,7 @@ def main() -> None:
     parser.add_argument("--impl", choices=["runtime", "standin"], default="runtime", help="our side")
     parser.add_argument("--burst", type=int, default=2000, help="patches written while a process is stopped")
     parser.add_argument("--rate", type=float, default=100.0, help="offered patches/s for the latency phase")
-    parser.add_argument("--rate-seconds", type=float, default=5.0)
+    parser.add_argument("--rate-seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
