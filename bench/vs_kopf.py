@@ -28,8 +28,9 @@ Figures (same definitions for every column):
                      watch in the driver).
 ``burst ev/s``       the process is SIGSTOPped while ``--burst`` patches are written, then
                      SIGCONT: patches / time until the handler has seen the last one.
-``p99 latency``      patches sent open-loop at ``--rate``/s for ``--rate-seconds`` (10 s): time.time() at the handler minus the
-                     time.time() the patcher wrote into the object.
+``p99 latency``      patches sent open-loop at ``--rate``/s for ``--rate-seconds`` (10 s):
+                     time.time() at the handler minus the time.time() the patcher wrote into
+                     the object.
 ``CPU/event``        the process's own CPU seconds (getrusage) over the burst / burst patches.
 ``peak RSS``         ru_maxrss of the process at the end.
 """
