@@ -91,6 +91,10 @@ class LeaderElectionOptions:
     release_on_stop: bool | None = None
     """Release the Lease when stopped cleanly, so a successor need not wait out the lease.
     Defaults to True."""
+    watch_lease: bool | None = None
+    """Watch the Lease while campaigning, to take it over the moment it is released and to time
+    its expiry from the moment each renew happened rather than from the next poll. Defaults to
+    True; False polls only, exactly like client-go."""
 
     def with_defaults(self) -> ResolvedLeaderElectionOptions:
         """Every default filled in and the timings checked; raises ``ValueError`` on bad values."""
@@ -129,6 +133,7 @@ class LeaderElectionOptions:
             identity=identity,
             request_timeout=timeout,
             release_on_stop=True if self.release_on_stop is None else self.release_on_stop,
+            watch_lease=True if self.watch_lease is None else self.watch_lease,
         )
 
 
@@ -142,6 +147,7 @@ class ResolvedLeaderElectionOptions:
     identity: str
     request_timeout: float
     release_on_stop: bool
+    watch_lease: bool
 
 
 def _micro_time(now: float | None = None) -> str:
@@ -201,6 +207,7 @@ class LeaderElector:
         self._observed_time = 0.0
         self._observed_lease: JSON | None = None
         self._reported_leader: str | None = None
+        self._wake = asyncio.Event()
         self.leading_changed = asyncio.Event()
         """Set whenever :attr:`is_leader` flips (cleared by whoever waits on it)."""
         metrics.set_leader_status(name, False)
@@ -237,17 +244,86 @@ class LeaderElector:
     # ------------------------------------------------------------------------------ phases
 
     async def _acquire(self, stop: asyncio.Event) -> bool:
-        """Try until acquired (True) or ``stop`` is set (False), with jittered waits."""
+        """Try until acquired (True) or ``stop`` is set (False).
+
+        Attempts come every jittered retry period, as in client-go, and additionally at the very
+        moment the observed holder's lease runs out and, with ``watch_lease``, as soon as the
+        Lease is seen released: a successor takes over about ``lease_duration`` after the
+        leader's last renew, or right after a release, rather than up to a jittered period later.
+        """
         _log.info("attempting to acquire leader lease %s/%s", self.namespace, self.name)
+        opts = self.options
+        self._wake = asyncio.Event()
+        watcher = (
+            asyncio.get_running_loop().create_task(self._watch_lease(stop), name=f"lease-watch:{self.name}")
+            if opts.watch_lease
+            else None
+        )
+        try:
+            next_try = time.monotonic()
+            last_try = float("-inf")
+            while not stop.is_set():
+                now = time.monotonic()
+                expiry = self._expiry()
+                woken_free = self._wake.is_set() and self.observed_leader in ("", self.identity)
+                self._wake.clear()
+                if now >= next_try or woken_free or last_try < expiry <= now:
+                    last_try = now
+                    if await self._try_acquire_or_renew():
+                        self._set_leading(True)
+                        _log.info(
+                            "successfully acquired lease %s/%s as %s",
+                            self.namespace,
+                            self.name,
+                            self.identity,
+                        )
+                        return True
+                    next_try = time.monotonic() + opts.retry_period * (1.0 + random.random() * JITTER_FACTOR)
+                    continue
+                wake_at = min(next_try, expiry) if expiry > last_try else next_try
+                if await _wait_either(stop, self._wake, wake_at - now):
+                    return False
+            return False
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+
+    def _expiry(self) -> float:
+        """Monotonic time the observed holder's lease runs out (−inf when free or ours)."""
+        if self._observed is None or self.observed_leader in ("", self.identity):
+            return float("-inf")
+        duration = self._observed[1]
+        seconds = float(duration) if duration else self.options.lease_duration
+        return self._observed_time + seconds
+
+    async def _watch_lease(self, stop: asyncio.Event) -> None:
+        """Observe every change of the Lease while campaigning, and wake the campaign loop."""
         while not stop.is_set():
-            if await self._try_acquire_or_renew():
-                self._set_leading(True)
-                _log.info("successfully acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
-                return True
-            wait = self.options.retry_period * (1.0 + random.random() * JITTER_FACTOR)
-            if await _wait(stop, wait):
-                return False
-        return False
+            try:
+                async for event in self.client.watch(
+                    LEASE_API_VERSION,
+                    "Lease",
+                    self.namespace,
+                    field_selector=f"metadata.name={self.name}",
+                    timeout_seconds=300,
+                    allow_watch_bookmarks=False,
+                ):
+                    kind, obj = event.get("type"), event.get("object") or {}
+                    if kind in ("ADDED", "MODIFIED"):
+                        self._observe(obj)
+                        self._wake.set()
+                    elif kind == "DELETED":
+                        self._wake.set()
+                    elif kind == "ERROR":
+                        break
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the poll keeps campaigning; the watch only speeds it up
+                _log.debug("lease watch %s/%s: %r", self.namespace, self.name, err)
+            if await _wait(stop, self.options.retry_period):
+                return
 
     async def _renew(self, stop: asyncio.Event) -> None:
         """Renew every retry period until ``stop`` is set or a renew deadline passes."""
@@ -387,6 +463,22 @@ class LeaderElector:
         callback = self._on_started if leading else self._on_stopped
         if callback is not None:
             callback()
+
+
+async def _wait_either(stop: asyncio.Event, wake: asyncio.Event, seconds: float) -> bool:
+    """Wait ``seconds``, or until ``stop`` or ``wake`` is set; True when stopped."""
+    if stop.is_set():
+        return True
+    if wake.is_set() or seconds <= 0:
+        return False
+    waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())}
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+    return stop.is_set()
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> bool:
