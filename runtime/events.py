@@ -21,10 +21,12 @@ named ``<object name>.<hex nanoseconds>`` like client-go's.
 
 Example::
 
-    sink = EventSink(client)                       # one per process; the manager owns it
-    recorder = sink.recorder("controlplane")       # component name shown as the source
+    recorder = EventRecorder(client, "controlplane")   # component name shown as the source
     recorder.eventf(cp, "Normal", "ScalingUp", "creating machine %s", name)
-    await sink.close()                             # flush what is queued, then stop
+    await recorder.sink.close()                        # flush what is queued, then stop
+
+In a manager, use ``manager.get_event_recorder("controlplane")``: its recorders share one
+:class:`EventSink`, which the manager flushes and closes when it stops.
 """
 
 from __future__ import annotations
@@ -212,12 +214,19 @@ class EventSink:
 
 
 class EventRecorder:
-    """Records Events about objects for one component; see the module docstring."""
+    """Records Events about objects for one component; see the module docstring.
 
-    def __init__(self, sink: EventSink, component: str, host: str) -> None:
-        self.sink = sink
+    ``EventRecorder(client, "my-controller")`` makes a private :class:`EventSink`; recorders made
+    by :meth:`EventSink.recorder` (or ``Manager.get_event_recorder``) share their sink's queue and
+    aggregation state, which is what a process with several controllers wants.
+    """
+
+    def __init__(self, client: Client | EventSink, component: str, host: str | None = None) -> None:
+        if not component:
+            raise ValueError("an event recorder needs a component name (the Event's source.component)")
+        self.sink = client if isinstance(client, EventSink) else EventSink(client)
         self.component = component
-        self.host = host
+        self.host = host or self.sink.options.host
 
     def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
         """Record an Event about ``obj``; returns at once, never raises for API problems."""

@@ -345,6 +345,7 @@ class Manager:
         self._errors: list[BaseException] = []
         self._lost = False
         self._stopping = False
+        self._releasing = False
         self._started = False
         self._event_sink: EventSink | None = None
         self._groups: dict[str, _Group] = {
@@ -392,7 +393,9 @@ class Manager:
         """Run ``runnable`` with the manager (started at once if the manager already runs its group).
 
         Grouped as controller-runtime does: caches (``wait_for_cache_sync``), webhook servers
-        (``started_checker``), runnables that do not need the lease, and leader runnables.
+        (``started_checker``), runnables that do not need the lease, and leader runnables. A
+        webhook server's ``started_checker()`` becomes the readyz check ``webhook``, so the
+        process is ready only once caches are synced *and* the webhook serves.
         """
         if not callable(getattr(runnable, "start", None)):
             raise TypeError(f"{runnable!r} is not a Runnable: it needs `async def start(self, stop)`")
@@ -400,7 +403,17 @@ class Manager:
             raise RuntimeError("cannot add a runnable to a manager that is stopping")
         if runnable is self._cache:
             self._cache_added = True
-        self._groups[self._group_of(runnable)].add(runnable)
+        group = self._group_of(runnable)
+        if group == "webhooks":
+            checker = runnable.started_checker()  # type: ignore[union-attr]
+            if callable(checker):
+                name = (
+                    "webhook"
+                    if "webhook" not in self._readyz.checks
+                    else f"webhook-{len(self._readyz.checks)}"
+                )
+                self._readyz.add_check(name, checker)
+        self._groups[group].add(runnable)
 
     @staticmethod
     def _group_of(runnable: object) -> str:
@@ -538,8 +551,8 @@ class Manager:
         self.elected.set()
 
     def _stopped_leading(self) -> None:
-        if self._stopping and not self._lost and self._groups["leader-election"].stop.is_set():
-            return  # our own release during a clean stop
+        if self._releasing:
+            return  # our own release during a clean stop, after the leader runnables ended
         # Lost: the leader runnables must stop *now*, before anyone else may lead.
         self._lost = True
         self._groups["leader-election"].cancel()
@@ -585,6 +598,7 @@ class Manager:
         elector_task = getattr(self, "_elector_task", None)
         if elector_task is not None:
             # Leader runnables are done: releasing the Lease now is safe and speeds the handover.
+            self._releasing = not self._lost
             self._elector_stop.set()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(elector_task), timeout=self._release_budget())

@@ -72,15 +72,22 @@ class GatedCache:
 
 
 class WebhookLike:
+    """Serves only once the test says so, to show readiness waits for it."""
+
     def __init__(self, log: list[str]) -> None:
         self.log = log
+        self.serving = False
 
     async def start(self, stop: asyncio.Event) -> None:
         self.log.append("webhook started")
         await stop.wait()
 
     def started_checker(self) -> Any:
-        return None
+        async def check(request: Any) -> None:
+            if not self.serving:
+                raise RuntimeError("webhook server not serving yet")
+
+        return check
 
     def need_leader_election(self) -> bool:
         return False
@@ -123,7 +130,8 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
         )
     )
     assert manager.cache is cache
-    manager.add(WebhookLike(log))
+    webhook_server = WebhookLike(log)
+    manager.add(webhook_server)
     manager.add(recorder_runnable(log, "other", leader=False))
     manager.add(recorder_runnable(log, "controller", leader=True))
 
@@ -139,7 +147,12 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
         assert probes is not None and manager.metrics_port is not None
         # Caches not synced: not ready, nothing that waits for them has started.
         status, body, _ = await http_get(probes, "/readyz")
-        assert (status, body) == (500, "[-]caches-synced failed: reason withheld\nreadyz check failed\n")
+        assert (status, body) == (
+            500,
+            "[-]caches-synced failed: reason withheld\n"
+            "[-]webhook failed: reason withheld\n"
+            "readyz check failed\n",
+        )
         status, body, _ = await http_get(probes, "/readyz/caches-synced")
         assert (status, body) == (500, "internal server error: caches not synced yet\n")
         assert "other started" not in log and "controller started" not in log
@@ -154,10 +167,16 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
         await asyncio.wait_for(manager.elected.wait(), 10)
         assert log.index("webhook started") < log.index("cache synced") < log.index("other started")
         assert log.index("other started") < log.index("controller started")
+        # Caches synced but the webhook does not serve yet: still not ready.
+        assert (await http_get(probes, "/readyz"))[:2] == (
+            500,
+            "[+]caches-synced ok\n[-]webhook failed: reason withheld\nreadyz check failed\n",
+        )
+        webhook_server.serving = True
         assert (await http_get(probes, "/readyz"))[:2] == (200, "ok")
         assert (await http_get(probes, "/readyz?verbose"))[:2] == (
             200,
-            "[+]caches-synced ok\nreadyz check passed\n",
+            "[+]caches-synced ok\n[+]webhook ok\nreadyz check passed\n",
         )
         assert (await http_get(probes, "/readyz/caches-synced"))[:2] == (200, "ok")
 
