@@ -256,7 +256,7 @@ async def test_a_partitioned_leader_stops_before_its_renew_deadline_and_never_ov
         b_start = b.activity.intervals[0][0]
         print(f"A stopped {a_end - cut_at:.3f}s after the cut, B started {b_start - cut_at:.3f}s after it")
         # A's last successful renew was sent before the cut, so its deadline is before cut + RENEW.
-        assert a_end - cut_at <= RENEW + 0.05
+        assert a_end - cut_at <= RENEW + 0.15  # 0.15 s of event-loop scheduling slack on a loaded machine
         assert a_end < b_start, "two leaders were active at once"
         assert a.activity.intervals[0][1] != math.inf
         assert len(a.activity.intervals) == 1
