@@ -7,9 +7,11 @@ A *checker* is ``async def check(request) -> None`` that raises when unhealthy. 
 =================================  =================================================================
 ``GET /readyz``                    200 ``ok`` when every check passes; else 500 listing each check
                                    (``[+]name ok`` / ``[-]name failed: reason withheld``) and
-                                   ``readyz check failed``
-``GET /readyz?verbose``            the per-check list even when healthy, then ``readyz check passed``
-``GET /readyz?exclude=a&exclude=b`` skips those checks (unknown names are logged and ignored)
+                                   ``healthz check failed`` (controller-runtime's words, on
+                                   ``/readyz`` too)
+``GET /readyz?verbose``            the per-check list even when healthy, then ``healthz check passed``
+``GET /readyz?exclude=a&exclude=b`` skips those checks (listed as ``[+]a excluded: ok``; unknown
+                                   names get a ``warn:`` line)
 ``GET /readyz/<name>``             only that check: 200 ``ok``, 500 ``internal server error: <why>``,
                                    404 for an unknown name
 =================================  =================================================================
@@ -97,22 +99,32 @@ class HealthHandler:
     async def serve_aggregated(self, request: web.Request) -> web.Response:
         excluded = set(request.query.getall("exclude", []))
         checks = self.checks or {PING: ping}
-        names = sorted(name for name in checks if name not in excluded)
-        unknown = excluded - checks.keys()
+        names = sorted(checks)
+        unknown = sorted(excluded - checks.keys())
         if unknown:
-            _log.info("cannot exclude %s check(s) %s: no such check", self.name, sorted(unknown))
-        results = await asyncio.gather(*(self._run(checks[name], request) for name in names))
-        failures = {name: why for name, why in zip(names, results, strict=True) if why is not None}
-        listing = "".join(
-            f"[-]{name} failed: reason withheld\n" if name in failures else f"[+]{name} ok\n"
-            for name in names
-        )
+            _log.info("cannot exclude %s check(s) %s: no such check", self.name, unknown)
+        run = [name for name in names if name not in excluded]
+        results = await asyncio.gather(*(self._run(checks[name], request) for name in run))
+        failures = {name: why for name, why in zip(run, results, strict=True) if why is not None}
+        if not failures and "verbose" not in request.query:
+            return _text("ok", 200)
+        lines = []
+        for name in names:
+            if name in excluded:
+                lines.append(f"[+]{name} excluded: ok\n")
+            elif name in failures:
+                # The reason stays out of this unauthenticated aggregate; /<endpoint>/<check> has it.
+                lines.append(f"[-]{name} failed: reason withheld\n")
+            else:
+                lines.append(f"[+]{name} ok\n")
+        if unknown:
+            quoted = ",".join(f'"{name}"' for name in unknown)
+            lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}\n")
         if failures:
             _log.info("%s check failed: %s", self.name, failures)
-            return _text(f"{listing}{self.name} check failed\n", 500)
-        if "verbose" not in request.query:
-            return _text("ok", 200)
-        return _text(f"{listing}{self.name} check passed\n", 200)
+            # "healthz check …" for every endpoint, readyz included, exactly as controller-runtime says.
+            return _text("".join(lines) + "healthz check failed\n", 500)
+        return _text("".join(lines) + "healthz check passed\n", 200)
 
     async def serve_one(self, request: web.Request) -> web.Response:
         name = request.match_info["check"]

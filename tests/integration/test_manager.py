@@ -151,7 +151,7 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
             500,
             "[-]caches-synced failed: reason withheld\n"
             "[-]webhook failed: reason withheld\n"
-            "readyz check failed\n",
+            "healthz check failed\n",
         )
         status, body, _ = await http_get(probes, "/readyz/caches-synced")
         assert (status, body) == (500, "internal server error: caches not synced yet\n")
@@ -170,13 +170,13 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
         # Caches synced but the webhook does not serve yet: still not ready.
         assert (await http_get(probes, "/readyz"))[:2] == (
             500,
-            "[+]caches-synced ok\n[-]webhook failed: reason withheld\nreadyz check failed\n",
+            "[+]caches-synced ok\n[-]webhook failed: reason withheld\nhealthz check failed\n",
         )
         webhook_server.serving = True
         assert (await http_get(probes, "/readyz"))[:2] == (200, "ok")
         assert (await http_get(probes, "/readyz?verbose"))[:2] == (
             200,
-            "[+]caches-synced ok\n[+]webhook ok\nreadyz check passed\n",
+            "[+]caches-synced ok\n[+]webhook ok\nhealthz check passed\n",
         )
         assert (await http_get(probes, "/readyz/caches-synced"))[:2] == (200, "ok")
 

@@ -63,16 +63,18 @@ async def test_failures_are_listed_sorted_and_reasons_withheld(serve) -> None:  
     base = await serve(handler)
     assert await get(base + "/readyz") == (
         500,
-        "[+]alpha ok\n[-]etcd failed: reason withheld\n[+]zeta ok\nreadyz check failed\n",
+        "[+]alpha ok\n[-]etcd failed: reason withheld\n[+]zeta ok\nhealthz check failed\n",
     )
     assert await get(base + "/readyz?exclude=etcd") == (200, "ok")
     assert await get(base + "/readyz?exclude=etcd&exclude=zeta&verbose") == (
         200,
-        "[+]alpha ok\nreadyz check passed\n",
+        "[+]alpha ok\n[+]etcd excluded: ok\n[+]zeta excluded: ok\nhealthz check passed\n",
     )
     assert await get(base + "/readyz?exclude=unknown") == (
         500,
-        "[+]alpha ok\n[-]etcd failed: reason withheld\n[+]zeta ok\nreadyz check failed\n",
+        "[+]alpha ok\n[-]etcd failed: reason withheld\n[+]zeta ok\n"
+        'warn: some health checks cannot be excluded: no matches for "unknown"\n'
+        "healthz check failed\n",
     )
     assert await get(base + "/readyz/etcd") == (500, "internal server error: etcd unreachable\n")
     assert await get(base + "/readyz/alpha") == (200, "ok")
