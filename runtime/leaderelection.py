@@ -18,9 +18,19 @@ How it stays safe without trusting clocks (as client-go does):
 - Writes carry ``metadata.resourceVersion``: two candidates racing for a free Lease cannot both
   win; the loser gets a 409 Conflict and tries again later.
 
+- A leader that reads another holder in the Lease (someone took it) stops leading at once
+  rather than at its deadline.
+
+Where it differs from client-go: a candidate also *watches* the Lease while it campaigns (on top
+of client-go's jittered polling, which stays as the fallback). Watching observes each renew as it
+happens, so a candidate's idea of "last change" is not up to a jittered retry period late, and it
+schedules an attempt for the very moment the holder's lease runs out: a killed leader is replaced
+about ``lease_duration`` after its last renew, within ``lease_duration + retry_period`` of its
+death. Turn it off with ``LeaderElectionOptions(watch_lease=False)``.
+
 On a clean stop the leader *releases* the Lease (``holderIdentity`` cleared, ``leaseDurationSeconds``
-1), so another candidate takes over at its next retry instead of waiting out the lease duration.
-``leader_election_master_status{name}`` reports 1 while leading, 0 otherwise.
+1); watching candidates see that and take over within milliseconds, polling ones at their next
+retry. ``leader_election_master_status{name}`` reports 1 while leading, 0 otherwise.
 
 Example::
 
