@@ -132,6 +132,9 @@ class ManagerOptions:
     """See :class:`~runtime.leaderelection.LeaderElectionOptions`. Defaults to 2 s."""
     leader_election_identity: str | None = None
     """This candidate's holder identity. Defaults to ``<hostname>_<uuid4>``."""
+    leader_election_watch_lease: bool | None = None
+    """Watch the Lease while campaigning (faster, exact hand-over); False polls like client-go.
+    Defaults to True."""
     leader_election_release_on_cancel: bool | None = None
     """Release the Lease on a clean stop. Defaults to True (the manager exits right after)."""
     graceful_shutdown_timeout: float | None = None
@@ -182,6 +185,7 @@ class ManagerOptions:
                 retry_period=self.retry_period,
                 identity=self.leader_election_identity,
                 release_on_stop=self.leader_election_release_on_cancel,
+                watch_lease=self.leader_election_watch_lease,
             )
             le_options.with_defaults()  # validate now, not at start
         kubeconfig = self.kubeconfig

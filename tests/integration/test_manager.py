@@ -365,3 +365,21 @@ async def test_a_second_signal_exits_at_once_with_status_1(env: Environment, nam
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_repeats_outside_the_aggregation_window_are_new_events(client: Client, namespace: str) -> None:
+    sink = EventSink(client, EventSinkOptions(aggregation_window=0))
+    recorder = sink.recorder("no-window")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "again", "namespace": namespace}}
+    recorder.event(cm, "Normal", "Again", "same")
+    await asyncio.wait_for(sink.flush(), 10)
+    recorder.event(cm, "Normal", "Again", "same")
+    await asyncio.wait_for(sink.flush(), 10)
+    listing = await client.list("v1", "Event", namespace)
+    assert [e["count"] for e in listing["items"]] == [1, 1]
+    recorder.event(cm, "Normal", "Bogus", "a type that is neither Normal nor Warning is dropped")
+    recorder.event(cm, "Sideways", "Bogus", "dropped")
+    await asyncio.wait_for(sink.flush(), 10)
+    listing = await client.list("v1", "Event", namespace)
+    assert sorted(e["reason"] for e in listing["items"]) == ["Again", "Again", "Bogus"]
+    await sink.close()
