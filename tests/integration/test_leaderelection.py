@@ -27,7 +27,7 @@ from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.leaderelection import JITTER_FACTOR, LEASE_API_VERSION, LeaderElectionLost
 from runtime.manager import Manager, ManagerOptions
-from tests.support.tcpproxy import TCPProxy
+from tests.support.blackhole import BlackholeProxy
 
 LEASE = 2.0
 RENEW = 1.2
@@ -237,7 +237,7 @@ async def test_a_partitioned_leader_stops_before_its_renew_deadline_and_never_ov
     server = kubeconfig["clusters"][0]["cluster"]["server"]
     host_port = server.split("://", 1)[1].rstrip("/")
     host, _, port = host_port.rpartition(":")
-    proxy = TCPProxy(host.strip("[]"), int(port))
+    proxy = BlackholeProxy(host.strip("[]"), int(port))
     await proxy.start()
     kubeconfig["clusters"][0]["cluster"]["server"] = f"{server.split('://')[0]}://127.0.0.1:{proxy.port}"
     try:

@@ -1,4 +1,4 @@
-"""A TCP proxy a test can cut: after :meth:`TCPProxy.blackhole`, bytes stop flowing both ways.
+"""A TCP proxy a test can cut: after :meth:`BlackholeProxy.blackhole`, bytes stop flowing both ways.
 
 Used to make one client lose the API server (a partitioned leader) while everything else keeps
 talking to it. Blackholing (accepting but never forwarding) rather than closing makes calls hang,
@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 
 
-class TCPProxy:
+class BlackholeProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = 0
