@@ -27,6 +27,7 @@ from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.leaderelection import JITTER_FACTOR, LEASE_API_VERSION, LeaderElectionLost
 from runtime.manager import Manager, ManagerOptions
+from runtime.runnable import runnable_func
 from tests.support.blackhole import BlackholeProxy
 
 LEASE = 2.0
@@ -276,6 +277,16 @@ async def test_a_leader_whose_lease_is_taken_stops_at_once(
     env: Environment, namespace: str, managers: Callable[..., Any]
 ) -> None:
     a: Running = await managers("victim")
+    cancelled_at: list[float] = []
+
+    async def ignores_stop(stop: asyncio.Event) -> None:
+        try:
+            await asyncio.get_running_loop().create_future()
+        finally:
+            cancelled_at.append(time.monotonic())
+
+    # Would hold a graceful stop for the whole grace period (5 s); a lost lease must not wait.
+    a.manager.add(runnable_func(ignores_stop))
     a.start()
     await asyncio.wait_for(a.manager.elected.wait(), 10)
     async with await Client.from_kubeconfig(env.kubeconfig) as client:
@@ -295,6 +306,7 @@ async def test_a_leader_whose_lease_is_taken_stops_at_once(
     assert a.task is not None
     with pytest.raises(LeaderElectionLost):
         await asyncio.wait_for(a.task, 10)
+    assert cancelled_at and cancelled_at[0] - stolen_at < RETRY + 0.5, "the grace period was not skipped"
     stopped_after = a.activity.intervals[0][1] - stolen_at
     print(f"leader stopped {stopped_after:.3f}s after its lease was taken")
     # At its next renew (one retry period), not at its renew deadline.
