@@ -5,6 +5,9 @@ once: the Event goes into a bounded queue and a background task writes it. A rec
 slowed down or failed by event writing; when the queue is full the Event is dropped with a log
 line (as client-go's broadcaster does), and API errors are logged, never raised.
 
+A spam filter (client-go's) caps what one component may say about one object: a burst of 25
+Events, then one more per 5 minutes; the rest is dropped and counted in ``EventSink.filtered``.
+
 Repeats are aggregated rather than stored again: an Event with the same involved object, type,
 reason, message and source as one written less than ``aggregation_window`` seconds ago (default
 10 minutes) is a PATCH of the existing Event's ``count`` and ``lastTimestamp``. ``kubectl
@@ -68,17 +71,28 @@ class EventSinkOptions:
     Defaults to 4096 (client-go's LRU size)."""
     host: str | None = None
     """``source.host`` of every Event. Defaults to this machine's hostname."""
+    spam_burst: int | None = None
+    """Events one source may record about one object in a burst before the spam filter drops
+    them. Defaults to 25 (client-go's); 0 turns the filter off."""
+    spam_refill: float | None = None
+    """Seconds for the spam filter to allow one more Event per source and object. Defaults to 300
+    (client-go's one per 5 minutes)."""
 
     def with_defaults(self) -> ResolvedEventSinkOptions:
+        """Every default filled in; raises ``ValueError`` on out-of-range values."""
         queue_size = 1000 if self.queue_size is None else self.queue_size
         window = 600.0 if self.aggregation_window is None else float(self.aggregation_window)
         tracked = 4096 if self.max_tracked is None else self.max_tracked
-        if queue_size < 1 or tracked < 1 or window < 0:
+        burst = 25 if self.spam_burst is None else self.spam_burst
+        refill = 300.0 if self.spam_refill is None else float(self.spam_refill)
+        if queue_size < 1 or tracked < 1 or window < 0 or burst < 0 or refill <= 0:
             raise ValueError(
-                f"events: queue_size ({queue_size}) and max_tracked ({tracked}) must be ≥ 1 and "
-                f"aggregation_window ({window}) ≥ 0"
+                f"events: queue_size ({queue_size}) and max_tracked ({tracked}) must be ≥ 1, "
+                f"aggregation_window ({window}) and spam_burst ({burst}) ≥ 0, spam_refill ({refill}) > 0"
             )
-        return ResolvedEventSinkOptions(queue_size, window, tracked, self.host or socket.gethostname())
+        return ResolvedEventSinkOptions(
+            queue_size, window, tracked, self.host or socket.gethostname(), burst, refill
+        )
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,31 @@ class ResolvedEventSinkOptions:
     aggregation_window: float
     max_tracked: int
     host: str
+    spam_burst: int
+    spam_refill: float
+
+
+class _SpamFilter:
+    """client-go's EventSourceObjectSpamFilter: a token bucket per (source, object), LRU-bounded."""
+
+    def __init__(self, burst: int, refill: float, max_tracked: int) -> None:
+        self.burst = burst
+        self.refill = refill
+        self.max_tracked = max_tracked
+        self._buckets: OrderedDict[tuple[Any, ...], tuple[float, float]] = OrderedDict()
+
+    def allow(self, key: tuple[Any, ...]) -> bool:
+        if self.burst == 0:
+            return True
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) / self.refill)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > self.max_tracked:
+            self._buckets.popitem(last=False)
+        return allowed
 
 
 @dataclass
@@ -125,15 +164,26 @@ class EventSink:
         self._task: asyncio.Task[None] | None = None
         self._seen: OrderedDict[tuple[Any, ...], _Seen] = OrderedDict()
         self._closed = False
+        self._spam = _SpamFilter(self.options.spam_burst, self.options.spam_refill, self.options.max_tracked)
         self.dropped = 0
         """Events dropped because the queue was full or the sink closed."""
+        self.filtered = 0
+        """Events dropped by the spam filter (too many about one object from one source)."""
 
     def recorder(self, component: str, host: str | None = None) -> EventRecorder:
         """A recorder whose Events carry ``source.component`` = ``component``."""
         return EventRecorder(self, component, host or self.options.host)
 
     def submit(self, event: JSON, key: tuple[Any, ...]) -> None:
-        """Queue ``event`` for writing; never blocks. Must be called in the event loop's thread."""
+        """Queue ``event`` for writing; never blocks. Must be called in the event loop's thread.
+
+        ``key`` identifies identical Events: (kind, apiVersion, namespace, name, uid, type, reason,
+        message, component, host); its object and source part also keys the spam filter.
+        """
+        if not self._spam.allow((*key[:5], *key[8:])):
+            self.filtered += 1
+            _log.debug("event %s on %s filtered as spam", event.get("reason"), key[3])
+            return
         if self._closed:
             self.dropped += 1
             _log.warning("event sink closed; dropping event %s", event.get("reason"))

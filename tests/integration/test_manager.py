@@ -383,3 +383,23 @@ async def test_repeats_outside_the_aggregation_window_are_new_events(client: Cli
     listing = await client.list("v1", "Event", namespace)
     assert sorted(e["reason"] for e in listing["items"]) == ["Again", "Again", "Bogus"]
     await sink.close()
+
+
+async def test_the_spam_filter_caps_events_about_one_object(client: Client, namespace: str) -> None:
+    sink = EventSink(client, EventSinkOptions(spam_burst=3))
+    noisy = sink.recorder("noisy")
+    other = sink.recorder("other-component")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "spammed", "namespace": namespace}}
+    for i in range(5):
+        noisy.event(cm, "Warning", "Retry", f"attempt {i}")
+    other.event(cm, "Normal", "Seen", "another source has its own budget")
+    assert sink.filtered == 2
+    await asyncio.wait_for(sink.flush(), 10)
+    listing = await client.list("v1", "Event", namespace)
+    assert sorted(e["message"] for e in listing["items"]) == [
+        "another source has its own budget",
+        "attempt 0",
+        "attempt 1",
+        "attempt 2",
+    ]
+    await sink.close()
