@@ -357,6 +357,8 @@ class Manager:
             for name in ("webhooks", "caches", "others", "leader-election")
         }
         self._servers: list[_HTTPServer] = []
+        self._elector_stop = asyncio.Event()
+        self._elector_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def create(cls, options: ManagerOptions | None = None) -> Manager:
@@ -491,8 +493,7 @@ class Manager:
                     on_started_leading=self._start_leading,
                     on_stopped_leading=self._stopped_leading,
                 )
-                self._elector_stop = asyncio.Event()
-                self._elector_task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(
+                self._elector_task = asyncio.get_running_loop().create_task(
                     self.leader_elector.run(self._elector_stop), name="leader-election"
                 )
                 self._elector_task.add_done_callback(self._elector_exited)
@@ -599,7 +600,7 @@ class Manager:
         else:
             deadline = time.monotonic() + self.options.graceful_shutdown_timeout
         clean &= await groups["leader-election"].stop_within(deadline)
-        elector_task = getattr(self, "_elector_task", None)
+        elector_task = self._elector_task
         if elector_task is not None:
             # Leader runnables are done: releasing the Lease now is safe and speeds the handover.
             self._releasing = not self._lost
