@@ -50,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import socket
 import time
@@ -88,7 +89,7 @@ class LeaderElectionOptions:
 
     lease_duration: float | None = None
     """Seconds a candidate waits, after last seeing the record change, before taking the Lease
-    from its holder. Defaults to 15."""
+    from its holder (written to the Lease rounded up to whole seconds). Defaults to 15."""
     renew_deadline: float | None = None
     """Seconds the leader keeps trying to renew before it gives up leading. Defaults to 10."""
     retry_period: float | None = None
@@ -400,7 +401,8 @@ class LeaderElector:
         now = _micro_time()
         mine = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": max(1, round(opts.lease_duration)),
+            # Rounded up: other candidates time us by this whole number, which must stay > renew_deadline.
+            "leaseDurationSeconds": max(1, math.ceil(opts.lease_duration)),
             "acquireTime": now,
             "renewTime": now,
             "leaseTransitions": 0,

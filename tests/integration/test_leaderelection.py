@@ -25,7 +25,13 @@ import pytest_asyncio
 from runtime import metrics
 from runtime.client import Client
 from runtime.envtest import Environment
-from runtime.leaderelection import JITTER_FACTOR, LEASE_API_VERSION, LeaderElectionLost
+from runtime.leaderelection import (
+    JITTER_FACTOR,
+    LEASE_API_VERSION,
+    LeaderElectionLost,
+    LeaderElectionOptions,
+    LeaderElector,
+)
 from runtime.manager import Manager, ManagerOptions
 from runtime.runnable import runnable_func
 from tests.support.blackhole import BlackholeProxy
@@ -312,3 +318,29 @@ async def test_a_leader_whose_lease_is_taken_stops_at_once(
     # At its next renew (one retry period), not at its renew deadline.
     assert stopped_after < RETRY + 0.5
     assert metrics.leader_election_master_status.labels("test-lease")._value.get() == 0
+
+
+async def test_a_fractional_lease_duration_is_rounded_up_in_the_lease(
+    env: Environment, namespace: str
+) -> None:
+    """Other candidates time the holder by the Lease's whole seconds; rounding down could let
+    them take over before the holder's renew deadline (1.4 s lease, 1.2 s deadline → 1 s)."""
+    async with await Client.from_kubeconfig(env.kubeconfig) as client:
+        elector = LeaderElector(
+            client,
+            "fractional",
+            namespace,
+            LeaderElectionOptions(lease_duration=1.4, renew_deadline=1.2, retry_period=0.2),
+        )
+        stop = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(elector.run(stop))
+        await eventually(lambda: elector.is_leader, 10, "the elector to lead")
+        lease = await client.get(LEASE_API_VERSION, "Lease", "fractional", namespace)
+        assert lease["spec"]["leaseDurationSeconds"] == 2
+        assert lease["spec"]["holderIdentity"] == elector.identity
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        assert not elector.is_leader
+        assert (await client.get(LEASE_API_VERSION, "Lease", "fractional", namespace))["spec"][
+            "holderIdentity"
+        ] == ""
