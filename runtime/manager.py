@@ -8,8 +8,9 @@ runs it. The manager starts everything in controller-runtime's order and stops i
    probes and scrapes work during start-up.
 2. **Webhook-like runnables** (objects with a ``started_checker`` method): before the caches,
    because a conversion webhook served by this process may be needed for the caches to sync.
-3. **Caches** (objects with ``wait_for_cache_sync``, the manager's own :attr:`Manager.cache`
-   included): started, then waited for. ``/readyz`` fails its ``caches-synced`` check until then.
+3. **Caches** (objects with ``wait_for_cache_sync``: the manager's own :attr:`Manager.cache`,
+   and any other you add): started, then waited for. ``/readyz`` fails its ``caches-synced``
+   check until then.
 4. **Other runnables that do not need the lease** (``need_leader_election()`` false).
 5. **Leader election** (when enabled), then the **leader runnables** (controllers: anything that
    does not say it may run without the lease) only while this process leads. :attr:`Manager.elected`
@@ -51,6 +52,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 from aiohttp import web
 
 from . import metrics
+from .cache import Cache, CacheOptions
 from .client import Client
 from .events import EventRecorder, EventSink
 from .healthz import Checker, HealthHandler
@@ -76,7 +78,8 @@ IN_CLUSTER_NAMESPACE_FILE: Final = Path("/var/run/secrets/kubernetes.io/servicea
 
 @runtime_checkable
 class CacheLike(Protocol):
-    """What the manager needs of a cache: a runnable that can be waited on until synced."""
+    """What puts a runnable in the manager's cache group: a runnable that can be waited on until
+    synced (:class:`~runtime.cache.Cache`, or any other informer-like source of your own)."""
 
     async def start(self, stop: asyncio.Event) -> None: ...
 
@@ -139,11 +142,12 @@ class ManagerOptions:
     """Release the Lease on a clean stop. Defaults to True (the manager exits right after)."""
     graceful_shutdown_timeout: float | None = None
     """Seconds runnables get to wind down after stop before they are cancelled. Defaults to 30."""
-    cache: CacheLike | None = None
-    """An existing cache to use as :attr:`Manager.cache`. Defaults to a ``runtime.cache.Cache``
+    cache: Cache | None = None
+    """An existing cache to use as :attr:`Manager.cache`. Defaults to a :class:`~runtime.cache.Cache`
     built on first use from ``client`` and ``cache_options``."""
-    cache_options: Any = None
-    """``runtime.cache.CacheOptions`` for the default cache. Defaults to the cache's defaults."""
+    cache_options: CacheOptions | None = None
+    """Options of the default cache (namespace, selectors, transform...). Defaults to
+    ``CacheOptions()``: every namespace, managedFields stripped."""
     logger: logging.Logger | None = None
     """Where the manager logs. Defaults to ``logging.getLogger("runtime.manager")``."""
 
@@ -222,8 +226,8 @@ class ResolvedManagerOptions:
     leader_election_namespace: str
     leader_election_options: LeaderElectionOptions | None
     graceful_shutdown_timeout: float
-    cache: CacheLike | None
-    cache_options: Any
+    cache: Cache | None
+    cache_options: CacheOptions | None
     logger: logging.Logger
 
 
@@ -332,7 +336,7 @@ class Manager:
         self.client: Client = self.options.client
         self._owns_client = False
         self.log = self.options.logger
-        self._cache: CacheLike | None = self.options.cache
+        self._cache: Cache | None = self.options.cache
         self._cache_added = False
         self.elected = asyncio.Event()
         """Set once leader runnables have been started (at once when leader election is off)."""
@@ -378,17 +382,10 @@ class Manager:
     # ------------------------------------------------------------------------------ wiring
 
     @property
-    def cache(self) -> Any:
-        """The shared cache (a ``runtime.cache.Cache`` unless ``options.cache`` was given),
-        added to this manager as a runnable on first use."""
+    def cache(self) -> Cache:
+        """The shared informer cache controllers read from, created on first use and run by this
+        manager (started and synced before any leader runnable)."""
         if self._cache is None:
-            try:
-                from .cache import Cache  # type: ignore[import-not-found,unused-ignore]
-            except ImportError as err:
-                raise RuntimeError(
-                    "runtime.cache is not available; pass ManagerOptions(cache=...) with an object "
-                    "that has start(stop) and wait_for_cache_sync()"
-                ) from err
             self._cache = Cache(self.client, self.options.cache_options)
         if not self._cache_added:
             self._cache_added = True

@@ -56,7 +56,8 @@ async def eventually(predicate: Callable[[], bool], within: float, what: str) ->
 
 
 class GatedCache:
-    """A cache-like runnable whose sync the test releases (the start order is what is tested)."""
+    """A cache-like runnable whose sync the test releases, so the states before and after the
+    sync can be observed without racing a real informer."""
 
     def __init__(self, log: list[str]) -> None:
         self.synced = asyncio.Event()
@@ -126,10 +127,10 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
             lease_duration=2,
             renew_deadline=1.2,
             retry_period=0.25,
-            cache=cache,
         )
     )
-    assert manager.cache is cache
+    # Any runnable with wait_for_cache_sync joins the cache group, the manager's own Cache too.
+    manager.add(cache)
     webhook_server = WebhookLike(log)
     manager.add(webhook_server)
     manager.add(recorder_runnable(log, "other", leader=False))

@@ -7,15 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest
 import pytest_asyncio
 
+from runtime.cache import Cache, CacheOptions
 from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.manager import Manager, ManagerOptions
 from runtime.runnable import runnable_func
-
-cache_module = pytest.importorskip("runtime.cache")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -35,10 +33,10 @@ async def test_the_default_cache_is_started_and_synced_before_leader_runnables(
             client=client,
             metrics_bind_address="0",
             health_probe_bind_address="127.0.0.1:0",
-            cache_options=cache_module.CacheOptions(),
+            cache_options=CacheOptions(namespace=namespace),
         )
     )
-    assert isinstance(manager.cache, cache_module.Cache)
+    assert isinstance(manager.cache, Cache)
     assert manager.cache is manager.cache
     informer = manager.cache.informer_for("v1", "ConfigMap")
     seen_by_controller: list[Any] = []
@@ -67,6 +65,23 @@ async def test_the_default_cache_is_started_and_synced_before_leader_runnables(
             await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait
         assert seen_by_controller[0] is True
         assert seen_by_controller[1]["metadata"]["name"] == "seen"
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_a_given_cache_is_used_and_run(client: Client, namespace: str) -> None:
+    mine = Cache(client, CacheOptions(namespace=namespace))
+    manager = Manager(
+        ManagerOptions(client=client, metrics_bind_address="0", health_probe_bind_address="0", cache=mine)
+    )
+    assert manager.cache is mine
+    informer = mine.informer_for("v1", "ConfigMap")
+    stop = asyncio.Event()
+    task = asyncio.get_running_loop().create_task(manager.start(stop))
+    try:
+        await asyncio.wait_for(manager.elected.wait(), 20)
+        assert informer.has_synced()
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
