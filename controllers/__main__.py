@@ -92,6 +92,45 @@ async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------- manifests
+
+
+def _configure_manifests(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("config/crd"),
+        metavar="DIR",
+        help="folder for the CRD files, <group>_<plural>.yaml (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 and name the files that differ from the models (for CI)",
+    )
+
+
+def _run_manifests(args: argparse.Namespace) -> int:
+    from api.crdgen import stale_files, write_crds
+
+    if args.check:
+        stale = stale_files(args.output_dir)
+        for name in stale:
+            print(
+                f"cpo manifests: {args.output_dir / name} is out of date; run `cpo manifests`",
+                file=sys.stderr,
+            )
+        return 1 if stale else 0
+    try:
+        written = write_crds(args.output_dir)
+    except OSError as err:
+        print(f"cpo manifests: cannot write {args.output_dir}: {err}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
+
+
 # ------------------------------------------------------------------------------------ dispatch
 
 SUBCOMMANDS: dict[str, Subcommand] = {
@@ -99,6 +138,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         help="run the embedded Kubernetes API server standalone (for kubectl and manual testing)",
         configure=_configure_dev_apiserver,
         run=_run_dev_apiserver,
+    ),
+    "manifests": Subcommand(
+        help="generate the CRDs (config/crd/) from the API models in api/",
+        configure=_configure_manifests,
+        run=_run_manifests,
     ),
 }
 

@@ -180,6 +180,45 @@ async def test_strategic_merge_patch_on_builtin_merges_lists_by_key(kube: KubeHT
     assert images == {"a": "a:1", "b": "b:2"}
 
 
+async def test_patch_that_leaves_a_builtin_undecodable_is_422_on_the_patch(
+    kube: KubeHTTP, namespace: str
+) -> None:
+    # A malformed time in a request body is a 400; the same time arriving through a patch is a
+    # 422 whose one cause is the field "patch" quoting the patched document (merge, JSON patch).
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "bad-time"},
+        "spec": {"holderIdentity": "a", "renewTime": "2026-11-22T04:30:00.000000Z"},
+    }
+    created = await kube.post(leases, lease)
+    assert created.status == 201, created.text
+    path = f"{leases}/bad-time"
+    for patch_type, body in (
+        ("merge", {"spec": {"renewTime": "yesterday"}}),
+        ("json", [{"op": "replace", "path": "/spec/renewTime", "value": "yesterday"}]),
+    ):
+        reply = await kube.patch(path, body, patch_type=patch_type)
+        assert reply.status == 422, (patch_type, reply.text)
+        assert reply.body["reason"] == "Invalid"
+        [cause] = reply.body["details"]["causes"]
+        assert cause["field"] == "patch" and cause["reason"] == "FieldValueInvalid"
+        assert '\\"renewTime\\":\\"yesterday\\"' in cause["message"]
+        assert 'parsing time "yesterday"' in cause["message"]
+    # A strategic merge patch quotes the patch (Go's %+v of the decoded map), not the result.
+    strategic = await kube.patch(path, {"spec": {"renewTime": "yesterday"}}, patch_type="strategic")
+    assert strategic.status == 422, strategic.text
+    [cause] = strategic.body["details"]["causes"]
+    assert cause["field"] == "patch"
+    assert cause["message"].startswith('Invalid value: "map[spec:map[renewTime:yesterday]]": ')
+    assert 'parsing time "yesterday"' in cause["message"]
+    put = await kube.put(path, dict(created.body, spec={"renewTime": "yesterday"}))
+    assert put.status == 400 and put.body["reason"] == "BadRequest", put.text
+    unchanged = await kube.get(path)
+    assert unchanged.body["metadata"]["resourceVersion"] == created.body["metadata"]["resourceVersion"]
+
+
 # ----------------------------------------------------------------------- subresources
 
 

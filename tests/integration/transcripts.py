@@ -50,12 +50,10 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from runtime.envtest.certs import CertificateAuthority
+from tests.support.reference import REFERENCE_DIR
 
 JSON = dict[str, Any]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-# In CI the spec lives next to the repository checkout: ../shared/reference/kube-apiserver.
-REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference" / "kube-apiserver"
 
 RECORDED_USER_AGENT = "reftool/1.0 (linux/amd64) ref-recorder"
 # The recorder's http.client adds exactly this one header on its own.

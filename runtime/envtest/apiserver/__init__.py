@@ -30,7 +30,9 @@ What it serves
 * list with label and field selectors and ``limit``/``continue``; watch from a resourceVersion
   (bounded history, 410 Expired past it), bookmarks, ``timeoutSeconds``, watch-list initial events.
 * CRD installation with structural-schema pruning, defaulting and validation.
-* Validating and mutating admission webhooks called over TLS with the configured ``caBundle``.
+* Validating and mutating admission webhooks called over TLS with the configured ``caBundle``,
+  in kube-apiserver's order: mutating webhooks (each non-empty patch is defaulted again), then
+  validation of the result, then validating webhooks.
 * Table, PartialObjectMetadata and YAML representations for kubectl.
 
 What it deliberately does not do (as with controller-runtime's envtest)

@@ -127,6 +127,9 @@ class AdmissionAttributes:
     # Labels of attrs.namespace; None when that namespace does not exist. For the namespaces
     # resource itself CREATE/UPDATE use the object's labels, as the real server does.
     namespace_labels: dict[str, str] | None = None
+    # Fills in defaults (in place) on the object a webhook's patch produced, as kube-apiserver runs
+    # the type's defaulter (a CRD's structural defaults) after every non-empty patch. None: none.
+    defaulter: Callable[[JSON], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -915,6 +918,9 @@ class Admission:
         if not isinstance(patched, dict):
             raise internal_error("Object 'Kind' is missing in the patched object")
         patched = _back_to_request_version(patched, attrs) if before is not attrs.object else patched
+        if attrs.defaulter is not None:
+            patched = copy.deepcopy(patched)
+            attrs.defaulter(patched)
         return patched != attrs.object, patched
 
     async def _call(

@@ -2568,6 +2568,21 @@ def patch_decode_error(
     )
 
 
+def strategic_patch_decode_error(patch_doc: Any, message: str) -> StatusError:
+    """422 for a strategic merge patch whose result cannot be decoded into a built-in's struct.
+
+    Like :func:`patch_decode_error`, but kube-apiserver quotes the *patch* here, as Go's ``%+v``
+    prints the decoded map: `` "" is invalid: patch: Invalid value: "map[spec:map[renewTime:x]]": ...``.
+    No recording shows this case; the wording follows kube-apiserver's strategic patcher.
+    """
+    from .schema import go_v
+
+    problem = invalid("patch", go_v(patch_doc), message)
+    return StatusError(
+        422, "Invalid", f' "" is invalid: {aggregate_message([problem])}', {"causes": [problem.cause()]}
+    )
+
+
 def order_builtin(rt: ResourceType, obj: JSON, *, with_type: bool = True) -> JSON:
     """``obj`` with keys in Go struct order (top level, metadata and nested structs) for output.
 

@@ -217,6 +217,7 @@ class Handlers:
             dry_run=caller.dry_run,
             user_info=caller.user_info(),
             namespace_labels=ns_labels,
+            defaulter=self._defaulter(rt) if mutate and kind is None else None,
         )
         # Warnings go straight into the caller's collection so that they reach the client even when
         # a later webhook denies the request.
@@ -225,6 +226,15 @@ class Handlers:
             return mutated
         await self.admission.validate(attrs, configs, warnings=caller.warnings)
         return obj
+
+    def _defaulter(self, rt: ResourceType) -> Callable[[JSON], None] | None:
+        """What fills in defaults on an object a mutating webhook patched (no pruning, no decode)."""
+        if rt.builtin:
+            return lambda obj: self._default_builtin(rt, obj)
+        crd_schema = rt.schema
+        if crd_schema is None:
+            return None
+        return lambda obj: schema.apply_defaults(crd_schema, obj)
 
     def _create_options(self, caller: Caller) -> JSON:
         opts: JSON = {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
@@ -245,14 +255,34 @@ class Handlers:
         return opts
 
     def _prepare_body(
-        self, rt: ResourceType, obj: JSON, caller: Caller, *, status_only: bool = False
+        self,
+        rt: ResourceType,
+        obj: JSON,
+        caller: Caller,
+        *,
+        status_only: bool = False,
+        patched_from: tuple[JSON, str, Any] | None = None,
     ) -> JSON:
-        """Pruning, unknown-field handling and defaulting of a decoded body; returns the object to use."""
+        """Pruning, unknown-field handling and defaulting of a decoded body; returns the object to use.
+
+        ``patched_from`` is ``(current object, patch kind, patch document)`` when ``obj`` is the
+        result of a PATCH: a built-in that the patch left undecodable (a malformed time, a
+        strict-mode unknown field) is then the 422 kube-apiserver gives for a patch rather than
+        the 400 of a request body.
+        """
         mode = caller.query.get("fieldValidation", "Warn")
         if rt.builtin:
             try:
                 decoded, warnings = builtins.decode_builtin(rt, obj, strict=mode == "Strict")
             except builtins.DecodeError as exc:
+                if patched_from is not None:
+                    current, patch_kind, patch_doc = patched_from
+                    if patch_kind in ("merge", "json"):
+                        raise builtins.patch_decode_error(
+                            rt, current, patch_kind, patch_doc, obj, exc.message
+                        ) from None
+                    if patch_kind == "strategic":
+                        raise builtins.strategic_patch_decode_error(patch_doc, exc.message) from None
                 raise bad_request(builtins.decode_error_message(rt, exc.message)) from None
             if mode != "Ignore":
                 for w in warnings:
@@ -621,18 +651,9 @@ class Handlers:
         if meta.get("resourceVersion"):
             raise StatusError(500, None, "resourceVersion should not be set on objects to be created")
         obj = self._prepare_body(rt, obj, caller)
+        self._create_rules(rt, obj)
         meta = _meta(obj)
-        for server_owned in (
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "managedFields",
-        ):
-            meta.pop(server_owned, None)
-        if rt.has_status:
-            obj.pop("status", None)
+        meta.pop("managedFields", None)
         self._default_builtin(rt, obj)
         if apply_config is not None:
             entries, obj = objectmeta.apply_managed_fields(
@@ -677,7 +698,13 @@ class Handlers:
             options=self._create_options(caller),
             mutate=True,
         )
-        obj = mutated if mutated is not None else obj
+        if mutated is not None and mutated is not obj:
+            # The strategy runs after mutating admission: what a webhook set that a new object may
+            # not carry (status behind a status subresource, system metadata) goes too.
+            obj = mutated
+            self._create_rules(rt, obj)
+            if rt.builtin:
+                builtins.prepare_for_create(rt, obj)
         meta = _meta(obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
@@ -708,6 +735,22 @@ class Handlers:
         stored = self.store.put(rt.key, key, obj, None)
         self._after_write(rt, stored, None)
         return stored
+
+    @staticmethod
+    def _create_rules(rt: ResourceType, obj: JSON) -> None:
+        """Drop (in place) what a new object may not bring: the metadata the server sets, and
+        status where a status subresource owns it."""
+        meta = _meta(obj)
+        for server_owned in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            meta.pop(server_owned, None)
+        if rt.has_status:
+            obj.pop("status", None)
 
     # ---------------------------------------------------------------------------- update, patch
 
@@ -811,7 +854,13 @@ class Handlers:
                 raise conflict(q, name, OPTIMISTIC_LOCK)
             if subresource == "scale":
                 patched = self._scale_to_object(rt, current, patched)
-            patched = self._prepare_body(rt, patched, caller, status_only=subresource == "status")
+            patched = self._prepare_body(
+                rt,
+                patched,
+                caller,
+                status_only=subresource == "status",
+                patched_from=(target, kind, patch_doc),
+            )
             try:
                 result = await self._commit_update(
                     rt,
@@ -849,27 +898,13 @@ class Handlers:
             return self.scale_of(rt, obj)
         return copy.deepcopy(obj)
 
-    async def _commit_update(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        name: str,
-        current: JSON,
-        new: JSON,
-        caller: Caller,
-        *,
-        subresource: str,
-        operation: str = "Update",
-        expect_rv: str | None = None,
-        apply_config: JSON | None = None,
+    def _update_rules(
+        self, rt: ResourceType, new: JSON, current: JSON, subresource: str, namespace: str, name: str
     ) -> JSON:
-        """The shared tail of PUT and PATCH: carry over what the endpoint may not change, validate,
-        admit, detect no-ops, bump generation, honour finalizers, store."""
-        q = rt.qualified
+        """``new`` with what this endpoint may not change taken from ``current``: status on the
+        main resource, everything but status on /status, and the system metadata (uid, times,
+        generation, name, namespace, resourceVersion). Returns the object to use."""
         old_meta = current["metadata"]
-        # Field ownership is worked out from what the client sent, before the endpoint drops what it
-        # may not change (a label sent to /status stays owned, as the real server records it).
-        submitted = copy.deepcopy(new)
         if rt.builtin and subresource != "scale":
             builtins.prepare_for_update(rt, new, current, subresource)
         elif subresource == "status":
@@ -905,9 +940,32 @@ class Handlers:
         else:
             meta.pop("namespace", None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        errors = self._validate(rt, new, current, status=subresource == "status")
-        if errors:
-            raise invalid_object(q, name, errors)
+        return new
+
+    async def _commit_update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        current: JSON,
+        new: JSON,
+        caller: Caller,
+        *,
+        subresource: str,
+        operation: str = "Update",
+        expect_rv: str | None = None,
+        apply_config: JSON | None = None,
+    ) -> JSON:
+        """The shared tail of PUT and PATCH: carry over what the endpoint may not change, mutating
+        admission, bump generation, validate, validating admission, detect no-ops, honour
+        finalizers, store."""
+        q = rt.qualified
+        old_meta = current["metadata"]
+        # Field ownership is worked out from what the client sent, before the endpoint drops what it
+        # may not change (a label sent to /status stays owned, as the real server records it).
+        submitted = copy.deepcopy(new)
+        new = self._update_rules(rt, new, current, subresource, namespace, name)
+        meta = _meta(new)
         scale_kind = SCALE_GROUP_KIND if subresource == "scale" else None
         admit_obj = self.scale_of(rt, new) if subresource == "scale" else new
         admit_old = self.scale_of(rt, current) if subresource == "scale" else current
@@ -930,12 +988,20 @@ class Handlers:
                 replicas = (mutated.get("spec") or {}).get("replicas")
                 _set_path(new, rt.scale.spec_replicas_path, replicas)  # type: ignore[union-attr]
             else:
-                new = mutated
+                # What a webhook changed is subject to the endpoint's rules too (the real strategy
+                # runs after mutating admission): status on the main resource, spec on /status
+                # and the system metadata stay as they were.
+                new = self._update_rules(rt, mutated, current, subresource, namespace, name)
                 meta = _meta(new)
         # Generation moves in the strategy's PrepareForUpdate: after mutating admission (whose webhooks
         # still see the old generation), before validating admission.
         if rt.tracks_generation and "generation" in old_meta and _spec_part(new) != _spec_part(current):
             meta["generation"] = int(old_meta["generation"]) + 1
+        # The admission chain is mutating webhooks -> validation of the result -> validating
+        # webhooks: a webhook may repair an invalid object, and what it makes invalid is refused.
+        errors = self._validate(rt, new, current, status=subresource == "status")
+        if errors:
+            raise invalid_object(q, name, errors)
         await self._admit(
             rt,
             operation="UPDATE",

@@ -147,7 +147,7 @@ def _go_type_name(value: Any) -> str:
     return "map[string]interface {}"
 
 
-def _go_v(value: Any) -> str:
+def go_v(value: Any) -> str:
     """``%v`` of a decoded JSON value (strings unquoted, maps as ``map[k:v]`` with sorted keys)."""
     value = _as_go_number(value)
     if value is None:
@@ -161,8 +161,8 @@ def _go_v(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "[" + " ".join(_go_v(v) for v in value) + "]"
-    return "map[" + " ".join(f"{k}:{_go_v(v)}" for k, v in sorted(value.items())) + "]"
+        return "[" + " ".join(go_v(v) for v in value) + "]"
+    return "map[" + " ".join(f"{k}:{go_v(v)}" for k, v in sorted(value.items())) + "]"
 
 
 def _go_deep_equal(a: Any, b: Any) -> bool:
@@ -824,7 +824,7 @@ class _Validator:
         if any(_enum_matches(value, entry) for entry in allowed):
             return []
         supported = tuple(entry if isinstance(entry, str) else go_json(entry) for entry in allowed)
-        message = _in_body(name, f"should be one of {_go_v(allowed)}")
+        message = _in_body(name, f"should be one of {go_v(allowed)}")
         return [_Problem("enum", name, value, message, supported=supported)]
 
     def _object(self, schema: JSON, value: JSON, name: str, old: Any) -> list[_Problem]:
@@ -1137,7 +1137,7 @@ def _nested_field(obj: JSON, fields: list[str]) -> tuple[Any, bool, str | None]:
             return (
                 None,
                 False,
-                f"{where} accessor error: {_go_v(current)} is of the type {_go_type_name(current)}, "
+                f"{where} accessor error: {go_v(current)} is of the type {_go_type_name(current)}, "
                 "expected map[string]interface{}",
             )
         if name not in current:
@@ -1153,7 +1153,7 @@ def _replicas_errors(path: str, obj: JSON) -> list[FieldError]:
         value = _as_go_number(value)
         if not isinstance(value, int) or isinstance(value, bool):
             error = (
-                f"{'.' + '.'.join(fields)} accessor error: {_go_v(value)} is of the type "
+                f"{'.' + '.'.join(fields)} accessor error: {go_v(value)} is of the type "
                 f"{_go_type_name(value)}, expected int64"
             )
     if error is not None:
@@ -1188,7 +1188,7 @@ def scale_accessor_errors(
         value, found, error = _nested_field(obj, fields)
         if error is None and found and not isinstance(value, str):
             error = (
-                f"{'.' + '.'.join(fields)} accessor error: {_go_v(value)} is of the type "
+                f"{'.' + '.'.join(fields)} accessor error: {go_v(value)} is of the type "
                 f"{_go_type_name(value)}, expected string"
             )
         if error is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +10,9 @@ import pytest
 from runtime.envtest.apiserver import builtins as b
 from runtime.envtest.apiserver import objectmeta as om
 from runtime.envtest.apiserver.registry import ResourceType
+from tests.support.reference import REFERENCE_DIR
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
+REFERENCE = REFERENCE_DIR
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
 
 
@@ -231,6 +231,30 @@ def test_json_patch_decode_error_sorts_only_containers_on_the_operation_path() -
         in err.message
     )
     assert '\\"spec\\":{\\"holderIdentity\\":\\"h\\",\\"renewTime\\":\\"bad\\"}' in err.message
+
+
+def test_strategic_patch_decode_error_quotes_the_patch_as_a_go_map() -> None:
+    patch_doc = {"spec": {"renewTime": "x", "leaseDurationSeconds": 15, "holderIdentity": None}}
+    err = b.strategic_patch_decode_error(patch_doc, 'parsing time "x"')
+    value = "map[spec:map[holderIdentity:<nil> leaseDurationSeconds:15 renewTime:x]]"
+    assert err.status() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f' "" is invalid: patch: Invalid value: "{value}": parsing time "x"',
+        "reason": "Invalid",
+        "details": {
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f'Invalid value: "{value}": parsing time "x"',
+                    "field": "patch",
+                }
+            ]
+        },
+        "code": 422,
+    }
 
 
 @needs_reference

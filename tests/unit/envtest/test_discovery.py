@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +10,9 @@ import pytest
 from runtime.envtest.apiserver import discovery
 from runtime.envtest.apiserver.builtins import builtin_types
 from runtime.envtest.apiserver.registry import Registry, ResourceType, ScaleSpec
+from tests.support.reference import REFERENCE_DIR
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
+REFERENCE = REFERENCE_DIR
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runtime.envtest.apiserver import objectmeta as om
 from runtime.envtest.apiserver.errors import FieldError, StatusError, aggregate_message
+from tests.support.reference import REFERENCE_DIR
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
+REFERENCE = REFERENCE_DIR
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,14 +18,11 @@ import pytest
 from runtime.envtest.apiserver import schema
 from runtime.envtest.apiserver.errors import Qualified, invalid_object
 from runtime.envtest.apiserver.registry import ResourceType, ScaleSpec
+from tests.support.reference import REFERENCE_DIR
 
 JSON = dict[str, Any]
 
-_CANDIDATES = [
-    Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "kube-apiserver",
-    Path("/work/shared/reference/kube-apiserver"),
-]
-REFERENCE = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
+REFERENCE = REFERENCE_DIR
 pytestmark = pytest.mark.skipif(
     not REFERENCE.is_dir(), reason="kube-apiserver reference transcripts not found"
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,9 @@ import yaml
 from runtime.envtest.apiserver import tables
 from runtime.envtest.apiserver.errors import StatusError
 from runtime.envtest.apiserver.registry import ResourceType, ScaleSpec
+from tests.support.reference import REFERENCE_DIR
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "kube-apiserver"
+REFERENCE = REFERENCE_DIR
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
 
 KUBECTL_TABLE = (

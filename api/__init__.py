@@ -1,0 +1,89 @@
+"""The operator's APIs as pydantic models, and the CRDs generated from them.
+
+* :mod:`api.controlplane` — ``ControlPlane`` (``controlplane.cpo.dev/v1alpha1``), this project's API.
+* :mod:`api.machine` — OpenShift's ``Machine`` and ``MachineHealthCheck`` (``machine.openshift.io/v1beta1``).
+* :mod:`api.meta` — the base model, ``ObjectMeta``, ``LabelSelector``, wire types
+  (Time, Duration, IntOrString).
+* :mod:`api.selector` — label-selector matching and formatting.
+* :mod:`api.crdgen` — ``cpo manifests``: CRD YAML from the models, like controller-gen.
+
+Attributes are snake_case, the wire is camelCase; ``Model.from_dict(obj)`` and ``model.to_dict()``
+convert losslessly::
+
+    from api import ControlPlane
+
+    raw = await client.get("controlplane.cpo.dev/v1alpha1", "ControlPlane", "cluster", "ns")
+    cp = ControlPlane.from_dict(raw)
+    print(cp.spec.replicas, cp.spec.strategy.rolling_update)
+"""
+
+from .controlplane import (
+    CONTROLPLANE_CRD,
+    Condition,
+    ControlPlane,
+    ControlPlaneMachineSpec,
+    ControlPlaneMachineTemplate,
+    ControlPlaneSpec,
+    ControlPlaneStatus,
+    EtcdSpec,
+    FailureDomain,
+    LastRemediation,
+    MachineTemplateMetadata,
+    Remediation,
+    RollingUpdate,
+    Strategy,
+)
+from .machine import (
+    MACHINE_CRD,
+    MACHINEHEALTHCHECK_CRD,
+    LifecycleHook,
+    LifecycleHooks,
+    Machine,
+    MachineCondition,
+    MachineHealthCheck,
+    MachineHealthCheckSpec,
+    MachineHealthCheckStatus,
+    MachineSpec,
+    MachineStatus,
+    UnhealthyCondition,
+)
+from .meta import CRDInfo, KubeModel, LabelSelector, ObjectMeta, ObjectReference, OwnerReference
+
+ALL_CRDS: tuple[CRDInfo, ...] = (CONTROLPLANE_CRD, MACHINE_CRD, MACHINEHEALTHCHECK_CRD)
+"""Every CRD ``cpo manifests`` writes."""
+
+__all__ = [
+    "ALL_CRDS",
+    "CONTROLPLANE_CRD",
+    "MACHINEHEALTHCHECK_CRD",
+    "MACHINE_CRD",
+    "CRDInfo",
+    "Condition",
+    "ControlPlane",
+    "ControlPlaneMachineSpec",
+    "ControlPlaneMachineTemplate",
+    "ControlPlaneSpec",
+    "ControlPlaneStatus",
+    "EtcdSpec",
+    "FailureDomain",
+    "KubeModel",
+    "LabelSelector",
+    "LastRemediation",
+    "LifecycleHook",
+    "LifecycleHooks",
+    "Machine",
+    "MachineCondition",
+    "MachineHealthCheck",
+    "MachineHealthCheckSpec",
+    "MachineHealthCheckStatus",
+    "MachineSpec",
+    "MachineStatus",
+    "MachineTemplateMetadata",
+    "ObjectMeta",
+    "ObjectReference",
+    "OwnerReference",
+    "Remediation",
+    "RollingUpdate",
+    "Strategy",
+    "UnhealthyCondition",
+]

@@ -1,0 +1,327 @@
+"""The ControlPlane API, ``controlplane.cpo.dev/v1alpha1``: one object for all control-plane Machines.
+
+A ControlPlane says how many control-plane Machines to run (an odd number, for etcd quorum), what
+they look like (``template``), where (``failureDomains``) and how to replace them (``strategy``);
+the controller reports progress in ``status``. Build one in Python and send its wire form::
+
+    from api import ControlPlane, ControlPlaneSpec, ControlPlaneMachineTemplate, ObjectMeta
+
+    cp = ControlPlane(
+        metadata=ObjectMeta(name="cluster", namespace="openshift-machine-api"),
+        spec=ControlPlaneSpec(
+            replicas=3,
+            template=ControlPlaneMachineTemplate.for_provider_spec({"instanceType": "m6i.xlarge"}),
+        ),
+    )
+    await client.create(cp.to_dict())
+
+Defaults (replicas 1, the master-role selector, RollingUpdate with maxSurge 1, autorepair on)
+are in the models, in the generated CRD and in the defaulting webhook alike; the rules that a
+schema cannot say (odd replicas, immutable fields) are in :mod:`webhooks.controlplane`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from .meta import (
+    CRDInfo,
+    Duration,
+    KubeObject,
+    LabelSelector,
+    LocalObjectReference,
+    ObjectMeta,
+    PrinterColumn,
+    ScaleSubresource,
+    StrictKubeModel,
+    Time,
+)
+
+GROUP = "controlplane.cpo.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "ControlPlane"
+
+MASTER_ROLE_LABEL = "machine.openshift.io/cluster-api-machine-role"
+"""The label OpenShift puts on control-plane Machines; the default selector matches ``master``."""
+DEFAULT_SELECTOR_LABELS = {MASTER_ROLE_LABEL: "master"}
+
+DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+Phase = Literal[
+    "Pending", "Provisioning", "Running", "Scaling", "Updating", "Remediating", "Degraded", "Deleting"
+]
+PHASES: tuple[Phase, ...] = (
+    "Pending",
+    "Provisioning",
+    "Running",
+    "Scaling",
+    "Updating",
+    "Remediating",
+    "Degraded",
+    "Deleting",
+)
+
+# Condition types the controller maintains on a ControlPlane.
+CONDITION_AVAILABLE = "Available"
+CONDITION_PROGRESSING = "Progressing"
+CONDITION_DEGRADED = "Degraded"
+CONDITION_ETCD_CLUSTER_HEALTHY = "EtcdClusterHealthy"
+CONDITION_MACHINES_READY = "MachinesReady"
+CONDITION_REMEDIATING = "Remediating"
+CONDITION_TYPES = (
+    CONDITION_AVAILABLE,
+    CONDITION_PROGRESSING,
+    CONDITION_DEGRADED,
+    CONDITION_ETCD_CLUSTER_HEALTHY,
+    CONDITION_MACHINES_READY,
+    CONDITION_REMEDIATING,
+)
+
+
+def _default_selector() -> LabelSelector:
+    return LabelSelector(match_labels=dict(DEFAULT_SELECTOR_LABELS))
+
+
+class RollingUpdate(StrictKubeModel):
+    """How a rolling replacement proceeds."""
+
+    max_surge: int = Field(default=1, ge=0, le=1)
+    """Machines allowed above spec.replicas during a replacement: 1 creates the replacement
+    before deleting the outdated machine (the safe default), 0 deletes first and so needs at
+    least 3 replicas to keep etcd quorum. Defaults to 1."""
+
+
+def _default_rolling_update() -> RollingUpdate:
+    return RollingUpdate(max_surge=1)
+
+
+class Strategy(StrictKubeModel):
+    """How outdated machines are replaced."""
+
+    type: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
+    """RollingUpdate replaces outdated machines one at a time on its own; OnDelete replaces only
+    machines a user deletes. Defaults to RollingUpdate."""
+    rolling_update: RollingUpdate | None = None
+    """Settings of the RollingUpdate strategy."""
+
+
+def _default_strategy() -> Strategy:
+    return Strategy(type="RollingUpdate", rolling_update=_default_rolling_update())
+
+
+class ProviderSpec(StrictKubeModel):
+    """Provider-specific machine configuration, passed through to the Machine unchanged."""
+
+    value: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
+    )
+    """The provider's configuration object (for AWS an AWSMachineProviderConfig), copied to
+    each Machine's spec.providerSpec.value; kept exactly as written."""
+
+
+class MachineTemplateMetadata(StrictKubeModel):
+    """Metadata given to every Machine the ControlPlane creates."""
+
+    labels: dict[str, str] | None = None
+    """Labels of each Machine; must be matched by spec.selector. Defaults to spec.selector's matchLabels."""
+    annotations: dict[str, str] | None = None
+    """Annotations of each Machine."""
+
+
+class ControlPlaneMachineSpec(StrictKubeModel):
+    """The spec of the Machines to create."""
+
+    provider_spec: ProviderSpec
+    """Provider configuration of each Machine."""
+
+
+class ControlPlaneMachineTemplate(StrictKubeModel):
+    """What each control-plane Machine looks like."""
+
+    metadata: MachineTemplateMetadata | None = None
+    """Labels and annotations of each Machine."""
+    spec: ControlPlaneMachineSpec
+    """Spec of each Machine."""
+
+    @classmethod
+    def for_provider_spec(
+        cls, value: dict[str, Any], labels: dict[str, str] | None = None
+    ) -> ControlPlaneMachineTemplate:
+        """A template with this providerSpec.value and, by default, the default selector's labels."""
+        return cls(
+            metadata=MachineTemplateMetadata(labels=dict(labels or DEFAULT_SELECTOR_LABELS)),
+            spec=ControlPlaneMachineSpec(provider_spec=ProviderSpec(value=value)),
+        )
+
+
+class FailureDomain(StrictKubeModel):
+    """A zone (or other fault boundary) machines are spread over."""
+
+    name: str = Field(min_length=1, max_length=63, pattern=DNS1123_LABEL_PATTERN)
+    """Name of the failure domain, a DNS-1123 label unique in the list (e.g. ``us-east-1a``)."""
+    provider_spec: ProviderSpec | None = None
+    """Fields merged over template.spec.providerSpec.value for machines in this domain (JSON merge
+    patch semantics), e.g. ``{"placement": {"availabilityZone": "us-east-1a"}}``."""
+
+
+class Remediation(StrictKubeModel):
+    """Limits on replacing unhealthy machines (Cluster API KubeadmControlPlane semantics)."""
+
+    max_retry: int | None = Field(default=None, ge=0)
+    """How many times in a row the replacement of a failed machine may itself be remediated
+    before the controller stops and waits for a human. Defaults to unlimited."""
+    retry_period: Duration | None = None
+    """Minimum wait between the remediation of a machine and the remediation of its replacement.
+    Defaults to 0 (no wait)."""
+    min_healthy_period: Duration | None = "1h"
+    """A replacement that stays healthy this long resets the retry count: a later failure counts
+    as a new problem, not a retry. Defaults to 1h."""
+
+
+class EtcdSpec(StrictKubeModel):
+    """How to reach the etcd cluster the control plane uses."""
+
+    endpoints: list[str] | None = None
+    """Client URLs of etcd members used for health and membership checks (e.g.
+    ``https://10.0.0.10:2379``). When empty, the members are reached through the control-plane
+    machines' addresses on port 2379."""
+    tls_secret_ref: LocalObjectReference | None = None
+    """Secret with the etcd client certificate (``tls.crt``, ``tls.key``) and CA (``ca.crt``)."""
+    external: bool = False
+    """etcd runs outside these machines: replicas may be even, no quorum checks and no etcd
+    lifecycle hooks. Immutable after creation. Defaults to false (stacked etcd)."""
+
+
+class ControlPlaneSpec(StrictKubeModel):
+    """Desired state of the control plane."""
+
+    replicas: int = Field(default=1, ge=1)
+    """Number of control-plane machines: odd for stacked etcd (1, 3, 5, 7), any positive number
+    with external etcd; more than 7 is allowed with a warning. Defaults to 1."""
+    selector: LabelSelector = Field(default_factory=_default_selector)
+    """Machines this control plane owns or adopts. Immutable after creation. Defaults to
+    ``machine.openshift.io/cluster-api-machine-role: master``."""
+    template: ControlPlaneMachineTemplate
+    """Template for new machines."""
+    failure_domains: list[FailureDomain] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    """Failure domains to spread machines over, evenly; empty means one implicit domain."""
+    strategy: Strategy = Field(default_factory=_default_strategy)
+    """How outdated machines are replaced. Defaults to RollingUpdate with maxSurge 1."""
+    rollout_after: Time | None = None
+    """Machines created before this time are outdated and get replaced (like ``kubectl rollout restart``)."""
+    enable_autorepair: bool = True
+    """Create and own a MachineHealthCheck so unhealthy machines get replaced. Defaults to true."""
+    remediation: Remediation | None = None
+    """Limits on automatic replacement of unhealthy machines."""
+    etcd: EtcdSpec | None = None
+    """The etcd cluster; stacked on the control-plane machines unless etcd.external is set."""
+    paused: bool = False
+    """Stop reconciling: no machine is created or deleted while true. Defaults to false."""
+
+
+class Condition(StrictKubeModel):
+    """One aspect of the current state (``metav1.Condition``)."""
+
+    type: str = Field(min_length=1, max_length=316)
+    """Condition type: Available, Progressing, Degraded, EtcdClusterHealthy, MachinesReady or Remediating."""
+    status: Literal["True", "False", "Unknown"]
+    """Whether the condition holds."""
+    observed_generation: int | None = Field(default=None, ge=0)
+    """metadata.generation the condition was computed from."""
+    last_transition_time: Time
+    """When status last changed."""
+    reason: str = Field(min_length=1, max_length=1024)
+    """Machine-readable CamelCase cause of the last transition."""
+    message: str = Field(default="", max_length=32768)
+    """Human-readable details, e.g. which preflight check failed."""
+
+
+class LastRemediation(StrictKubeModel):
+    """The most recent remediation the controller started."""
+
+    machine: str
+    """Name of the machine that was remediated."""
+    timestamp: Time
+    """When the remediation started."""
+    retry_count: int = Field(default=0, ge=0)
+    """How many remediations in a row replaced a machine that had itself replaced a remediated one."""
+
+
+class ControlPlaneStatus(StrictKubeModel):
+    """Observed state of the control plane."""
+
+    replicas: int | None = Field(default=None, ge=0)
+    """Machines the control plane currently owns (including ones being deleted)."""
+    updated_replicas: int | None = Field(default=None, ge=0)
+    """Owned machines that match the current template and rolloutAfter."""
+    ready_replicas: int | None = Field(default=None, ge=0)
+    """Owned machines whose Node is Ready."""
+    available_replicas: int | None = Field(default=None, ge=0)
+    """Owned machines that are ready and host a healthy etcd voting member."""
+    unavailable_replicas: int | None = Field(default=None, ge=0)
+    """spec.replicas minus availableReplicas (never negative)."""
+    selector: str | None = None
+    """spec.selector in labelSelector query syntax, for the scale subresource."""
+    observed_generation: int | None = Field(default=None, ge=0)
+    """The metadata.generation the controller last acted on."""
+    phase: Phase | None = None
+    """Summary of what the control plane is doing."""
+    conditions: list[Condition] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    """Current conditions, each with a reason and a message."""
+    failure_reason: str | None = None
+    """Machine-readable cause of a problem that needs a human (set together with failureMessage)."""
+    failure_message: str | None = None
+    """What is wrong and what to do about it, when the controller cannot continue on its own."""
+    last_remediation: LastRemediation | None = None
+    """The most recent remediation started."""
+
+
+class ControlPlane(KubeObject):
+    """A set of control-plane Machines managed together, keeping etcd quorum through every change."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    api_version: Literal["controlplane.cpo.dev/v1alpha1"] = "controlplane.cpo.dev/v1alpha1"
+    """APIVersion of this object: controlplane.cpo.dev/v1alpha1."""
+    kind: Literal["ControlPlane"] = "ControlPlane"
+    """Kind of this object: ControlPlane."""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    """Standard object metadata."""
+    spec: ControlPlaneSpec
+    """Desired state."""
+    status: ControlPlaneStatus | None = None
+    """Observed state, written by the controller."""
+
+
+CONTROLPLANE_CRD = CRDInfo(
+    model=ControlPlane,
+    group=GROUP,
+    version=VERSION,
+    kind=KIND,
+    plural="controlplanes",
+    singular="controlplane",
+    short_names=("cp",),
+    categories=("cpo", "cluster-api"),
+    scale=ScaleSubresource(),
+    printer_columns=(
+        PrinterColumn("Desired", "integer", ".spec.replicas", "Desired number of machines"),
+        PrinterColumn("Ready", "integer", ".status.readyReplicas", "Machines whose node is Ready"),
+        PrinterColumn(
+            "Updated", "integer", ".status.updatedReplicas", "Machines matching the current template"
+        ),
+        PrinterColumn(
+            "Available", "integer", ".status.availableReplicas", "Ready machines with a healthy etcd voter"
+        ),
+        PrinterColumn("Phase", "string", ".status.phase", "What the control plane is doing"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+    ),
+)

@@ -1,0 +1,318 @@
+"""OpenShift's Machine API, ``machine.openshift.io/v1beta1``: Machine and MachineHealthCheck.
+
+Field names and JSON shapes follow OpenShift's types (``openshift/api`` ``machine/v1beta1``) for
+the fields this operator reads or writes; everything else a real cluster stores (``lastOperation``,
+``authoritativeAPI``, whatever a later release adds) is kept untouched, because these models allow
+extra keys and the generated CRD preserves unknown fields under ``spec`` and ``status``. The
+opaque ``providerSpec.value`` and ``providerStatus`` are plain dicts, never interpreted::
+
+    from api import Machine
+
+    machine = Machine.from_dict(obj)
+    if machine.status and machine.status.phase == "Running":
+        hooks = machine.spec.lifecycle_hooks
+    obj2 = machine.to_dict()          # == obj
+
+The project ships CRDs for these kinds for clusters that lack them (tests, the local provider);
+on OpenShift the cluster's own CRDs serve them and the same models read them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict
+
+from .meta import (
+    CRDInfo,
+    Duration,
+    KubeModel,
+    KubeObject,
+    LabelSelector,
+    ObjectMeta,
+    ObjectReference,
+    OwnerReference,
+    PrinterColumn,
+    Time,
+)
+
+GROUP = "machine.openshift.io"
+VERSION = "v1beta1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+# Machine phases (status.phase). A plain string on the wire, as in OpenShift: readers must cope
+# with values a later release adds.
+PHASE_PROVISIONING = "Provisioning"
+PHASE_PROVISIONED = "Provisioned"
+PHASE_RUNNING = "Running"
+PHASE_DELETING = "Deleting"
+PHASE_FAILED = "Failed"
+MACHINE_PHASES = (PHASE_PROVISIONING, PHASE_PROVISIONED, PHASE_RUNNING, PHASE_DELETING, PHASE_FAILED)
+
+LIFECYCLE_HOOK_NAME_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+_PRESERVE: JsonDict = {"x-kubernetes-preserve-unknown-fields": True}
+
+
+class MachineObjectMeta(KubeModel):
+    """Metadata the machine controller copies onto the Node it creates (a subset of ObjectMeta)."""
+
+    name: str | None = None
+    """Name for the Node."""
+    generate_name: str | None = None
+    """Prefix for a generated Node name."""
+    namespace: str | None = None
+    """Namespace (Nodes are cluster-scoped; kept for compatibility)."""
+    labels: dict[str, str] | None = None
+    """Labels added to the Node."""
+    annotations: dict[str, str] | None = None
+    """Annotations added to the Node."""
+    owner_references: list[OwnerReference] | None = None
+    """Owner references added to the Node."""
+
+
+class LifecycleHook(KubeModel):
+    """A named hold on a machine lifecycle step; the step waits while the hook is present."""
+
+    name: str = Field(min_length=3, max_length=256, pattern=LIFECYCLE_HOOK_NAME_PATTERN)
+    """Unique name of the hook, CamelCase, optionally prefixed by a domain (``example.com/Name``)."""
+    owner: str = Field(min_length=3, max_length=512)
+    """Who holds the hook and will remove it, e.g. ``clusteroperator/etcd``."""
+
+
+class LifecycleHooks(KubeModel):
+    """Hooks that pause a machine's deletion at fixed points."""
+
+    pre_drain: list[LifecycleHook] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    """While any is present, the node is not drained (and so the machine is not terminated)."""
+    pre_terminate: list[LifecycleHook] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    """While any is present, the drained machine's instance is not terminated."""
+
+
+class Taint(KubeModel):
+    """A taint applied to the machine's Node (``corev1.Taint``)."""
+
+    key: str
+    """Taint key."""
+    value: str | None = None
+    """Taint value."""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """What the taint does to pods that do not tolerate it."""
+    time_added: Time | None = None
+    """When a NoExecute taint was added."""
+
+
+class ProviderSpec(KubeModel):
+    """Provider-specific machine configuration."""
+
+    value: dict[str, Any] | None = Field(default=None, json_schema_extra=_PRESERVE)
+    """The provider's configuration object (e.g. AWSMachineProviderConfig), opaque to the Machine API."""
+
+
+class MachineSpec(KubeModel):
+    """Desired state of a Machine; unknown fields are preserved."""
+
+    model_config = ConfigDict(json_schema_extra=_PRESERVE)
+
+    metadata: MachineObjectMeta | None = None
+    """Labels, annotations and names given to the Node."""
+    lifecycle_hooks: LifecycleHooks | None = None
+    """Hooks that pause deletion before drain and before termination."""
+    taints: list[Taint] | None = None
+    """Taints added to the Node (never removed from it by the machine controller)."""
+    provider_spec: ProviderSpec | None = None
+    """Provider configuration of the instance."""
+    provider_id: str | None = Field(default=None, alias="providerID")
+    """The instance's ID at the provider; equals the Node's spec.providerID."""
+
+
+class NodeAddress(KubeModel):
+    """An address of the machine (``corev1.NodeAddress``)."""
+
+    type: str
+    """Hostname, ExternalIP, InternalIP, ExternalDNS or InternalDNS."""
+    address: str
+    """The address."""
+
+
+class LastOperation(KubeModel):
+    """The last operation the machine controller performed."""
+
+    description: str | None = None
+    """What happened, in words."""
+    last_updated: Time | None = None
+    """When it was recorded."""
+    state: str | None = None
+    """Processing, Failed, Successful, …"""
+    type: str | None = None
+    """Create, Update, Delete, …"""
+
+
+class MachineCondition(KubeModel):
+    """An observation of a Machine API object (OpenShift's Condition, with severity)."""
+
+    type: str
+    """Condition type, CamelCase or ``example.com/CamelCase``."""
+    status: str
+    """True, False or Unknown."""
+    severity: str | None = None
+    """Error, Warning or Info; only with status False."""
+    last_transition_time: Time | None = None
+    """When status last changed."""
+    reason: str | None = None
+    """CamelCase cause of the last transition."""
+    message: str | None = None
+    """Human-readable details."""
+
+
+class MachineStatus(KubeModel):
+    """Observed state of a Machine; unknown fields are preserved."""
+
+    model_config = ConfigDict(json_schema_extra=_PRESERVE)
+
+    node_ref: ObjectReference | None = None
+    """The Node of this machine, once it has joined."""
+    last_updated: Time | None = None
+    """When the status was last observed."""
+    error_reason: str | None = None
+    """Machine-readable terminal problem that needs a human (e.g. InvalidConfiguration)."""
+    error_message: str | None = None
+    """Human-readable terminal problem."""
+    provider_status: dict[str, Any] | None = Field(default=None, json_schema_extra=_PRESERVE)
+    """Provider-specific status (e.g. AWSMachineProviderStatus), opaque to the Machine API."""
+    addresses: list[NodeAddress] | None = None
+    """Addresses of the instance, as the provider reports them."""
+    last_operation: LastOperation | None = None
+    """The last operation of the machine controller."""
+    phase: str | None = None
+    """Provisioning, Provisioned, Running, Deleting or Failed."""
+    conditions: list[MachineCondition] | None = None
+    """Current conditions."""
+
+
+class Machine(KubeObject):
+    """A single compute instance that is (or will become) a Node."""
+
+    api_version: Literal["machine.openshift.io/v1beta1"] = "machine.openshift.io/v1beta1"
+    """APIVersion of this object: machine.openshift.io/v1beta1."""
+    kind: Literal["Machine"] = "Machine"
+    """Kind of this object: Machine."""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    """Standard object metadata."""
+    spec: MachineSpec = Field(default_factory=MachineSpec)
+    """Desired state."""
+    status: MachineStatus | None = None
+    """Observed state, written by the machine controller."""
+
+
+class UnhealthyCondition(KubeModel):
+    """A Node condition that, held for ``timeout``, makes the machine unhealthy."""
+
+    type: str = Field(min_length=1)
+    """Node condition type, e.g. Ready."""
+    status: str = Field(min_length=1)
+    """Condition status that counts as unhealthy: True, False or Unknown."""
+    timeout: Duration
+    """How long the condition must hold, e.g. ``300s``."""
+
+
+class MachineHealthCheckSpec(KubeModel):
+    """Which machines to check and when to remediate them."""
+
+    selector: LabelSelector
+    """Machines to check; an empty selector matches every machine in the namespace."""
+    unhealthy_conditions: list[UnhealthyCondition] = Field(min_length=1)
+    """Node conditions that make a machine unhealthy (any of them)."""
+    max_unhealthy: int | Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "100%"
+    """Remediate only while at most this many selected machines (a count or a percentage) are
+    unhealthy; 0 or 0% stops all remediation. Defaults to 100%."""
+    node_startup_timeout: str = Field(default="10m", pattern=r"^0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+    """A machine without a Node after this long is unhealthy; ``0`` disables the check. Defaults to 10m."""
+    remediation_template: ObjectReference | None = None
+    """A remediation template of an external remediator; when set, remediation is handed to it."""
+
+
+class MachineHealthCheckStatus(KubeModel):
+    """What the last health check observed."""
+
+    expected_machines: int | None = Field(default=None, ge=0)
+    """Machines matched by the selector."""
+    current_healthy: int | None = Field(default=None, ge=0)
+    """Matched machines that are healthy."""
+    remediations_allowed: int | None = Field(default=None, ge=0)
+    """Further remediations allowed before maxUnhealthy stops them."""
+    conditions: list[MachineCondition] | None = None
+    """Current conditions (RemediationAllowed)."""
+
+
+class MachineHealthCheck(KubeObject):
+    """Health policy for a set of machines; unhealthy ones are remediated."""
+
+    api_version: Literal["machine.openshift.io/v1beta1"] = "machine.openshift.io/v1beta1"
+    """APIVersion of this object: machine.openshift.io/v1beta1."""
+    kind: Literal["MachineHealthCheck"] = "MachineHealthCheck"
+    """Kind of this object: MachineHealthCheck."""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    """Standard object metadata."""
+    spec: MachineHealthCheckSpec
+    """Health-check policy."""
+    status: MachineHealthCheckStatus | None = None
+    """Most recently observed status."""
+
+
+MACHINE_CRD = CRDInfo(
+    model=Machine,
+    group=GROUP,
+    version=VERSION,
+    kind="Machine",
+    plural="machines",
+    singular="machine",
+    categories=("cluster-api",),
+    printer_columns=(
+        PrinterColumn("Phase", "string", ".status.phase", "Phase of the machine"),
+        PrinterColumn(
+            "Type", "string", ".metadata.labels['machine\\.openshift\\.io/instance-type']", "Instance type"
+        ),
+        PrinterColumn("Region", "string", ".metadata.labels['machine\\.openshift\\.io/region']", "Region"),
+        PrinterColumn("Zone", "string", ".metadata.labels['machine\\.openshift\\.io/zone']", "Zone"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Age of the machine"),
+        PrinterColumn("Node", "string", ".status.nodeRef.name", "Node of the machine", priority=1),
+        PrinterColumn("ProviderID", "string", ".spec.providerID", "Instance ID at the provider", priority=1),
+        PrinterColumn(
+            "State",
+            "string",
+            ".metadata.annotations['machine\\.openshift\\.io/instance-state']",
+            "Instance state",
+            priority=1,
+        ),
+    ),
+)
+
+MACHINEHEALTHCHECK_CRD = CRDInfo(
+    model=MachineHealthCheck,
+    group=GROUP,
+    version=VERSION,
+    kind="MachineHealthCheck",
+    plural="machinehealthchecks",
+    singular="machinehealthcheck",
+    short_names=("mhc", "mhcs"),
+    categories=("cluster-api",),
+    printer_columns=(
+        PrinterColumn(
+            "MaxUnhealthy", "string", ".spec.maxUnhealthy", "Most unhealthy machines remediation tolerates"
+        ),
+        PrinterColumn("ExpectedMachines", "integer", ".status.expectedMachines", "Machines checked"),
+        PrinterColumn("CurrentHealthy", "integer", ".status.currentHealthy", "Machines healthy now"),
+        PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+    ),
+)

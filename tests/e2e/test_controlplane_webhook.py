@@ -1,0 +1,175 @@
+"""ControlPlane admission end to end: the API server calls our webhook server over TLS, kubectl shows it.
+
+Runs once ``runtime.webhook`` (the webhook server) is on the branch; skipped before that.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+# Looked up through importorskip so the module is skipped, not broken, until they are on the branch.
+webhook = pytest.importorskip("runtime.webhook", reason="runtime/webhook.py is not on this branch yet")
+support = pytest.importorskip(
+    "tests.support.webhooks", reason="tests/support/webhooks.py is not on this branch yet"
+)
+
+from runtime.client import Client  # noqa: E402
+from tests.e2e.test_kubectl import Kubectl  # noqa: E402
+from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader  # noqa: E402
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
+
+ROOT = Path(__file__).resolve().parents[2]
+GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
+CP = (f"{GROUP}/{VERSION}", KIND)
+ODD = "must be an odd number (1, 3, 5, 7) for a stacked etcd control plane"
+
+
+def _configuration(kind: str, name: str, url: str, ca: bytes, resources: list[str], namespace: str) -> Any:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": name,
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()},
+                "rules": [
+                    {
+                        "apiGroups": [GROUP],
+                        "apiVersions": [VERSION],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": resources,
+                    }
+                ],
+                # Only this test's namespace: other tests' ControlPlanes never depend on this server.
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 5,
+            }
+        ],
+    }
+
+
+def _yaml(name: str, replicas: int, external: bool = False) -> str:
+    etcd = "\n  etcd:\n    external: true" if external else ""
+    return f"""\
+apiVersion: {GROUP}/{VERSION}
+kind: {KIND}
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}{etcd}
+  template:
+    spec:
+      providerSpec:
+        value:
+          instanceType: m6i.xlarge
+"""
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(env: Any, namespace: str, tmp_path: Path) -> AsyncIterator[Client]:
+    await env.install_crds([ROOT / "config" / "crd"])
+    certs = support.ServingCerts(tmp_path / "certs")
+    certs.write()
+    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
+        server = webhook.WebhookServer(
+            webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
+        )
+        server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(c)))
+        server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
+        async with support.running_webhook_server(server):
+            created = []
+            for kind, path, resources in (
+                (
+                    "ValidatingWebhookConfiguration",
+                    webhook.validate_path(GROUP, VERSION, KIND),
+                    ["controlplanes", "controlplanes/scale"],
+                ),
+                (
+                    "MutatingWebhookConfiguration",
+                    webhook.mutate_path(GROUP, VERSION, KIND),
+                    ["controlplanes"],
+                ),
+            ):
+                name = f"{kind[:1].lower()}controlplane.{namespace}.cpo.dev"
+                url = f"https://127.0.0.1:{server.port}{path}"
+                created.append(
+                    await c.create(_configuration(kind, name, url, certs.ca.cert_pem, resources, namespace))
+                )
+            try:
+                yield c
+            finally:
+                for obj in created:
+                    await c.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+
+
+async def test_even_replicas_refused_on_create_update_and_scale(
+    client: Client, kubeconfig_path: Path, namespace: str
+) -> None:
+    kubectl = Kubectl(kubeconfig_path, namespace)
+    out = await kubectl.run("apply", "-f", "-", stdin=_yaml("even", 4), check=False)
+    assert f"spec.replicas: Invalid value: 4: {ODD}" in out, out
+    assert "denied the request" in out
+
+    await kubectl.run("apply", "-f", "-", stdin=_yaml("cluster", 3))
+    out = await kubectl.run(
+        "patch", "cp", "cluster", "--type", "merge", "-p", '{"spec":{"replicas":2}}', check=False
+    )
+    assert f"spec.replicas: Invalid value: 2: {ODD}" in out, out
+
+    out = await kubectl.run("scale", "cp/cluster", "--replicas", "4", check=False)
+    assert f'Scale.autoscaling "cluster" is invalid: spec.replicas: Invalid value: 4: {ODD}' in out, out
+    assert (await client.get(*CP, "cluster", namespace))["spec"]["replicas"] == 3
+
+    out = await kubectl.run("scale", "cp/cluster", "--replicas", "5")
+    assert "scaled" in out
+    assert (await client.get(*CP, "cluster", namespace))["spec"]["replicas"] == 5
+
+
+async def test_defaults_appear_on_a_created_object(client: Client, namespace: str) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": {"name": "bare", "namespace": namespace},
+        "spec": {"template": {"spec": {"providerSpec": {"value": {}}}}},
+    }
+    created = await client.create(body)
+    spec = created["spec"]
+    assert spec["replicas"] == 1 and spec["enableAutorepair"] is True
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}
+    master = {"machine.openshift.io/cluster-api-machine-role": "master"}
+    assert spec["selector"] == {"matchLabels": master}
+    # Only the webhook defaults the template labels (the schema cannot copy from the selector).
+    assert spec["template"]["metadata"]["labels"] == master
+
+
+async def test_above_seven_passes_with_a_warning_kubectl_shows(
+    client: Client, kubeconfig_path: Path, namespace: str
+) -> None:
+    kubectl = Kubectl(kubeconfig_path, namespace)
+    out = await kubectl.run("apply", "-f", "-", stdin=_yaml("big", 9), check=False)
+    assert "Warning: spec.replicas: 9 is more than the recommended 7 etcd members" in out, out
+    assert (await client.get(*CP, "big", namespace))["spec"]["replicas"] == 9
+
+
+async def test_external_etcd_scales_to_even_counts(
+    client: Client, kubeconfig_path: Path, namespace: str
+) -> None:
+    kubectl = Kubectl(kubeconfig_path, namespace)
+    await kubectl.run("apply", "-f", "-", stdin=_yaml("ext", 3, external=True))
+    await kubectl.run("scale", "cp/ext", "--replicas", "4")
+    assert (await client.get(*CP, "ext", namespace))["spec"]["replicas"] == 4
+    out = await kubectl.run(
+        "patch", "cp", "ext", "--type", "merge", "-p", '{"spec":{"etcd":{"external":false}}}', check=False
+    )
+    assert "spec.etcd.external: Invalid value: false: field is immutable" in out, out
