@@ -1,0 +1,326 @@
+"""Predicates: filters that decide which events reach an event handler (and so the queue).
+
+A predicate answers one question per event kind: should this create, update, delete or generic
+event enqueue anything? A source asks every predicate it was given and drops the event when one
+says no. Predicates see the cache's own objects: read them, never change them.
+
+Ready-made predicates (each passes every event kind it does not mention):
+
+=====================================  =========================================================
+:class:`GenerationChangedPredicate`    updates that changed ``metadata.generation`` (spec
+                                       changes, not status-only writes)
+:class:`LabelChangedPredicate`         updates that changed ``metadata.labels``
+:class:`AnnotationChangedPredicate`    updates that changed ``metadata.annotations``
+:class:`ResourceVersionChangedPredicate`  updates that changed ``metadata.resourceVersion``
+                                       (drops the informer's no-op resync updates)
+:func:`label_selector_predicate`       objects whose labels match a ``LabelSelector``
+:func:`predicate_funcs`                your own functions, one per event kind
+:func:`new_predicate_funcs`            one object filter applied to every event kind
+:func:`and_`, :func:`or_`, :func:`not_`  combinations
+=====================================  =========================================================
+
+Example::
+
+    from runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate, or_
+
+    # Reconcile on spec changes or label changes, but not on status-only writes.
+    builder.for_("cpo.dev/v1alpha1", "ControlPlane",
+                 or_(GenerationChangedPredicate(), LabelChangedPredicate()))
+
+An update event that lacks its old or new object passes none of the "changed" predicates
+(controller-runtime logs it and returns false too); sources never produce one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """Whether each kind of event should be handled."""
+
+    def create(self, event: CreateEvent) -> bool: ...
+    def update(self, event: UpdateEvent) -> bool: ...
+    def delete(self, event: DeleteEvent) -> bool: ...
+    def generic(self, event: GenericEvent) -> bool: ...
+
+
+class Funcs:
+    """A predicate that passes everything; subclasses override the event kinds they filter."""
+
+    def create(self, event: CreateEvent) -> bool:
+        return True
+
+    def update(self, event: UpdateEvent) -> bool:
+        return True
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return True
+
+    def generic(self, event: GenericEvent) -> bool:
+        return True
+
+
+def _metadata(obj: JSON | None) -> Mapping[str, Any] | None:
+    if not obj:
+        return None
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else None
+
+
+class GenerationChangedPredicate(Funcs):
+    """Passes updates that changed ``metadata.generation``.
+
+    The API server bumps the generation on spec changes (for CRDs with a status subresource, on
+    every change but status and metadata), so this skips status-only writes, including the
+    controller's own. It also skips label, annotation and finalizer changes: combine it with
+    :class:`LabelChangedPredicate` or :class:`AnnotationChangedPredicate` through :func:`or_`
+    when those matter. Objects without a generation never pass an update.
+    """
+
+    def update(self, event: UpdateEvent) -> bool:
+        old = _metadata(event.object_old)
+        new = _metadata(event.object_new)
+        if old is None or new is None:
+            return False
+        return old.get("generation") != new.get("generation")
+
+
+class ResourceVersionChangedPredicate(Funcs):
+    """Passes updates that changed ``metadata.resourceVersion`` (drops resync no-op updates)."""
+
+    def update(self, event: UpdateEvent) -> bool:
+        old = _metadata(event.object_old)
+        new = _metadata(event.object_new)
+        if old is None or new is None:
+            return False
+        return old.get("resourceVersion") != new.get("resourceVersion")
+
+
+class LabelChangedPredicate(Funcs):
+    """Passes updates that changed ``metadata.labels`` (absent and empty count as equal)."""
+
+    def update(self, event: UpdateEvent) -> bool:
+        old = _metadata(event.object_old)
+        new = _metadata(event.object_new)
+        if old is None or new is None:
+            return False
+        return (old.get("labels") or {}) != (new.get("labels") or {})
+
+
+class AnnotationChangedPredicate(Funcs):
+    """Passes updates that changed ``metadata.annotations`` (absent and empty count as equal)."""
+
+    def update(self, event: UpdateEvent) -> bool:
+        old = _metadata(event.object_old)
+        new = _metadata(event.object_new)
+        if old is None or new is None:
+            return False
+        return (old.get("annotations") or {}) != (new.get("annotations") or {})
+
+
+class _PredicateFuncs:
+    __slots__ = ("_create", "_delete", "_generic", "_update")
+
+    def __init__(
+        self,
+        create: Callable[[CreateEvent], bool] | None,
+        update: Callable[[UpdateEvent], bool] | None,
+        delete: Callable[[DeleteEvent], bool] | None,
+        generic: Callable[[GenericEvent], bool] | None,
+    ) -> None:
+        self._create = create
+        self._update = update
+        self._delete = delete
+        self._generic = generic
+
+    def create(self, event: CreateEvent) -> bool:
+        return True if self._create is None else self._create(event)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return True if self._update is None else self._update(event)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return True if self._delete is None else self._delete(event)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return True if self._generic is None else self._generic(event)
+
+
+def predicate_funcs(
+    *,
+    create: Callable[[CreateEvent], bool] | None = None,
+    update: Callable[[UpdateEvent], bool] | None = None,
+    delete: Callable[[DeleteEvent], bool] | None = None,
+    generic: Callable[[GenericEvent], bool] | None = None,
+) -> Predicate:
+    """A predicate from one function per event kind; an event kind without a function passes."""
+    return _PredicateFuncs(create, update, delete, generic)
+
+
+class _ObjectFilter:
+    __slots__ = ("_filter",)
+
+    def __init__(self, filter: Callable[[JSON], bool]) -> None:
+        self._filter = filter
+
+    def create(self, event: CreateEvent) -> bool:
+        return self._filter(event.object)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return self._filter(event.object_new)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return self._filter(event.object)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return self._filter(event.object)
+
+
+def new_predicate_funcs(filter: Callable[[JSON], bool]) -> Predicate:
+    """A predicate that applies ``filter`` to the event's object (the new one for updates)."""
+    return _ObjectFilter(filter)
+
+
+class _All:
+    __slots__ = ("_predicates",)
+
+    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
+        self._predicates = predicates
+
+    def create(self, event: CreateEvent) -> bool:
+        return all(p.create(event) for p in self._predicates)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return all(p.update(event) for p in self._predicates)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return all(p.delete(event) for p in self._predicates)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return all(p.generic(event) for p in self._predicates)
+
+
+class _Any:
+    __slots__ = ("_predicates",)
+
+    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
+        self._predicates = predicates
+
+    def create(self, event: CreateEvent) -> bool:
+        return any(p.create(event) for p in self._predicates)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return any(p.update(event) for p in self._predicates)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return any(p.delete(event) for p in self._predicates)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return any(p.generic(event) for p in self._predicates)
+
+
+class _Not:
+    __slots__ = ("_predicate",)
+
+    def __init__(self, predicate: Predicate) -> None:
+        self._predicate = predicate
+
+    def create(self, event: CreateEvent) -> bool:
+        return not self._predicate.create(event)
+
+    def update(self, event: UpdateEvent) -> bool:
+        return not self._predicate.update(event)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        return not self._predicate.delete(event)
+
+    def generic(self, event: GenericEvent) -> bool:
+        return not self._predicate.generic(event)
+
+
+def _check(predicates: Iterable[object], what: str) -> tuple[Predicate, ...]:
+    checked = tuple(predicates)
+    for p in checked:
+        if not isinstance(p, Predicate):
+            raise TypeError(
+                f"{what}: {p!r} is not a predicate (it needs create, update, delete and generic "
+                "methods; wrap a function with predicate_funcs or new_predicate_funcs)"
+            )
+    return checked  # type: ignore[return-value]
+
+
+def and_(*predicates: Predicate) -> Predicate:
+    """Passes an event when every predicate does (no predicates: everything passes)."""
+    return _All(_check(predicates, "and_"))
+
+
+def or_(*predicates: Predicate) -> Predicate:
+    """Passes an event when at least one predicate does (no predicates: nothing passes)."""
+    return _Any(_check(predicates, "or_"))
+
+
+def not_(predicate: Predicate) -> Predicate:
+    """Passes exactly the events ``predicate`` drops."""
+    return _Not(_check((predicate,), "not_")[0])
+
+
+# --- label selectors ----------------------------------------------------------------------------
+
+_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+def _selector_matcher(selector: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    match_labels = dict(selector.get("matchLabels") or {})
+    expressions: list[tuple[str, str, frozenset[str]]] = []
+    for expression in selector.get("matchExpressions") or ():
+        key = expression.get("key")
+        operator = expression.get("operator")
+        values = frozenset(expression.get("values") or ())
+        if not key or operator not in _OPERATORS:
+            raise ValueError(
+                f"label selector expression {dict(expression)!r}: needs a key and an operator "
+                f"among {sorted(_OPERATORS)}"
+            )
+        if operator in ("In", "NotIn") and not values:
+            raise ValueError(f"label selector expression {dict(expression)!r}: {operator} needs values")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"label selector expression {dict(expression)!r}: {operator} takes no values")
+        expressions.append((key, operator, values))
+
+    def matches(labels: Mapping[str, Any]) -> bool:
+        for key, value in match_labels.items():
+            if labels.get(key) != value:
+                return False
+        for key, operator, values in expressions:
+            present = key in labels
+            if operator == "In" and not (present and labels[key] in values):
+                return False
+            if operator == "NotIn" and present and labels[key] in values:
+                return False
+            if operator == "Exists" and not present:
+                return False
+            if operator == "DoesNotExist" and present:
+                return False
+        return True
+
+    return matches
+
+
+def label_selector_predicate(selector: Mapping[str, Any]) -> Predicate:
+    """Passes events whose object's labels match a ``metav1.LabelSelector`` dict.
+
+    ``{}`` matches everything, as the API server's selectors do. An invalid selector raises
+    :class:`ValueError` here, not on the first event.
+    """
+    matches = _selector_matcher(selector)
+
+    def filter(obj: JSON) -> bool:
+        metadata = _metadata(obj)
+        return matches((metadata.get("labels") if metadata else None) or {})
+
+    return new_predicate_funcs(filter)
