@@ -47,7 +47,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from aiohttp import web
 
@@ -636,3 +636,11 @@ class Manager:
 async def _serve_metrics(request: web.Request) -> web.Response:
     body = metrics.generate_latest()
     return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE_LATEST})
+
+
+if TYPE_CHECKING:
+    from . import builder
+
+    def _is_a_builder_manager(manager: Manager) -> builder.Manager:
+        # mypy proves here that a Manager is everything the builder asks of one.
+        return manager
