@@ -101,7 +101,11 @@ class NotALearner(EtcdError):
 
 
 class PeerURLExists(EtcdError):
-    """Member add refused: a member already has one of these peer URLs."""
+    """Member add refused: a member already has one of these peer URLs.
+
+    etcd says "Peer URLs already exists", or "member ID already exist" when the same URLs are added
+    twice within one second (it derives a new member's id from its peer URLs and the time).
+    """
 
 
 class NotEnoughStartedMembers(EtcdError):
@@ -135,6 +139,7 @@ _ERRORS_BY_MESSAGE: tuple[tuple[str, type[EtcdError]], ...] = (
     ("member not found", MemberNotFound),
     ("too many learner members in cluster", TooManyLearners),
     ("peer urls already exists", PeerURLExists),
+    ("member id already exist", PeerURLExists),
     ("not enough started members", NotEnoughStartedMembers),
     ("unhealthy cluster", UnhealthyCluster),
     ("rpc not supported for learner", NotSupportedForLearner),
