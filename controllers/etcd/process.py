@@ -202,6 +202,36 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 # ---------------------------------------------------------------------------------------------- options
 
 
+@dataclass(frozen=True)
+class EtcdServerTLS:
+    """The files for serving etcd's client port over TLS."""
+
+    cert_file: Path
+    """The serving certificate (``--cert-file``); it must name the member's host (127.0.0.1). With
+    ``client_ca_file`` it needs the clientAuth usage too: etcd 3.5's JSON gateway presents it to the
+    member's own gRPC server."""
+    key_file: Path
+    """Its private key (``--key-file``)."""
+    client_ca_file: Path | None = None
+    """When set, clients must present a certificate signed by this CA (``--client-cert-auth``)."""
+
+    def check(self) -> None:
+        for label, path in (
+            ("cert_file", self.cert_file),
+            ("key_file", self.key_file),
+            ("client_ca_file", self.client_ca_file),
+        ):
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"EtcdServerTLS.{label}: {path} is not a file")
+
+    def flags(self) -> dict[str, list[str]]:
+        flags = {"cert-file": [str(self.cert_file)], "key-file": [str(self.key_file)]}
+        if self.client_ca_file is not None:
+            flags["trusted-ca-file"] = [str(self.client_ca_file)]
+            flags["client-cert-auth"] = ["true"]
+        return flags
+
+
 @dataclass
 class EtcdProcessOptions:
     """How :class:`EtcdSupervisor` runs etcd. ``None`` means "use the default" named per field."""
@@ -233,8 +263,13 @@ class EtcdProcessOptions:
     """More etcd flags, or overrides of ours (``None`` removes one), e.g. ``{"log-level": "warn"}``.
     Defaults to none."""
 
+    client_tls: EtcdServerTLS | None = None
+    """Serve clients over HTTPS with these files (peers stay plain HTTP on loopback). Defaults to
+    none: plain HTTP. Needs ``client_options`` that trust the serving certificate."""
+
     client_options: EtcdClientOptions | None = None
-    """How the supervisor's own readiness checks connect. Defaults to a 2 s timeout, plain HTTP."""
+    """How the supervisor's own readiness checks connect. Defaults to a 2 s timeout, plain HTTP;
+    required with ``client_tls``."""
 
     def with_defaults(self) -> ResolvedEtcdProcessOptions:
         """Fill in every unset field and check them; the one place where the defaults above are applied.
@@ -270,6 +305,13 @@ class EtcdProcessOptions:
                     f"EtcdProcessOptions.max_learners: {binary} (etcd {_version(binary)}) cannot raise the "
                     f"learner limit (the flag came with etcd 3.6); leave it unset or use a newer etcd"
                 )
+        if self.client_tls is not None:
+            if self.client_options is None:
+                raise ValueError(
+                    "EtcdProcessOptions.client_tls needs client_options (ca_file, and cert_file/key_file "
+                    "when client_ca_file is set) so the supervisor can check that members serve"
+                )
+            self.client_tls.check()
         start_timeout = DEFAULT_START_TIMEOUT if self.start_timeout is None else float(self.start_timeout)
         grace = DEFAULT_STOP_GRACE_PERIOD if self.stop_grace_period is None else float(self.stop_grace_period)
         if start_timeout <= 0 or grace < 0:
@@ -284,6 +326,7 @@ class EtcdProcessOptions:
             max_learners_flag=max_learners_flag,
             die_with_parent=True if self.die_with_parent is None else self.die_with_parent,
             extra_flags=dict(self.extra_flags or {}),
+            client_tls=self.client_tls,
             client_options=self.client_options or EtcdClientOptions(timeout=2.0),
         )
 
@@ -301,6 +344,7 @@ class ResolvedEtcdProcessOptions:
     max_learners_flag: str | None
     die_with_parent: bool
     extra_flags: dict[str, str | Sequence[str] | None]
+    client_tls: EtcdServerTLS | None
     client_options: EtcdClientOptions
 
 
@@ -510,6 +554,8 @@ class EtcdSupervisor:
         if state == "new":
             # A token unique per cluster keeps member ids of unrelated test clusters apart.
             flags["initial-cluster-token"] = [f"cpo-{uuid.uuid4().hex[:12]}"]
+        if self.options.client_tls is not None:
+            flags.update(self.options.client_tls.flags())
         if self.options.no_fsync:
             flags["unsafe-no-fsync"] = ["true"]
         if self.options.max_learners_flag is not None:
@@ -518,7 +564,11 @@ class EtcdSupervisor:
 
     def _urls(self) -> tuple[str, str]:
         host = self.options.host
-        return (f"http://{url_host(host)}:{free_port(host)}", f"http://{url_host(host)}:{free_port(host)}")
+        scheme = "http" if self.options.client_tls is None else "https"
+        return (
+            f"{scheme}://{url_host(host)}:{free_port(host)}",
+            f"http://{url_host(host)}:{free_port(host)}",
+        )
 
     async def bootstrap(self, name: str) -> MemberProcess:
         """Start ``name`` as the first member of a new one-member cluster (``--initial-cluster-state new``).
@@ -736,6 +786,7 @@ __all__ = [
     "STATE_FILE",
     "EtcdProcessError",
     "EtcdProcessOptions",
+    "EtcdServerTLS",
     "EtcdSupervisor",
     "MemberProcess",
     "ProcessIdentity",

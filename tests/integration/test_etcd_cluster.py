@@ -21,9 +21,10 @@ from controllers.etcd.client import (
     Unavailable,
     UnhealthyCluster,
 )
-from controllers.etcd.process import EtcdSupervisor
+from controllers.etcd.process import EtcdServerTLS, EtcdSupervisor
+from runtime.envtest.certs import CertificateAuthority
 from tests.integration.conftest import etcd_options
-from tests.support.etcd import eventually, join_when_healthy, promote_when_in_sync
+from tests.support.etcd import etcd_serving_cert, eventually, join_when_healthy, promote_when_in_sync
 
 pytestmark = pytest.mark.slow
 
@@ -186,3 +187,44 @@ async def test_status_alarms_health_and_endpoint_failover(etcd_supervisor: EtcdS
                 await etcd.endpoint_status(first.client_url)
     finally:
         etcd_supervisor.resume("m0")
+
+
+async def test_tls_with_client_certificates(tmp_path: Path) -> None:
+    authority = CertificateAuthority.new("etcd-test-ca")
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_bytes(authority.cert_pem)
+    serving_cert, serving_key = etcd_serving_cert(authority).write(tmp_path / "server")
+    client_cert, client_key = authority.client_cert("root").write(tmp_path / "client")
+    trusted = EtcdClientOptions(ca_file=ca_file, cert_file=client_cert, key_file=client_key)
+    supervisor = EtcdSupervisor(
+        tmp_path / "etcd",
+        etcd_options(
+            client_tls=EtcdServerTLS(serving_cert, serving_key, client_ca_file=ca_file),
+            client_options=trusted,
+        ),
+    )
+    try:
+        member = await supervisor.bootstrap("m0")
+        assert member.client_url.startswith("https://127.0.0.1:")
+        async with EtcdClient([member.client_url], trusted) as etcd:
+            assert [m.name for m in await etcd.member_list()] == ["m0"]
+            [check] = await etcd.health()
+            assert check.healthy
+            assert (await etcd.endpoint_status(member.client_url)).member_id == member.member_id
+
+        # Without a client certificate etcd refuses the handshake.
+        async with EtcdClient(
+            [member.client_url], EtcdClientOptions(ca_file=ca_file, timeout=2)
+        ) as anonymous:
+            with pytest.raises(Unavailable):
+                await anonymous.member_list()
+        # A client that does not trust the serving certificate's CA refuses the server.
+        other = tmp_path / "other-ca.crt"
+        other.write_bytes(CertificateAuthority.new("other").cert_pem)
+        untrusting = EtcdClientOptions(ca_file=other, cert_file=client_cert, key_file=client_key, timeout=2)
+        async with EtcdClient([member.client_url], untrusting) as etcd:
+            with pytest.raises(Unavailable) as refused:
+                await etcd.member_list()
+            assert "certificate" in str(refused.value).lower()
+    finally:
+        await supervisor.stop_all()

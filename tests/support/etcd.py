@@ -1,15 +1,23 @@
-"""Helpers for tests with real etcd members: a deadline poll, a promotion loop, a process count."""
+"""Helpers for tests with real etcd members: deadline polls, retry loops, a process count, a TLS cert."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
 from controllers.etcd.client import EtcdCluster, LearnerNotInSync, Member, UnhealthyCluster
 from controllers.etcd.process import EtcdSupervisor, MemberProcess
+from runtime.envtest.certs import CertificateAuthority, CertPair
 
 T = TypeVar("T")
 
@@ -73,3 +81,39 @@ async def join_when_healthy(
             return None
 
     return await eventually(attempt, within=within, what=f"{name} joined")
+
+
+def etcd_serving_cert(authority: CertificateAuthority, host: str = "127.0.0.1") -> CertPair:
+    """A serving certificate for ``host`` that is valid for client authentication too.
+
+    etcd 3.5's JSON gateway calls the member's own gRPC server with the serving certificate, so with
+    ``--client-cert-auth`` that certificate must carry the clientAuth usage as well (etcd's TLS guide
+    asks the same of its server certificates).
+    """
+    ca_key = serialization.load_pem_private_key(authority.key_pem, password=None)
+    ca_cert = x509.load_pem_x509_certificate(authority.cert_pem)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+            critical=False,
+        )
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return CertPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
