@@ -124,11 +124,18 @@ class Unavailable(EtcdError):
     """No endpoint answered in time, or etcd said it is unavailable; ``errors`` has each failure."""
 
     def __init__(
-        self, message: str, *, errors: Mapping[str, str] | None = None, code: int | None = None
+        self,
+        message: str,
+        *,
+        errors: Mapping[str, str] | None = None,
+        code: int | None = None,
+        endpoint: str | None = None,
     ) -> None:
-        details = "; ".join(f"{endpoint}: {error}" for endpoint, error in (errors or {}).items())
-        super().__init__(f"{message}: {details}" if details else message, code=code)
+        super().__init__(message, code=code, endpoint=endpoint)
         self.errors = dict(errors or {})
+        if self.errors and endpoint is None:
+            details = "; ".join(f"{where}: {error}" for where, error in self.errors.items())
+            self.args = (f"{message}: {details}",)
 
 
 # etcd's messages (server/etcdserver/api/v3rpc/rpctypes) → our types. Matched by substring because
@@ -163,7 +170,7 @@ def error_from_response(status: int, body: Any, endpoint: str) -> EtcdError:
         if needle in lowered:
             return error_type(message, code=code, endpoint=endpoint)
     if code in (_GRPC_UNAVAILABLE, _GRPC_DEADLINE_EXCEEDED) or status == 503:
-        return Unavailable(message, errors={endpoint: message}, code=code)
+        return Unavailable(message, errors={endpoint: message}, code=code, endpoint=endpoint)
     return EtcdError(message, code=code, endpoint=endpoint)
 
 

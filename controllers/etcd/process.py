@@ -717,7 +717,12 @@ class EtcdSupervisor:
             raise EtcdProcessError(f"etcd member {member.name!r} (pid {process.pid}) survived SIGKILL")
 
     async def stop(self, name: str, *, grace_period: float | None = None) -> None:
-        """Stop ``name``: SIGTERM, then SIGKILL after the grace period. Its data stays."""
+        """Stop ``name``: SIGTERM, then SIGKILL after the grace period. Its data stays.
+
+        etcd installs its SIGTERM handler a moment after it starts answering clients, so a member
+        stopped right after its start may die of SIGTERM's default action instead of shutting down
+        gracefully; its data is safe either way (the write-ahead log is written before it answers).
+        """
         member = self._require(name)
         grace = self.options.stop_grace_period if grace_period is None else grace_period
         await self._terminate(member, grace_period=grace)

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from controllers.etcd.client import EtcdClient, EtcdClientOptions
-from controllers.etcd.process import STATE_FILE, EtcdSupervisor, ProcessIdentity, spawned_processes
+from controllers.etcd.process import (
+    STATE_FILE,
+    EtcdSupervisor,
+    MemberProcess,
+    ProcessIdentity,
+    spawned_processes,
+)
 from tests.integration.conftest import etcd_options
 from tests.support.etcd import etcd_processes_for, eventually
 
@@ -29,6 +35,8 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
     async with EtcdClient([first.client_url]) as etcd:
         second = await etcd_supervisor.join("m1", etcd)
     pids = {"m0": first.pid, "m1": second.pid}
+    # What the session-end leak check relies on: every process we spawn is tracked by identity.
+    assert first.process in spawned_processes() and second.process in spawned_processes()
 
     # A "restarted provider": a new supervisor object on the same state directory.
     restarted = EtcdSupervisor(etcd_supervisor.state_dir, etcd_options())
@@ -88,11 +96,26 @@ async def test_pause_freezes_a_member_and_resume_brings_it_back(etcd_supervisor:
         await eventually(healthy, within=10, what="m0 healthy after SIGCONT")
 
 
+async def signal_handler_installed(member: MemberProcess, *, count: int) -> None:
+    """Wait for the ``count``-th start of ``member`` to finish its initialisation.
+
+    etcd answers clients a moment before it installs its SIGTERM handler (the log line that follows
+    is its systemd readiness notice); a SIGTERM in between kills it without the graceful shutdown
+    this test looks for.
+    """
+
+    async def logged() -> bool:
+        return member.log_path.read_text().count("notified init daemon") >= count
+
+    await eventually(logged, within=10, what=f"start {count} of {member.name} initialised")
+
+
 async def test_stop_terminates_gracefully_and_a_paused_member_still_stops(
     etcd_supervisor: EtcdSupervisor,
 ) -> None:
     member = await etcd_supervisor.bootstrap("m0")
     assert member.process is not None
+    await signal_handler_installed(member, count=1)
     await etcd_supervisor.stop("m0")
     assert not member.process.alive()
     assert "received signal; shutting down" in member.log_path.read_text()  # SIGTERM, not SIGKILL
@@ -102,6 +125,7 @@ async def test_stop_terminates_gracefully_and_a_paused_member_still_stops(
     # A SIGSTOPped member gets SIGCONT with its SIGTERM, so it still stops within the grace period.
     again = await etcd_supervisor.start("m0")
     assert again.process is not None and again.process != member.process
+    await signal_handler_installed(member, count=2)
     assert etcd_supervisor.pause("m0")
     await etcd_supervisor.stop("m0", grace_period=10)
     assert not again.process.alive()
@@ -129,6 +153,7 @@ async def test_members_die_with_their_parent_process(tmp_path: Path) -> None:
         "asyncio.run(main())\n"
     )
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    etcd: ProcessIdentity | None = None
     parent = subprocess.Popen(  # noqa: ASYNC220 - a plain child we SIGKILL; asyncio adds nothing here
         [sys.executable, "-c", script, str(tmp_path / "etcd")],
         stdout=subprocess.PIPE,
@@ -154,10 +179,22 @@ async def test_members_die_with_their_parent_process(tmp_path: Path) -> None:
             parent.wait()
         if parent.stdout is not None:
             parent.stdout.close()
+        if etcd is not None and etcd.alive():
+            etcd.signal(signal.SIGKILL)  # the safety net failed: do not leak the orphan
 
 
-def test_every_spawned_member_is_tracked(tmp_path: Path) -> None:
-    """What the session-end leak check relies on: spawned_processes() lists our etcds by identity."""
-    tracked = spawned_processes()
-    assert all(isinstance(process, ProcessIdentity) for process in tracked)
-    assert len({process.pid for process in tracked}) == len(tracked)
+async def test_a_recycled_pid_is_not_taken_for_our_member(etcd_supervisor: EtcdSupervisor) -> None:
+    """A state file whose pid now belongs to another process (here: the test runner) means "dead"."""
+    member = await etcd_supervisor.bootstrap("m0")
+    await etcd_supervisor.stop("m0")
+    me = ProcessIdentity.of(os.getpid())
+    assert me is not None
+    record = json.loads(member.state_file.read_text())
+    record.update(pid=me.pid, startTime=me.start_time + 1)  # same pid, a different process
+    member.state_file.write_text(json.dumps(record))
+
+    stale = etcd_supervisor.get("m0")
+    assert stale is not None and stale.process is None and not stale.running
+    assert not etcd_supervisor.kill("m0")  # and above all: no SIGKILL for the test runner
+    restarted = await etcd_supervisor.start("m0")
+    assert restarted.running and restarted.pid != os.getpid()
