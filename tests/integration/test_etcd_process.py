@@ -35,6 +35,8 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
     async with EtcdClient([first.client_url]) as etcd:
         second = await etcd_supervisor.join("m1", etcd)
     pids = {"m0": first.pid, "m1": second.pid}
+    # Each member leads its own process group, away from the test runner's.
+    assert all(os.getpgid(pid) == pid != os.getpgid(0) for pid in pids.values() if pid is not None)
     # What the session-end leak check relies on: every process we spawn is tracked by identity.
     assert first.process in spawned_processes() and second.process in spawned_processes()
 
