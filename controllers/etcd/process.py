@@ -744,34 +744,57 @@ class EtcdSupervisor:
             *(self.stop(member.name, grace_period=grace_period) for member in self.members())
         )
 
-    def _signal(self, name: str, signum: int) -> bool:
-        member = self._require(name)
-        return member.process is not None and member.process.signal(signum)
+    def _process_of(self, name: str) -> ProcessIdentity | None:
+        return self._require(name).process
 
-    def kill(self, name: str) -> bool:
-        """SIGKILL ``name`` (a crash); returns whether a process got the signal. The record stays."""
-        return self._signal(name, signal.SIGKILL)
+    async def kill(self, name: str) -> bool:
+        """SIGKILL ``name`` (a crash) and wait until it is gone; returns whether it was running.
 
-    def pause(self, name: str) -> bool:
-        """SIGSTOP ``name`` (a hung member: alive, answering nothing); returns whether it was sent."""
-        return self._signal(name, signal.SIGSTOP)
+        The record stays: :meth:`get` then reports it not running, and :meth:`start` restarts it.
+        """
+        process = self._process_of(name)
+        if process is None or not process.signal(signal.SIGKILL):
+            return False
+        if not await _wait_until(lambda: not process.alive(), _KILL_WAIT):
+            raise EtcdProcessError(f"etcd member {name!r} (pid {process.pid}) survived SIGKILL")
+        return True
 
-    def resume(self, name: str) -> bool:
-        """SIGCONT ``name`` after :meth:`pause`; returns whether it was sent."""
-        return self._signal(name, signal.SIGCONT)
+    async def pause(self, name: str) -> bool:
+        """SIGSTOP ``name`` (a hung member: alive, answering nothing) and wait until the kernel has
+        stopped it; returns whether it was running."""
+        process = self._process_of(name)
+        if process is None or not process.signal(signal.SIGSTOP):
+            return False
+        if not await _wait_until(lambda: process.stopped() or not process.alive(), _KILL_WAIT):
+            raise EtcdProcessError(f"etcd member {name!r} (pid {process.pid}) did not stop on SIGSTOP")
+        return True
+
+    async def resume(self, name: str) -> bool:
+        """SIGCONT ``name`` after :meth:`pause` and wait until it runs again; returns whether it was sent."""
+        process = self._process_of(name)
+        if process is None or not process.signal(signal.SIGCONT):
+            return False
+        if not await _wait_until(lambda: not process.stopped(), _KILL_WAIT):
+            raise EtcdProcessError(f"etcd member {name!r} (pid {process.pid}) did not continue on SIGCONT")
+        return True
 
 
 class _PortTaken(EtcdProcessError):
     """etcd could not bind a port we picked: another process took it between the probe and the bind."""
 
 
-async def _wait_gone(process: ProcessIdentity, within: float) -> bool:
+async def _wait_until(condition: Callable[[], bool], within: float) -> bool:
+    """Poll ``condition`` until it holds (True) or ``within`` seconds have passed (False)."""
     deadline = time.monotonic() + within
-    while process.alive():
+    while not condition():
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(_POLL_INTERVAL)  # allow-sleep: poll interval of a deadline loop
     return True
+
+
+async def _wait_gone(process: ProcessIdentity, within: float) -> bool:
+    return await _wait_until(lambda: not process.alive(), within)
 
 
 def _log_since(path: Path, offset: int) -> str:

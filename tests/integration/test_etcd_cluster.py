@@ -88,12 +88,12 @@ async def test_learners_join_then_are_promoted_into_a_three_voter_cluster(tmp_pa
             leader = next(status for status in statuses if status.is_leader)
             others = [member.name for member in supervisor.members() if member.member_id != leader.member_id]
             for name in others:
-                assert supervisor.pause(name)
+                assert await supervisor.pause(name)
             async with EtcdClient([leader.endpoint], EtcdClientOptions(timeout=1.0)) as short:
                 [check] = await short.health()
-                assert not check.healthy and check.error
+                assert not check.healthy and check.error, check
             for name in others:
-                assert supervisor.resume(name)
+                assert await supervisor.resume(name)
 
             async def all_healthy() -> bool:
                 return all(check.healthy for check in await etcd.health(endpoints))
@@ -176,7 +176,7 @@ async def test_status_alarms_health_and_endpoint_failover(etcd_supervisor: EtcdS
         assert checks[first.client_url].healthy
 
     # A frozen member: every call times out per its timeout and says which endpoints failed.
-    assert etcd_supervisor.pause("m0")
+    assert await etcd_supervisor.pause("m0")
     try:
         async with EtcdClient([dead, first.client_url], EtcdClientOptions(timeout=0.5)) as etcd:
             with pytest.raises(Unavailable) as unavailable:
@@ -186,7 +186,7 @@ async def test_status_alarms_health_and_endpoint_failover(etcd_supervisor: EtcdS
             with pytest.raises(Unavailable):
                 await etcd.endpoint_status(first.client_url)
     finally:
-        etcd_supervisor.resume("m0")
+        await etcd_supervisor.resume("m0")
 
 
 async def test_tls_with_client_certificates(tmp_path: Path) -> None:

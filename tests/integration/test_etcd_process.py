@@ -54,14 +54,8 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
         assert etcd_processes_for(member.data_dir) == [member.pid]
 
     # A member that died while nobody watched is cleaned up on the next look, then started once.
-    assert restarted.kill("m1")
-    dead = ProcessIdentity(second.process.pid, second.process.start_time) if second.process else None
-    assert dead is not None
-
-    async def gone() -> bool:
-        return not dead.alive()
-
-    await eventually(gone, within=10, what="m1 gone after SIGKILL")
+    assert await restarted.kill("m1")  # returns once the process is gone
+    assert second.process is not None and not second.process.alive()
     again = EtcdSupervisor(etcd_supervisor.state_dir, etcd_options())
     m1 = again.get("m1")
     assert m1 is not None and m1.process is None and not m1.running
@@ -80,13 +74,13 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
 
 async def test_pause_freezes_a_member_and_resume_brings_it_back(etcd_supervisor: EtcdSupervisor) -> None:
     member = await etcd_supervisor.bootstrap("m0")
-    assert etcd_supervisor.pause("m0")
+    assert await etcd_supervisor.pause("m0")
     frozen = etcd_supervisor.get("m0")
     assert frozen is not None and frozen.paused and frozen.running
     async with EtcdClient([member.client_url], EtcdClientOptions(timeout=0.5)) as etcd:
         [check] = await etcd.health()
         assert not check.healthy and check.error is not None and "0.5s" in check.error
-    assert etcd_supervisor.resume("m0")
+    assert await etcd_supervisor.resume("m0")
     thawed = etcd_supervisor.get("m0")
     assert thawed is not None and not thawed.paused and thawed.pid == member.pid
     async with EtcdClient([member.client_url]) as etcd:
@@ -128,7 +122,7 @@ async def test_stop_terminates_gracefully_and_a_paused_member_still_stops(
     again = await etcd_supervisor.start("m0")
     assert again.process is not None and again.process != member.process
     await signal_handler_installed(member, count=2)
-    assert etcd_supervisor.pause("m0")
+    assert await etcd_supervisor.pause("m0")
     await etcd_supervisor.stop("m0", grace_period=10)
     assert not again.process.alive()
     assert member.log_path.read_text().count("received signal; shutting down") == 2
@@ -197,6 +191,6 @@ async def test_a_recycled_pid_is_not_taken_for_our_member(etcd_supervisor: EtcdS
 
     stale = etcd_supervisor.get("m0")
     assert stale is not None and stale.process is None and not stale.running
-    assert not etcd_supervisor.kill("m0")  # and above all: no SIGKILL for the test runner
+    assert not await etcd_supervisor.kill("m0")  # and above all: no SIGKILL for the test runner
     restarted = await etcd_supervisor.start("m0")
     assert restarted.running and restarted.pid != os.getpid()
