@@ -11,21 +11,24 @@ Example (three members, the later two joining as learners and promoted once caug
 
     import asyncio
     from pathlib import Path
-    from controllers.etcd.client import EtcdClient, LearnerNotInSync
+    from controllers.etcd.client import EtcdClient, LearnerNotInSync, UnhealthyCluster
     from controllers.etcd.process import EtcdSupervisor
+
+    async def retry(call, *retryable):
+        while True:
+            try:
+                return await call()
+            except retryable:  # etcd says "not yet": ask again
+                await asyncio.sleep(0.5)
 
     async def main() -> None:
         supervisor = EtcdSupervisor(Path("/tmp/etcd-state"))
         first = await supervisor.bootstrap("m0")
         async with EtcdClient([first.client_url]) as etcd:
             for name in ("m1", "m2"):
-                member = await supervisor.join(name, etcd)  # member add --learner, then start
-                while True:
-                    try:
-                        await etcd.promote(member.member_id)
-                        break
-                    except LearnerNotInSync:
-                        await asyncio.sleep(0.2)
+                # member add --learner, then start with --initial-cluster-state existing
+                member = await retry(lambda: supervisor.join(name, etcd), UnhealthyCluster)
+                await retry(lambda: etcd.promote(member.member_id), LearnerNotInSync)
             print(await etcd.member_list())
         await supervisor.stop_all()
 
@@ -41,6 +44,14 @@ Client and peer ports are picked free on the host (port 0 probing). Another proc
 port between the probe and etcd's bind; a start that fails on "address already in use" is retried
 with new ports (a join first removes the member it added). A member counts as started once its
 client port answers ``/v3/maintenance/status`` and it knows a leader.
+
+Faults
+------
+:meth:`EtcdSupervisor.kill` (SIGKILL, a crash), :meth:`~EtcdSupervisor.pause` (SIGSTOP, a hung
+member that holds its ports and answers nothing) and :meth:`~EtcdSupervisor.resume` (SIGCONT)
+return once the kernel has acted, so a caller can check the effect at once.
+:meth:`~EtcdSupervisor.stop` sends SIGTERM (with SIGCONT, so a paused member sees it), then SIGKILL
+after the grace period.
 
 Restart safety
 --------------
