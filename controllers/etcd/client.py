@@ -44,7 +44,9 @@ code.
 Health is a linearizable read (``/v3/kv/range`` of the key ``health``, as ``etcdctl endpoint
 health`` does) sent to each endpoint separately: it succeeds only when that member can reach a
 quorum and the leader. Learners refuse linearizable reads, so a learner's health check falls back
-to a serializable read, which proves only that the learner answers.
+to a serializable read, which proves only that the learner answers. Alarms are not part of
+health (``etcdctl endpoint health`` counts them): ask :meth:`EtcdClient.alarms` as well, as the
+controllers' preflight does.
 """
 
 from __future__ import annotations

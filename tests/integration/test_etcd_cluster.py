@@ -5,11 +5,14 @@ Each test builds its own small cluster on loopback through :class:`EtcdSuperviso
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from controllers.etcd.client import (
+    Alarm,
     EtcdClient,
     EtcdClientOptions,
     LearnerNotInSync,
@@ -226,5 +229,32 @@ async def test_tls_with_client_certificates(tmp_path: Path) -> None:
             with pytest.raises(Unavailable) as refused:
                 await etcd.member_list()
             assert "certificate" in str(refused.value).lower()
+    finally:
+        await supervisor.stop_all()
+
+
+async def test_a_full_backend_raises_the_nospace_alarm(tmp_path: Path) -> None:
+    quota = 256 * 1024
+    supervisor = EtcdSupervisor(
+        tmp_path / "etcd", etcd_options(extra_flags={"quota-backend-bytes": str(quota)})
+    )
+    try:
+        member = await supervisor.bootstrap("m0")
+        value = base64.b64encode(b"x" * 32 * 1024).decode()
+        async with aiohttp.ClientSession() as http, EtcdClient([member.client_url]) as etcd:
+            assert await etcd.alarms() == []
+            for index in range(200):  # bounded: the quota is reached after a few dozen puts
+                key = base64.b64encode(f"filler/{index}".encode()).decode()
+                async with http.post(
+                    f"{member.client_url}/v3/kv/put", json={"key": key, "value": value}
+                ) as put:
+                    if put.status != 200:
+                        assert "database space exceeded" in await put.text()
+                        break
+            else:
+                pytest.fail(f"{quota} bytes of quota never ran out")
+            assert await etcd.alarms() == [Alarm(member_id=member.member_id or 0, alarm="NOSPACE")]
+            status = await etcd.endpoint_status(member.client_url)
+            assert any("NOSPACE" in error for error in status.errors), status.errors
     finally:
         await supervisor.stop_all()
