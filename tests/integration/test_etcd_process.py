@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers.etcd.client import EtcdClient, EtcdClientOptions
+from controllers.etcd.client import EtcdClient, EtcdClientOptions, TooManyLearners
 from controllers.etcd.process import (
     STATE_FILE,
     EtcdSupervisor,
@@ -34,6 +34,11 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
     first = await etcd_supervisor.bootstrap("m0")
     async with EtcdClient([first.client_url]) as etcd:
         second = await etcd_supervisor.join("m1", etcd)
+    # The learner refuses a member add; the client moves on to the voter, which answers for etcd.
+    async with EtcdClient([second.client_url, first.client_url]) as etcd:
+        with pytest.raises(TooManyLearners) as refused:
+            await etcd.add_learner(["http://127.0.0.1:1"])
+        assert refused.value.endpoint == first.client_url
     pids = {"m0": first.pid, "m1": second.pid}
     # Each member leads its own process group, away from the test runner's.
     assert all(os.getpgid(pid) == pid != os.getpgid(0) for pid in pids.values() if pid is not None)
