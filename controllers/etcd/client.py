@@ -33,13 +33,13 @@ Calls and errors
 ----------------
 Every call has a timeout (:attr:`EtcdClientOptions.timeout`). A call goes to the endpoints in
 order: when one cannot be reached, or is a learner that refuses the request, the next is tried;
-when all fail the call raises :class:`Unavailable`. Read-only calls also move on after a timeout;
-membership changes do not, because the first endpoint may have applied the change, and repeating
-it elsewhere would fail or, for an add, add a second member. etcd's refusals become subclasses of
-:class:`EtcdError`: :class:`LearnerNotInSync`, :class:`MemberNotFound`, :class:`TooManyLearners`,
-:class:`NotALearner`, :class:`PeerURLExists`, :class:`NotEnoughStartedMembers`,
-:class:`UnhealthyCluster`; anything else is a plain :class:`EtcdError` with etcd's message and gRPC
-code.
+when all fail the call raises :class:`Unavailable`. Read-only calls also move on after a timeout
+or when etcd answers "unavailable"; membership changes do not, because that endpoint may have
+applied the change, and repeating it elsewhere would fail or, for an add, add a second member.
+etcd's refusals become subclasses of :class:`EtcdError`: :class:`LearnerNotInSync`,
+:class:`MemberNotFound`, :class:`TooManyLearners`, :class:`NotALearner`, :class:`PeerURLExists`,
+:class:`NotEnoughStartedMembers`, :class:`UnhealthyCluster`; anything else is a plain
+:class:`EtcdError` with etcd's message and gRPC code.
 
 Health is a linearizable read (``/v3/kv/range`` of the key ``health``, as ``etcdctl endpoint
 health`` does) sent to each endpoint separately: it succeeds only when that member can reach a
@@ -528,7 +528,12 @@ class EtcdClient:
                     raise Unavailable(
                         f"{path} got no answer; it may or may not have been applied", errors=failures
                     ) from err
-            except (NotSupportedForLearner, Unavailable) as err:
+            except NotSupportedForLearner as err:
+                failures[endpoint] = err.message
+            except Unavailable as err:
+                # etcd's "request timed out" or "leader changed": a change may still be applied.
+                if mutating:
+                    raise
                 failures[endpoint] = err.message
         raise Unavailable(f"no etcd endpoint could serve {path}", errors=failures)
 
