@@ -8,6 +8,9 @@ Fixtures
 ``api_client``      a ``kubernetes_asyncio`` ApiClient for ``env``, closed after the test.
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
 
+At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
+test started (:func:`controllers.etcd.process.spawned_processes`) is still alive.
+
 Event loops (pytest-asyncio 1.x): ``env`` lives in the session-scoped loop, so everything that
 touches it must run there too. :func:`pytest_collection_modifyitems` marks every async test that
 (directly or through other fixtures) uses ``env`` with ``asyncio(loop_scope="session")``, so tests
@@ -17,6 +20,8 @@ need no marker of their own. An async fixture of yours that depends on these fix
 
 from __future__ import annotations
 
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -69,3 +74,29 @@ async def namespace(env: Environment, request: pytest.FixtureRequest) -> AsyncIt
 async def api_client(env: Environment) -> AsyncIterator[ApiClient]:
     async with env.client() as client:
         yield client
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session if an etcd process our tests started is still alive, and kill it.
+
+    Scoped to the processes this Python process spawned (other etcds on the machine are not ours).
+    The module is looked up, not imported: a session that never started an etcd has nothing to check.
+    """
+    process_module = sys.modules.get("controllers.etcd.process")
+    if process_module is None:
+        return
+    survivors = [process for process in process_module.spawned_processes() if process.alive()]
+    if not survivors:
+        return
+    for process in survivors:
+        process.signal(signal.SIGKILL)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = (
+        f"etcd processes started by the tests outlived them (killed now): "
+        f"{', '.join(str(process.pid) for process in survivors)}"
+    )
+    if reporter is not None:
+        reporter.write_line(message, red=True)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

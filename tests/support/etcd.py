@@ -1,0 +1,119 @@
+"""Helpers for tests with real etcd members: deadline polls, retry loops, a process count, a TLS cert."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from controllers.etcd.client import EtcdCluster, LearnerNotInSync, Member, UnhealthyCluster
+from controllers.etcd.process import EtcdSupervisor, MemberProcess
+from runtime.envtest.certs import CertificateAuthority, CertPair
+
+T = TypeVar("T")
+
+POLL_INTERVAL = 0.05
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:
+    """Poll ``check`` until it returns something other than None/False; fail after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        result = await check()
+        if result is not None and result is not False:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {within:g}s: {what}")
+        await asyncio.sleep(POLL_INTERVAL)  # allow-sleep: poll interval of a deadline loop
+
+
+async def promote_when_in_sync(cluster: EtcdCluster, member_id: int, *, within: float = 20.0) -> list[Member]:
+    """Promote ``member_id``, retrying while etcd says the learner has not caught up."""
+
+    async def attempt() -> list[Member] | None:
+        try:
+            return await cluster.promote(member_id)
+        except LearnerNotInSync:
+            return None
+
+    return await eventually(attempt, within=within, what=f"learner {member_id:x} caught up and promoted")
+
+
+def etcd_processes_for(data_dir: Path) -> list[int]:
+    """Pids of every live etcd process on this machine whose command line has ``--data-dir=<data_dir>``."""
+    wanted = f"--data-dir={data_dir}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if wanted in arguments and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+async def join_when_healthy(
+    supervisor: EtcdSupervisor, name: str, cluster: EtcdCluster, *, within: float = 20.0
+) -> MemberProcess:
+    """Join ``name`` as a learner, retrying while etcd refuses a member add as "unhealthy cluster".
+
+    etcd (strict reconfiguration check) adds a member only once every voter has been connected to
+    it for 5 s, so a join right after a start or promotion is refused for a few seconds.
+    """
+
+    async def attempt() -> MemberProcess | None:
+        try:
+            return await supervisor.join(name, cluster)
+        except UnhealthyCluster:
+            return None
+
+    return await eventually(attempt, within=within, what=f"{name} joined")
+
+
+def etcd_serving_cert(authority: CertificateAuthority, host: str = "127.0.0.1") -> CertPair:
+    """A serving certificate for ``host`` that is valid for client authentication too.
+
+    etcd 3.5's JSON gateway calls the member's own gRPC server with the serving certificate, so with
+    ``--client-cert-auth`` that certificate must carry the clientAuth usage as well (etcd's TLS guide
+    asks the same of its server certificates).
+    """
+    ca_key = serialization.load_pem_private_key(authority.key_pem, password=None)
+    ca_cert = x509.load_pem_x509_certificate(authority.cert_pem)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+            critical=False,
+        )
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return CertPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
