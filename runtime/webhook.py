@@ -429,6 +429,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# Built once: json.loads with any keyword argument builds a new decoder per call.
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _type_name(value: object) -> str:
     if value is None:
         return "null"
@@ -471,7 +475,8 @@ def decode_review(body: bytes) -> AdmissionRequest:
     if not body:
         raise BadReview("the request body is empty; send an AdmissionReview as JSON")
     try:
-        review = json.loads(body, parse_constant=_reject_constant)
+        # UTF-8 only, as Go's decoder: json.loads would also guess UTF-16 and UTF-32.
+        review = _DECODER.decode(body.decode("utf-8"))
     except RecursionError:
         raise BadReview("the request body is not valid JSON: nested too deeply") from None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
