@@ -70,6 +70,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -659,7 +660,8 @@ class WebhookServer:
             address = self._address
             if not self._started.is_set() or address is None:
                 raise RuntimeError("webhook server has not started listening yet")
-            host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(address[0], address[0])
+            # A wildcard listener (dual-stack included) takes IPv4 loopback even where IPv6 is off.
+            host = "127.0.0.1" if address[0] in ("0.0.0.0", "::", "") else address[0]
             # Only that the listener speaks TLS is checked, not who it claims to be.
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
@@ -777,9 +779,14 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         if host == "":
             if socket.has_dualstack_ipv6():
-                return socket.create_server(
-                    ("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=512
-                )
+                try:
+                    return socket.create_server(
+                        ("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=512
+                    )
+                except OSError as err:
+                    if err.errno == errno.EADDRINUSE:
+                        raise
+                    # IPv6 in the kernel but disabled on the interfaces: listen on IPv4 only.
             return socket.create_server(("", port), backlog=512)
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         family, _, _, _, address = infos[0]
