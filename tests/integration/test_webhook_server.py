@@ -134,6 +134,10 @@ class Hanging:
         return allowed()
 
 
+async def raises_its_own_timeout(request: AdmissionRequest) -> AdmissionResponse:
+    raise TimeoutError("the backend did not answer")
+
+
 @pytest_asyncio.fixture
 async def server(certs: ServingCerts) -> AsyncIterator[WebhookServer]:
     options = WebhookServerOptions(
@@ -148,6 +152,7 @@ async def server(certs: ServingCerts) -> AsyncIterator[WebhookServer]:
     webhook.register_validator(GROUP, VERSION, KIND, WidgetValidator())
     webhook.register_defaulter(GROUP, VERSION, KIND, WidgetDefaulter())
     webhook.register("/hang", Hanging())
+    webhook.register("/own-timeout", raises_its_own_timeout)
     async with running_webhook_server(webhook) as running:
         yield running
 
@@ -274,7 +279,11 @@ async def test_a_failing_handler_is_an_error_answer_not_a_dead_server(client: Cl
     # the defaulter's bug (metadata is not an object here) is answered the same way
     broken = await client.review(MUTATE, request(obj={"metadata": "x"}))
     assert broken["allowed"] is False and broken["status"]["code"] == 500
-    assert sample("controller_runtime_webhook_panics_total") == panics + 3
+    # a TimeoutError of the handler's own is its failure, not the server's deadline
+    own = await client.review("/own-timeout", request(obj=widget()))
+    assert own["allowed"] is False and own["status"]["code"] == 500
+    assert own["status"]["message"] == "internal error: TimeoutError: the backend did not answer"
+    assert sample("controller_runtime_webhook_panics_total") == panics + 4
     assert (await client.review(VALIDATE, request(obj=widget(replicas=1))))["allowed"] is True
 
 
@@ -541,3 +550,23 @@ def test_certwatcher_reads_only_changed_content(certs: ServingCerts) -> None:
     missing = CertWatcher(certs.directory / "nope.crt", certs.directory / "tls.key")
     with pytest.raises(CertificateError, match=r"nope\.crt"):
         missing.read_certificate()
+
+
+async def test_a_body_that_does_not_arrive_in_time_gets_408(
+    server: WebhookServer, certs: ServingCerts
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=certs.client_context())
+    head = (
+        f"POST {VALIDATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100\r\n\r\n"
+    )
+    writer.write(head.encode() + b'{"apiVersion"')  # 13 of the 100 promised bytes, then nothing
+    await writer.drain()
+    answer = b""
+    async with asyncio.timeout(10):
+        while b"did not arrive within 1 s" not in answer:
+            chunk = await reader.read(4096)
+            assert chunk, answer
+            answer += chunk
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 408"), answer
