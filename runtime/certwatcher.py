@@ -23,17 +23,29 @@ Bad files never take the server down
     A pair that does not load (half-written, key not matching the certificate, not PEM) is logged
     and counted in ``certwatcher_read_certificate_errors_total``; the last good pair stays in use,
     and the same bytes are not retried until they change again. Every successful load counts in
-    ``certwatcher_read_certificate_total``. Only the first load, in :meth:`CertWatcher.read_certificate`
-    before serving, raises, with an error naming the files.
+    ``certwatcher_read_certificate_total``. Only :meth:`CertWatcher.read_certificate`, called once
+    before serving, raises (:class:`CertificateError`, naming the files); polling never does.
 
-Example::
+Example: an aiohttp server whose certificate can be replaced while it runs::
 
-    watcher = CertWatcher("/tmp/k8s-webhook-server/serving-certs/tls.crt",
-                          "/tmp/k8s-webhook-server/serving-certs/tls.key")
-    watcher.read_certificate()                        # raises CertificateError if unusable
-    site = web.TCPSite(runner, "", 9443, ssl_context=watcher.server_context())
-    await site.start()
-    await watcher.start(stop)                         # polls until stop is set
+    import asyncio
+    from aiohttp import web
+    from runtime.certwatcher import CertWatcher
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hello")
+
+    async def main() -> None:
+        watcher = CertWatcher("/certs/tls.crt", "/certs/tls.key", poll_interval=5)
+        watcher.read_certificate()                    # raises CertificateError if unusable
+        app = web.Application()
+        app.router.add_get("/", hello)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "", 8443, ssl_context=watcher.server_context()).start()
+        await watcher.start(asyncio.Event())          # polls the files until the event is set
+
+    asyncio.run(main())
 """
 
 from __future__ import annotations

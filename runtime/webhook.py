@@ -12,22 +12,34 @@ this server. Register what answers each path, then run the server as a manager r
   patch from the object it received to the one the defaulter left.
 * :meth:`WebhookServer.register` serves any :class:`AdmissionHandler` on any path.
 
-Example::
+Example (serves until interrupted; the directory must hold tls.crt and tls.key)::
+
+    import asyncio
+    from runtime.webhook import Denied, WebhookServer, WebhookServerOptions
 
     class OddReplicas:
         async def validate_create(self, obj, request):
-            if obj["spec"].get("replicas", 1) % 2 == 0:
-                raise Denied("spec.replicas: Invalid value: 4: must be odd")
-            return []
+            replicas = obj.get("spec", {}).get("replicas", 1)
+            if replicas % 2 == 0:
+                raise Denied(f"spec.replicas: Invalid value: {replicas}: must be odd", code=422)
+            return ["more than 7 replicas slow etcd down"] if replicas > 7 else []
+
         async def validate_update(self, old, new, request):
             return await self.validate_create(new, request)
+
         async def validate_delete(self, obj, request):
             return []
 
-    server = WebhookServer(WebhookServerOptions(cert_dir="/certs"))
-    server.register_validator("controlplane.cpo.dev", "v1alpha1", "ControlPlane", OddReplicas())
-    manager.add(server)                                  # or: await server.start(stop)
-    manager.add_readyz_check("webhook", server.started_checker())
+    async def main() -> None:
+        server = WebhookServer(WebhookServerOptions(cert_dir="/tmp/k8s-webhook-server/serving-certs"))
+        server.register_validator("controlplane.cpo.dev", "v1alpha1", "ControlPlane", OddReplicas())
+        # serves https://<host>:9443/validate-controlplane-cpo-dev-v1alpha1-controlplane
+        await server.start(asyncio.Event())
+
+    asyncio.run(main())
+
+In an operator, hand the server to the manager instead (``manager.add(server)``) and add
+``manager.add_readyz_check("webhook", server.started_checker())``.
 
 What answers what
 -----------------
