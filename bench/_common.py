@@ -235,6 +235,8 @@ class Tracker:
         self.t_done = 0.0
         self.cpu_armed = 0.0
         self.cpu_done = 0.0
+        self.t_armed = 0.0
+        self.slow: list[tuple[float, float]] = []  # (latency, seconds since armed) above 10 ms
         self.profile_path: str | None = None
         self.profiler: Any = None
 
@@ -256,6 +258,8 @@ class Tracker:
             self.profiler = cProfile.Profile()
             self.profiler.enable()
         self.cpu_armed = cpu_seconds()
+        self.t_armed = time.time()
+        self.slow = []
 
     def final_seq(self, index: int) -> int:
         return index + self.n * ((self.count - 1 - index) // self.n)
@@ -273,7 +277,10 @@ class Tracker:
         if annotations.get(PHASE) != self.phase:
             return
         self.reconciles += 1
-        self.latencies.append(now - float(annotations[STAMP]))
+        latency = now - float(annotations[STAMP])
+        self.latencies.append(latency)
+        if latency > 0.010:
+            self.slow.append((latency, now - self.t_armed))
         stored = self.stored_at.pop(index, None)
         if stored is not None:
             self.queueing.append(now - stored)
@@ -324,6 +331,7 @@ class Tracker:
             "p99_ms": percentile(lat, 99) * 1000,
             "max_ms": max(lat) * 1000 if lat else float("nan"),
             "mean_ms": statistics.fmean(lat) * 1000 if lat else float("nan"),
+            "slowest": [(round(lat * 1000, 1), round(at, 2)) for lat, at in sorted(self.slow)[-8:]],
             "delivery_p50_ms": percentile(delivery, 50) * 1000,
             "delivery_p99_ms": percentile(delivery, 99) * 1000,
             "queueing_p50_ms": percentile(self.queueing, 50) * 1000,

@@ -246,6 +246,8 @@ def print_table(results: list[JSON], args: argparse.Namespace) -> None:
             f"{'ok' if cpu_ratio >= 10 else 'MISSED'}]; runtime peak RSS = {rss_ratio:.2f} of kopf's "
             f"[target <= 0.5: {'ok' if rss_ratio <= 0.5 else 'MISSED'}]"
         )
+    for r in results:
+        print(f"{r['name']}: slowest at {args.rate:.0f}/s (ms, s into the phase): {r['rate']['slowest']}")
     print(f"finished: {uptime()}", flush=True)
 
 
