@@ -92,7 +92,8 @@ class RuntimeImpl:
         done = Result()
 
         class NoopReconciler:
-            """Reads the object from the informer (no copy) and records what it saw."""
+            """Reads its object from the informer (a private copy, as every cache read) and records
+            what it saw: the least a real reconciler does."""
 
             async def reconcile(self, request: Request) -> Result:
                 obj = informer.get_by_key(f"{request.namespace}/{request.name}")
