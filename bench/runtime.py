@@ -441,7 +441,7 @@ def main() -> None:
     parser.add_argument("--role", choices=["driver", "controller"], default="driver")
     parser.add_argument("--impl", choices=["runtime", "standin"], default="runtime")
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--rate", type=float, nargs="+", default=[1000.0, 200.0],
+    parser.add_argument("--rate", type=float, nargs="+", default=[1000.0, 500.0, 200.0],
                         help="offered patches/s for the latency phases")  # fmt: skip
     parser.add_argument("--no-delivery", action="store_true",
                         help="no second informer handler timestamping event delivery")  # fmt: skip
