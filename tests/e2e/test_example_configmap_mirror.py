@@ -80,36 +80,38 @@ async def test_mirror_follows_its_source_and_is_put_back(
         meta = {"name": name, "namespace": namespace, "labels": labels}
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
-    # Unlabelled first: the watch delivers it before the labelled one, so had it been enqueued,
-    # its copy would exist by the time the labelled one's does.
-    await client.create(configmap("plain", {"colour": "grey"}, {}))
-    source = await client.create(configmap("app", {"colour": "blue"}, {"mirror.example.com/enabled": "true"}))
+    # The unlabelled one comes first both in creation order (the watch) and in name order (the
+    # initial list, if the operator syncs late), so had it been enqueued, its copy would exist by
+    # the time the labelled one's does.
+    await client.create(configmap("a-plain", {"colour": "grey"}, {}))
+    labels = {"mirror.example.com/enabled": "true"}
+    source = await client.create(configmap("b-app", {"colour": "blue"}, labels))
 
     async def mirror_data() -> dict[str, str] | None:
-        mirror = await get_or_none(client, "app-mirror", namespace)
+        mirror = await get_or_none(client, "b-app-mirror", namespace)
         return None if mirror is None else mirror.get("data", {})
 
-    mirror = await eventually(lambda: get_or_none(client, "app-mirror", namespace), "app-mirror")
+    mirror = await eventually(lambda: get_or_none(client, "b-app-mirror", namespace), "b-app-mirror")
     assert mirror["data"] == {"colour": "blue"}
     [owner] = mirror["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
         "ConfigMap",
-        "app",
+        "b-app",
         source["metadata"]["uid"],
         True,
     )
-    assert await get_or_none(client, "plain-mirror", namespace) is None
+    assert await get_or_none(client, "a-plain-mirror", namespace) is None
 
     # The source changes: the copy follows.
-    await client.patch("v1", "ConfigMap", "app", {"data": {"colour": "green"}}, namespace=namespace)
+    await client.patch("v1", "ConfigMap", "b-app", {"data": {"colour": "green"}}, namespace=namespace)
     await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the copy to follow the source")
 
     # Someone edits the copy: it is put back (an event on an owned object enqueues its owner).
-    await client.patch("v1", "ConfigMap", "app-mirror", {"data": {"colour": "red"}}, namespace=namespace)
+    await client.patch("v1", "ConfigMap", "b-app-mirror", {"data": {"colour": "red"}}, namespace=namespace)
     await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the edited copy to be restored")
 
     # Someone deletes the copy: it is created again.
-    await client.delete("v1", "ConfigMap", "app-mirror", namespace=namespace)
+    await client.delete("v1", "ConfigMap", "b-app-mirror", namespace=namespace)
     await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the deleted copy to come back")
 
     # SIGTERM: the manager stops cleanly and the process exits 0.
