@@ -131,10 +131,9 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
                         condition = machine_condition(
                             await get_machine(kube, waiting, namespace), CONDITION_ETCD_MEMBER
                         )
-                        return (
-                            condition.get("reason") == REASON_WAITING_FOR_LEARNER
-                            and first_learner in condition.get("message", "")
-                        )
+                        return condition.get(
+                            "reason"
+                        ) == REASON_WAITING_FOR_LEARNER and first_learner in condition.get("message", "")
 
                     await eventually(
                         waits_for_the_learner_ahead, within=10, what=f"{waiting} waits for {first_learner}"
@@ -203,9 +202,15 @@ async def test_promoting_a_learner_that_has_fallen_behind_raises_learner_not_in_
             learner = next(m for m in await etcd.member_list() if m.name == m1)
             assert learner.is_learner
             await kube.patch(
-                API_VERSION, "Machine", m1, {"metadata": {"annotations": {FAULT_ANNOTATION: "stop"}}}, namespace
+                API_VERSION,
+                "Machine",
+                m1,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: "stop"}}},
+                namespace,
             )
-            await eventually(lambda: _ready_is(kube, m1, "Unknown"), within=2 * HEARTBEAT + 1, what="m1 stopped")
+            await eventually(
+                lambda: _ready_is(kube, m1, "Unknown"), within=2 * HEARTBEAT + 1, what="m1 stopped"
+            )
             # Far more entries than the learner has: etcd wants a learner within 10% of the leader's log.
             await _put_keys(etcd.endpoints[0], 200)
             with pytest.raises(LearnerNotInSync):

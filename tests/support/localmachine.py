@@ -184,7 +184,9 @@ async def running_provider(
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     try:
-        await eventually(lambda: _async(manager.elected.is_set() or task.done()), within=20, what="provider started")
+        await eventually(
+            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="provider started"
+        )
         if task.done():
             await task  # raises what stopped it
         yield manager
