@@ -176,6 +176,12 @@ def _configure_localmachine(parser: argparse.ArgumentParser) -> None:
         help="longest wait between two attempts to join etcd (default: 10)",
     )
     parser.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        default=None,
+        help="structured log lines as JSON or for humans (default: json in a pod, console otherwise)",
+    )
+    parser.add_argument(
         "--metrics-bind-address",
         default="0",
         metavar="ADDRESS",
@@ -192,7 +198,13 @@ def _configure_localmachine(parser: argparse.ArgumentParser) -> None:
 def _run_localmachine(args: argparse.Namespace) -> int:
     from controllers.localmachine import LocalMachineOptions, setup_with_manager
     from runtime.cache import CacheOptions
+    from runtime.log import configure_logging
     from runtime.manager import Manager, ManagerOptions
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)  # main()'s plain format: our lines carry structured keys
+    configure_logging(args.log_format, args.log_level)
 
     try:
         options = LocalMachineOptions(

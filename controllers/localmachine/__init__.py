@@ -74,7 +74,8 @@ Annotation ``local.cpo.dev/fault`` on a provisioned Machine:
 
 ``kill``            SIGKILL the member once: a crash. The process stays dead (removing the
                     annotation does not bring it back); the Node turns ``Ready=Unknown``.
-``stop``            SIGSTOP the member while the annotation is there, SIGCONT once it is removed.
+``stop``            SIGSTOP the member while the annotation is there, SIGCONT once it is removed
+                    (a member paused behind the provider's back is resumed as well).
 ``notready``        Node ``Ready=False`` while the annotation is there, though the process lives.
 ``fail-provision``  on a Machine not provisioned yet: ``phase: Failed`` with ``errorReason:
                     CreateError``; no member is started. Ignored once provisioned.

@@ -288,6 +288,13 @@ class LocalMachineReconciler:
         }
         patched = await self._patch_status(patched, status)
         self._event(patched, "Normal", "Provisioned", f"etcd member {member.member_id or 0:x} {kind}")
+        _log.info(
+            "provisioned",
+            member=f"{member.member_id or 0:x}",
+            learner=member.learner,
+            client_url=member.client_url,
+            pid=member.pid,
+        )
         return patched
 
     async def _ensure_member(self, supervisor: EtcdSupervisor, name: str) -> MemberProcess:
@@ -601,6 +608,7 @@ class LocalMachineReconciler:
         await self._remove_finalizer(machine)
         self._join_attempts.pop((namespace, name), None)
         self._event(machine, "Normal", "Deleted", "etcd member process stopped, data and Node removed")
+        _log.info("deleted: etcd member process stopped, data and Node removed")
         return Result()
 
     async def _get_own_node(self, machine: JSON) -> JSON | None:
@@ -648,6 +656,8 @@ class LocalMachineReconciler:
         ]
 
     def _event(self, machine: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        if reason.startswith("Fault"):
+            _log.info(message, reason=reason)
         if self.recorder is not None:
             self.recorder.event(machine, type_, reason, message)
 
