@@ -190,7 +190,7 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     prefix = f"lm{secrets.token_hex(3)}"
-    name, doomed = f"{prefix}-m0", f"{prefix}-bad"
+    name, doomed, invalid = f"{prefix}-m0", f"{prefix}-bad", f"{prefix}-invalid"
     async with running_provider(kube, namespace, provider_options(provider_state_dir)):
         await kube.create(machine(name, namespace))
         await eventually(lambda: running(kube, name, namespace), within=30, what=f"{name} Running")
@@ -228,15 +228,31 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
         await eventually(failed, within=10, what=f"{doomed} Failed with a reason")
         assert not (provider_state_dir / namespace / doomed).exists(), "no member may be started"
         assert await get_node(kube, doomed) is None
+
+        # Bad input fails the Machine with a message that says what to change.
+        await kube.create(machine(invalid, namespace, zone="zone a!"))
+
+        async def invalid_configuration() -> bool:
+            status = ((await get_machine(kube, invalid, namespace)) or {}).get("status") or {}
+            return (
+                status.get("phase") == "Failed"
+                and status.get("errorReason") == "InvalidConfiguration"
+                and "failureDomain 'zone a!' cannot be a Node label value" in status.get("errorMessage", "")
+            )
+
+        await eventually(invalid_configuration, within=10, what=f"{invalid} Failed as InvalidConfiguration")
+        assert not (provider_state_dir / namespace / invalid).exists()
         # A Failed machine can still be deleted: its finalizer is released.
         await kube.delete(API_VERSION, "Machine", doomed, namespace)
+        await kube.delete(API_VERSION, "Machine", invalid, namespace)
         await kube.delete(API_VERSION, "Machine", name, namespace)
 
-        async def both_gone() -> bool:
+        async def all_gone() -> bool:
             return (
                 await get_machine(kube, doomed, namespace) is None
+                and await get_machine(kube, invalid, namespace) is None
                 and await get_machine(kube, name, namespace) is None
                 and await get_node(kube, name) is None
             )
 
-        await eventually(both_gone, within=15, what="both machines deleted")
+        await eventually(all_gone, within=15, what="every machine deleted")
