@@ -162,6 +162,13 @@ def _configure_localmachine(parser: argparse.ArgumentParser) -> None:
         help="seconds between two Node heartbeats (default: 10)",
     )
     parser.add_argument(
+        "--health-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a member may take to answer its health read (default: half the heartbeat, at most 2)",
+    )
+    parser.add_argument(
         "--stop-grace-period",
         type=float,
         default=None,
@@ -210,6 +217,7 @@ def _run_localmachine(args: argparse.Namespace) -> int:
         options = LocalMachineOptions(
             state_dir=args.state_dir,
             heartbeat_period=args.heartbeat_period,
+            health_timeout=args.health_timeout,
             stop_grace_period=args.stop_grace_period,
             join_backoff_max=args.join_backoff_max,
         ).with_defaults()

@@ -226,6 +226,9 @@ class LocalMachineReconciler:
             await self._fail(machine, "InvalidConfiguration", str(err))
             return Result()
         if not machine.get("spec", {}).get("providerID"):
+            # The cache may lag our own last write: provisioning twice would rewind the phase.
+            machine = await self.client.get(API_VERSION, "Machine", request.name, request.namespace)
+        if not machine.get("spec", {}).get("providerID"):
             outcome = await self._provision(machine)
             if isinstance(outcome, Result):
                 return outcome

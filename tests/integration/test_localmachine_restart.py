@@ -54,6 +54,8 @@ def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log: Path)
         "3",
         "--join-backoff-max",
         "0.5",
+        "--health-timeout",
+        "1",
     ]
     with log.open("ab") as output:
         return subprocess.Popen(

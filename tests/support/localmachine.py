@@ -155,6 +155,8 @@ def provider_options(state_dir: Path, **overrides: Any) -> LocalMachineOptions:
     options = LocalMachineOptions(
         state_dir=state_dir,
         heartbeat_period=HEARTBEAT,
+        # Generous: a health read slowed down by a busy test machine must not flap the Node.
+        health_timeout=1.0,
         stop_grace_period=3.0,
         join_backoff_initial=0.1,
         join_backoff_max=0.5,
