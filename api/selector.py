@@ -1,6 +1,7 @@
-"""Label selectors as the API server evaluates them: matching and the canonical string form.
+"""Label selectors of the API types: matching and the canonical string form.
 
-Works on the wire form (a ``metav1.LabelSelector`` dict) or on :class:`api.meta.LabelSelector`::
+The rules live in :mod:`runtime.labels` (the same language the API server and the cache speak);
+this module accepts the typed :class:`api.meta.LabelSelector` as well as the wire dict::
 
     from api.selector import selector_matches, selector_string
 
@@ -18,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .meta import LabelSelector
+from runtime.labels import from_label_selector, label_selector_problems
 
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+from .meta import LabelSelector
 
 
 def _wire(selector: Mapping[str, Any] | LabelSelector | None) -> Mapping[str, Any]:
@@ -33,36 +34,7 @@ def _wire(selector: Mapping[str, Any] | LabelSelector | None) -> Mapping[str, An
 
 def selector_problems(selector: Mapping[str, Any] | LabelSelector | None) -> list[str]:
     """What is wrong with a selector (empty when it is well formed), one sentence per problem."""
-    sel = _wire(selector)
-    problems: list[str] = []
-    labels = sel.get("matchLabels")
-    if labels is not None and not (
-        isinstance(labels, Mapping) and all(isinstance(v, str) for v in labels.values())
-    ):
-        problems.append("matchLabels must map label keys to string values")
-    expressions = sel.get("matchExpressions")
-    if expressions is None:
-        return problems
-    if not isinstance(expressions, list):
-        return [*problems, "matchExpressions must be a list"]
-    for index, expr in enumerate(expressions):
-        where = f"matchExpressions[{index}]"
-        if not isinstance(expr, Mapping):
-            problems.append(f"{where} must be an object with key, operator and values")
-            continue
-        operator, values = expr.get("operator"), expr.get("values") or []
-        if not isinstance(expr.get("key"), str) or not expr.get("key"):
-            problems.append(f"{where}.key is required")
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            problems.append(f"{where}.values must be a list of strings")
-            continue
-        if operator not in _OPERATORS:
-            problems.append(f"{where}.operator {operator!r} is not one of {', '.join(_OPERATORS)}")
-        elif operator in ("In", "NotIn") and not values:
-            problems.append(f"{where}.values must be non-empty for operator {operator}")
-        elif operator in ("Exists", "DoesNotExist") and values:
-            problems.append(f"{where}.values must be empty for operator {operator}")
-    return problems
+    return label_selector_problems(_wire(selector))
 
 
 def selector_matches(
@@ -74,40 +46,14 @@ def selector_matches(
     selector never makes a controller adopt objects it should not.
     """
     sel = _wire(selector)
-    if selector_problems(sel):
+    if label_selector_problems(sel):
         return False
-    have = labels or {}
-    for key, value in (sel.get("matchLabels") or {}).items():
-        if have.get(key) != value:
-            return False
-    for expr in sel.get("matchExpressions") or []:
-        key, operator, values = expr["key"], expr["operator"], expr.get("values") or []
-        present = key in have
-        if operator == "In" and not (present and have[key] in values):
-            return False
-        if operator == "NotIn" and present and have[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
+    return from_label_selector(sel).matches(labels)
 
 
 def selector_string(selector: Mapping[str, Any] | LabelSelector | None) -> str:
-    """The selector in ``labelSelector`` query syntax, requirements sorted by key like kube prints them."""
-    sel = _wire(selector)
-    parts: list[tuple[str, str]] = []
-    for key, value in (sel.get("matchLabels") or {}).items():
-        parts.append((key, f"{key}={value}"))
-    for expr in sel.get("matchExpressions") or []:
-        key, operator = expr.get("key", ""), expr.get("operator")
-        values = ",".join(sorted(expr.get("values") or []))
-        text = {
-            "In": f"{key} in ({values})",
-            "NotIn": f"{key} notin ({values})",
-            "Exists": key,
-            "DoesNotExist": f"!{key}",
-        }.get(str(operator), key)
-        parts.append((key, text))
-    return ",".join(text for _, text in sorted(parts, key=lambda part: part[0]))
+    """The selector in ``labelSelector`` query syntax, requirements sorted by key like kube prints them.
+
+    Raises :class:`ValueError` for a malformed selector (check :func:`selector_problems` first).
+    """
+    return str(from_label_selector(_wire(selector)))

@@ -199,31 +199,88 @@ def selector_from_set(labels: Mapping[str, str]) -> Selector:
     return Selector(tuple(requirements))
 
 
-def from_label_selector(selector: Mapping[str, Any]) -> Selector:
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _key_problem(key: str) -> str | None:
+    try:
+        _check_key(key, key)
+    except ValueError as err:
+        return str(err).partition(": ")[2]
+    return None
+
+
+def _value_problem(value: str) -> str | None:
+    try:
+        _check_value(value, value)
+    except ValueError as err:
+        return str(err).partition(": ")[2]
+    return None
+
+
+def label_selector_problems(selector: Mapping[str, Any] | None) -> list[str]:
+    """What is wrong with a ``metav1.LabelSelector`` dict, one sentence per problem.
+
+    Empty when the selector is well formed. Admission webhooks report these to the user as field
+    errors; :func:`from_label_selector` refuses a selector that has any.
+    """
+    sel = selector or {}
+    problems: list[str] = []
+    labels = sel.get("matchLabels")
+    if labels is not None:
+        if not (isinstance(labels, Mapping) and all(isinstance(v, str) for v in labels.values())):
+            problems.append("matchLabels must map label keys to string values")
+        else:
+            for key, value in labels.items():
+                for problem in (_key_problem(str(key)), _value_problem(value)):
+                    if problem:
+                        problems.append(f"matchLabels: {problem}")
+    expressions = sel.get("matchExpressions")
+    if expressions is None:
+        return problems
+    if not isinstance(expressions, list):
+        return [*problems, "matchExpressions must be a list"]
+    for index, expr in enumerate(expressions):
+        where = f"matchExpressions[{index}]"
+        if not isinstance(expr, Mapping):
+            problems.append(f"{where} must be an object with key, operator and values")
+            continue
+        key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if not isinstance(key, str) or not key:
+            problems.append(f"{where}.key is required")
+        elif (problem := _key_problem(key)) is not None:
+            problems.append(f"{where}.key: {problem}")
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            problems.append(f"{where}.values must be a list of strings")
+            continue
+        problems += [f"{where}.values: {p}" for v in values if (p := _value_problem(v)) is not None]
+        if operator not in _SELECTOR_OPERATORS:
+            problems.append(f"{where}.operator {operator!r} is not one of {', '.join(_SELECTOR_OPERATORS)}")
+        elif operator in ("In", "NotIn") and not values:
+            problems.append(f"{where}.values must be non-empty for operator {operator}")
+        elif operator in ("Exists", "DoesNotExist") and values:
+            problems.append(f"{where}.values must be empty for operator {operator}")
+    return problems
+
+
+def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
     """Convert a ``metav1.LabelSelector`` dict (``matchLabels``, ``matchExpressions``).
 
-    Operators ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``; an empty dict selects everything.
+    Operators ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``; an empty dict (or None) selects
+    everything. A malformed selector raises :class:`ValueError` listing
+    :func:`label_selector_problems`.
     """
-    requirements = list(selector_from_set(selector.get("matchLabels") or {}).requirements)
-    for i, expression in enumerate(selector.get("matchExpressions") or []):
-        where = f"matchExpressions[{i}]"
-        key = str(expression.get("key", ""))
-        operator = expression.get("operator")
-        values = [str(v) for v in expression.get("values") or []]
-        _check_key(key, where)
-        for value in values:
-            _check_value(value, where)
-        if operator in ("In", "NotIn"):
-            if not values:
-                raise ValueError(f"{where}: operator {operator} needs at least one value")
-            op = "in" if operator == "In" else "notin"
-            requirements.append(Requirement(key, op, tuple(sorted(set(values)))))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                raise ValueError(f"{where}: operator {operator} takes no values")
-            requirements.append(Requirement(key, "exists" if operator == "Exists" else "!"))
-        else:
-            raise ValueError(f"{where}: unknown operator {operator!r}; use In, NotIn, Exists or DoesNotExist")
+    problems = label_selector_problems(selector)
+    if problems:
+        raise ValueError("label selector: " + "; ".join(problems))
+    sel = selector or {}
+    requirements = [Requirement(key, "=", (value,)) for key, value in (sel.get("matchLabels") or {}).items()]
+    for expression in sel.get("matchExpressions") or []:
+        key, operator = expression["key"], expression["operator"]
+        values = tuple(sorted(set(expression.get("values") or [])))
+        op = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}[operator]
+        requirements.append(Requirement(key, op, values))
+    # Stable: for one key, matchLabels terms stay ahead of expressions, as kube prints them.
     return Selector(tuple(sorted(requirements, key=lambda r: r.key)))
 
 
@@ -246,6 +303,7 @@ __all__ = [
     "Selector",
     "as_selector",
     "from_label_selector",
+    "label_selector_problems",
     "parse_selector",
     "selector_from_set",
 ]

@@ -34,6 +34,9 @@ Webhooks (``webhook`` = the served path; see :func:`init_webhook_metrics`):
 ``controller_runtime_webhook_requests_in_flight{webhook}``,
 ``controller_runtime_webhook_panics_total``.
 
+Cert watcher (no labels): ``certwatcher_read_certificate_total``,
+``certwatcher_read_certificate_errors_total``.
+
 Process: ``process_*`` (CPU, memory, file descriptors, start time), ``python_info`` and
 ``python_gc_*`` — the Python counterparts of Go's process and runtime collectors.
 
@@ -257,6 +260,19 @@ webhook_requests_in_flight: Final = Gauge(
 webhook_panics_total: Final = Counter(
     "controller_runtime_webhook_panics_total",
     "Admission requests whose handler raised an unexpected exception.",
+    registry=registry,
+)
+
+# --- cert watcher -----------------------------------------------------------------------------
+
+certwatcher_read_certificate_total: Final = Counter(
+    "certwatcher_read_certificate_total",
+    "Certificate and key pairs read and loaded successfully.",
+    registry=registry,
+)
+certwatcher_read_certificate_errors_total: Final = Counter(
+    "certwatcher_read_certificate_errors_total",
+    "Certificate and key pairs that could not be read or loaded; the previous pair stays in use.",
     registry=registry,
 )
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.labels import from_label_selector
 
 
 @runtime_checkable
@@ -271,45 +272,6 @@ def not_(predicate: Predicate) -> Predicate:
 
 # --- label selectors ----------------------------------------------------------------------------
 
-_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
-
-
-def _selector_matcher(selector: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
-    match_labels = dict(selector.get("matchLabels") or {})
-    expressions: list[tuple[str, str, frozenset[str]]] = []
-    for expression in selector.get("matchExpressions") or ():
-        key = expression.get("key")
-        operator = expression.get("operator")
-        values = frozenset(expression.get("values") or ())
-        if not key or operator not in _OPERATORS:
-            raise ValueError(
-                f"label selector expression {dict(expression)!r}: needs a key and an operator "
-                f"among {sorted(_OPERATORS)}"
-            )
-        if operator in ("In", "NotIn") and not values:
-            raise ValueError(f"label selector expression {dict(expression)!r}: {operator} needs values")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise ValueError(f"label selector expression {dict(expression)!r}: {operator} takes no values")
-        expressions.append((key, operator, values))
-
-    def matches(labels: Mapping[str, Any]) -> bool:
-        for key, value in match_labels.items():
-            if labels.get(key) != value:
-                return False
-        for key, operator, values in expressions:
-            present = key in labels
-            if operator == "In" and not (present and labels[key] in values):
-                return False
-            if operator == "NotIn" and present and labels[key] in values:
-                return False
-            if operator == "Exists" and not present:
-                return False
-            if operator == "DoesNotExist" and present:
-                return False
-        return True
-
-    return matches
-
 
 def label_selector_predicate(selector: Mapping[str, Any]) -> Predicate:
     """Passes events whose object's labels match a ``metav1.LabelSelector`` dict.
@@ -317,7 +279,7 @@ def label_selector_predicate(selector: Mapping[str, Any]) -> Predicate:
     ``{}`` matches everything, as the API server's selectors do. An invalid selector raises
     :class:`ValueError` here, not on the first event.
     """
-    matches = _selector_matcher(selector)
+    matches = from_label_selector(selector).matches
 
     def filter(obj: JSON) -> bool:
         metadata = _metadata(obj)

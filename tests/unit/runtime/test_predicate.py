@@ -163,5 +163,5 @@ def test_label_selector_predicate() -> None:
     ],
 )
 def test_invalid_label_selectors_are_refused_up_front(selector: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match="label selector expression"):
+    with pytest.raises(ValueError, match=r"label selector: matchExpressions\[0\]"):
         label_selector_predicate(selector)

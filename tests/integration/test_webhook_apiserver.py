@@ -1,0 +1,106 @@
+"""The API server calls our webhook server over TLS through webhook configurations, as in a cluster."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+
+from runtime.webhook import WebhookServer, WebhookServerOptions
+from tests.integration.test_webhook_server import MUTATE, VALIDATE, WidgetDefaulter, WidgetValidator
+from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
+from tests.support.kubehttp import KubeHTTP
+from tests.support.webhooks import ServingCerts, running_webhook_server
+
+
+def configuration(kind: str, name: str, url: str, ca: bytes, resources: list[str], namespace: str) -> Any:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": name,
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()},
+                "rules": [
+                    {
+                        "apiGroups": [GROUP],
+                        "apiVersions": [VERSION],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": resources,
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 5,
+            }
+        ],
+    }
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def kube(env: Any, namespace: str, tmp_path: Path) -> AsyncIterator[KubeHTTP]:
+    await env.install_crds([widget_crd()])
+    certs = ServingCerts(tmp_path / "certs")
+    certs.write()
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory)))
+    server.register_validator(GROUP, VERSION, "Widget", WidgetValidator())
+    server.register_defaulter(GROUP, VERSION, "Widget", WidgetDefaulter())
+    async with running_webhook_server(server), KubeHTTP(env.kubeconfig) as kube:
+        created = []
+        for kind, path, resources in (
+            ("ValidatingWebhookConfiguration", VALIDATE, [PLURAL, f"{PLURAL}/scale"]),
+            ("MutatingWebhookConfiguration", MUTATE, [PLURAL]),
+        ):
+            name = f"{path.strip('/').split('-')[0]}.{namespace}.test.cpo.dev"
+            plural = f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s"
+            url = f"https://127.0.0.1:{server.port}{path}"
+            reply = await kube.post(
+                plural, configuration(kind, name, url, certs.ca.cert_pem, resources, namespace)
+            )
+            assert reply.status == 201, reply.text
+            created.append(f"{plural}/{name}")
+        try:
+            yield kube
+        finally:
+            for path in created:
+                await kube.delete(path)
+
+
+async def test_the_api_server_gets_denials_defaults_and_warnings_from_our_server(
+    kube: KubeHTTP, namespace: str
+) -> None:
+    denied = await kube.post(widgets_path(namespace), widget("even", namespace, size="small", replicas=4))
+    assert denied.status == 403, denied.text
+    assert denied.body["message"] == (
+        f'admission webhook "validate.{namespace}.test.cpo.dev" denied the request: '
+        "spec.replicas: Invalid value: 4: must be odd"
+    )
+    assert denied.body["reason"] == "Forbidden"
+
+    created = await kube.post(widgets_path(namespace), widget("nine", namespace, size="small", replicas=9))
+    assert created.status == 201, created.text
+    assert created.body["metadata"]["labels"] == {"defaulted": "yes"}
+    assert any("spec.replicas: 9 is above 7" in w for w in created.warnings())
+
+    immutable = await kube.patch(widgets_path(namespace, "nine"), {"spec": {"size": "large"}})
+    assert immutable.status == 422, immutable.text
+    assert immutable.body["message"].endswith(
+        "denied the request: spec.size: Invalid value: field is immutable"
+    )
+
+
+async def test_scaling_through_the_scale_subresource_is_validated(kube: KubeHTTP, namespace: str) -> None:
+    created = await kube.post(widgets_path(namespace), widget("sc", namespace, size="small", replicas=3))
+    assert created.status == 201, created.text
+    denied = await kube.patch(widgets_path(namespace, "sc", "scale"), {"spec": {"replicas": 4}})
+    assert denied.status == 403 and denied.body["message"].endswith(
+        "spec.replicas: Invalid value: 4: must be odd"
+    )
+    scaled = await kube.patch(widgets_path(namespace, "sc", "scale"), {"spec": {"replicas": 5}})
+    assert scaled.status == 200 and scaled.body["spec"]["replicas"] == 5

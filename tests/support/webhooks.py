@@ -1,0 +1,78 @@
+"""Run a real :class:`runtime.webhook.WebhookServer` over TLS in tests, and talk to it.
+
+``running_webhook_server`` starts the server as its runnable would be started (``start(stop)`` in
+a task), waits until the TLS listener accepts connections and stops it afterwards.
+``ServingCerts`` is a throw-away CA that writes serving pairs into the server's ``cert_dir``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from runtime.envtest.certs import CertificateAuthority, CertPair
+from runtime.webhook import WebhookServer
+
+
+class ServingCerts:
+    """A CA whose serving certificates for 127.0.0.1 go into ``directory`` as tls.crt / tls.key."""
+
+    def __init__(self, directory: Path, name: str = "webhook-test-ca") -> None:
+        self.directory = directory
+        self.ca = CertificateAuthority.new(name)
+        self.pair = self.ca.serving_cert(["127.0.0.1", "localhost"])
+
+    def write(self, pair: CertPair | None = None) -> CertPair:
+        self.pair = pair or self.pair
+        self.pair.write(self.directory)
+        return self.pair
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+        return context
+
+
+@asynccontextmanager
+async def running_webhook_server(
+    server: WebhookServer, start_within: float = 10.0
+) -> AsyncIterator[WebhookServer]:
+    stop = asyncio.Event()
+    task = asyncio.create_task(server.start(stop), name="test-webhook-server")
+    started = asyncio.create_task(server.wait_started())
+    done, _ = await asyncio.wait({task, started}, timeout=start_within, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        started.cancel()
+        task.result()  # raises the start error
+        raise AssertionError("webhook server returned before it was stopped")
+    if started not in done:
+        started.cancel()
+        stop.set()
+        await task
+        raise TimeoutError(f"webhook server did not start within {start_within} s")
+    try:
+        yield server
+    finally:
+        stop.set()
+        await task
+
+
+async def post(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    content_type: str = "application/json",
+) -> tuple[int, Any, bytes]:
+    """POST ``body``; the status, the decoded JSON (None if not JSON) and the raw answer."""
+    async with session.post(url, data=body, headers={"Content-Type": content_type}) as response:
+        raw = await response.read()
+        try:
+            decoded = await response.json(content_type=None)
+        except ValueError:
+            decoded = None
+        return response.status, decoded, raw
