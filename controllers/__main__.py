@@ -208,11 +208,6 @@ def _run_localmachine(args: argparse.Namespace) -> int:
     from runtime.log import configure_logging
     from runtime.manager import Manager, ManagerOptions
 
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)  # main()'s plain format: our lines carry structured keys
-    configure_logging(args.log_format, args.log_level)
-
     try:
         options = LocalMachineOptions(
             state_dir=args.state_dir,
@@ -224,6 +219,11 @@ def _run_localmachine(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError) as err:
         print(f"cpo localmachine: {err}", file=sys.stderr)
         return 2
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)  # main()'s plain format: our lines carry structured keys
+    configure_logging(args.log_format, args.log_level)
 
     async def serve() -> int:
         try:
