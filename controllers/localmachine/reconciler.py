@@ -467,7 +467,7 @@ class LocalMachineReconciler:
         missing = {
             key: value
             for key, value in labels.items()
-            if node["metadata"].get("labels", {}).get(key) != value
+            if (node["metadata"].get("labels") or {}).get(key) != value
         }
         if missing:
             node = await self.client.patch("v1", "Node", name, {"metadata": {"labels": missing}})

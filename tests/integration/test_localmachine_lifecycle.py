@@ -256,3 +256,45 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
             )
 
         await eventually(all_gone, within=15, what="every machine deleted")
+
+
+async def test_a_node_of_the_same_name_owned_by_another_machine_is_left_alone(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"lm{secrets.token_hex(3)}-m0"
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "annotations": {"machine.openshift.io/machine": "elsewhere/other"}},
+    }
+    await kube.create(foreign)
+    try:
+        async with running_provider(kube, namespace, provider_options(provider_state_dir)):
+            await kube.create(machine(name, namespace))
+
+            async def refused() -> bool:
+                obj = await get_machine(kube, name, namespace)
+                condition = machine_condition(obj, "NodeOwned")
+                return bool(
+                    obj
+                    and (obj.get("status") or {}).get("phase") == "Provisioned"
+                    and condition.get("reason") == "NodeNameTaken"
+                    and "elsewhere/other" in condition.get("message", "")
+                )
+
+            await eventually(refused, within=30, what="NodeOwned=False naming the Node's owner")
+            node = await get_node(kube, name)
+            assert node is not None
+            assert "labels" not in node["metadata"] or not node["metadata"]["labels"]
+            assert not ready_condition(node), "a foreign Node gets no heartbeat from us"
+            await kube.delete(API_VERSION, "Machine", name, namespace)
+            await eventually(
+                lambda: _gone(kube, name, namespace), within=15, what="machine deleted, foreign Node kept"
+            )
+            assert await get_node(kube, name) is not None
+    finally:
+        await kube.delete("v1", "Node", name)
+
+
+async def _gone(kube: Client, name: str, namespace: str) -> bool:
+    return await get_machine(kube, name, namespace) is None
