@@ -226,8 +226,13 @@ class LocalMachineReconciler:
             await self._fail(machine, "InvalidConfiguration", str(err))
             return Result()
         if not machine.get("spec", {}).get("providerID"):
-            # The cache may lag our own last write: provisioning twice would rewind the phase.
+            # The cache may lag our own last write: provisioning twice would rewind the phase, and
+            # a Machine deleted or failed meanwhile must not get a member.
             machine = await self.client.get(API_VERSION, "Machine", request.name, request.namespace)
+            if machine["metadata"].get("deletionTimestamp"):
+                return await self._reconcile_delete(machine)
+            if (machine.get("status") or {}).get("phase") == PHASE_FAILED:
+                return Result()
         if not machine.get("spec", {}).get("providerID"):
             outcome = await self._provision(machine)
             if isinstance(outcome, Result):
