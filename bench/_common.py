@@ -203,6 +203,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
+def median_round(rounds: list[JSON], key: str = "cpu_per_event_ms") -> JSON:
+    """The round whose ``key`` is the median (the middle one of an odd number of rounds)."""
+    return sorted(rounds, key=lambda r: r[key])[len(rounds) // 2]
+
+
+def rounds_note(rounds: list[JSON]) -> str:
+    rates = " / ".join(f"{r['events_per_s']:.0f}" for r in rounds)
+    cpus = " / ".join(f"{r['cpu_per_event_ms']:.3f}" for r in rounds)
+    return f"{len(rounds)} rounds: {rates} ev/s; CPU/event {cpus} ms (the median round is shown)"
+
+
 def uptime() -> str:
     with open("/proc/loadavg") as f:
         return "load average: " + ", ".join(f.read().split()[:3])

@@ -32,6 +32,7 @@ Figures (same definitions for every column):
                      time.time() at the handler minus the time.time() the patcher wrote into
                      the object.
 ``CPU/event``        the process's own CPU seconds (getrusage) over the burst / burst patches.
+                     ``--rounds`` bursts (3) per contender; the median round is reported.
 ``peak RSS``         ru_maxrss of the process at the end.
 """
 
@@ -55,6 +56,8 @@ from bench._common import (
     Child,
     Tracker,
     emit,
+    median_round,
+    rounds_note,
     rss_bytes,
     serve_commands,
     uptime,
@@ -174,7 +177,8 @@ async def measure(
                 # Let kopf's own patches settle before the measured phases.
                 await asyncio.sleep(2)  # allow-sleep: kopf's post-start patches are not observable otherwise
         rate = await phases.at_rate(child, args.rate, args.rate_seconds)
-        burst = await phases.drain(child, args.burst, args.concurrency)
+        bursts = [await phases.drain(child, args.burst, args.concurrency) for _ in range(args.rounds)]
+        burst = median_round(bursts)
         usage = await child.call({"cmd": "usage"}, "usage", 30)
     finally:
         await child.stop()
@@ -183,6 +187,7 @@ async def measure(
         "sync_s": sync_s,
         "rate": rate,
         "burst": burst,
+        "bursts": bursts,
         "peak_rss": usage["peak_rss"],
         "rss_ready": ready["rss"],
         "rss_end": usage["rss"],
@@ -247,6 +252,8 @@ def print_table(results: list[JSON], args: argparse.Namespace) -> None:
             f"[target <= 0.5: {'ok' if rss_ratio <= 0.5 else 'MISSED'}]"
         )
     for r in results:
+        print(f"{r['name']}: bursts, {rounds_note(r['bursts'])}")
+    for r in results:
         print(f"{r['name']}: slowest at {args.rate:.0f}/s (ms, s into the phase): {r['rate']['slowest']}")
     print(f"finished: {uptime()}", flush=True)
 
@@ -261,6 +268,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=2000, help="patches written while a process is stopped")
     parser.add_argument("--rate", type=float, default=100.0, help="offered patches/s for the latency phase")
     parser.add_argument("--rate-seconds", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=3, help="bursts per contender; the median is reported")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
