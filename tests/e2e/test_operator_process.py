@@ -73,6 +73,13 @@ class OperatorProcess:
         raise AssertionError(f"no log line matches {pattern!r}; logs:\n" + "\n".join(self.raw))
 
 
+def child_environment() -> dict[str, str]:
+    """This environment, minus what would make the child think it runs in a pod; our tree first."""
+    child = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), child.get("PYTHONPATH", "")) if p)
+    return child
+
+
 @pytest_asyncio.fixture(loop_scope="session")
 async def operator(
     env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
@@ -80,8 +87,6 @@ async def operator(
     await env.install_crds([ROOT / "config" / "crd"])
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
-    child_env = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
-    child_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -105,7 +110,7 @@ async def operator(
         "--log-format",
         "json",
         cwd=tmp_path,
-        env=child_env,
+        env=child_environment(),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -276,3 +281,41 @@ async def _exists(client: Client, name: str, namespace: str) -> bool:
     except NotFound:
         return False
     return True
+
+
+async def test_cpo_run_without_a_serving_certificate_exits_1_saying_where_to_put_it(
+    env: Any, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-certs"
+    empty.mkdir()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "controllers",
+        "run",
+        "--kubeconfig",
+        str(kubeconfig_path),
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--webhook-host",
+        "127.0.0.1",
+        "--webhook-port",
+        "0",
+        "--webhook-cert-dir",
+        str(empty),
+        "--log-format",
+        "json",
+        env=child_environment(),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        _, stderr = await asyncio.wait_for(proc.communicate(), timeout=START_WITHIN)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 1, stderr.decode()
+    assert f"Put tls.crt and tls.key into {empty}" in stderr.decode(), stderr.decode()
