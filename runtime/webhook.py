@@ -641,7 +641,7 @@ class WebhookServer:
             raise CertificateError(
                 f"webhook server cannot start: {err}. Put {opts.cert_name} and {opts.key_name} into "
                 f"{opts.cert_dir} (mount the kubernetes.io/tls Secret there, e.g. the one cert-manager "
-                "issues) or point cert_dir at them"
+                "issues) or set cert_dir"
             ) from err
         sock = _listen(opts.host, opts.port)
         runner = web.ServerRunner(
