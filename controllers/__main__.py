@@ -1,11 +1,12 @@
 """The ``cpo`` command line: one executable, one sub-command per job.
 
 ``cpo run`` is the operator itself (see :mod:`controllers.operator`). ``cpo dev-apiserver`` runs
-the embedded API server on its own, for kubectl sessions and for trying the operator by hand.
-Other sub-commands (``manifests``, ``certs``) plug into the same
-table: write a ``configure(parser)`` that declares the arguments and a ``run(args) -> exit code``,
-and add a :class:`Subcommand` to :data:`SUBCOMMANDS`. Sub-commands import what they need inside
-``run`` so that ``cpo --help`` stays fast and one broken sub-command cannot break the others.
+the embedded API server on its own, for kubectl sessions and for trying the operator by hand;
+``cpo localmachine`` runs the local machine provider; ``cpo manifests`` writes the CRDs. Every
+sub-command plugs into the same table: write a ``configure(parser)`` that declares the arguments
+and a ``run(args) -> exit code``, and add a :class:`Subcommand` to :data:`SUBCOMMANDS`.
+Sub-commands import what they need inside ``run`` so that ``cpo --help`` stays fast and one broken
+sub-command cannot break the others.
 """
 
 from __future__ import annotations
@@ -134,6 +135,120 @@ def _run_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------------------------- localmachine
+
+
+def _configure_localmachine(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder for the etcd members (data, logs, state files); a restart on it re-attaches",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="kubeconfig of the API server (default: $KUBECONFIG, else in-cluster)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=None,
+        help="serve only the Machines of this namespace (default: every namespace)",
+    )
+    parser.add_argument(
+        "--heartbeat-period",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between two Node heartbeats (default: 10)",
+    )
+    parser.add_argument(
+        "--health-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a member may take to answer its health read (default: half the heartbeat, at most 2)",
+    )
+    parser.add_argument(
+        "--stop-grace-period",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between SIGTERM and SIGKILL when a machine's etcd is stopped (default: 10)",
+    )
+    parser.add_argument(
+        "--join-backoff-max",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="longest wait between two attempts to join etcd (default: 10)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        default=None,
+        help="structured log lines as JSON or for humans (default: json in a pod, console otherwise)",
+    )
+    parser.add_argument(
+        "--metrics-bind-address",
+        default="0",
+        metavar="ADDRESS",
+        help="where /metrics is served, ':8080' for example (default: %(default)s, disabled)",
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        default="0",
+        metavar="ADDRESS",
+        help="where /healthz and /readyz are served (default: %(default)s, disabled)",
+    )
+
+
+def _run_localmachine(args: argparse.Namespace) -> int:
+    from controllers.localmachine import LocalMachineOptions, setup_with_manager
+    from runtime.cache import CacheOptions
+    from runtime.log import configure_logging
+    from runtime.manager import Manager, ManagerOptions
+
+    try:
+        options = LocalMachineOptions(
+            state_dir=args.state_dir,
+            heartbeat_period=args.heartbeat_period,
+            health_timeout=args.health_timeout,
+            stop_grace_period=args.stop_grace_period,
+            join_backoff_max=args.join_backoff_max,
+        ).with_defaults()
+    except (ValueError, RuntimeError) as err:
+        print(f"cpo localmachine: {err}", file=sys.stderr)
+        return 2
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)  # main()'s plain format: our lines carry structured keys
+    configure_logging(args.log_format, args.log_level)
+
+    async def serve() -> int:
+        try:
+            manager = await Manager.create(
+                ManagerOptions(
+                    kubeconfig=str(args.kubeconfig) if args.kubeconfig is not None else None,
+                    metrics_bind_address=args.metrics_bind_address,
+                    health_probe_bind_address=args.health_probe_bind_address,
+                    cache_options=CacheOptions(namespace=args.namespace),
+                )
+            )
+        except (OSError, ValueError) as err:
+            print(f"cpo localmachine: {err}", file=sys.stderr)
+            return 1
+        setup_with_manager(manager, options)
+        print(f"localmachine provider running; members under {options.state_dir}", flush=True)
+        return await manager.run()
+
+    return asyncio.run(serve())
+
+
 # ------------------------------------------------------------------------------------------ run
 
 
@@ -240,6 +355,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         help="run the embedded Kubernetes API server standalone (for kubectl and manual testing)",
         configure=_configure_dev_apiserver,
         run=_run_dev_apiserver,
+    ),
+    "localmachine": Subcommand(
+        help="run the localmachine provider: each Machine becomes a local etcd member and a Node",
+        configure=_configure_localmachine,
+        run=_run_localmachine,
     ),
     "manifests": Subcommand(
         help="generate the CRDs (config/crd/) from the API models in api/",

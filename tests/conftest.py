@@ -9,7 +9,9 @@ Fixtures
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
-test started (:func:`controllers.etcd.process.spawned_processes`) is still alive.
+test started (:func:`controllers.etcd.process.spawned_processes`, plus the members recorded in the
+provider state directories registered with :func:`tests.support.localmachine.track_state_dir`)
+is still alive.
 
 Event loops (pytest-asyncio 1.x): ``env`` lives in the session-scoped loop, so everything that
 touches it must run there too. :func:`pytest_collection_modifyitems` marks every async test that
@@ -86,6 +88,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if process_module is None:
         return
     survivors = [process for process in process_module.spawned_processes() if process.alive()]
+    # Members a provider started in another process (a `cpo localmachine` subprocess) are known
+    # only from the state files of the directories the tests registered.
+    localmachine_support = sys.modules.get("tests.support.localmachine")
+    if localmachine_support is not None:
+        survivors += [
+            process for process in localmachine_support.tracked_processes() if process not in survivors
+        ]
     if not survivors:
         return
     for process in survivors:

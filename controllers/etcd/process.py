@@ -491,9 +491,19 @@ def _write_state(member: MemberProcess) -> None:
 class EtcdSupervisor:
     """Starts and tracks etcd member processes under ``state_dir`` (see the module docstring)."""
 
-    def __init__(self, state_dir: Path | str, options: EtcdProcessOptions | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path | str,
+        options: EtcdProcessOptions | ResolvedEtcdProcessOptions | None = None,
+    ) -> None:
+        """``options`` may be already resolved, so that many supervisors (one per cluster, as the
+        ``localmachine`` provider keeps them) share one ``etcd --help`` probe."""
         self.state_dir = Path(state_dir)
-        self.options = (options or EtcdProcessOptions()).with_defaults()
+        self.options = (
+            options
+            if isinstance(options, ResolvedEtcdProcessOptions)
+            else (options or EtcdProcessOptions()).with_defaults()
+        )
 
     # -- reading state
 

@@ -32,13 +32,49 @@ async def test_forgets_to_stop_its_member(tmp_path):
 """
 
 
-async def test_a_session_that_leaves_an_etcd_running_fails_and_the_etcd_is_killed(tmp_path: Path) -> None:
+LEAKY_PROVIDER_TEST = """
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.localmachine import recorded_processes, track_state_dir
+
+# A provider in another process starts a member (die_with_parent off) and goes away: only the
+# state files say that this etcd belongs to the tests.
+PROVIDER = '''
+import asyncio, sys
+from controllers.etcd.process import EtcdProcessOptions, EtcdSupervisor
+
+async def main():
+    await EtcdSupervisor(sys.argv[1], EtcdProcessOptions(die_with_parent=False)).bootstrap("leaky")
+
+asyncio.run(main())
+'''
+
+
+def test_a_provider_process_leaves_its_member_behind(tmp_path):
+    state_dir = track_state_dir(tmp_path / "machines")
+    subprocess.run([sys.executable, "-c", PROVIDER, str(state_dir / "cluster")], check=True, timeout=60)
+    (process,) = recorded_processes(state_dir)
+    Path(os.environ["LEAK_RECORD"]).write_text(f"{process.pid} {process.start_time}")
+"""
+
+
+@pytest.mark.parametrize(
+    "leaky_test",
+    [LEAKY_TEST, LEAKY_PROVIDER_TEST],
+    ids=["started-by-the-test-process", "started-by-a-provider-subprocess"],
+)
+async def test_a_session_that_leaves_an_etcd_running_fails_and_the_etcd_is_killed(
+    tmp_path: Path, leaky_test: str
+) -> None:
     session_dir = tmp_path / "session"
     session_dir.mkdir()
     (session_dir / "conftest.py").write_text(
         "from tests.conftest import pytest_sessionfinish  # noqa: F401\n"
     )
-    (session_dir / "test_leaky.py").write_text(LEAKY_TEST)
+    (session_dir / "test_leaky.py").write_text(leaky_test)
     record = tmp_path / "leak-record"
     environment = {**os.environ, "PYTHONPATH": str(REPO), "LEAK_RECORD": str(record)}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", "."]

@@ -1,0 +1,126 @@
+"""The ``localmachine`` provider: each Machine becomes a real etcd member on loopback plus a Node.
+
+It plays a cloud's Machine API for tests, benchmarks and laptops. It reconciles the Machines whose
+``spec.providerSpec.value.kind`` is ``LocalMachineProviderSpec`` and nothing else. Try it::
+
+    cpo dev-apiserver --kubeconfig-out /tmp/kc --crd config/crd &
+    cpo localmachine --state-dir /tmp/cpo-machines --kubeconfig /tmp/kc &
+    kubectl --kubeconfig /tmp/kc apply -f - <<EOF
+    apiVersion: machine.openshift.io/v1beta1
+    kind: Machine
+    metadata: {name: master-0, namespace: default}
+    spec:
+      providerSpec:
+        value: {kind: LocalMachineProviderSpec, failureDomain: zone-a}
+    EOF
+    kubectl --kubeconfig /tmp/kc get machines,nodes
+
+or in Python, in a manager of your own::
+
+    from controllers.localmachine import LocalMachineOptions, setup_with_manager
+
+    setup_with_manager(manager, LocalMachineOptions(state_dir="/tmp/cpo-machines", heartbeat_period=2))
+
+Clusters and membership
+-----------------------
+One etcd cluster per **namespace**: the first Machine of a namespace that gets provisioned
+bootstraps a new cluster, every later one joins it as a **learner** (member add with
+``isLearner``, then start with ``--initial-cluster-state existing``, as kubeadm joins a control
+plane node). Members live under ``<state_dir>/<namespace>/<machine name>/`` (state file, data,
+log; see :mod:`controllers.etcd.process`) and the etcd member is named after the Machine.
+
+The provider **never promotes and never removes** members: promotion of caught-up learners and
+removal of a deleted machine's member are the etcd-quorum-hook controller's job (tests promote
+with :class:`~controllers.etcd.client.EtcdClient`). etcd before 3.6 allows one learner at a time,
+so while a learner waits for its promotion a later Machine stays ``Provisioning`` with condition
+``EtcdMemberStarted=False``, reason ``WaitingForLearnerPromotion`` naming the learner ahead, and
+asks again with a backoff (``join_backoff_initial`` doubling up to ``join_backoff_max``). With
+etcd ≥ 3.6, :attr:`controllers.etcd.process.EtcdProcessOptions.max_learners` raises the limit and
+nothing else changes. For about 5 s after a member starts or is promoted, etcd refuses member
+adds ("unhealthy cluster"): reason ``WaitingForEtcdCluster``, retried the same way.
+
+Where the etcd-quorum-hook controller finds a machine's member: the Machine's annotations
+``local.cpo.dev/etcd-client-url``, ``local.cpo.dev/etcd-peer-url`` and
+``local.cpo.dev/etcd-member-id`` (hex), written together with ``spec.providerID``.
+
+Lifecycle
+---------
+* **Provisioning**: finalizer ``local.cpo.dev/machine``; ``status.phase`` ``Provisioning`` →
+  ``Provisioned`` (member started; ``spec.providerID`` = ``local:///<name>``, ``status.addresses``
+  InternalIP = the member's host, Hostname = the name) → ``Running`` (Node created,
+  ``status.nodeRef`` set). Status is written through the status subresource.
+* **Node** ``<machine name>`` with labels ``node-role.kubernetes.io/master``,
+  ``node-role.kubernetes.io/control-plane``, ``kubernetes.io/hostname`` and
+  ``topology.kubernetes.io/zone`` (from ``providerSpec.value.failureDomain``, else ``.zone``;
+  left out when neither is set), annotation ``machine.openshift.io/machine: <namespace>/<name>``.
+  A Node of that name that belongs to another Machine is left alone (condition ``NodeOwned=False``).
+* **Health**: every ``heartbeat_period`` the provider plays kubelet: Node ``Ready`` is ``True``
+  while the member answers a health read within ``health_timeout``, ``False`` when it does not
+  (or under the ``notready`` fault), and ``Unknown`` when the process is dead or stopped (then
+  ``lastHeartbeatTime`` stops moving, as when a kubelet stops posting). A dead or stopped
+  process thus shows within one heartbeat period (two at the most).
+* **Deletion**: ``phase: Deleting``; while ``spec.lifecycleHooks.preDrain`` is non-empty the
+  machine waits with ``Drainable=False`` (reason ``HookPresent``, the message names the hooks) and
+  its Node keeps heartbeating; then the Node is cordoned; while ``preTerminate`` is non-empty it
+  waits with ``Terminable=False``; then the process is stopped (SIGTERM, SIGKILL after
+  ``stop_grace_period``), its data removed, the Node deleted and the finalizer dropped.
+* A Machine that is ``Failed`` stays so (as with OpenShift's machine controller): delete it.
+  Bad ``providerSpec`` values fail it with ``errorReason: InvalidConfiguration``; a provisioned
+  machine whose member record vanished fails with ``InstanceMissing``.
+
+Faults
+------
+Annotation ``local.cpo.dev/fault`` on a provisioned Machine:
+
+``kill``            SIGKILL the member once: a crash. The process stays dead (removing the
+                    annotation does not bring it back); the Node turns ``Ready=Unknown``.
+``stop``            SIGSTOP the member while the annotation is there, SIGCONT once it is removed
+                    (a member paused behind the provider's back is resumed as well).
+``notready``        Node ``Ready=False`` while the annotation is there, though the process lives.
+``fail-provision``  on a Machine not provisioned yet: ``phase: Failed`` with ``errorReason:
+                    CreateError``; no member is started. Ignored once provisioned.
+
+Restart safety
+--------------
+Members are started with ``die_with_parent`` off: they outlive a provider crash, as machines
+outlive their cloud controller. A restarted provider on the same ``state_dir`` re-attaches to the
+recorded processes (pid + start time in the state files) and starts no duplicates. Run one
+provider per state directory. A crash between etcd's member add and the state file write (a
+window of one local file write) leaves an unstarted learner in the member list that the provider
+does not clean up: remove it with ``etcdctl member remove``.
+"""
+
+from controllers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
+from controllers.localmachine.reconciler import (
+    CONDITION_DRAINABLE,
+    CONDITION_ETCD_MEMBER,
+    CONDITION_TERMINABLE,
+    ETCD_CLIENT_URL_ANNOTATION,
+    ETCD_MEMBER_ID_ANNOTATION,
+    ETCD_PEER_URL_ANNOTATION,
+    FAULT_ANNOTATION,
+    FINALIZER,
+    PROVIDER_SPEC_KIND,
+    REASON_WAITING_FOR_LEARNER,
+    LocalMachineReconciler,
+    is_local_machine,
+    setup_with_manager,
+)
+
+__all__ = [
+    "CONDITION_DRAINABLE",
+    "CONDITION_ETCD_MEMBER",
+    "CONDITION_TERMINABLE",
+    "ETCD_CLIENT_URL_ANNOTATION",
+    "ETCD_MEMBER_ID_ANNOTATION",
+    "ETCD_PEER_URL_ANNOTATION",
+    "FAULT_ANNOTATION",
+    "FINALIZER",
+    "PROVIDER_SPEC_KIND",
+    "REASON_WAITING_FOR_LEARNER",
+    "LocalMachineOptions",
+    "LocalMachineReconciler",
+    "ResolvedLocalMachineOptions",
+    "is_local_machine",
+    "setup_with_manager",
+]

@@ -1,0 +1,150 @@
+"""How the ``localmachine`` provider runs: :class:`LocalMachineOptions`, resolved in one place.
+
+Example::
+
+    from pathlib import Path
+    from controllers.localmachine.options import LocalMachineOptions
+
+    resolved = LocalMachineOptions(state_dir=Path("/tmp/cpo-machines"), heartbeat_period=2.0).with_defaults()
+    print(resolved.health_timeout)      # 1.0: half the heartbeat period, at most 2 s
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from controllers.etcd.client import EtcdClientOptions
+from controllers.etcd.process import EtcdProcessOptions, ResolvedEtcdProcessOptions
+from runtime.controller import ControllerOptions
+
+DEFAULT_HEARTBEAT_PERIOD: Final = 10.0
+DEFAULT_STOP_GRACE_PERIOD: Final = 10.0
+DEFAULT_JOIN_BACKOFF_INITIAL: Final = 0.5
+DEFAULT_JOIN_BACKOFF_MAX: Final = 10.0
+DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 4
+MAX_DEFAULT_HEALTH_TIMEOUT: Final = 2.0
+
+
+@dataclass
+class LocalMachineOptions:
+    """Settings of the provider. ``None`` means "use the default" named per field."""
+
+    state_dir: Path | str | None = None
+    """Folder for the members' data, logs and state files (``<state_dir>/<namespace>/<machine>/``).
+    Required: there is no default, because a provider restarted on the same folder re-attaches to
+    the members recorded there."""
+
+    heartbeat_period: float | None = None
+    """Seconds between two health checks of a machine (its Node's Ready condition and
+    ``lastHeartbeatTime`` are written each time). Defaults to 10, kubelet's node status period."""
+
+    health_timeout: float | None = None
+    """Seconds a member may take to answer its health read before its Node goes NotReady.
+    Defaults to half the heartbeat period, at most 2."""
+
+    stop_grace_period: float | None = None
+    """Seconds between SIGTERM and SIGKILL when a deleted machine's etcd is stopped. Defaults to 10."""
+
+    join_backoff_initial: float | None = None
+    """First wait before asking etcd again when it refuses a join (another learner ahead, cluster
+    settling after a start or promotion, unreachable); doubled per refusal. Defaults to 0.5 s."""
+
+    join_backoff_max: float | None = None
+    """Longest wait between two join attempts. Defaults to 10 s."""
+
+    etcd: EtcdProcessOptions | None = None
+    """How members run (binary, host, learner limit, TLS...). Defaults to ``EtcdProcessOptions()``
+    with ``die_with_parent`` off: members outlive a provider crash as real machines outlive their
+    cloud controller, and the restarted provider re-attaches through the state files. Setting
+    ``die_with_parent=True`` explicitly is honoured (then a provider crash kills every member)."""
+
+    controller: ControllerOptions | None = None
+    """Options of the Machine controller. Defaults to 4 concurrent reconciles, so that one slow
+    member start does not delay the other machines' heartbeats."""
+
+    def with_defaults(self) -> ResolvedLocalMachineOptions:
+        """Every default applied and checked; raises ``ValueError`` saying what to change.
+
+        Resolves the etcd options too, which runs ``etcd --help`` once.
+        """
+        if self.state_dir is None or str(self.state_dir) == "":
+            raise ValueError(
+                "LocalMachineOptions.state_dir is required: the folder where the provider keeps its "
+                "etcd members (e.g. --state-dir /tmp/cpo-machines)"
+            )
+        heartbeat = (
+            DEFAULT_HEARTBEAT_PERIOD if self.heartbeat_period is None else float(self.heartbeat_period)
+        )
+        if not heartbeat > 0:
+            raise ValueError(
+                f"LocalMachineOptions.heartbeat_period must be positive seconds, got {heartbeat}"
+            )
+        health_timeout = (
+            min(MAX_DEFAULT_HEALTH_TIMEOUT, heartbeat / 2)
+            if self.health_timeout is None
+            else float(self.health_timeout)
+        )
+        if not health_timeout > 0:
+            raise ValueError(
+                f"LocalMachineOptions.health_timeout must be positive seconds, got {health_timeout}"
+            )
+        grace = DEFAULT_STOP_GRACE_PERIOD if self.stop_grace_period is None else float(self.stop_grace_period)
+        if grace < 0:
+            raise ValueError(f"LocalMachineOptions.stop_grace_period must be ≥ 0 seconds, got {grace}")
+        backoff_initial = (
+            DEFAULT_JOIN_BACKOFF_INITIAL
+            if self.join_backoff_initial is None
+            else float(self.join_backoff_initial)
+        )
+        backoff_max = (
+            DEFAULT_JOIN_BACKOFF_MAX if self.join_backoff_max is None else float(self.join_backoff_max)
+        )
+        if not 0 < backoff_initial <= backoff_max:
+            raise ValueError(
+                "LocalMachineOptions: join_backoff_initial must be positive and at most join_backoff_max, "
+                f"got {backoff_initial} and {backoff_max}"
+            )
+        etcd = self.etcd or EtcdProcessOptions()
+        etcd = dataclasses.replace(
+            etcd,
+            die_with_parent=False if etcd.die_with_parent is None else etcd.die_with_parent,
+            stop_grace_period=grace,
+        )
+        controller = self.controller or ControllerOptions()
+        if controller.max_concurrent_reconciles is None:
+            controller = dataclasses.replace(
+                controller, max_concurrent_reconciles=DEFAULT_MAX_CONCURRENT_RECONCILES
+            )
+        controller.with_defaults()  # checked now, not when the controller starts
+        resolved_etcd = etcd.with_defaults()
+        return ResolvedLocalMachineOptions(
+            state_dir=Path(self.state_dir),
+            heartbeat_period=heartbeat,
+            health_timeout=health_timeout,
+            stop_grace_period=grace,
+            join_backoff_initial=backoff_initial,
+            join_backoff_max=backoff_max,
+            etcd=resolved_etcd,
+            client_options=resolved_etcd.client_options,
+            controller=controller,
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedLocalMachineOptions:
+    """:class:`LocalMachineOptions` with every default applied."""
+
+    state_dir: Path
+    heartbeat_period: float
+    health_timeout: float
+    stop_grace_period: float
+    join_backoff_initial: float
+    join_backoff_max: float
+    etcd: ResolvedEtcdProcessOptions
+    client_options: EtcdClientOptions
+    """How the provider's own etcd calls (joins, health reads) connect: the etcd options' client
+    options; health reads use ``health_timeout`` instead of their timeout."""
+    controller: ControllerOptions

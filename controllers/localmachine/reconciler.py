@@ -1,0 +1,687 @@
+"""The Machine reconciler of the ``localmachine`` provider (see the package docstring for the guide).
+
+:class:`LocalMachineReconciler` turns a Machine into an etcd member process and a Node, keeps the
+Node's Ready condition in step with the process, applies fault annotations and honours the
+lifecycle hooks on deletion. :func:`setup_with_manager` wires it into a manager::
+
+    manager = await Manager.create(ManagerOptions(kubeconfig="kubeconfig"))
+    setup_with_manager(manager, LocalMachineOptions(state_dir="/tmp/cpo-machines"))
+    await manager.run()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from api.machine import (
+    API_VERSION,
+    PHASE_DELETING,
+    PHASE_FAILED,
+    PHASE_PROVISIONED,
+    PHASE_PROVISIONING,
+    PHASE_RUNNING,
+    MachineCondition,
+    NodeAddress,
+)
+from controllers.etcd.client import (
+    EtcdClient,
+    EtcdError,
+    TooManyLearners,
+    UnhealthyCluster,
+)
+from controllers.etcd.process import EtcdProcessError, EtcdSupervisor, MemberProcess
+from controllers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
+from runtime.builder import ControllerBuilder
+from runtime.cache import Cache
+from runtime.client import JSON, Client
+from runtime.controller import Controller
+from runtime.errors import AlreadyExists, NotFound
+from runtime.events import EventRecorder
+from runtime.log import get_logger
+from runtime.manager import Manager
+from runtime.predicate import new_predicate_funcs
+from runtime.reconcile import Request, Result
+
+PROVIDER_SPEC_KIND: Final = "LocalMachineProviderSpec"
+FINALIZER: Final = "local.cpo.dev/machine"
+FAULT_ANNOTATION: Final = "local.cpo.dev/fault"
+FAULTS: Final = ("kill", "stop", "notready", "fail-provision")
+ETCD_CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
+ETCD_PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
+ETCD_MEMBER_ID_ANNOTATION: Final = "local.cpo.dev/etcd-member-id"
+NODE_MACHINE_ANNOTATION: Final = "machine.openshift.io/machine"
+"""On the Node: ``<namespace>/<name>`` of its Machine (OpenShift's machine controller sets the same)."""
+LABEL_MASTER: Final = "node-role.kubernetes.io/master"
+LABEL_CONTROL_PLANE: Final = "node-role.kubernetes.io/control-plane"
+LABEL_ZONE: Final = "topology.kubernetes.io/zone"
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+
+CONDITION_ETCD_MEMBER: Final = "EtcdMemberStarted"
+CONDITION_DRAINABLE: Final = "Drainable"
+CONDITION_TERMINABLE: Final = "Terminable"
+CONDITION_NODE: Final = "NodeOwned"
+
+REASON_WAITING_FOR_LEARNER: Final = "WaitingForLearnerPromotion"
+REASON_CLUSTER_SETTLING: Final = "WaitingForEtcdCluster"
+REASON_ETCD_UNAVAILABLE: Final = "EtcdUnavailable"
+REASON_START_FAILED: Final = "EtcdStartFailed"
+REASON_HOOK_PRESENT: Final = "HookPresent"
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+_log = get_logger("controllers.localmachine")
+
+
+class _Waiting(Exception):
+    """Provisioning cannot go on yet; ``reason``/``message`` go into the EtcdMemberStarted condition."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class _InvalidConfiguration(ValueError):
+    """The Machine's providerSpec cannot be served; the Machine fails with this message."""
+
+
+def is_local_machine(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` is a Machine this provider serves (``providerSpec.value.kind``)."""
+    value = ((obj.get("spec") or {}).get("providerSpec") or {}).get("value")
+    return isinstance(value, Mapping) and value.get("kind") == PROVIDER_SPEC_KIND
+
+
+def failure_domain(machine: Mapping[str, Any]) -> str | None:
+    """The zone of ``machine``: ``providerSpec.value.failureDomain``, else ``.zone``, else None."""
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    for key in ("failureDomain", "zone"):
+        domain = value.get(key)
+        if domain is None:
+            continue
+        if not isinstance(domain, str) or len(domain) > 63 or not _LABEL_VALUE.match(domain):
+            raise _InvalidConfiguration(
+                f"providerSpec.value.{key} {domain!r} cannot be a Node label value: use at most 63 letters, "
+                "digits, '-', '_' or '.', starting and ending with a letter or digit"
+            )
+        return domain or None
+    return None
+
+
+def _now() -> str:
+    # metav1.Time has whole seconds on the wire, as a real API server stores it.
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _set_condition(
+    conditions: Sequence[Mapping[str, Any]] | None,
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    severity: str | None = None,
+) -> tuple[list[JSON], bool]:
+    """``conditions`` with ``type_`` set; the transition time moves only when the status does."""
+    current = [dict(condition) for condition in conditions or ()]
+    previous = next((c for c in current if c.get("type") == type_), None)
+    if (
+        previous is not None
+        and previous.get("status") == status
+        and previous.get("reason") == reason
+        and previous.get("message") == message
+        and previous.get("severity") == severity
+    ):
+        return current, False
+    transition = (
+        previous.get("lastTransitionTime")
+        if previous is not None and previous.get("status") == status
+        else None
+    ) or _now()
+    condition = MachineCondition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        severity=severity if status == "False" else None,
+        last_transition_time=datetime.fromisoformat(transition.replace("Z", "+00:00")),
+    ).to_dict()
+    condition = {key: value for key, value in condition.items() if value is not None}
+    updated = [c for c in current if c.get("type") != type_] + [condition]
+    return updated, True
+
+
+def _hook_names(hooks: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{hook.get('name')} (owner {hook.get('owner')})" for hook in hooks)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Readiness:
+    status: str
+    reason: str
+    message: str
+    alive: bool
+    """Whether the "kubelet" is posting: False leaves ``lastHeartbeatTime`` where it was."""
+
+
+class LocalMachineReconciler:
+    """Reconciles Machines whose ``providerSpec.value.kind`` is ``LocalMachineProviderSpec``."""
+
+    def __init__(
+        self,
+        client: Client,
+        cache: Cache,
+        options: LocalMachineOptions | ResolvedLocalMachineOptions,
+        recorder: EventRecorder | None = None,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.options = (
+            options if isinstance(options, ResolvedLocalMachineOptions) else options.with_defaults()
+        )
+        self.recorder = recorder
+        self._supervisors: dict[str, EtcdSupervisor] = {}
+        self._cluster_locks: dict[str, asyncio.Lock] = {}
+        self._join_attempts: dict[tuple[str, str], int] = {}
+
+    # ------------------------------------------------------------------------------ clusters
+
+    def supervisor(self, cluster: str) -> EtcdSupervisor:
+        """The supervisor of one cluster's members (``<state_dir>/<cluster>/``)."""
+        supervisor = self._supervisors.get(cluster)
+        if supervisor is None:
+            supervisor = EtcdSupervisor(self.options.state_dir / cluster, self.options.etcd)
+            self._supervisors[cluster] = supervisor
+        return supervisor
+
+    @staticmethod
+    def cluster_of(machine: Mapping[str, Any]) -> str:
+        """The etcd cluster a Machine belongs to: its namespace (one cluster per namespace)."""
+        return str(machine["metadata"].get("namespace") or "default")
+
+    # ------------------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            machine = await self.cache.get(API_VERSION, "Machine", request.name, request.namespace)
+        except NotFound:
+            self._join_attempts.pop((request.namespace, request.name), None)
+            return Result()
+        if not is_local_machine(machine):
+            return Result()
+        if machine["metadata"].get("deletionTimestamp"):
+            return await self._reconcile_delete(machine)
+        if FINALIZER not in (machine["metadata"].get("finalizers") or ()):
+            machine = await self._add_finalizer(machine)
+        status = machine.get("status") or {}
+        if status.get("phase") == PHASE_FAILED:
+            return Result()  # terminal, as with OpenShift's machine controller: delete the Machine
+        try:
+            zone = failure_domain(machine)
+        except _InvalidConfiguration as err:
+            await self._fail(machine, "InvalidConfiguration", str(err))
+            return Result()
+        if not machine.get("spec", {}).get("providerID"):
+            # The cache may lag our own last write: provisioning twice would rewind the phase, and
+            # a Machine deleted or failed meanwhile must not get a member.
+            machine = await self.client.get(API_VERSION, "Machine", request.name, request.namespace)
+            if machine["metadata"].get("deletionTimestamp"):
+                return await self._reconcile_delete(machine)
+            if (machine.get("status") or {}).get("phase") == PHASE_FAILED:
+                return Result()
+        if not machine.get("spec", {}).get("providerID"):
+            outcome = await self._provision(machine)
+            if isinstance(outcome, Result):
+                return outcome
+            machine = outcome
+        return await self._run(machine, zone)
+
+    # ------------------------------------------------------------------------------ provisioning
+
+    async def _provision(self, machine: JSON) -> JSON | Result:
+        """Start (bootstrap or join) the member; returns the updated Machine, or a Result to wait."""
+        name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+        annotations = machine["metadata"].get("annotations") or {}
+        supervisor = self.supervisor(namespace)
+        if annotations.get(FAULT_ANNOTATION) == "fail-provision" and supervisor.get(name) is None:
+            await self._fail(
+                machine,
+                "CreateError",
+                f"provisioning failed on purpose: annotation {FAULT_ANNOTATION}=fail-provision",
+            )
+            return Result()
+        if (machine.get("status") or {}).get("phase") != PHASE_PROVISIONING:
+            await self._patch_status(machine, {"phase": PHASE_PROVISIONING})
+        try:
+            member = await self._ensure_member(supervisor, name)
+        except _Waiting as waiting:
+            return await self._wait_to_join(machine, waiting)
+        self._join_attempts.pop((namespace, name), None)
+        provider_id = f"local:///{name}"
+        patched = await self.client.patch(
+            API_VERSION,
+            "Machine",
+            name,
+            {
+                "metadata": {
+                    "annotations": {
+                        ETCD_CLIENT_URL_ANNOTATION: member.client_url,
+                        ETCD_PEER_URL_ANNOTATION: member.peer_url,
+                        ETCD_MEMBER_ID_ANNOTATION: f"{member.member_id or 0:x}",
+                    }
+                },
+                "spec": {"providerID": provider_id},
+            },
+            namespace,
+        )
+        kind = "joined as a learner" if member.learner else "bootstrapped a new etcd cluster"
+        conditions, _ = _set_condition(
+            (patched.get("status") or {}).get("conditions"),
+            CONDITION_ETCD_MEMBER,
+            "True",
+            "Started",
+            f"etcd member {member.member_id or 0:x} {kind}; "
+            f"client {member.client_url}, peer {member.peer_url}",
+        )
+        status = {
+            "phase": PHASE_PROVISIONED,
+            "addresses": self._addresses(name),
+            "conditions": conditions,
+            "errorReason": None,
+            "errorMessage": None,
+        }
+        patched = await self._patch_status(patched, status)
+        self._event(patched, "Normal", "Provisioned", f"etcd member {member.member_id or 0:x} {kind}")
+        _log.info(
+            "provisioned",
+            member=f"{member.member_id or 0:x}",
+            learner=member.learner,
+            client_url=member.client_url,
+            pid=member.pid,
+        )
+        return patched
+
+    async def _ensure_member(self, supervisor: EtcdSupervisor, name: str) -> MemberProcess:
+        """The member of ``name``, started: re-attached, restarted, bootstrapped or joined."""
+        cluster = supervisor.state_dir.name
+        lock = self._cluster_locks.setdefault(cluster, asyncio.Lock())
+        # One bootstrap-or-join decision at a time per cluster: two first machines must not both
+        # bootstrap, and etcd takes one membership change at a time anyway.
+        async with lock:
+            try:
+                existing = supervisor.get(name)
+                if existing is not None:
+                    # Re-attach to a live member, or finish a start a crash interrupted.
+                    return await supervisor.start(name)
+                others = [member for member in supervisor.members() if member.name != name]
+                if not others:
+                    return await supervisor.bootstrap(name)
+                reachable = [member for member in others if member.running and not member.paused]
+                if not reachable:
+                    raise _Waiting(
+                        REASON_ETCD_UNAVAILABLE,
+                        f"no running member of cluster {cluster!r} to join through "
+                        f"(members: {', '.join(member.name for member in others)})",
+                    )
+                async with EtcdClient(
+                    [member.client_url for member in reachable], self.options.client_options
+                ) as etcd:
+                    try:
+                        return await supervisor.join(name, etcd)
+                    except TooManyLearners as err:
+                        ahead = await self._learners(etcd, others)
+                        raise _Waiting(
+                            REASON_WAITING_FOR_LEARNER,
+                            f"etcd refused another learner ({err.message}): waiting for the learner ahead "
+                            f"of this one ({ahead}) to be promoted",
+                        ) from err
+                    except UnhealthyCluster as err:
+                        raise _Waiting(
+                            REASON_CLUSTER_SETTLING,
+                            f"etcd refused the member add ({err.message}); it accepts one once every "
+                            "voter has been connected for 5 s after a start or promotion",
+                        ) from err
+            except EtcdProcessError as err:
+                raise _Waiting(REASON_START_FAILED, str(err)) from err
+            except EtcdError as err:
+                raise _Waiting(REASON_ETCD_UNAVAILABLE, str(err)) from err
+
+    @staticmethod
+    async def _learners(etcd: EtcdClient, records: Sequence[MemberProcess]) -> str:
+        try:
+            members = await etcd.member_list()
+        except EtcdError as err:
+            return f"member list failed: {err}"
+        by_peer = {record.peer_url: record.name for record in records}
+        names = []
+        for member in members:
+            if member.is_learner:
+                known = next((by_peer[url] for url in member.peer_urls if url in by_peer), None)
+                names.append(member.name or known or f"member {member.id_hex}")
+        return ", ".join(names) or "none any more"
+
+    async def _wait_to_join(self, machine: JSON, waiting: _Waiting) -> Result:
+        key = (self.cluster_of(machine), machine["metadata"]["name"])
+        attempts = self._join_attempts.get(key, 0)
+        self._join_attempts[key] = attempts + 1
+        delay = min(self.options.join_backoff_max, self.options.join_backoff_initial * 2**attempts)
+        conditions, changed = _set_condition(
+            (machine.get("status") or {}).get("conditions"),
+            CONDITION_ETCD_MEMBER,
+            "False",
+            waiting.reason,
+            waiting.message,
+            severity="Info",
+        )
+        if changed:
+            await self._patch_status(machine, {"conditions": conditions})
+        _log.info("waiting to provision", reason=waiting.reason, detail=waiting.message, retry_in=delay)
+        return Result(requeue_after=delay)
+
+    async def _fail(self, machine: JSON, reason: str, message: str) -> None:
+        await self._patch_status(
+            machine, {"phase": PHASE_FAILED, "errorReason": reason, "errorMessage": message}
+        )
+        self._event(machine, "Warning", "FailedCreate", message)
+
+    # ------------------------------------------------------------------------------ running
+
+    async def _run(self, machine: JSON, zone: str | None) -> Result:
+        name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+        supervisor = self.supervisor(namespace)
+        member = supervisor.get(name)
+        if member is None:
+            await self._fail(
+                machine,
+                "InstanceMissing",
+                f"the etcd member of this machine has no record under {supervisor.state_dir}: its "
+                "instance is gone (was the state directory removed?)",
+            )
+            return Result()
+        await self._apply_faults(machine, supervisor, member)
+        node = await self._ensure_node(machine, zone)
+        if node is None:
+            return Result(requeue_after=self.options.heartbeat_period)
+        await self._heartbeat(machine, supervisor, node)
+        status = machine.get("status") or {}
+        node_ref = {"kind": "Node", "name": name, "uid": node["metadata"].get("uid")}
+        if status.get("phase") != PHASE_RUNNING or status.get("nodeRef") != node_ref:
+            await self._patch_status(
+                machine, {"phase": PHASE_RUNNING, "nodeRef": node_ref, "addresses": self._addresses(name)}
+            )
+        return Result(requeue_after=self.options.heartbeat_period)
+
+    async def _apply_faults(self, machine: JSON, supervisor: EtcdSupervisor, member: MemberProcess) -> None:
+        """Act on ``local.cpo.dev/fault`` (see the package docstring); a fault is state, not an order."""
+        name = member.name
+        fault = (machine["metadata"].get("annotations") or {}).get(FAULT_ANNOTATION)
+        if fault == "kill":
+            if member.running and await supervisor.kill(name):
+                self._event(
+                    machine, "Warning", "FaultInjected", f"etcd member process {member.pid} SIGKILLed"
+                )
+        elif fault == "stop":
+            if member.running and not member.paused and await supervisor.pause(name):
+                self._event(
+                    machine, "Warning", "FaultInjected", f"etcd member process {member.pid} SIGSTOPped"
+                )
+        elif member.paused and await supervisor.resume(name):
+            self._event(machine, "Normal", "FaultCleared", f"etcd member process {member.pid} SIGCONTed")
+        if fault is not None and fault not in FAULTS:
+            _log.info("unknown fault ignored", fault=fault, known=list(FAULTS))
+
+    async def _ensure_node(self, machine: JSON, zone: str | None) -> JSON | None:
+        """The Machine's Node, created if missing; None when that Node belongs to another Machine."""
+        name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+        owner = f"{namespace}/{name}"
+        labels = {LABEL_MASTER: "", LABEL_CONTROL_PLANE: "", LABEL_HOSTNAME: name}
+        if zone is not None:
+            labels[LABEL_ZONE] = zone
+        try:
+            node = await self.client.get("v1", "Node", name)
+        except NotFound:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels, "annotations": {NODE_MACHINE_ANNOTATION: owner}},
+                "spec": {"providerID": f"local:///{name}"},
+            }
+            try:
+                node = await self.client.create(body)
+            except AlreadyExists:
+                node = await self.client.get("v1", "Node", name)
+        claimed = (node["metadata"].get("annotations") or {}).get(NODE_MACHINE_ANNOTATION)
+        conditions = (machine.get("status") or {}).get("conditions")
+        if claimed != owner:
+            updated, changed = _set_condition(
+                conditions,
+                CONDITION_NODE,
+                "False",
+                "NodeNameTaken",
+                f"Node {name} belongs to {claimed or 'no Machine'} ({NODE_MACHINE_ANNOTATION}); "
+                "rename this Machine or delete that Node",
+                severity="Error",
+            )
+            if changed:
+                await self._patch_status(machine, {"conditions": updated})
+            return None
+        missing = {
+            key: value
+            for key, value in labels.items()
+            if (node["metadata"].get("labels") or {}).get(key) != value
+        }
+        if missing:
+            node = await self.client.patch("v1", "Node", name, {"metadata": {"labels": missing}})
+        return node
+
+    async def _readiness(self, machine: JSON, supervisor: EtcdSupervisor) -> _Readiness:
+        name = machine["metadata"]["name"]
+        member = supervisor.get(name)
+        if member is None or not member.running:
+            return _Readiness(
+                "Unknown",
+                "NodeStatusUnknown",
+                "etcd member process is not running (crashed or killed)",
+                False,
+            )
+        if member.paused:
+            return _Readiness(
+                "Unknown",
+                "NodeStatusUnknown",
+                f"etcd member process {member.pid} is stopped (SIGSTOP) and answers nothing",
+                False,
+            )
+        if (machine["metadata"].get("annotations") or {}).get(FAULT_ANNOTATION) == "notready":
+            return _Readiness(
+                "False", "KubeletNotReady", f"fault injected: {FAULT_ANNOTATION}=notready", True
+            )
+        options = dataclasses.replace(self.options.client_options, timeout=self.options.health_timeout)
+        async with EtcdClient([member.client_url], options) as etcd:
+            (health,) = await etcd.health()
+        if not health.healthy:
+            return _Readiness("False", "EtcdUnhealthy", f"etcd health read failed: {health.error}", True)
+        role = "learner" if health.learner else "voter"
+        return _Readiness("True", "KubeletReady", f"etcd member answers its health read ({role})", True)
+
+    async def _heartbeat(self, machine: JSON, supervisor: EtcdSupervisor, node: JSON) -> None:
+        """Write the Node's Ready condition from the member's state, as kubelet posts node status."""
+        readiness = await self._readiness(machine, supervisor)
+        now = _now()
+        conditions = [dict(c) for c in (node.get("status") or {}).get("conditions") or ()]
+        previous = next((c for c in conditions if c.get("type") == "Ready"), None)
+        transition = (
+            previous.get("lastTransitionTime")
+            if previous is not None and previous.get("status") == readiness.status
+            else None
+        ) or now
+        heartbeat = now if readiness.alive or previous is None else previous.get("lastHeartbeatTime") or now
+        ready = {
+            "type": "Ready",
+            "status": readiness.status,
+            "reason": readiness.reason,
+            "message": readiness.message,
+            "lastHeartbeatTime": heartbeat,
+            "lastTransitionTime": transition,
+        }
+        if previous == ready:
+            return
+        name = machine["metadata"]["name"]
+        await self.client.patch_status(
+            "v1",
+            "Node",
+            name,
+            {
+                "status": {
+                    "conditions": [c for c in conditions if c.get("type") != "Ready"] + [ready],
+                    "addresses": self._addresses(name),
+                }
+            },
+        )
+
+    # ------------------------------------------------------------------------------ deletion
+
+    async def _reconcile_delete(self, machine: JSON) -> Result:
+        """Deleting → (preDrain hooks) → cordon → (preTerminate hooks) → stop, remove data, Node, finalizer.
+
+        Membership is never changed here: removing the member is the etcd-quorum-hook controller's
+        job, which holds the preDrain hook until it has done so.
+        """
+        metadata = machine["metadata"]
+        if FINALIZER not in (metadata.get("finalizers") or ()):
+            return Result()
+        name, namespace = metadata["name"], self.cluster_of(machine)
+        supervisor = self.supervisor(namespace)
+        status = machine.get("status") or {}
+        if status.get("phase") != PHASE_DELETING:
+            machine = await self._patch_status(machine, {"phase": PHASE_DELETING})
+        member = supervisor.get(name)
+        node = await self._get_own_node(machine)
+        if member is not None:
+            await self._apply_faults(machine, supervisor, member)
+        hooks = (machine.get("spec") or {}).get("lifecycleHooks") or {}
+        conditions = (machine.get("status") or {}).get("conditions")
+        pre_drain = hooks.get("preDrain") or []
+        if pre_drain:
+            # Still a machine: its Node keeps reporting while the hooks hold it.
+            if member is not None and node is not None:
+                await self._heartbeat(machine, supervisor, node)
+            conditions, changed = _set_condition(
+                conditions,
+                CONDITION_DRAINABLE,
+                "False",
+                REASON_HOOK_PRESENT,
+                f"drain blocked by preDrain hooks: {_hook_names(pre_drain)}",
+                severity="Warning",
+            )
+            if changed:
+                await self._patch_status(machine, {"conditions": conditions})
+            return Result(requeue_after=self.options.heartbeat_period)
+        conditions, changed = _set_condition(
+            conditions, CONDITION_DRAINABLE, "True", "Drained", "no preDrain hooks"
+        )
+        if node is not None and not (node.get("spec") or {}).get("unschedulable"):
+            node = await self.client.patch("v1", "Node", name, {"spec": {"unschedulable": True}})
+        pre_terminate = hooks.get("preTerminate") or []
+        if pre_terminate:
+            if member is not None and node is not None:
+                await self._heartbeat(machine, supervisor, node)
+            conditions, changed_t = _set_condition(
+                conditions,
+                CONDITION_TERMINABLE,
+                "False",
+                REASON_HOOK_PRESENT,
+                f"termination blocked by preTerminate hooks: {_hook_names(pre_terminate)}",
+                severity="Warning",
+            )
+            if changed or changed_t:
+                await self._patch_status(machine, {"conditions": conditions})
+            return Result(requeue_after=self.options.heartbeat_period)
+        conditions, changed_t = _set_condition(
+            conditions, CONDITION_TERMINABLE, "True", "Terminating", "no preTerminate hooks"
+        )
+        if changed or changed_t:
+            machine = await self._patch_status(machine, {"conditions": conditions})
+        # Stop (SIGTERM, then SIGKILL after the grace period) and remove the data; the etcd member,
+        # if still listed, stays listed: the quorum hook owns membership.
+        await supervisor.remove(name)
+        if node is not None:
+            try:
+                await self.client.delete("v1", "Node", name)
+            except NotFound:
+                pass
+        await self._remove_finalizer(machine)
+        self._join_attempts.pop((namespace, name), None)
+        self._event(machine, "Normal", "Deleted", "etcd member process stopped, data and Node removed")
+        _log.info("deleted: etcd member process stopped, data and Node removed")
+        return Result()
+
+    async def _get_own_node(self, machine: JSON) -> JSON | None:
+        name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+        try:
+            node = await self.client.get("v1", "Node", name)
+        except NotFound:
+            return None
+        claimed = (node["metadata"].get("annotations") or {}).get(NODE_MACHINE_ANNOTATION)
+        return node if claimed == f"{namespace}/{name}" else None
+
+    # ------------------------------------------------------------------------------ writes
+
+    async def _add_finalizer(self, machine: JSON) -> JSON:
+        metadata = machine["metadata"]
+        fresh = await self.client.get(API_VERSION, "Machine", metadata["name"], metadata.get("namespace"))
+        finalizers = list(fresh["metadata"].get("finalizers") or [])
+        if FINALIZER in finalizers:
+            return fresh
+        fresh["metadata"]["finalizers"] = [*finalizers, FINALIZER]
+        return await self.client.update(fresh)  # Conflict: retried by the controller
+
+    async def _remove_finalizer(self, machine: JSON) -> None:
+        metadata = machine["metadata"]
+        try:
+            fresh = await self.client.get(API_VERSION, "Machine", metadata["name"], metadata.get("namespace"))
+        except NotFound:
+            return
+        finalizers = list(fresh["metadata"].get("finalizers") or [])
+        if FINALIZER not in finalizers:
+            return
+        fresh["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        await self.client.update(fresh)
+
+    async def _patch_status(self, machine: JSON, status: JSON) -> JSON:
+        metadata = machine["metadata"]
+        return await self.client.patch_status(
+            API_VERSION, "Machine", metadata["name"], {"status": status}, metadata.get("namespace")
+        )
+
+    def _addresses(self, name: str) -> list[JSON]:
+        return [
+            NodeAddress(type="InternalIP", address=self.options.etcd.host).to_dict(),
+            NodeAddress(type="Hostname", address=name).to_dict(),
+        ]
+
+    def _event(self, machine: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        if reason.startswith("Fault"):
+            _log.info(message, reason=reason)
+        if self.recorder is not None:
+            self.recorder.event(machine, type_, reason, message)
+
+
+def setup_with_manager(
+    manager: Manager, options: LocalMachineOptions | ResolvedLocalMachineOptions
+) -> Controller:
+    """Add the provider's Machine controller to ``manager`` and return it."""
+    resolved = options if isinstance(options, ResolvedLocalMachineOptions) else options.with_defaults()
+    reconciler = LocalMachineReconciler(
+        manager.client, manager.cache, resolved, manager.get_event_recorder("localmachine")
+    )
+    return (
+        ControllerBuilder(manager)
+        .named("localmachine")
+        .for_(API_VERSION, "Machine", new_predicate_funcs(is_local_machine))
+        .with_options(resolved.controller)
+        .complete(reconciler)
+    )

@@ -1,0 +1,170 @@
+"""A provider killed mid-way and restarted re-attaches to its etcd members: no duplicates, no orphans.
+
+The provider runs as a real ``cpo localmachine`` subprocess, so SIGKILL is a true crash: no
+``finally`` runs and its members (started with ``die_with_parent`` off) are left to the new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from api.machine import API_VERSION
+from controllers.etcd.client import EtcdClient
+from controllers.localmachine import ETCD_CLIENT_URL_ANNOTATION
+from runtime.client import Client
+from tests.support.etcd import etcd_processes_for, promote_when_in_sync
+from tests.support.localmachine import (
+    HEARTBEAT,
+    REPO,
+    eventually,
+    get_machine,
+    get_node,
+    ready_condition,
+    recorded_processes,
+)
+from tests.support.localmachine import machine as machine_manifest
+
+pytestmark = pytest.mark.slow
+
+
+def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log: Path) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "controllers",
+        "localmachine",
+        "--state-dir",
+        str(state_dir),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--namespace",
+        namespace,
+        "--heartbeat-period",
+        str(HEARTBEAT),
+        "--stop-grace-period",
+        "3",
+        "--join-backoff-max",
+        "0.5",
+        "--health-timeout",
+        "1",
+    ]
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            command,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def pid_of(state_dir: Path, namespace: str, name: str) -> int:
+    pids = etcd_processes_for(state_dir / namespace / name / "data")
+    assert len(pids) == 1, f"{name}: expected exactly one etcd process, found {pids}"
+    return pids[0]
+
+
+async def wait_exit(process: subprocess.Popen[bytes], within: float) -> int:
+    code = await eventually(
+        lambda: _returncode(process), within=within, what=f"provider pid {process.pid} exited"
+    )
+    return int(code[0])
+
+
+async def _returncode(process: subprocess.Popen[bytes]) -> tuple[int] | None:
+    code = process.poll()
+    return None if code is None else (code,)
+
+
+async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_machine(
+    kube: Client, namespace: str, provider_state_dir: Path, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    prefix = f"lm{secrets.token_hex(3)}"
+    m0, m1, m2 = (f"{prefix}-m{i}" for i in range(3))
+    log = tmp_path / "provider.log"
+    providers: list[subprocess.Popen[bytes]] = []
+
+    async def phase_is(name: str, phase: str) -> bool:
+        obj = await get_machine(kube, name, namespace)
+        return bool(obj and (obj.get("status") or {}).get("phase") == phase)
+
+    try:
+        providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
+        await kube.create(machine_manifest(m0, namespace))
+        await eventually(lambda: phase_is(m0, "Running"), within=40, what=f"{m0} Running")
+        await kube.create(machine_manifest(m1, namespace))
+        await eventually(lambda: phase_is(m1, "Running"), within=40, what=f"{m1} Running")
+        before = {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1)}
+
+        providers[0].send_signal(signal.SIGKILL)
+        await wait_exit(providers[0], 10)
+        # The members outlive the provider, as machines outlive a crashed cloud controller.
+        assert {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1)} == before
+
+        # Work piles up while no provider runs: a new Machine, and m1 promoted (by "the hook controller").
+        await kube.create(machine_manifest(m2, namespace))
+        first = await get_machine(kube, m0, namespace)
+        assert first is not None
+        async with EtcdClient([first["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]]) as etcd:
+            learner = next(m for m in await etcd.member_list() if m.name == m1)
+            assert learner.is_learner
+            await promote_when_in_sync(etcd, learner.id)
+
+            restarted_at = datetime.now(UTC).replace(microsecond=0)
+            providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
+            await eventually(
+                lambda: phase_is(m2, "Running"), within=40, what=f"{m2} joined after the restart"
+            )
+            members = {m.name: m for m in await etcd.member_list()}
+            assert sorted(members) == sorted([m0, m1, m2])
+            assert members[m2].is_learner and not members[m1].is_learner
+
+        after = {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1, m2)}
+        assert {name: after[name] for name in (m0, m1)} == before, "re-attached, not restarted"
+        assert len(recorded_processes(provider_state_dir)) == 3
+
+        async def heartbeats_resumed() -> bool:
+            for name in (m0, m1, m2):
+                ready = ready_condition(await get_node(kube, name))
+                beat = ready.get("lastHeartbeatTime")
+                if ready.get("status") != "True" or beat is None:
+                    return False
+                if datetime.fromisoformat(beat.replace("Z", "+00:00")) < restarted_at:
+                    return False
+            return True
+
+        await eventually(heartbeats_resumed, within=10, what="the new provider heartbeats every Node")
+
+        # The new provider also stops members it did not start itself.
+        for name in (m0, m1, m2):
+            await kube.delete(API_VERSION, "Machine", name, namespace)
+
+        async def all_gone() -> bool:
+            for name in (m0, m1, m2):
+                if await get_machine(kube, name, namespace) is not None or await get_node(kube, name):
+                    return False
+            return not recorded_processes(provider_state_dir) and not any(
+                etcd_processes_for(provider_state_dir / namespace / name / "data") for name in (m0, m1, m2)
+            )
+
+        await eventually(all_gone, within=20, what="machines deleted and their members stopped")
+        providers[-1].send_signal(signal.SIGTERM)
+        assert await wait_exit(providers[-1], 15) == 0
+    except BaseException:
+        print(log.read_text(errors="replace")[-5000:] if log.exists() else "(no provider log)")
+        raise
+    finally:
+        for process in providers:
+            if process.poll() is None:
+                process.kill()
+                await asyncio.to_thread(process.wait)

@@ -1,0 +1,197 @@
+"""Helpers for the ``localmachine`` provider tests: Machines, an in-process provider, state-dir tracking.
+
+Every state directory a test gives a provider is registered with :func:`track_state_dir`. Members
+started by a provider in *another* process (``cpo localmachine`` as a subprocess) are not in
+:func:`controllers.etcd.process.spawned_processes`, so the session-end leak check of
+``tests/conftest.py`` also reads the state files of every tracked directory
+(:func:`tracked_processes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from api.machine import API_VERSION
+from controllers.etcd.process import STATE_FILE, EtcdProcessOptions, ProcessIdentity
+from controllers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions, setup_with_manager
+from runtime.cache import CacheOptions
+from runtime.client import JSON, Client
+from runtime.controller import ControllerOptions
+from runtime.errors import NotFound
+from runtime.manager import Manager, ManagerOptions
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO / "config" / "crd"
+HEARTBEAT = 0.4
+"""Heartbeat period of the test providers (seconds)."""
+POLL = 0.05
+
+_TRACKED: list[Path] = []
+
+
+def track_state_dir(state_dir: Path) -> Path:
+    """Register ``state_dir`` for the session-end leak check; returns it."""
+    _TRACKED.append(state_dir)
+    return state_dir
+
+
+def recorded_processes(state_dir: Path) -> list[ProcessIdentity]:
+    """The live etcd processes the state files under ``state_dir`` (``<cluster>/<member>/``) record."""
+    found = []
+    for state_file in sorted(state_dir.glob(f"*/*/{STATE_FILE}")):
+        with contextlib.suppress(OSError, ValueError):
+            raw = json.loads(state_file.read_text())
+            if raw.get("pid") is not None and raw.get("startTime") is not None:
+                process = ProcessIdentity(int(raw["pid"]), int(raw["startTime"]))
+                if process.alive():
+                    found.append(process)
+    return found
+
+
+def tracked_processes() -> list[ProcessIdentity]:
+    """Live etcd processes recorded under every tracked state directory."""
+    return [process for state_dir in _TRACKED for process in recorded_processes(state_dir)]
+
+
+async def kill_recorded(state_dir: Path) -> None:
+    """SIGKILL every live process recorded under ``state_dir`` and wait until they are gone."""
+    processes = recorded_processes(state_dir)
+    for process in processes:
+        process.signal(signal.SIGKILL)
+    await eventually(
+        lambda: _async(not any(process.alive() for process in processes)),
+        within=10,
+        what="recorded etcd processes gone",
+    )
+
+
+async def _async(value: Any) -> Any:
+    return value
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], *, within: float, what: str) -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        result = await check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {within:g}s: {what}")
+        await asyncio.sleep(POLL)  # allow-sleep: poll interval of a deadline loop
+
+
+async def holds_for(check: Callable[[], Awaitable[Any]], *, duration: float, what: str) -> None:
+    """Poll ``check`` for ``duration`` seconds; fail the first time it does not hold."""
+    end = time.monotonic() + duration
+    while time.monotonic() < end:
+        if not await check():
+            raise AssertionError(f"stopped holding: {what}")
+        await asyncio.sleep(POLL)  # allow-sleep: poll interval of an observation window
+
+
+def machine(
+    name: str,
+    namespace: str,
+    *,
+    zone: str | None = "zone-a",
+    annotations: dict[str, str] | None = None,
+    pre_drain: list[str] | None = None,
+    pre_terminate: list[str] | None = None,
+) -> JSON:
+    value: JSON = {"kind": PROVIDER_SPEC_KIND}
+    if zone is not None:
+        value["failureDomain"] = zone
+    spec: JSON = {"providerSpec": {"value": value}}
+    hooks: JSON = {}
+    if pre_drain:
+        hooks["preDrain"] = [{"name": hook, "owner": "tests/localmachine"} for hook in pre_drain]
+    if pre_terminate:
+        hooks["preTerminate"] = [{"name": hook, "owner": "tests/localmachine"} for hook in pre_terminate]
+    if hooks:
+        spec["lifecycleHooks"] = hooks
+    metadata: JSON = {"name": name, "namespace": namespace}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": API_VERSION, "kind": "Machine", "metadata": metadata, "spec": spec}
+
+
+async def get_machine(client: Client, name: str, namespace: str) -> JSON | None:
+    try:
+        return await client.get(API_VERSION, "Machine", name, namespace)
+    except NotFound:
+        return None
+
+
+async def get_node(client: Client, name: str) -> JSON | None:
+    try:
+        return await client.get("v1", "Node", name)
+    except NotFound:
+        return None
+
+
+def ready_condition(node: JSON | None) -> JSON:
+    for condition in ((node or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return {}
+
+
+def machine_condition(obj: JSON | None, type_: str) -> JSON:
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return dict(condition)
+    return {}
+
+
+def provider_options(state_dir: Path, **overrides: Any) -> LocalMachineOptions:
+    options = LocalMachineOptions(
+        state_dir=state_dir,
+        heartbeat_period=HEARTBEAT,
+        # Generous: a health read slowed down by a busy test machine must not flap the Node.
+        health_timeout=1.0,
+        stop_grace_period=3.0,
+        join_backoff_initial=0.1,
+        join_backoff_max=0.5,
+        etcd=EtcdProcessOptions(),
+        controller=ControllerOptions(skip_name_validation=True),
+    )
+    for field, value in overrides.items():
+        setattr(options, field, value)
+    return options
+
+
+@contextlib.asynccontextmanager
+async def running_provider(
+    client: Client, namespace: str, options: LocalMachineOptions
+) -> AsyncIterator[Manager]:
+    """The provider in a manager of this process, watching ``namespace`` only, until the block ends."""
+    manager = Manager(
+        ManagerOptions(
+            client=client,
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            cache_options=CacheOptions(namespace=namespace),
+            graceful_shutdown_timeout=10,
+        )
+    )
+    setup_with_manager(manager, options)
+    stop = asyncio.Event()
+    task = asyncio.create_task(manager.start(stop))
+    try:
+        await eventually(
+            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="provider started"
+        )
+        if task.done():
+            await task  # raises what stopped it
+        yield manager
+    finally:
+        stop.set()
+        await task
