@@ -1,10 +1,12 @@
 """The ``cpo`` command line: one executable, one sub-command per job.
 
-``cpo dev-apiserver`` runs the embedded API server on its own, for kubectl sessions and for trying
-the operator by hand. Other sub-commands (``manifests``, ``certs``, ``run``) plug into the same
-table: write a ``configure(parser)`` that declares the arguments and a ``run(args) -> exit code``,
-and add a :class:`Subcommand` to :data:`SUBCOMMANDS`. Sub-commands import what they need inside
-``run`` so that ``cpo --help`` stays fast and one broken sub-command cannot break the others.
+``cpo run`` is the operator itself (see :mod:`controllers.operator`). ``cpo dev-apiserver`` runs
+the embedded API server on its own, for kubectl sessions and for trying the operator by hand;
+``cpo localmachine`` runs the local machine provider; ``cpo manifests`` writes the CRDs. Every
+sub-command plugs into the same table: write a ``configure(parser)`` that declares the arguments
+and a ``run(args) -> exit code``, and add a :class:`Subcommand` to :data:`SUBCOMMANDS`.
+Sub-commands import what they need inside ``run`` so that ``cpo --help`` stays fast and one broken
+sub-command cannot break the others.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Subcommand:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    configures_logging: bool = False
+    """True when ``run`` sets up logging itself (``main`` then leaves the root logger alone)."""
 
 
 # ------------------------------------------------------------------------------ dev-apiserver
@@ -245,6 +249,105 @@ def _run_localmachine(args: argparse.Namespace) -> int:
     return asyncio.run(serve())
 
 
+# ------------------------------------------------------------------------------------------ run
+
+
+def _configure_run(parser: argparse.ArgumentParser) -> None:
+    # Every default is None here and applied in OperatorOptions.with_defaults (one place); the help
+    # texts name them. Imported lazily: `cpo --help` must not pay for the operator's imports.
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig of the cluster to manage (default: $KUBECONFIG, else the pod's service account)",
+    )
+    parser.add_argument(
+        "--metrics-bind-address",
+        metavar="ADDR",
+        help="where /metrics is served, host:port or :port; '0' disables it (default: :8080)",
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        metavar="ADDR",
+        help="where /healthz and /readyz are served; '0' disables them (default: :8081)",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run controllers only while holding the Lease (default: on inside a cluster, off elsewhere)",
+    )
+    parser.add_argument(
+        "--leader-election-id",
+        metavar="NAME",
+        help="name of the Lease (default: controlplane-operator.cpo.dev)",
+    )
+    parser.add_argument(
+        "--leader-election-namespace",
+        metavar="NS",
+        help="namespace of the Lease (default: the pod's namespace; required outside a cluster)",
+    )
+    parser.add_argument(
+        "--webhooks",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the ControlPlane admission webhooks (default: on)",
+    )
+    parser.add_argument(
+        "--webhook-host", metavar="ADDR", help="address of the webhook server (default: every interface)"
+    )
+    parser.add_argument(
+        "--webhook-port",
+        type=int,
+        metavar="PORT",
+        help="port of the webhook server; 0 = a free one (default: 9443)",
+    )
+    parser.add_argument(
+        "--webhook-cert-dir",
+        metavar="DIR",
+        help="folder with tls.crt and tls.key, reloaded when they change "
+        "(default: /tmp/k8s-webhook-server/serving-certs)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        help="log line format (default: json inside a cluster, console elsewhere)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        type=str.upper,
+        default=argparse.SUPPRESS,  # absent: the global `cpo --log-level` (INFO) stands
+        help="log verbosity (default: INFO)",
+    )
+    parser.add_argument(
+        "--graceful-shutdown-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long controllers get to finish after SIGTERM (default: 30)",
+    )
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    from controllers.operator import OperatorOptions, run_operator
+
+    options = OperatorOptions(
+        kubeconfig=args.kubeconfig,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        leader_election_id=args.leader_election_id,
+        leader_election_namespace=args.leader_election_namespace,
+        webhooks=args.webhooks,
+        webhook_host=args.webhook_host,
+        webhook_port=args.webhook_port,
+        webhook_cert_dir=args.webhook_cert_dir,
+        log_format=args.log_format,
+        log_level=args.log_level,
+        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+    )
+    return asyncio.run(run_operator(options))
+
+
 # ------------------------------------------------------------------------------------ dispatch
 
 SUBCOMMANDS: dict[str, Subcommand] = {
@@ -262,6 +365,12 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         help="generate the CRDs (config/crd/) from the API models in api/",
         configure=_configure_manifests,
         run=_run_manifests,
+    ),
+    "run": Subcommand(
+        help="run the operator: manager, admission webhooks, metrics, probes, leader election",
+        configure=_configure_run,
+        run=_run_operator,
+        configures_logging=True,
     ),
 }
 
@@ -287,8 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cpo`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return SUBCOMMANDS[args.command].run(args)
+    subcommand = SUBCOMMANDS[args.command]
+    if not subcommand.configures_logging:
+        logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return subcommand.run(args)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Serve TLS from a certificate and key on disk, and pick up new files without a restart.
 
-A webhook's serving certificate lives in a directory fed by a Kubernetes Secret volume,
-cert-manager or ``cpo certs``; all of them replace the files while the server runs (rotation,
-a new CA). :class:`CertWatcher` loads the pair into an :class:`ssl.SSLContext`, polls the files and
+A webhook's serving certificate lives in a directory fed by a Kubernetes Secret volume (one that
+cert-manager renews, or one written by hand); the files are replaced while the server runs
+(rotation, a new CA). :class:`CertWatcher` loads the pair into an :class:`ssl.SSLContext`, polls the files and
 loads them again when their content changes. The server context from
 :meth:`CertWatcher.server_context` hands every **new** TLS connection the newest good pair;
 connections already open keep the certificate they were set up with.

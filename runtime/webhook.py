@@ -640,7 +640,8 @@ class WebhookServer:
         except (CertificateError, ssl.SSLError, OSError) as err:
             raise CertificateError(
                 f"webhook server cannot start: {err}. Put {opts.cert_name} and {opts.key_name} into "
-                f"{opts.cert_dir} (cert-manager or `cpo certs`) or set cert_dir"
+                f"{opts.cert_dir} (mount the kubernetes.io/tls Secret there, e.g. the one cert-manager "
+                "issues) or set cert_dir"
             ) from err
         sock = _listen(opts.host, opts.port)
         runner = web.ServerRunner(

@@ -410,12 +410,9 @@ def getter_from_reader(reader: Reader) -> ControlPlaneGetter:
 
 
 def _denied(message: str, warnings: list[str]) -> Exception:
-    # Imported when needed: runtime.webhook is the webhook server's module (see the brief's contract).
-    # The ignore covers the time before runtime/webhook.py is on this branch.
-    from runtime.webhook import Denied  # type: ignore[import-not-found, unused-ignore]
+    from runtime.webhook import Denied
 
-    denied: Exception = Denied(message, 422, warnings=warnings)
-    return denied
+    return Denied(message, 422, warnings=warnings)
 
 
 class ControlPlaneValidator:

@@ -1,7 +1,4 @@
-"""ControlPlane admission end to end: the API server calls our webhook server over TLS, kubectl shows it.
-
-Runs once ``runtime.webhook`` (the webhook server) is on the branch; skipped before that.
-"""
+"""ControlPlane admission end to end: the API server calls our webhook server over TLS, kubectl shows it."""
 
 from __future__ import annotations
 
@@ -13,15 +10,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-# Looked up through importorskip so the module is skipped, not broken, until they are on the branch.
-webhook = pytest.importorskip("runtime.webhook", reason="runtime/webhook.py is not on this branch yet")
-support = pytest.importorskip(
-    "tests.support.webhooks", reason="tests/support/webhooks.py is not on this branch yet"
-)
-
-from runtime.client import Client  # noqa: E402
-from tests.e2e.test_kubectl import Kubectl  # noqa: E402
-from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader  # noqa: E402
+import runtime.webhook as webhook
+import tests.support.webhooks as support
+from runtime.client import Client
+from tests.e2e.test_kubectl import Kubectl
+from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
 

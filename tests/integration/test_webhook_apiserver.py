@@ -93,6 +93,10 @@ async def test_the_api_server_gets_denials_defaults_and_warnings_from_our_server
     assert immutable.body["message"].endswith(
         "denied the request: spec.size: Invalid value: field is immutable"
     )
+    # kube-apiserver records a validating webhook's warnings before it looks at `allowed`
+    # (validating/dispatcher.go callHook: warning.AddWarning for each, then the rejection), and the
+    # recorder writes them into the response headers at once, so they come with the denial too.
+    assert immutable.warnings() == ['299 - "size is fixed"'], immutable.headers
 
 
 async def test_scaling_through_the_scale_subresource_is_validated(kube: KubeHTTP, namespace: str) -> None:

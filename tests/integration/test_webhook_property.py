@@ -1,5 +1,13 @@
 """Property: whatever is POSTed, the webhook answers an AdmissionReview or a 4xx that says why, and lives on.
 
+The server serves a test Widget validator/defaulter and the real ControlPlane validator and
+defaulter (on the paths ``cpo run`` uses), the validator looking ControlPlanes up in a small store
+that holds well-formed and malformed ones. Generated bodies include AdmissionReviews of generated
+ControlPlanes (any replica count or type, strategies, failure domains, selectors, malformed ones
+too) and of ``autoscaling/v1`` Scales for ``controlplanes/scale``. The ControlPlane webhooks must
+never answer with a 5xx, nor with ``allowed: false`` and code 500 (the server's answer when a
+validator raises something other than ``Denied``): every refusal is a ``Denied`` with a message.
+
 Hypothesis drives a synchronous test, so the server and its client run on an event loop in a
 background thread; each generated body is one real HTTPS request over a shared keep-alive session.
 """
@@ -27,7 +35,9 @@ from runtime.webhook import (
     WebhookServer,
     WebhookServerOptions,
     allowed,
+    mutate_path,
     review_for,
+    validate_path,
 )
 from tests.integration.test_webhook_server import (
     GROUP,
@@ -41,10 +51,33 @@ from tests.integration.test_webhook_server import (
     widget,
 )
 from tests.support.webhooks import ServingCerts, post, running_webhook_server
+from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator
 
 T = TypeVar("T")
+JSON = dict[str, Any]
 MAX_BODY = 16 * 1024
-EXAMPLES = 2100
+EXAMPLES = 2400
+
+CP_GROUP, CP_VERSION, CP_KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
+CP_VALIDATE = validate_path(CP_GROUP, CP_VERSION, CP_KIND)
+CP_MUTATE = mutate_path(CP_GROUP, CP_VERSION, CP_KIND)
+CP_PATHS = (CP_VALIDATE, CP_MUTATE)
+_TEMPLATE = {"spec": {"providerSpec": {"value": {}}}}
+# What the validator's lookup finds for a scale request, by name ("missing" is not there).
+STORED: dict[str, Any] = {
+    "stacked": {"spec": {"replicas": 3, "template": _TEMPLATE}},
+    "external": {"spec": {"replicas": 3, "etcd": {"external": True}, "template": _TEMPLATE}},
+    "surge0": {"spec": {"replicas": 3, "strategy": {"rollingUpdate": {"maxSurge": 0}}}},
+    "bad-spec": {"spec": 7},
+    "bad-etcd": {"spec": {"etcd": ["external"], "strategy": "fast"}},
+    "bad-surge": {"spec": {"strategy": {"type": 3, "rollingUpdate": {"maxSurge": "50%"}}}},
+    "no-spec": {"metadata": {"name": "no-spec"}},
+}
+STORED_NAMES = [*STORED, "missing"]
+
+
+async def stored_controlplane(namespace: str, name: str) -> Any:
+    return STORED.get(name)
 
 
 class LoopThread:
@@ -93,6 +126,8 @@ def harness(tmp_path: Path) -> Iterator[Harness]:
     server.register_validator(GROUP, VERSION, KIND, WidgetValidator())
     server.register_defaulter(GROUP, VERSION, KIND, WidgetDefaulter())
     server.register("/echo", Echo())
+    server.register_validator(CP_GROUP, CP_VERSION, CP_KIND, ControlPlaneValidator(stored_controlplane))
+    server.register_defaulter(CP_GROUP, CP_VERSION, CP_KIND, ControlPlaneDefaulter())
     thread = LoopThread()
     entered = asyncio.Event()
     done = threading.Event()
@@ -135,7 +170,7 @@ json_values = st.recursive(
     max_leaves=12,
 )
 json_objects = st.dictionaries(st.text(max_size=10), json_values, max_size=5)
-paths = st.sampled_from([VALIDATE, MUTATE, "/echo"])
+paths = st.sampled_from([VALIDATE, MUTATE, "/echo", *CP_PATHS])
 
 
 @dataclass
@@ -178,6 +213,198 @@ def broken_reviews(draw: st.DrawFn) -> Body:
     return Body("broken", draw(paths), json.dumps(review).encode())
 
 
+# --- ControlPlanes and Scales ----------------------------------------------------------------------
+
+replica_values = st.one_of(
+    st.integers(-3, 12),
+    st.integers(),
+    st.sampled_from([None, "3", "4", 3.0, 2.5, True, False, [], {}, [3]]),
+)
+label_values = st.sampled_from(["master", "worker", "", "a" * 64, "bad value!", 3, None])
+label_keys = st.sampled_from(
+    ["machine.openshift.io/cluster-api-machine-role", "role", "a/b/c", "", "-bad", "x" * 70]
+)
+label_maps = st.one_of(st.dictionaries(label_keys, label_values, max_size=3), json_values)
+selector_requirements = st.fixed_dictionaries(
+    {},
+    optional={
+        "key": st.one_of(label_keys, json_values),
+        "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Bogus", "", 1]),
+        "values": st.one_of(st.lists(label_values, max_size=3), json_values),
+    },
+)
+selectors = st.one_of(
+    st.none(),
+    st.just({"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}}),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "matchLabels": label_maps,
+            "matchExpressions": st.one_of(st.lists(selector_requirements, max_size=3), json_values),
+        },
+    ),
+    json_values,
+)
+strategies = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["RollingUpdate", "OnDelete", "Recreate", "", 1, None]),
+            "rollingUpdate": st.one_of(
+                st.fixed_dictionaries(
+                    {},
+                    optional={"maxSurge": st.one_of(st.integers(-1, 3), st.sampled_from(["1", "50%", None]))},
+                ),
+                json_values,
+            ),
+        },
+    ),
+    json_values,
+)
+failure_domains = st.one_of(
+    st.none(),
+    st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "name": st.one_of(
+                        st.sampled_from(["us-east-1a", "us-east-1b", "Bad_Name", "", "a" * 70]), json_values
+                    )
+                },
+                optional={"providerSpec": json_objects},
+            ),
+            json_values,
+        ),
+        max_size=4,
+    ),
+    json_values,
+)
+templates = st.one_of(
+    st.just(_TEMPLATE),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "metadata": st.one_of(st.fixed_dictionaries({}, optional={"labels": label_maps}), json_values),
+            "spec": st.one_of(st.just(_TEMPLATE["spec"]), json_values),
+        },
+    ),
+    json_values,
+)
+cp_specs = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "replicas": replica_values,
+            "selector": selectors,
+            "template": templates,
+            "failureDomains": failure_domains,
+            "strategy": strategies,
+            "etcd": st.one_of(
+                st.fixed_dictionaries({}, optional={"external": st.one_of(st.booleans(), json_values)}),
+                json_values,
+            ),
+            "enableAutorepair": st.one_of(st.booleans(), json_values),
+            "paused": st.booleans(),
+        },
+    ),
+    json_values,
+)
+
+
+@st.composite
+def controlplanes(draw: st.DrawFn) -> JSON:
+    obj: JSON = {
+        "apiVersion": f"{CP_GROUP}/{CP_VERSION}",
+        "kind": CP_KIND,
+        "metadata": draw(
+            st.one_of(
+                st.fixed_dictionaries(
+                    {"name": st.sampled_from(STORED_NAMES)},
+                    optional={"namespace": st.just("ns"), "labels": label_maps, "finalizers": json_values},
+                ),
+                json_values,
+            )
+        ),
+    }
+    if draw(st.integers(0, 9)):  # now and then a ControlPlane without a spec at all
+        obj["spec"] = draw(cp_specs)
+    return obj
+
+
+def cp_request(operation: str, obj: Any, old: Any, name: str, uid: str, sub_resource: str = "") -> JSON:
+    scale = sub_resource == "scale"
+    req: JSON = {
+        "uid": uid,
+        "kind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+        if scale
+        else {"group": CP_GROUP, "version": CP_VERSION, "kind": CP_KIND},
+        "resource": {"group": CP_GROUP, "version": CP_VERSION, "resource": "controlplanes"},
+        "operation": operation,
+        "name": name,
+        "namespace": "ns",
+        "object": obj,
+        "oldObject": old,
+        "userInfo": {"username": "tester"},
+        "dryRun": False,
+    }
+    if sub_resource:
+        req["subResource"] = sub_resource
+    return req
+
+
+@st.composite
+def cp_reviews(draw: st.DrawFn) -> Body:
+    """Well-formed reviews of generated ControlPlanes (create, update with an old one, delete)."""
+    operation = draw(st.sampled_from(["CREATE", "UPDATE", "DELETE", "CREATE", "UPDATE"]))
+    obj = draw(controlplanes())
+    old = draw(controlplanes()) if operation != "CREATE" else None
+    if operation == "UPDATE" and draw(st.booleans()):
+        old = json.loads(json.dumps(obj))  # unchanged spec: a metadata-only update
+        old["metadata"] = {"name": "stacked"}
+    uid = draw(st.uuids()).hex
+    name = draw(st.sampled_from(STORED_NAMES))
+    req = cp_request(operation, None if operation == "DELETE" else obj, old, name, uid)
+    return Body("cp", draw(st.sampled_from(CP_PATHS)), json.dumps(review_for(req)).encode(), uid=uid)
+
+
+@st.composite
+def scales(draw: st.DrawFn, name: str) -> JSON:
+    return {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": draw(st.one_of(st.just({"name": name, "namespace": "ns"}), st.just({}), json_values)),
+        "spec": draw(
+            st.one_of(st.fixed_dictionaries({}, optional={"replicas": replica_values}), json_values)
+        ),
+        "status": {"replicas": 3, "selector": "machine.openshift.io/cluster-api-machine-role=master"},
+    }
+
+
+@st.composite
+def cp_scale_reviews(draw: st.DrawFn) -> Body:
+    """``kubectl scale``: UPDATE of an autoscaling/v1 Scale on controlplanes/scale, for stored,
+    malformed and missing ControlPlanes."""
+    name = draw(st.sampled_from(STORED_NAMES))
+    operation = draw(st.sampled_from(["UPDATE", "UPDATE", "UPDATE", "CREATE"]))
+    uid = draw(st.uuids()).hex
+    req = cp_request(operation, draw(scales(name)), draw(scales(name)), name, uid, sub_resource="scale")
+    return Body("cp-scale", draw(st.sampled_from(CP_PATHS)), json.dumps(review_for(req)).encode(), uid=uid)
+
+
+@st.composite
+def cp_broken_reviews(draw: st.DrawFn) -> Body:
+    """A ControlPlane review with one envelope or request field dropped or replaced."""
+    review = review_for(cp_request("UPDATE", draw(controlplanes()), draw(controlplanes()), "stacked", "b"))
+    target: dict[str, Any] = review if draw(st.booleans()) else review["request"]
+    key = draw(st.sampled_from(sorted(target)))
+    if draw(st.booleans()):
+        del target[key]
+    else:
+        target[key] = draw(json_values)
+    return Body("cp-broken", draw(st.sampled_from(CP_PATHS)), json.dumps(review).encode())
+
+
 random_bytes = st.builds(lambda p, b: Body("bytes", p, b), paths, st.binary(max_size=300))
 random_json = st.builds(
     lambda p, v: Body("json", p, json.dumps(v).encode()), paths, st.one_of(json_values, json_objects)
@@ -198,7 +425,18 @@ too_large = st.builds(
     st.integers(MAX_BODY, MAX_BODY + 4096),
 )
 bodies = st.one_of(
-    valid_reviews(), broken_reviews(), random_bytes, random_json, json_with_nan, wrong_content_type, too_large
+    valid_reviews(),
+    broken_reviews(),
+    random_bytes,
+    random_json,
+    json_with_nan,
+    wrong_content_type,
+    too_large,
+    cp_reviews(),
+    cp_scale_reviews(),
+    cp_broken_reviews(),
+    cp_reviews(),
+    cp_scale_reviews(),
 )
 
 EXPECTED_STATUS = {
@@ -209,6 +447,9 @@ EXPECTED_STATUS = {
     "nan": {400},
     "content-type": {400},
     "too-large": {413},
+    "cp": {200},
+    "cp-scale": {200},
+    "cp-broken": {200, 400},
 }
 
 
@@ -230,6 +471,9 @@ def check_answer(body: Body, status: int, answer: Any, raw: bytes) -> None:
             assert response["patchType"] == "JSONPatch"
             assert isinstance(json.loads(base64.b64decode(response["patch"], validate=True)), list)
         assert all(isinstance(w, str) for w in response.get("warnings", []))
+        if body.path in CP_PATHS:
+            # 500 would be a validator or defaulter that crashed; 504 one that hung.
+            assert response["allowed"] or response["status"]["code"] in (400, 403, 422), (body, raw)
     else:
         assert answer["kind"] == "Status" and answer["status"] == "Failure" and answer["code"] == status
         assert isinstance(answer["message"], str) and answer["message"]
@@ -237,6 +481,7 @@ def check_answer(body: Body, status: int, answer: Any, raw: bytes) -> None:
 
 def test_every_body_gets_a_review_or_a_4xx_and_the_server_lives_on(harness: Harness) -> None:
     seen: dict[str, int] = {}
+    outcomes: dict[tuple[str, str], int] = {}
 
     @settings(
         max_examples=EXAMPLES,
@@ -253,13 +498,68 @@ def test_every_body_gets_a_review_or_a_4xx_and_the_server_lives_on(harness: Harn
         status, answer, raw = harness.post(body.path, body.data, body.content_type)
         seen[body.category] = seen.get(body.category, 0) + 1
         check_answer(body, status, answer, raw)
+        if body.category in ("cp", "cp-scale") and body.path == CP_VALIDATE and status == 200:
+            verdict = "allowed" if answer["response"]["allowed"] else "denied"
+            outcomes[(body.category, verdict)] = outcomes.get((body.category, verdict), 0) + 1
 
     answer_is_well_formed()
-    print("posted bodies per category:", seen)
+    print("posted bodies per category:", seen, "ControlPlane outcomes:", outcomes)
     assert sum(seen.values()) >= 2000, seen
     assert set(seen) == set(EXPECTED_STATUS), seen
+    assert seen["cp"] + seen["cp-scale"] >= 500, seen
+    # The generators reach both verdicts on both kinds (hundreds of each in practice).
+    for category in ("cp", "cp-scale"):
+        assert outcomes.get((category, "allowed"), 0) > 0 and outcomes.get((category, "denied"), 0) > 0
 
     status, answer, raw = harness.post(
         VALIDATE, json.dumps(review_for(request(obj=widget(replicas=3)))).encode(), "application/json"
     )
     assert status == 200 and answer["response"]["allowed"] is True, raw
+    # ... and the ControlPlane webhooks still give their verdicts, the scale one using the lookup.
+    assert_controlplane_webhooks_answer(harness)
+
+
+def cp_verdict(harness: Harness, path: str, req: JSON) -> JSON:
+    status, answer, raw = harness.post(path, json.dumps(review_for(req)).encode(), "application/json")
+    assert status == 200, raw
+    response: JSON = answer["response"]
+    return response
+
+
+def assert_controlplane_webhooks_answer(harness: Harness) -> None:
+    odd = "must be an odd number (1, 3, 5, 7) for a stacked etcd control plane"
+    even = {
+        "apiVersion": f"{CP_GROUP}/{CP_VERSION}",
+        "kind": CP_KIND,
+        "metadata": {"name": "stacked"},
+        "spec": {"replicas": 4, "template": _TEMPLATE},
+    }
+    refused = cp_verdict(harness, CP_VALIDATE, cp_request("CREATE", even, None, "stacked", "c1"))
+    assert not refused["allowed"] and refused["status"]["code"] == 422
+    assert f"spec.replicas: Invalid value: 4: {odd}" in refused["status"]["message"], refused
+
+    def scale_to(name: str, replicas: int) -> JSON:
+        new = {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"replicas": replicas},
+        }
+        old = {**new, "spec": {"replicas": 3}}
+        return cp_verdict(harness, CP_VALIDATE, cp_request("UPDATE", new, old, name, "s1", "scale"))
+
+    assert odd in scale_to("stacked", 4)["status"]["message"]
+    assert scale_to("external", 4)["allowed"] is True  # found through the lookup: external etcd
+    assert odd in scale_to("bad-spec", 4)["status"]["message"]  # malformed stored object: stacked rules
+
+    bare = {"apiVersion": f"{CP_GROUP}/{CP_VERSION}", "kind": CP_KIND, "metadata": {"name": "bare"}}
+    defaulted = cp_verdict(harness, CP_MUTATE, cp_request("CREATE", bare, None, "bare", "m1"))
+    (added,) = json.loads(base64.b64decode(defaulted["patch"]))
+    assert added["op"] == "add" and added["path"] == "/spec", added
+    master = {"machine.openshift.io/cluster-api-machine-role": "master"}
+    assert added["value"] == {
+        "replicas": 1,
+        "selector": {"matchLabels": master},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+        "enableAutorepair": True,
+    }

@@ -186,6 +186,8 @@ class StatusError(Exception):
         self.headers = headers or {}
         # kube-apiserver answers some routing misses with a text/plain body instead of a Status.
         self.plain_text = plain_text
+        self.warnings: list[str] = []
+        """``Warning`` header values recorded before the failure; sent with the error response."""
 
     def status(self) -> JSON:
         body: JSON = {

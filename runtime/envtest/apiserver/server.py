@@ -488,6 +488,19 @@ class EmbeddedAPIServer:
         caller = Caller(
             user.name, user.groups, user.uid, request.headers.get("User-Agent", ""), query, extra=user.extra
         )
+        try:
+            return await self._resource_for(request, rt, info, caller)
+        except StatusError as err:
+            # Like kube-apiserver's warning recorder, which writes each warning into the response
+            # headers as it is recorded: warnings gathered before a failure (a validating webhook's
+            # warnings on its denial) go out with the error too.
+            err.warnings = caller.warnings.headers()
+            raise
+
+    async def _resource_for(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, caller: Caller
+    ) -> web.StreamResponse:
+        query = caller.query
         method = request.method
         accept = request.headers.get("Accept", "")
         h = self.handlers
@@ -726,21 +739,16 @@ def _discovery_response(accept: str, which: str, registry: Registry, server_addr
 
 
 def _error_response(err: StatusError) -> web.Response:
-    headers = {"Cache-Control": "no-cache, private", **err.headers}
+    headers: CIMultiDict[str] = CIMultiDict({"Cache-Control": "no-cache, private", **err.headers})
+    for value in err.warnings:
+        headers.add("Warning", value)
     if err.plain_text is not None:
-        return web.Response(
-            text=err.plain_text,
-            status=err.code,
-            headers={
-                **headers,
-                "Content-Type": "text/plain; charset=utf-8",
-                "X-Content-Type-Options": "nosniff",
-            },
-        )
+        headers["Content-Type"] = "text/plain; charset=utf-8"
+        headers["X-Content-Type-Options"] = "nosniff"
+        return web.Response(text=err.plain_text, status=err.code, headers=headers)
+    headers["Content-Type"] = "application/json"
     return web.Response(
-        body=json.dumps(err.status(), separators=(",", ":")).encode(),
-        status=err.code,
-        headers={**headers, "Content-Type": "application/json"},
+        body=json.dumps(err.status(), separators=(",", ":")).encode(), status=err.code, headers=headers
     )
 
 

@@ -1,0 +1,253 @@
+"""``cpo run``: the operator's main process, one manager hosting the webhook server and the controllers.
+
+What runs, and on which ports (the defaults match ``config/manager/manager.yaml``):
+
+* ``/metrics`` on ``:8080`` (Prometheus text, every family of DESIGN §5);
+* ``/healthz`` and ``/readyz`` on ``:8081``; ``/readyz`` passes once the caches are synced and
+  the webhook server completes a TLS handshake;
+* the admission webhook server on ``:9443`` (HTTPS, key and certificate read from
+  ``--webhook-cert-dir`` and reloaded when they change): the ControlPlane validator at
+  ``/validate-controlplane-cpo-dev-v1alpha1-controlplane`` (which also sees
+  ``controlplanes/scale``) and the defaulter at ``/mutate-controlplane-cpo-dev-v1alpha1-controlplane``,
+  the paths ``config/webhook/manifests.yaml`` names;
+* leader election on the Lease ``controlplane-operator.cpo.dev``, on by default inside a cluster
+  (in the pod's namespace), off elsewhere: only the leader runs controllers, every replica serves
+  webhooks;
+* the controllers, registered in :func:`setup_controllers`.
+
+Logs are structured (:mod:`runtime.log`): JSON inside a cluster, console lines elsewhere.
+SIGTERM or SIGINT stops the manager gracefully (the Lease is released) and the process exits 0;
+a second signal exits at once with 1. A start-up problem (no kubeconfig, no serving certificate,
+a bad flag) ends the process with 1 and one log line saying what to change.
+
+Every option is a field of :class:`OperatorOptions`, resolved in one place,
+:meth:`OperatorOptions.with_defaults`; the command line only fills the fields in. Example,
+against ``cpo dev-apiserver`` and a certificate pair in ``/tmp/certs`` (or ``--no-webhooks``)::
+
+    import asyncio
+    from controllers.operator import OperatorOptions, run_operator
+
+    options = OperatorOptions(kubeconfig="/tmp/cpo.kubeconfig", webhook_cert_dir="/tmp/certs",
+                              metrics_bind_address=":0", health_probe_bind_address=":0")
+    raise SystemExit(asyncio.run(run_operator(options)))
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from runtime.manager import Manager
+    from runtime.webhook import WebhookServer
+
+LogFormat = Literal["json", "console"]
+
+DEFAULT_METRICS_BIND_ADDRESS: Final = ":8080"
+DEFAULT_HEALTH_PROBE_BIND_ADDRESS: Final = ":8081"
+DEFAULT_LEADER_ELECTION_ID: Final = "controlplane-operator.cpo.dev"
+DEFAULT_WEBHOOK_PORT: Final = 9443
+DEFAULT_WEBHOOK_CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"
+DEFAULT_LOG_LEVEL: Final = "info"
+DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Final = 30.0
+
+CONTROLPLANE_API_VERSION: Final = "controlplane.cpo.dev/v1alpha1"
+CONTROLPLANE_KIND: Final = "ControlPlane"
+
+log = logging.getLogger("cpo.operator")
+
+
+def in_cluster() -> bool:
+    """True inside a pod: the kubelet sets ``KUBERNETES_SERVICE_HOST`` in every container."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+@dataclass(frozen=True)
+class OperatorOptions:
+    """How to run the operator; ``None`` means "the default" named per field (:meth:`with_defaults`)."""
+
+    kubeconfig: str | None = None
+    """Kubeconfig file to reach the API server with. Defaults to ``$KUBECONFIG``, else the pod's
+    service account."""
+    metrics_bind_address: str | None = None
+    """Where ``/metrics`` is served, ``host:port`` or ``:port``. Defaults to ``":8080"``; ``"0"``
+    disables it and ``":0"`` picks a free port."""
+    health_probe_bind_address: str | None = None
+    """Where ``/healthz`` and ``/readyz`` are served. Defaults to ``":8081"``; ``"0"`` disables them."""
+    leader_elect: bool | None = None
+    """Run controllers only while holding the Lease. Defaults to True inside a cluster (so a
+    second replica waits instead of fighting), False elsewhere."""
+    leader_election_id: str | None = None
+    """Name of the Lease. Defaults to ``"controlplane-operator.cpo.dev"``."""
+    leader_election_namespace: str | None = None
+    """Namespace of the Lease. Defaults to the pod's namespace; required outside a cluster."""
+    webhooks: bool | None = None
+    """Serve the admission webhooks. Defaults to True; turn it off to run controllers only (a
+    cluster without the webhook configurations, or a dev session without certificates)."""
+    webhook_host: str | None = None
+    """Address the webhook server listens on. Defaults to ``""``: every interface, which the
+    Service needs."""
+    webhook_port: int | None = None
+    """Port of the webhook server. Defaults to 9443 (the Service's targetPort); 0 picks a free port."""
+    webhook_cert_dir: str | None = None
+    """Directory holding ``tls.crt`` and ``tls.key`` (the mounted cert-manager Secret). Defaults to
+    ``/tmp/k8s-webhook-server/serving-certs``."""
+    log_format: LogFormat | None = None
+    """``"json"`` or ``"console"``. Defaults to JSON inside a cluster, console elsewhere."""
+    log_level: str | None = None
+    """``debug``, ``info``, ``warning`` or ``error``. Defaults to ``info``."""
+    graceful_shutdown_timeout: float | None = None
+    """Seconds the controllers get to finish after SIGTERM. Defaults to 30 (below the pod's
+    default 30 s termination grace period plus the Lease release)."""
+
+    def with_defaults(self) -> ResolvedOperatorOptions:
+        """Every default filled in and checked; raises ``ValueError`` saying what to change."""
+        cluster = in_cluster()
+        if self.kubeconfig is None and not os.environ.get("KUBECONFIG") and not cluster:
+            raise ValueError(
+                "no API server to talk to: pass --kubeconfig PATH or set KUBECONFIG (inside a pod "
+                "the service account is used)"
+            )
+        leader_elect = cluster if self.leader_elect is None else self.leader_elect
+        namespace = self.leader_election_namespace
+        if leader_elect and not namespace and not cluster:
+            raise ValueError(
+                "--leader-elect outside a cluster needs --leader-election-namespace (the Lease's "
+                "namespace); or run without --leader-elect"
+            )
+        log_format = self.log_format or ("json" if cluster else "console")
+        if log_format not in ("json", "console"):
+            raise ValueError(f"log format {log_format!r}: use 'json' or 'console'")
+        log_level = (self.log_level or DEFAULT_LOG_LEVEL).lower()
+        if log_level not in ("debug", "info", "warning", "error"):
+            raise ValueError(f"log level {log_level!r}: use debug, info, warning or error")
+        port = DEFAULT_WEBHOOK_PORT if self.webhook_port is None else self.webhook_port
+        if not 0 <= port <= 65535:
+            raise ValueError(f"webhook port {port} is out of range: use 0 (any free port) to 65535")
+        grace = (
+            DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
+            if self.graceful_shutdown_timeout is None
+            else self.graceful_shutdown_timeout
+        )
+        if grace < 0:
+            raise ValueError(f"graceful shutdown timeout must be ≥ 0 seconds, got {grace}")
+        return ResolvedOperatorOptions(
+            kubeconfig=self.kubeconfig,
+            metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
+            health_probe_bind_address=self.health_probe_bind_address or DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
+            leader_elect=leader_elect,
+            leader_election_id=self.leader_election_id or DEFAULT_LEADER_ELECTION_ID,
+            # None inside a cluster: the manager reads the pod's namespace from the service account.
+            leader_election_namespace=namespace or None,
+            webhooks=True if self.webhooks is None else self.webhooks,
+            webhook_host="" if self.webhook_host is None else self.webhook_host,
+            webhook_port=port,
+            webhook_cert_dir=self.webhook_cert_dir or DEFAULT_WEBHOOK_CERT_DIR,
+            log_format=log_format,
+            log_level=log_level,
+            graceful_shutdown_timeout=float(grace),
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedOperatorOptions:
+    """:class:`OperatorOptions` with every default applied."""
+
+    kubeconfig: str | None
+    metrics_bind_address: str
+    health_probe_bind_address: str
+    leader_elect: bool
+    leader_election_id: str
+    leader_election_namespace: str | None
+    webhooks: bool
+    webhook_host: str
+    webhook_port: int
+    webhook_cert_dir: str
+    log_format: LogFormat
+    log_level: str
+    graceful_shutdown_timeout: float
+
+
+def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = None) -> WebhookServer:
+    """The webhook server with every admission webhook of the operator registered.
+
+    With a ``manager`` the ControlPlane validator reads ControlPlanes (for ``controlplanes/scale``)
+    through the manager's cache, whose ControlPlane informer is created here so that ``/readyz``
+    waits for it; without one (tests of the paths) the validator assumes stacked etcd.
+    """
+    from runtime.webhook import WebhookServer, WebhookServerOptions
+    from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
+
+    server = WebhookServer(
+        WebhookServerOptions(
+            host=options.webhook_host, port=options.webhook_port, cert_dir=options.webhook_cert_dir
+        )
+    )
+    getter = None
+    if manager is not None:
+        manager.cache.informer_for(CONTROLPLANE_API_VERSION, CONTROLPLANE_KIND)
+        getter = getter_from_reader(manager.cache)
+    group, version = CONTROLPLANE_API_VERSION.split("/")
+    server.register_validator(group, version, CONTROLPLANE_KIND, ControlPlaneValidator(getter))
+    server.register_defaulter(group, version, CONTROLPLANE_KIND, ControlPlaneDefaulter())
+    return server
+
+
+def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> None:
+    """THE place controllers join the manager: build each with ``ControllerBuilder(manager)``.
+
+    They run only while this process holds the Lease (when leader election is on). None yet: the
+    controlplane, etcd-quorum-hook and machinehealthcheck controllers land here as they are built.
+    """
+
+
+async def build_manager(options: ResolvedOperatorOptions) -> Manager:
+    """The manager with its webhook server and controllers added, not started."""
+    from runtime.manager import Manager, ManagerOptions
+
+    manager = await Manager.create(
+        ManagerOptions(
+            kubeconfig=options.kubeconfig,
+            metrics_bind_address=options.metrics_bind_address,
+            health_probe_bind_address=options.health_probe_bind_address,
+            leader_election=options.leader_elect,
+            leader_election_id=options.leader_election_id,
+            leader_election_namespace=options.leader_election_namespace,
+            graceful_shutdown_timeout=options.graceful_shutdown_timeout,
+        )
+    )
+    if options.webhooks:
+        # The manager makes the server's started_checker the readyz check "webhook".
+        manager.add(webhook_server(options, manager))
+    setup_controllers(manager, options)
+    return manager
+
+
+async def run_operator(options: OperatorOptions) -> int:
+    """Configure logging, build the manager and run it until SIGTERM; the process exit code."""
+    from kubernetes_asyncio.config import ConfigException
+
+    from runtime.log import configure_logging
+
+    try:
+        resolved = options.with_defaults()
+    except ValueError as err:
+        configure_logging(format=options.log_format, level="info")
+        log.error("cpo run: %s", err)
+        return 1
+    configure_logging(format=resolved.log_format, level=resolved.log_level)
+    log.info(
+        "starting controlplane-operator (metrics %s, probes %s, webhooks %s, leader election %s)",
+        resolved.metrics_bind_address,
+        resolved.health_probe_bind_address,
+        f"port {resolved.webhook_port}, certs {resolved.webhook_cert_dir}" if resolved.webhooks else "off",
+        f"on, Lease {resolved.leader_election_id}" if resolved.leader_elect else "off",
+    )
+    try:
+        manager = await build_manager(resolved)
+    except (ValueError, OSError, ConfigException) as err:
+        log.error("cpo run: cannot start: %s", err)
+        return 1
+    return await manager.run()
