@@ -1,0 +1,283 @@
+"""The runtime against kopf: same server, same objects, same load, one process each, side by side.
+
+Not part of the test run; needs the ``bench`` extra (``pip install -e '.[bench]'`` brings kopf).
+One embedded API server (``cpo dev-apiserver``, its own process) holds N Machine-like objects
+(default 1,000, ~2 KB each, see :mod:`bench._common`). Then, one after the other, each in its own
+process started after the previous one has exited:
+
+``runtime``       ``runtime.cache.Cache`` + ``runtime.controller.Controller``, no-op reconciler;
+``kopf event``    kopf (PyPI), a no-op ``@kopf.on.event`` handler: kopf's lightest mode;
+``kopf update``   kopf, a no-op ``@kopf.on.update`` handler as kopf users write them. kopf keeps
+                  its own state on the object: on start it patches every object with its
+                  ``last-handled-configuration`` annotation, and after each handled update it
+                  patches again (and posts Kubernetes Events for the handler's log lines) --
+                  part of what using kopf costs, so it is counted.
+
+kopf runs through ``kopf.operator()`` in standalone mode (no peering), cluster-wide, with its
+default settings and ``kopf run``'s default logging (INFO, to the child's log file), logging in
+with its own kubeconfig loader (token + inline CA). Handlers are ``async def`` (kopf runs plain
+``def`` handlers in a thread pool, which would cost it more). Run::
+
+    .venv/bin/python -m bench.vs_kopf [--n 1000] [--burst 2000] [--rate 100]
+
+Figures (same definitions for every column):
+
+``initial sync``     process start command -> every object handled once (runtime: reconciled;
+                     kopf event: handler called; kopf update: the handler is not called for
+                     existing objects, so: every object carries kopf's annotation, seen by a
+                     watch in the driver).
+``burst ev/s``       the process is SIGSTOPped while ``--burst`` patches are written, then
+                     SIGCONT: patches / time until the handler has seen the last one.
+``p99 latency``      patches sent open-loop at ``--rate``/s for ``--rate-seconds`` (10 s):
+                     time.time() at the handler minus the time.time() the patcher wrote into
+                     the object.
+``CPU/event``        the process's own CPU seconds (getrusage) over the burst / burst patches.
+                     ``--rounds`` bursts (3) per contender; the median round is reported.
+``peak RSS``         ru_maxrss of the process at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from typing import Any
+
+from bench._common import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    ApiServer,
+    Child,
+    Tracker,
+    emit,
+    median_round,
+    rounds_note,
+    rss_bytes,
+    serve_commands,
+    uptime,
+    workdir,
+)
+from bench.runtime import Phases, controller_argv, seed
+
+JSON = dict[str, Any]
+KOPF_LAST_HANDLED = "kopf.zalando.org/last-handled-configuration"
+
+
+# --------------------------------------------------------------------------------- the kopf child
+
+
+async def kopf_child(args: argparse.Namespace) -> None:
+    import logging
+
+    import kopf
+
+    tracker = Tracker(args.n)
+    observe = tracker.observe
+
+    if args.mode == "event":
+
+        @kopf.on.event(GROUP, VERSION, PLURAL)
+        async def on_event(body: Any, **_: Any) -> None:
+            meta = body["metadata"]
+            observe(meta["name"], meta.get("annotations") or {})
+
+    else:
+
+        @kopf.on.update(GROUP, VERSION, PLURAL)
+        async def on_update(body: Any, **_: Any) -> None:
+            meta = body["metadata"]
+            observe(meta["name"], meta.get("annotations") or {})
+
+    kopf.configure(verbose=False)  # what `kopf run` does without flags: INFO to stderr
+    logging.getLogger("asyncio").setLevel(logging.WARNING)
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes()})
+
+    async def start(cmd: JSON) -> None:
+        started = time.time()
+        tasks.append(asyncio.create_task(kopf.operator(standalone=True, clusterwide=True, stop_flag=stop)))
+        if args.mode == "event":
+            # Bounded, and ended early if kopf itself gives up (e.g. it cannot log in).
+            synced = asyncio.create_task(tracker.initial_done.wait())
+            budget = cmd.get("timeout", 300)
+            await asyncio.wait([synced, tasks[0]], timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+            if not tracker.initial_done.is_set():
+                synced.cancel()
+                emit({"event": "error", "message": "kopf did not handle every object (see its log)"})
+                return
+            took = tracker.t_initial_done - started
+            emit({"event": "initial", "started": started, "reconciled_s": took})
+        else:
+            emit({"event": "initial", "started": started, "reconciled_s": float("nan")})
+
+    try:
+        await serve_commands(tracker, {"start": start})
+    finally:
+        stop.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+
+
+# ------------------------------------------------------------------------------------ the driver
+
+
+async def wait_all_annotated(client: Any, namespace: str, n: int, timeout: float) -> float:  # noqa: ASYNC109
+    """time.time() when all N objects carry kopf's last-handled annotation (list, then watch)."""
+    deadline = time.monotonic() + timeout
+    listed = await client.list(API_VERSION, KIND, namespace=namespace)
+    done = {
+        o["metadata"]["name"]
+        for o in listed["items"]
+        if KOPF_LAST_HANDLED in (o["metadata"].get("annotations") or {})
+    }
+    if len(done) >= n:
+        return time.time()
+    rv = listed["metadata"]["resourceVersion"]
+    while time.monotonic() < deadline:
+        events = client.watch(API_VERSION, KIND, namespace, resource_version=rv, timeout_seconds=30)
+        async for event in events:
+            obj = event["object"]
+            rv = obj["metadata"].get("resourceVersion", rv)
+            if KOPF_LAST_HANDLED in (obj["metadata"].get("annotations") or {}):
+                done.add(obj["metadata"]["name"])
+                if len(done) >= n:
+                    return time.time()
+            if time.monotonic() > deadline:
+                break
+    raise TimeoutError(f"kopf annotated only {len(done)} of {n} objects within {timeout:.0f}s")
+
+
+def kopf_argv(kubeconfig: Any, n: int, mode: str) -> list[str]:
+    return [sys.executable, "-m", "bench.vs_kopf", "--role", "kopf", "--mode", mode, "--n", str(n),
+            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+
+
+async def measure(
+    name: str, child: Child, phases: Phases, client: Any, args: argparse.Namespace, namespace: str
+) -> JSON:
+    await child.start()
+    try:
+        ready = await child.recv("ready", 120)
+        if not name.startswith("kopf"):
+            await child.call({"cmd": "start", "timeout": 300}, "synced", 330)
+            initial = await child.recv("initial", 330)
+            sync_s = initial["reconciled_s"]
+        else:
+            initial = await child.call({"cmd": "start", "timeout": 300}, "initial", 330)
+            sync_s = initial["reconciled_s"]
+            if name == "kopf update":
+                sync_s = await wait_all_annotated(client, namespace, args.n, 300) - initial["started"]
+                # Let kopf's own patches settle before the measured phases.
+                await asyncio.sleep(2)  # allow-sleep: kopf's post-start patches are not observable otherwise
+        rate = await phases.at_rate(child, args.rate, args.rate_seconds)
+        bursts = [await phases.drain(child, args.burst, args.concurrency) for _ in range(args.rounds)]
+        burst = median_round(bursts)
+        usage = await child.call({"cmd": "usage"}, "usage", 30)
+    finally:
+        await child.stop()
+    return {
+        "name": name,
+        "sync_s": sync_s,
+        "rate": rate,
+        "burst": burst,
+        "bursts": bursts,
+        "peak_rss": usage["peak_rss"],
+        "rss_ready": ready["rss"],
+        "rss_end": usage["rss"],
+    }
+
+
+async def driver(args: argparse.Namespace) -> None:
+    from runtime.client import Client
+
+    print(f"bench.vs_kopf: N={args.n}, burst={args.burst}, rate={args.rate:.0f}/s, "
+          f"{os.cpu_count()} CPUs, {uptime()}", flush=True)  # fmt: skip
+    results: list[JSON] = []
+    async with (
+        workdir(args.keep) as tmp,
+        ApiServer(tmp) as server,
+        await Client.from_kubeconfig(server.kubeconfig) as client,
+    ):
+        namespace = "bench"
+        create_s, full, lean = await seed(client, namespace, args.n)
+        print(f"created {args.n} objects in {create_s:.1f}s; one object: {lean} B JSON "
+              f"({full} B with managedFields)", flush=True)  # fmt: skip
+        phases = Phases(client, namespace, args.n, server.pid)
+        ours = controller_argv(server.kubeconfig, args.n, args.impl, False)
+        contenders = [(args.impl, Child(args.impl, ours, tmp / f"{args.impl}.log"))]
+        for mode in args.kopf_modes:
+            argv = kopf_argv(server.kubeconfig, args.n, mode)
+            env = {"KUBECONFIG": str(server.kubeconfig)}
+            child = Child(f"kopf {mode}", argv, tmp / f"kopf-{mode}.log", env=env)
+            contenders.append((f"kopf {mode}", child))
+        for name, child in contenders:
+            result = await measure(name, child, phases, client, args, namespace)
+            results.append(result)
+            print(f"  {name}: done ({uptime()})", flush=True)
+    print_table(results, args)
+
+
+def print_table(results: list[JSON], args: argparse.Namespace) -> None:
+    names = [r["name"] for r in results]
+    width = 16
+    print(f"\n{'':<34}" + "".join(f"{n:>{width}}" for n in names))
+
+    def row(label: str, values: list[str]) -> None:
+        print(f"{label:<34}" + "".join(f"{v:>{width}}" for v in values))
+
+    row("initial sync (s)", [f"{r['sync_s']:.2f}" for r in results])
+    row(f"burst of {args.burst}: events/s", [f"{r['burst']['events_per_s']:.0f}" for r in results])
+    row(f"p99 patch->handler @{args.rate:.0f}/s (ms)", [f"{r['rate']['p99_ms']:.1f}" for r in results])
+    row(f"p50 patch->handler @{args.rate:.0f}/s (ms)", [f"{r['rate']['p50_ms']:.1f}" for r in results])
+    row("CPU per event, burst (ms)", [f"{r['burst']['cpu_per_event_ms']:.3f}" for r in results])
+    row(f"CPU per event @{args.rate:.0f}/s (ms)", [f"{r['rate']['cpu_per_event_ms']:.3f}" for r in results])
+    row("handler calls in the burst", [f"{r['burst']['reconciles']}" for r in results])
+    row("peak RSS (MiB)", [f"{r['peak_rss'] / 2**20:.1f}" for r in results])
+    row("  of which RSS after imports (MiB)", [f"{r['rss_ready'] / 2**20:.1f}" for r in results])
+    ours = results[0]
+    print()
+    for other in results[1:]:
+        cpu_ratio = other["burst"]["cpu_per_event_ms"] / ours["burst"]["cpu_per_event_ms"]
+        rss_ratio = ours["peak_rss"] / other["peak_rss"]
+        print(
+            f"{other['name']} / {ours['name']}: CPU per event x{cpu_ratio:.1f} [target >= 10: "
+            f"{'ok' if cpu_ratio >= 10 else 'MISSED'}]; runtime peak RSS = {rss_ratio:.2f} of kopf's "
+            f"[target <= 0.5: {'ok' if rss_ratio <= 0.5 else 'MISSED'}]"
+        )
+    for r in results:
+        print(f"{r['name']}: bursts, {rounds_note(r['bursts'])}")
+    for r in results:
+        print(f"{r['name']}: slowest at {args.rate:.0f}/s (ms, s into the phase): {r['rate']['slowest']}")
+    print(f"finished: {uptime()}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--role", choices=["driver", "kopf"], default="driver")
+    parser.add_argument("--mode", choices=["event", "update"], default="event", help=argparse.SUPPRESS)
+    parser.add_argument("--kopf-modes", nargs="+", default=["event", "update"], choices=["event", "update"])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--impl", choices=["runtime", "standin"], default="runtime", help="our side")
+    parser.add_argument("--burst", type=int, default=2000, help="patches written while a process is stopped")
+    parser.add_argument("--rate", type=float, default=100.0, help="offered patches/s for the latency phase")
+    parser.add_argument("--rate-seconds", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=3, help="bursts per contender; the median is reported")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role == "kopf":
+        asyncio.run(kopf_child(args))
+    else:
+        asyncio.run(driver(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The example operator in examples/configmap_mirror, run as its own process against the embedded server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from runtime.client import Client
+from runtime.envtest import Environment
+from runtime.errors import NotFound
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 30) -> Any:  # noqa: ASYNC109
+    """Poll ``check`` until it returns something truthy, failing after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(0.05)  # allow-sleep: poll interval of a deadline-bounded wait
+    pytest.fail(f"timed out waiting for {what}; last seen: {last!r}")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(env: Environment) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(env.kubeconfig) as c:
+        yield c
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def operator(env: Environment, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    log_path = tmp_path / "operator.log"
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "examples.configmap_mirror",
+            "--kubeconfig",
+            str(env.kubeconfig_path),
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        print(log_path.read_text())
+
+
+async def get_or_none(client: Client, name: str, namespace: str) -> dict[str, Any] | None:
+    try:
+        return await client.get("v1", "ConfigMap", name, namespace=namespace)
+    except NotFound:
+        return None
+
+
+async def test_mirror_follows_its_source_and_is_put_back(
+    client: Client, namespace: str, operator: asyncio.subprocess.Process
+) -> None:
+    def configmap(name: str, data: dict[str, str], labels: dict[str, str]) -> dict[str, Any]:
+        meta = {"name": name, "namespace": namespace, "labels": labels}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+    # The unlabelled one comes first both in creation order (the watch) and in name order (the
+    # initial list, if the operator syncs late), so had it been enqueued, its copy would exist by
+    # the time the labelled one's does.
+    await client.create(configmap("a-plain", {"colour": "grey"}, {}))
+    labels = {"mirror.example.com/enabled": "true"}
+    source = await client.create(configmap("b-app", {"colour": "blue"}, labels))
+
+    async def mirror_data() -> dict[str, str] | None:
+        mirror = await get_or_none(client, "b-app-mirror", namespace)
+        return None if mirror is None else mirror.get("data", {})
+
+    mirror = await eventually(lambda: get_or_none(client, "b-app-mirror", namespace), "b-app-mirror")
+    assert mirror["data"] == {"colour": "blue"}
+    [owner] = mirror["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "ConfigMap",
+        "b-app",
+        source["metadata"]["uid"],
+        True,
+    )
+    assert await get_or_none(client, "a-plain-mirror", namespace) is None
+
+    # The source changes: the copy follows.
+    await client.patch("v1", "ConfigMap", "b-app", {"data": {"colour": "green"}}, namespace=namespace)
+    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the copy to follow the source")
+
+    # Someone edits the copy: it is put back (an event on an owned object enqueues its owner).
+    await client.patch("v1", "ConfigMap", "b-app-mirror", {"data": {"colour": "red"}}, namespace=namespace)
+    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the edited copy to be restored")
+
+    # Someone deletes the copy: it is created again.
+    await client.delete("v1", "ConfigMap", "b-app-mirror", namespace=namespace)
+    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the deleted copy to come back")
+
+    # SIGTERM: the manager stops cleanly and the process exits 0.
+    operator.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(operator.wait(), 30) == 0
+
+
+async def _equals(value: Awaitable[Any], expected: Any) -> bool:
+    return await value == expected
