@@ -346,20 +346,24 @@ async def test_binaries_backend_runs_etcd_and_the_api_server_and_cleans_up(
 
 
 async def test_binaries_backend_start_failure_cleans_up_and_reports_output(
-    fake_assets: Path, tmp_path: Path
+    fake_assets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Work folders go to a temp root of this test's own: other test runs on the machine create
+    # cpo-envtest-* folders in the shared /tmp at any moment, which is not what is checked here.
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     broken = fake_assets / "kube-apiserver"
     broken.write_text(
         f"#!{sys.executable}\nimport sys\nprint('error: unknown flag --frobnicate')\nsys.exit(1)\n"
     )
-    before = envtest_workdirs()
     environment = Environment(EnvironmentOptions(environ={"KUBEBUILDER_ASSETS": str(fake_assets)}))
     with pytest.raises(
         RuntimeError, match=r"(?s)kube-apiserver exited with code 1.*unknown flag --frobnicate"
     ):
         await environment.start()
     assert environment.control_plane is None
-    assert envtest_workdirs() <= before
+    assert envtest_workdirs() == set()
 
 
 async def test_real_etcd_from_the_wheel_starts_serves_and_stops(tmp_path: Path) -> None:
