@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import runtime.webhook as webhook
 import tests.support.webhooks as support
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
+from tests.support.webhooks import webhook_configuration
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
@@ -22,34 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
 CP = (f"{GROUP}/{VERSION}", KIND)
 ODD = "must be an odd number (1, 3, 5, 7) for a stacked etcd control plane"
-
-
-def _configuration(kind: str, name: str, url: str, ca: bytes, resources: list[str], namespace: str) -> Any:
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": kind,
-        "metadata": {"name": name},
-        "webhooks": [
-            {
-                "name": name,
-                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()},
-                "rules": [
-                    {
-                        "apiGroups": [GROUP],
-                        "apiVersions": [VERSION],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": resources,
-                    }
-                ],
-                # Only this test's namespace: other tests' ControlPlanes never depend on this server.
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 5,
-            }
-        ],
-    }
 
 
 def _yaml(name: str, replicas: int, external: bool = False) -> str:
@@ -97,7 +69,18 @@ async def client(env: Any, namespace: str, tmp_path: Path) -> AsyncIterator[Clie
                 name = f"{kind[:1].lower()}controlplane.{namespace}.cpo.dev"
                 url = f"https://127.0.0.1:{server.port}{path}"
                 created.append(
-                    await c.create(_configuration(kind, name, url, certs.ca.cert_pem, resources, namespace))
+                    await c.create(
+                        webhook_configuration(
+                            kind,
+                            name,
+                            url,
+                            certs.ca.cert_pem,
+                            group=GROUP,
+                            version=VERSION,
+                            resources=resources,
+                            namespace=namespace,
+                        )
+                    )
                 )
             try:
                 yield c

@@ -9,7 +9,6 @@ the ones ``config/webhook/manifests.yaml`` ships.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import os
@@ -29,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.client import Client
 from runtime.errors import APIError, NotFound
-from tests.support.webhooks import ServingCerts
+from tests.support.webhooks import ServingCerts, webhook_configuration
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
@@ -145,33 +144,6 @@ async def wait_ready(session: aiohttp.ClientSession, url: str, process: Operator
     raise AssertionError(f"/readyz never answered 200 (last: {last}); logs:\n" + "\n".join(process.raw))
 
 
-def webhook_configuration(kind: str, name: str, url: str, ca: bytes, resources: list[str], ns: str) -> Any:
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": kind,
-        "metadata": {"name": name},
-        "webhooks": [
-            {
-                "name": name,
-                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()},
-                "rules": [
-                    {
-                        "apiGroups": [GROUP],
-                        "apiVersions": [VERSION],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": resources,
-                    }
-                ],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 10,
-            }
-        ],
-    }
-
-
 def controlplane(name: str, namespace: str, replicas: int, external: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {"replicas": replicas, "template": {"spec": {"providerSpec": {"value": {}}}}}
     if external:
@@ -219,7 +191,17 @@ async def test_cpo_run_serves_admission_metrics_probes_and_exits_0_on_sigterm(
             name = f"{kind[:1].lower()}cpo-run.{namespace}.cpo.dev"
             created.append(
                 await client.create(
-                    webhook_configuration(kind, name, url, certs.ca.cert_pem, resources, namespace)
+                    webhook_configuration(
+                        kind,
+                        name,
+                        url,
+                        certs.ca.cert_pem,
+                        group=GROUP,
+                        version=VERSION,
+                        resources=resources,
+                        namespace=namespace,
+                        timeout_seconds=10,
+                    )
                 )
             )
         try:

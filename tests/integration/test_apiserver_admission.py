@@ -18,6 +18,7 @@ from aiohttp import web
 from runtime.envtest.certs import CertificateAuthority
 from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
 from tests.support.kubehttp import KubeHTTP
+from tests.support.webhooks import webhook_configuration
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -86,33 +87,16 @@ class Webhook:
     def configuration(
         self, kind: str, name: str, path: str, resources: list[str], namespace: str
     ) -> dict[str, Any]:
-        return {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": kind,
-            "metadata": {"name": name},
-            "webhooks": [
-                {
-                    "name": name,
-                    "clientConfig": {
-                        "url": f"https://127.0.0.1:{self.port}{path}",
-                        "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
-                    },
-                    "rules": [
-                        {
-                            "apiGroups": [GROUP],
-                            "apiVersions": [VERSION],
-                            "operations": ["CREATE", "UPDATE"],
-                            "resources": resources,
-                        }
-                    ],
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                    "sideEffects": "None",
-                    "admissionReviewVersions": ["v1"],
-                    "failurePolicy": "Fail",
-                    "timeoutSeconds": 5,
-                }
-            ],
-        }
+        return webhook_configuration(
+            kind,
+            name,
+            f"https://127.0.0.1:{self.port}{path}",
+            self.ca.cert_pem,
+            group=GROUP,
+            version=VERSION,
+            resources=resources,
+            namespace=namespace,
+        )
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,34 +12,7 @@ from runtime.webhook import WebhookServer, WebhookServerOptions
 from tests.integration.test_webhook_server import MUTATE, VALIDATE, WidgetDefaulter, WidgetValidator
 from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
 from tests.support.kubehttp import KubeHTTP
-from tests.support.webhooks import ServingCerts, running_webhook_server
-
-
-def configuration(kind: str, name: str, url: str, ca: bytes, resources: list[str], namespace: str) -> Any:
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": kind,
-        "metadata": {"name": name},
-        "webhooks": [
-            {
-                "name": name,
-                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()},
-                "rules": [
-                    {
-                        "apiGroups": [GROUP],
-                        "apiVersions": [VERSION],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": resources,
-                    }
-                ],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 5,
-            }
-        ],
-    }
+from tests.support.webhooks import ServingCerts, running_webhook_server, webhook_configuration
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -61,7 +33,17 @@ async def kube(env: Any, namespace: str, tmp_path: Path) -> AsyncIterator[KubeHT
             plural = f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s"
             url = f"https://127.0.0.1:{server.port}{path}"
             reply = await kube.post(
-                plural, configuration(kind, name, url, certs.ca.cert_pem, resources, namespace)
+                plural,
+                webhook_configuration(
+                    kind,
+                    name,
+                    url,
+                    certs.ca.cert_pem,
+                    group=GROUP,
+                    version=VERSION,
+                    resources=resources,
+                    namespace=namespace,
+                ),
             )
             assert reply.status == 201, reply.text
             created.append(f"{plural}/{name}")

@@ -8,6 +8,7 @@ a task), waits until the TLS listener accepts connections and stops it afterward
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -76,3 +77,45 @@ async def post(
         except ValueError:
             decoded = None
         return response.status, decoded, raw
+
+
+def webhook_configuration(
+    kind: str,
+    name: str,
+    url: str,
+    ca_pem: bytes,
+    *,
+    group: str,
+    version: str,
+    resources: list[str],
+    namespace: str,
+    timeout_seconds: int = 5,
+) -> dict[str, Any]:
+    """A Validating/MutatingWebhookConfiguration (``kind``) calling ``url`` for CREATE and UPDATE.
+
+    Scoped to one test namespace, so other tests' objects never depend on this test's server.
+    """
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": name,
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+                "rules": [
+                    {
+                        "apiGroups": [group],
+                        "apiVersions": [version],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": resources,
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail",
+                "timeoutSeconds": timeout_seconds,
+            }
+        ],
+    }
