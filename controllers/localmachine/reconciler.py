@@ -159,6 +159,33 @@ def _hook_names(hooks: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{hook.get('name')} (owner {hook.get('owner')})" for hook in hooks)
 
 
+def _hook_gate(
+    conditions: Sequence[Mapping[str, Any]] | None,
+    hooks: Sequence[Mapping[str, Any]],
+    hook_kind: str,
+    type_: str,
+    blocked_what: str,
+    open_reason: str,
+) -> tuple[list[JSON], bool, bool]:
+    """One lifecycle-hook gate of a deletion (preDrain before the drain, preTerminate before the stop).
+
+    Returns the conditions with ``type_`` set, whether they changed, and whether the hooks still
+    hold the machine: while any hook is listed the condition is False and names them.
+    """
+    if hooks:
+        conditions, changed = _set_condition(
+            conditions,
+            type_,
+            "False",
+            REASON_HOOK_PRESENT,
+            f"{blocked_what} blocked by {hook_kind} hooks: {_hook_names(hooks)}",
+            severity="Warning",
+        )
+        return conditions, changed, True
+    conditions, changed = _set_condition(conditions, type_, "True", open_reason, f"no {hook_kind} hooks")
+    return conditions, changed, False
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Readiness:
     status: str
@@ -564,46 +591,25 @@ class LocalMachineReconciler:
             await self._apply_faults(machine, supervisor, member)
         hooks = (machine.get("spec") or {}).get("lifecycleHooks") or {}
         conditions = (machine.get("status") or {}).get("conditions")
-        pre_drain = hooks.get("preDrain") or []
-        if pre_drain:
-            # Still a machine: its Node keeps reporting while the hooks hold it.
-            if member is not None and node is not None:
-                await self._heartbeat(machine, supervisor, node)
-            conditions, changed = _set_condition(
-                conditions,
-                CONDITION_DRAINABLE,
-                "False",
-                REASON_HOOK_PRESENT,
-                f"drain blocked by preDrain hooks: {_hook_names(pre_drain)}",
-                severity="Warning",
-            )
-            if changed:
-                await self._patch_status(machine, {"conditions": conditions})
-            return Result(requeue_after=self.options.heartbeat_period)
-        conditions, changed = _set_condition(
-            conditions, CONDITION_DRAINABLE, "True", "Drained", "no preDrain hooks"
+        conditions, drain_changed, held = _hook_gate(
+            conditions, hooks.get("preDrain") or [], "preDrain", CONDITION_DRAINABLE, "drain", "Drained"
         )
+        if held:
+            return await self._hold_for_hooks(machine, supervisor, member, node, conditions, drain_changed)
         if node is not None and not (node.get("spec") or {}).get("unschedulable"):
             node = await self.client.patch("v1", "Node", name, {"spec": {"unschedulable": True}})
-        pre_terminate = hooks.get("preTerminate") or []
-        if pre_terminate:
-            if member is not None and node is not None:
-                await self._heartbeat(machine, supervisor, node)
-            conditions, changed_t = _set_condition(
-                conditions,
-                CONDITION_TERMINABLE,
-                "False",
-                REASON_HOOK_PRESENT,
-                f"termination blocked by preTerminate hooks: {_hook_names(pre_terminate)}",
-                severity="Warning",
-            )
-            if changed or changed_t:
-                await self._patch_status(machine, {"conditions": conditions})
-            return Result(requeue_after=self.options.heartbeat_period)
-        conditions, changed_t = _set_condition(
-            conditions, CONDITION_TERMINABLE, "True", "Terminating", "no preTerminate hooks"
+        conditions, terminate_changed, held = _hook_gate(
+            conditions,
+            hooks.get("preTerminate") or [],
+            "preTerminate",
+            CONDITION_TERMINABLE,
+            "termination",
+            "Terminating",
         )
-        if changed or changed_t:
+        changed = drain_changed or terminate_changed
+        if held:
+            return await self._hold_for_hooks(machine, supervisor, member, node, conditions, changed)
+        if changed:
             machine = await self._patch_status(machine, {"conditions": conditions})
         # Stop (SIGTERM, then SIGKILL after the grace period) and remove the data; the etcd member,
         # if still listed, stays listed: the quorum hook owns membership.
@@ -618,6 +624,23 @@ class LocalMachineReconciler:
         self._event(machine, "Normal", "Deleted", "etcd member process stopped, data and Node removed")
         _log.info("deleted: etcd member process stopped, data and Node removed")
         return Result()
+
+    async def _hold_for_hooks(
+        self,
+        machine: JSON,
+        supervisor: EtcdSupervisor,
+        member: MemberProcess | None,
+        node: JSON | None,
+        conditions: list[JSON],
+        changed: bool,
+    ) -> Result:
+        """Wait while lifecycle hooks hold a deleting machine: it is still a machine, so its Node
+        keeps reporting; the condition naming the hooks is written when it changed."""
+        if member is not None and node is not None:
+            await self._heartbeat(machine, supervisor, node)
+        if changed:
+            await self._patch_status(machine, {"conditions": conditions})
+        return Result(requeue_after=self.options.heartbeat_period)
 
     async def _get_own_node(self, machine: JSON) -> JSON | None:
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
