@@ -44,11 +44,10 @@ from urllib.parse import quote, urlsplit
 
 import aiohttp
 import yaml
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import load_incluster_config, load_kube_config_from_dict
 from pydantic import BaseModel
 
 from . import metrics
+from ._kube_credentials import Configuration, load_incluster_config, load_kube_config_from_dict
 from .errors import APIError, NoKindMatch, from_status
 
 JSON = dict[str, Any]
