@@ -2,38 +2,40 @@
 
 The runtime speaks HTTP itself (:mod:`runtime.client`) and needs ``kubernetes_asyncio`` only to
 *load credentials*: ``Configuration`` and the kubeconfig / in-cluster loaders of
-``kubernetes_asyncio.config``. Imported the ordinary way, those drag in the whole package: the
-``__init__`` of ``kubernetes_asyncio`` imports every subpackage, and the ``__init__`` of
-``kubernetes_asyncio.client`` imports its 65 API modules and ~770 OpenAPI model modules -- about
-850 modules and 38 MiB of RSS, a third of an operator process, for classes it never uses.
+``kubernetes_asyncio.config``. Imported the ordinary way those drag in the generated client: the
+``__init__`` of ``kubernetes_asyncio.client`` imports its 65 API modules and ~770 OpenAPI model
+modules -- about 850 modules and 30-odd MiB of RSS, a third of an operator process, for classes
+the runtime never uses.
 
-This module is the one place the runtime imports kubernetes_asyncio for credentials. Before it
-does, it registers ``kubernetes_asyncio``, ``kubernetes_asyncio.client`` and
-``kubernetes_asyncio.client.models`` in ``sys.modules`` as *deferred packages*: the real module
-objects, built from their real import specs, whose ``__init__`` has not run yet. A deferred
-package behaves like the real one, only later (PEP 562 module ``__getattr__``/``__dir__``):
+This module is the one place the runtime imports kubernetes_asyncio for credentials. First, it
+registers ``kubernetes_asyncio.client`` and ``kubernetes_asyncio.client.models`` in
+``sys.modules`` as *deferred packages*: the real module objects, built from their real import
+specs, whose ``__init__`` has not run yet. A deferred package behaves like the real one, only
+later (PEP 562 module ``__getattr__`` and ``__dir__``):
 
-- a submodule (``kubernetes_asyncio.client.configuration``, ``kubernetes_asyncio.watch``) is
+- a submodule (``kubernetes_asyncio.client.configuration``, ``...client.models.v1_pod``) is
   imported on its own, as usual, without running the package's ``__init__``;
-- anything else the package does not have yet (``CoreV1Api``, ``V1Pod``, ``__version__``, ``dir()``,
-  ``from ... import *``) first runs the real ``__init__`` into the same module object, once, and
-  is then looked up there. After that the module is exactly the one a plain import gives.
+- the client's own classes that its ``__init__`` takes from its small modules -- ``ApiClient``,
+  ``Configuration`` and the exceptions -- come from those modules (the credential loaders and
+  ``watch``/``stream``/``dynamic`` import exactly these);
+- any other name (``CoreV1Api``, ``V1Pod``, ``__version__``, ``dir()``, ``from ... import *``)
+  first runs the real ``__init__`` into the same module object, once, and is then looked up there.
+  From then on the module is the one a plain import gives.
+
+Then it imports ``kubernetes_asyncio`` and its ``config`` package the ordinary way. The top-level
+package is deliberately not deferred: its ``__init__`` imports ``config``, ``dynamic``, ``stream``,
+``utils`` and ``watch`` in the order their circular imports rely on, and costs little once the
+client's ``__init__`` is out of the way.
 
 So other code in the process keeps working whatever it imports, before or after the runtime:
 ``from kubernetes_asyncio.client import CoreV1Api, V1Pod``, ``kubernetes_asyncio.watch.Watch``,
 and ``ApiClient`` deserialising a model by name (it looks the class up on
-``kubernetes_asyncio.client.models``) simply pay for the full client when they first need it. If
-any of the three packages is already in ``sys.modules`` when this module is imported (someone
-imported kubernetes_asyncio first), nothing is deferred: the package is used as it is.
+``kubernetes_asyncio.client.models``) simply pay for the generated client when they first need
+it. If kubernetes_asyncio or its client is already in ``sys.modules`` when this module is imported
+(someone imported it first), nothing is deferred: the package is used as it is.
 
-``ApiClient`` and ``Configuration`` are set on the deferred ``kubernetes_asyncio.client`` up front,
-as its ``__init__`` would set them, because ``kubernetes_asyncio.config`` imports exactly those two
-names from it.
-
-Thread safety: the real ``__init__`` runs at most once, under a lock; another thread that asks a
-deferred package for a missing name meanwhile waits for it to finish. As with any import, two
-threads importing the *same* package concurrently for the first time rely on the import system's
-own per-module locks for the submodules.
+Thread safety: a deferred ``__init__`` runs at most once, under a lock; another thread that asks
+the package for a name it does not have yet waits until the ``__init__`` has finished.
 
 Usage (inside ``runtime`` only; the names are kubernetes_asyncio's own)::
 
@@ -46,38 +48,66 @@ Usage (inside ``runtime`` only; the names are kubernetes_asyncio's own)::
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-# Parents first: each is found through its (already registered, deferred) parent's __path__.
-DEFERRED_PACKAGES = ("kubernetes_asyncio", "kubernetes_asyncio.client", "kubernetes_asyncio.client.models")
+CLIENT = "kubernetes_asyncio.client"
+MODELS = "kubernetes_asyncio.client.models"
 
-# One lock for every deferred package: running kubernetes_asyncio's __init__ runs the client's
-# (its first statement imports it), and a single reentrant lock cannot be taken in two orders.
+# What kubernetes_asyncio/client/__init__.py binds from its small modules, as name -> submodule.
+# Served from the submodule so that the credential loaders, which import these, leave the rest
+# of the __init__ (every API and model module) unrun.
+_CLIENT_NAMES_FROM_SUBMODULES = {
+    "ApiClient": "api_client",
+    "Configuration": "configuration",
+    "OpenApiException": "exceptions",
+    "ApiTypeError": "exceptions",
+    "ApiValueError": "exceptions",
+    "ApiKeyError": "exceptions",
+    "ApiAttributeError": "exceptions",
+    "ApiException": "exceptions",
+}
+
+# One reentrant lock for every deferred __init__: the client's imports the models package, and
+# one lock cannot be taken in two orders by two threads.
 _init_lock = threading.RLock()
 
 
-def _defer(name: str) -> types.ModuleType | None:
-    """Register ``name`` as a deferred package; None when it cannot be found or loaded that way."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
-        return None
+def _find_spec(name: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
+    """The spec the import system would use for ``name``, found without importing its parent."""
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        spec = find_spec(name, path) if find_spec is not None else None
+        if spec is not None:
+            return spec  # type: ignore[no-any-return]
+    return None
+
+
+def _is_deferrable(spec: importlib.machinery.ModuleSpec | None) -> bool:
+    """A package whose loader can run its ``__init__`` into a module object made beforehand."""
+    return spec is not None and bool(spec.submodule_search_locations) and hasattr(spec.loader, "exec_module")
+
+
+def _deferred_package(
+    spec: importlib.machinery.ModuleSpec, names_from: Mapping[str, str]
+) -> types.ModuleType:
+    """The package of ``spec`` registered in ``sys.modules`` with its ``__init__`` deferred."""
+    name = spec.name
     loader = spec.loader
-    if not hasattr(loader, "exec_module"):
-        return None
+    assert loader is not None
     module = importlib.util.module_from_spec(spec)
     state = {"initialised": False, "running": False}
 
     def run_init() -> None:
-        # The import system sets no module lock here (the module is already in sys.modules), so
-        # this lock is what keeps a second thread from running the __init__ a second time.
         with _init_lock:
+            # Done, or this very thread is inside the __init__ (then the module is partly run, as
+            # any module is while its __init__ imports).
             if state["initialised"] or state["running"]:
-                # Done, or this very thread is inside the __init__ (a partly run module, as usual).
                 return
             state["running"] = True
             try:
@@ -85,16 +115,22 @@ def _defer(name: str) -> types.ModuleType | None:
             finally:
                 state["running"] = False
             state["initialised"] = True
-            # From now on the module is an ordinary one: missing names raise AttributeError.
-            for hook in ("__getattr__", "__dir__"):
-                if module.__dict__.get(hook) is hooks[hook]:
-                    del module.__dict__[hook]
+            # From now on missing names raise AttributeError, as in any module.
+            for hook_name, hook in hooks.items():
+                if module.__dict__.get(hook_name) is hook:
+                    del module.__dict__[hook_name]
 
     def __getattr__(attr: str) -> Any:
-        if attr.isidentifier() and not attr.startswith("__") and not state["initialised"]:
-            submodule = f"{name}.{attr}"
-            if submodule in sys.modules or importlib.util.find_spec(submodule) is not None:
-                return importlib.import_module(submodule)
+        if not state["initialised"]:
+            if attr in names_from:
+                value = getattr(importlib.import_module(f"{name}.{names_from[attr]}"), attr)
+                # Bound as the __init__ binds it, so the next lookup does not come here.
+                module.__dict__.setdefault(attr, value)
+                return value
+            if attr.isidentifier() and not attr.startswith("__"):
+                submodule = f"{name}.{attr}"
+                if submodule in sys.modules or _find_spec(submodule, module.__path__) is not None:
+                    return importlib.import_module(submodule)
         run_init()
         try:
             return module.__dict__[attr]
@@ -108,40 +144,31 @@ def _defer(name: str) -> types.ModuleType | None:
     hooks: dict[str, Callable[..., Any]] = {"__getattr__": __getattr__, "__dir__": __dir__}
     module.__dict__.update(hooks)
     sys.modules[name] = module
-    parent, _, child = name.rpartition(".")
-    if parent:
-        setattr(sys.modules[parent], child, module)
     return module
 
 
 def _defer_generated_client() -> bool:
-    """Defer the three package ``__init__``\\ s unless kubernetes_asyncio is already (being) imported."""
+    """Defer the client's and its models' ``__init__``; False when kubernetes_asyncio was imported already."""
     with _init_lock:
-        if any(name in sys.modules for name in DEFERRED_PACKAGES):
+        if any(name in sys.modules for name in ("kubernetes_asyncio", CLIENT, MODELS)):
             return False
-        for name in DEFERRED_PACKAGES:
-            if _defer(name) is None:
-                # Not installed as a plain source package: undo, and let the normal imports below
-                # succeed or fail as they would have.
-                for registered in DEFERRED_PACKAGES:
-                    sys.modules.pop(registered, None)
-                return False
+        package = _find_spec("kubernetes_asyncio", None)
+        client = _find_spec(CLIENT, package.submodule_search_locations) if package else None
+        models = _find_spec(MODELS, client.submodule_search_locations) if client else None
+        if not (_is_deferrable(client) and _is_deferrable(models)):
+            # Not an ordinary package on disk: let the plain imports below do what they always did.
+            return False
+        assert client is not None and models is not None
+        client_module = _deferred_package(client, _CLIENT_NAMES_FROM_SUBMODULES)
+        # The import system binds a submodule on its parent only when it loads it itself.
+        client_module.models = _deferred_package(models, {})  # type: ignore[attr-defined]
         return True
 
 
 deferred = _defer_generated_client()
-"""Whether this import deferred kubernetes_asyncio's package ``__init__``\\ s (False: they had run)."""
+"""Whether this import deferred the generated client (False: kubernetes_asyncio was imported before)."""
 
-# These import submodules only (and, through the two names below, nothing from the deferred
-# client's __init__): see the module docstring.
-from kubernetes_asyncio.client.api_client import ApiClient  # noqa: E402
 from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
-
-if deferred:
-    _client = sys.modules["kubernetes_asyncio.client"]
-    _client.ApiClient = ApiClient  # type: ignore[attr-defined]
-    _client.Configuration = Configuration  # type: ignore[attr-defined]
-
 from kubernetes_asyncio.config import (  # noqa: E402
     ConfigException,
     load_incluster_config,
@@ -149,7 +176,6 @@ from kubernetes_asyncio.config import (  # noqa: E402
 )
 
 __all__ = [
-    "DEFERRED_PACKAGES",
     "ConfigException",
     "Configuration",
     "deferred",

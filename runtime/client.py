@@ -47,7 +47,12 @@ import yaml
 from pydantic import BaseModel
 
 from . import metrics
-from ._kube_credentials import Configuration, load_incluster_config, load_kube_config_from_dict
+from ._kube_credentials import (
+    ConfigException,
+    Configuration,
+    load_incluster_config,
+    load_kube_config_from_dict,
+)
 from .errors import APIError, NoKindMatch, from_status
 
 JSON = dict[str, Any]
@@ -977,6 +982,7 @@ __all__ = [
     "PATCH_CONTENT_TYPES",
     "Client",
     "ClientOptions",
+    "ConfigException",
     "ObjectList",
     "RESTMapper",
     "ResolvedClientOptions",
