@@ -64,6 +64,7 @@ async def main():
     os.environ["KUBERNETES_SERVICE_PORT"] = setup["in_cluster"]["port"]
     users["in-cluster"] = await whoami(await Client.in_cluster())
     after_credentials = generated_modules()
+    pydantic_loaded = "pydantic" in sys.modules
 
     # Everything else in the process still gets the whole kubernetes_asyncio.
     import kubernetes_asyncio
@@ -96,6 +97,7 @@ async def main():
         "deferred": _kube_credentials.deferred,
         "users": users,
         "after_credentials": after_credentials,
+        "pydantic_loaded": pydantic_loaded,
         "full": full,
     }))
 
@@ -178,6 +180,8 @@ async def test_kubeconfigs_and_in_cluster_load_without_the_generated_client(
     }
     # Four clients built and used, and not one generated API or model module loaded.
     assert result["after_credentials"] == {"models": 0, "api": 0}
+    # Nor pydantic (~5 MiB): runtime.client imports it for type checking only.
+    assert result["pydantic_loaded"] is False
     full = result["full"]
     assert full["subpackages"] == ["client", "config", "dynamic", "stream", "utils", "watch"]
     assert full["version"] and full["models_v1_pod"] and full["star_import"] and full["dir"]
