@@ -119,7 +119,12 @@ async def run_child(script: str, *args: str) -> Any:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
     assert process.returncode == 0, stderr.decode()
     return json.loads(stdout.decode().strip().splitlines()[-1])
 
