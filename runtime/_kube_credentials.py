@@ -127,11 +127,16 @@ def _deferred_package(
 
     def __getattr__(attr: str) -> Any:
         if not state["initialised"]:
-            if attr in names_from:
-                value = getattr(importlib.import_module(f"{name}.{names_from[attr]}"), attr)
-                # Bound as the __init__ binds it, so the next lookup does not come here.
-                module.__dict__.setdefault(attr, value)
-                return value
+            source = names_from.get(attr)
+            if source is not None:
+                try:
+                    value = getattr(importlib.import_module(f"{name}.{source}"), attr)
+                except (ImportError, AttributeError):
+                    pass  # Another kubernetes_asyncio layout: the real __init__ below knows better.
+                else:
+                    # Bound as the __init__ binds it, so the next lookup does not come here.
+                    module.__dict__.setdefault(attr, value)
+                    return value
             if attr.isidentifier() and not attr.startswith("__"):
                 submodule = f"{name}.{attr}"
                 if submodule in sys.modules or _find_spec(submodule, module.__path__) is not None:
