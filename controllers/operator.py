@@ -227,8 +227,7 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
 
 async def run_operator(options: OperatorOptions) -> int:
     """Configure logging, build the manager and run it until SIGTERM; the process exit code."""
-    from kubernetes_asyncio.config import ConfigException
-
+    from runtime.client import ConfigException
     from runtime.log import configure_logging
 
     try:

@@ -39,20 +39,28 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeGuard, TypeVar, overload
 from urllib.parse import quote, urlsplit
 
 import aiohttp
 import yaml
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import load_incluster_config, load_kube_config_from_dict
-from pydantic import BaseModel
 
 from . import metrics
+from ._kube_credentials import (
+    ConfigException,
+    Configuration,
+    load_incluster_config,
+    load_kube_config_from_dict,
+)
 from .errors import APIError, NoKindMatch, from_status
 
+if TYPE_CHECKING:
+    # Types only: importing pydantic costs an operator ~5 MiB of RSS, and one that passes plain
+    # dicts never needs it. At run time models are recognised by _is_model.
+    from pydantic import BaseModel
+
 JSON = dict[str, Any]
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 PatchType = Literal["merge", "json", "strategic", "apply"]
 
 PATCH_CONTENT_TYPES: dict[str, str] = {
@@ -643,7 +651,7 @@ class Client:
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise ValueError(f"unknown patch type {patch_type!r}; use one of {sorted(PATCH_CONTENT_TYPES)}")
-        if isinstance(patch, BaseModel):
+        if _is_model(patch):
             patch = patch.model_dump(by_alias=True, exclude_none=True, mode="json")
         manager = field_manager or self.options.field_manager
         if patch_type == "apply" and not manager:
@@ -928,12 +936,15 @@ def _query(**params: str | int | bool | None) -> dict[str, str]:
     return query
 
 
+def _is_model(obj: object) -> TypeGuard[BaseModel]:
+    """Whether ``obj`` is a pydantic model, without importing pydantic: a model instance exists
+    only once ``pydantic.main`` has been imported, by whoever defined its class."""
+    main = sys.modules.get("pydantic.main")
+    return main is not None and isinstance(obj, main.BaseModel)
+
+
 def _identify(obj: Mapping[str, Any] | BaseModel) -> tuple[JSON, str, str, str, str | None]:
-    body = (
-        obj.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if isinstance(obj, BaseModel)
-        else dict(obj)
-    )
+    body = obj.model_dump(by_alias=True, exclude_none=True, mode="json") if _is_model(obj) else dict(obj)
     api_version = body.get("apiVersion")
     kind = body.get("kind")
     if not api_version or not kind:
@@ -945,7 +956,7 @@ def _identify(obj: Mapping[str, Any] | BaseModel) -> tuple[JSON, str, str, str, 
 def _model_of(obj: Mapping[str, Any] | BaseModel, model: type[M] | None) -> type[BaseModel] | None:
     if model is not None:
         return model
-    return type(obj) if isinstance(obj, BaseModel) else None
+    return type(obj) if _is_model(obj) else None
 
 
 @overload
@@ -978,6 +989,7 @@ __all__ = [
     "PATCH_CONTENT_TYPES",
     "Client",
     "ClientOptions",
+    "ConfigException",
     "ObjectList",
     "RESTMapper",
     "ResolvedClientOptions",
