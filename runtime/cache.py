@@ -97,7 +97,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import logging
 import random
 import time
@@ -107,6 +106,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import aiohttp
 
+from . import jsoncodec
 from .client import Client
 from .errors import APIError, Gone, NoKindMatch, NotFound, ServerTimeout, from_status
 from .labels import Selector, as_selector
@@ -123,8 +123,8 @@ INDEX_OWNER_UID: Final = "owner-uid"
 
 log = logging.getLogger("runtime.cache")
 
-_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-_decode = json.loads
+_encode = jsoncodec.dumps
+_decode = jsoncodec.loads
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -494,7 +494,7 @@ _RECOVERABLE = (
     aiohttp.ClientError,
     OSError,
     TimeoutError,
-    json.JSONDecodeError,
+    jsoncodec.JSONDecodeError,
     VeryShortWatchError,
 )
 
@@ -713,7 +713,7 @@ class Informer:
             field_selector=self.field_selector,
             options=resolved,
         )
-        self._items: dict[str, str] = {}
+        self._items: dict[str, bytes] = {}
         self._indexers: dict[str, IndexFunc] = {
             INDEX_NAMESPACE: namespace_index,
             INDEX_OWNER_UID: owner_uid_index,
