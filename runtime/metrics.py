@@ -45,6 +45,13 @@ Performance
 A prometheus_client ``labels(...)`` lookup costs about 2.5 µs, more than the update it precedes, so
 the ``init_*`` helpers look every child up once and hand back objects holding them. Callers keep
 those objects for their lifetime instead of calling ``labels`` per event.
+
+The controller and workqueue families change a dozen times per watch event, always from the
+event loop's thread, so they are :class:`LoopFamily` collectors of plain-float series
+(:class:`LoopCounter`, :class:`LoopGauge`, :class:`LoopHistogram`: no lock, no checks; an
+update costs ~0.1–0.4 µs instead of prometheus_client's 1–2.8 µs) that render the same
+exposition. Update them from the event loop only; the other families are prometheus_client's own
+and thread-safe.
 """
 
 from __future__ import annotations
