@@ -28,6 +28,10 @@ What each printed figure is:
                        is reported, and every round's figures are printed beside it.
 ``CPU/event``          the controller process's own CPU seconds (getrusage) over the drain phase
                        / K watch events. Also given for the offered-rate phase.
+``wake-ups``           voluntary context switches of the controller process per event in a phase:
+                       how often it slept waiting for data (1 per event when each arrives alone).
+``--loop``             the controller's event loop (``runtime.eventloop``): uvloop when installed
+                       (auto, the default) or ``asyncio``; printed in each section's heading.
 ``memory/object``      tracemalloc: bytes held by a second, fresh Cache synced over the same N
                        objects, after gc, / N. Also the RSS delta of the controller process from
                        before cache start to after the first sync + reconciles, / N.

@@ -16,9 +16,11 @@ process started after the previous one has exited:
 kopf runs through ``kopf.operator()`` in standalone mode (no peering), cluster-wide, with its
 default settings and ``kopf run``'s default logging (INFO, to the child's log file), logging in
 with its own kubeconfig loader (token + inline CA). Handlers are ``async def`` (kopf runs plain
-``def`` handlers in a thread pool, which would cost it more). Run::
+``def`` handlers in a thread pool, which would cost it more). Every contender runs on the same
+event loop, printed in the table: ``--loop auto`` (the default) is uvloop when installed, as
+kopf's CLI chooses; ``--loop asyncio`` forces the standard loop for all. Run::
 
-    .venv/bin/python -m bench.vs_kopf [--n 1000] [--burst 2000] [--rate 100]
+    .venv/bin/python -m bench.vs_kopf [--n 1000] [--burst 2000] [--rate 100] [--loop asyncio]
 
 Figures (same definitions for every column):
 
