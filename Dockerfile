@@ -14,7 +14,7 @@ COPY runtime ./runtime
 COPY api ./api
 COPY controllers ./controllers
 COPY webhooks ./webhooks
-RUN pip install . && rm -rf /src
+RUN pip install .[uvloop] && rm -rf /src
 
 # A numeric UID, so the kubelet can check runAsNonRoot without reading /etc/passwd.
 RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin cpo

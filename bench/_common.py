@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -180,6 +181,11 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def voluntary_switches() -> int:
+    """Times this process went to sleep waiting (for the network, a timer): its wake-ups."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -246,10 +252,24 @@ class Tracker:
         self.t_done = 0.0
         self.cpu_armed = 0.0
         self.cpu_done = 0.0
+        self.sleeps_armed = 0
+        self.sleeps_done = 0
         self.t_armed = 0.0
         self.slow: list[tuple[float, float]] = []  # (latency, seconds since armed) above 10 ms
         self.profile_path: str | None = None
         self.profiler: Any = None
+        # Garbage-collector pauses in this process: (generation, ms, seconds since armed).
+        self.gc_pauses: list[tuple[int, float, float]] = []
+        self._gc_started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif self.t_armed:
+            pause = time.perf_counter() - self._gc_started
+            if info["generation"] == 2 or pause > 0.002:
+                self.gc_pauses.append((info["generation"], pause * 1000, time.time() - self.t_armed))
 
     def arm(self, phase: int, count: int) -> None:
         touched = min(count, self.n)
@@ -269,8 +289,10 @@ class Tracker:
             self.profiler = cProfile.Profile()
             self.profiler.enable()
         self.cpu_armed = cpu_seconds()
+        self.sleeps_armed = voluntary_switches()
         self.t_armed = time.time()
         self.slow = []
+        self.gc_pauses = []
 
     def final_seq(self, index: int) -> int:
         return index + self.n * ((self.count - 1 - index) // self.n)
@@ -301,6 +323,7 @@ class Tracker:
             if not self.remaining:
                 self.t_done = now
                 self.cpu_done = cpu_seconds()
+                self.sleeps_done = voluntary_switches()
                 self.done.set()
                 if self.profiler is not None:
                     self._dump_profile()
@@ -338,11 +361,15 @@ class Tracker:
             "t_done": self.t_done,
             "reconciles": self.reconciles,
             "cpu_s": (self.cpu_done if self.done.is_set() else cpu_seconds()) - self.cpu_armed,
+            "sleeps": (self.sleeps_done if self.done.is_set() else voluntary_switches()) - self.sleeps_armed,
             "p50_ms": percentile(lat, 50) * 1000,
             "p99_ms": percentile(lat, 99) * 1000,
             "max_ms": max(lat) * 1000 if lat else float("nan"),
             "mean_ms": statistics.fmean(lat) * 1000 if lat else float("nan"),
             "slowest": [(round(lat * 1000, 1), round(at, 2)) for lat, at in sorted(self.slow)[-8:]],
+            "gc_pauses": [(gen, round(ms, 1), round(at, 2)) for gen, ms, at in self.gc_pauses[-8:]],
+            "gc_pause_ms": round(sum(ms for _, ms, _ in self.gc_pauses), 1),
+            "t_armed": self.t_armed,
             "delivery_p50_ms": percentile(delivery, 50) * 1000,
             "delivery_p99_ms": percentile(delivery, 99) * 1000,
             "queueing_p50_ms": percentile(self.queueing, 50) * 1000,
@@ -467,6 +494,11 @@ class Child:
 # ------------------------------------------------------------------------------------ API server
 
 
+def _server_path() -> list[str]:
+    extra = os.environ.get("BENCH_SERVER_PYTHONPATH")
+    return [extra] if extra else []
+
+
 class ApiServer:
     """``cpo dev-apiserver`` in its own process, with the Machine CRD installed before it is ready."""
 
@@ -493,7 +525,9 @@ class ApiServer:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log,
             stderr=log,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            # BENCH_SERVER_PYTHONPATH puts more on the server's path, e.g. a sitecustomize.py that
+            # logs its garbage-collector pauses (how the 100/s latency stalls were traced to it).
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *_server_path()])},
         )
         log.close()
         deadline = time.monotonic() + 90

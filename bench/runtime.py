@@ -28,6 +28,10 @@ What each printed figure is:
                        is reported, and every round's figures are printed beside it.
 ``CPU/event``          the controller process's own CPU seconds (getrusage) over the drain phase
                        / K watch events. Also given for the offered-rate phase.
+``wake-ups``           voluntary context switches of the controller process per event in a phase:
+                       how often it slept waiting for data (1 per event when each arrives alone).
+``--loop``             the controller's event loop (``runtime.eventloop``): uvloop when installed
+                       (auto, the default) or ``asyncio``; printed in each section's heading.
 ``memory/object``      tracemalloc: bytes held by a second, fresh Cache synced over the same N
                        objects, after gc, / N. Also the RSS delta of the controller process from
                        before cache start to after the first sync + reconciles, / N.
@@ -72,6 +76,7 @@ from bench._common import (
     uptime,
     workdir,
 )
+from runtime.eventloop import LOOP_KINDS, loop_name, run
 
 JSON = dict[str, Any]
 
@@ -171,7 +176,7 @@ async def controller_child(args: argparse.Namespace) -> None:
 
         impl = StandIn(client, tracker, args.delivery)
     stop = asyncio.Event()
-    emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes()})
+    emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes(), "loop": loop_name()})
 
     async def start(cmd: JSON) -> None:
         gc.collect()
@@ -219,10 +224,10 @@ async def controller_child(args: argparse.Namespace) -> None:
 
 
 def controller_argv(
-    kubeconfig: Path, n: int, impl: str, delivery: bool, profile: str | None = None
+    kubeconfig: Path, n: int, impl: str, delivery: bool, profile: str | None = None, loop: str = "auto"
 ) -> list[str]:
     return [sys.executable, "-m", "bench.runtime", "--role", "controller", "--kubeconfig", str(kubeconfig),
-            "--n", str(n), "--impl", impl] + (["--delivery"] if delivery else []) + (
+            "--n", str(n), "--impl", impl, "--loop", loop] + (["--delivery"] if delivery else []) + (
             ["--profile", profile] if profile else [])  # fmt: skip
 
 
@@ -308,11 +313,12 @@ async def run_one(args: argparse.Namespace, n: int) -> JSON:
         results.update(create_s=create_s, size_full=full, size_lean=lean)
         print(f"[N={n}] created {n} objects in {create_s:.1f}s ({n / create_s:.0f}/s); "
               f"one object: {lean} B JSON ({full} B with managedFields)", flush=True)  # fmt: skip
-        argv = controller_argv(server.kubeconfig, n, args.impl, not args.no_delivery, args.profile)
+        argv = controller_argv(server.kubeconfig, n, args.impl, not args.no_delivery, args.profile, args.loop)
         child = Child("controller", argv, tmp / "controller.log")
         await child.start()
         try:
-            await child.recv("ready", 120)
+            ready = await child.recv("ready", 120)
+            results["loop"] = ready["loop"]
             synced = await child.call({"cmd": "start", "timeout": 300}, "synced", 330)
             initial = await child.recv("initial", 330)
             results.update(
@@ -355,7 +361,8 @@ def _mark(ok: bool, target: str) -> str:
 def print_results(r: JSON) -> None:
     n = r["n"]
     fl, dr = r["flood"], r["drain"]
-    print(f"\n== N = {n:,} ({r['impl']}; one object is {r['size_lean']} B of JSON without managedFields) ==")
+    what = f"{r['impl']} on {r['loop']}; one object is {r['size_lean']} B of JSON without managedFields"
+    print(f"\n== N = {n:,} ({what}) ==")
     _row(
         "initial sync",
         f"{r['sync_s']:.3f} s",
@@ -401,7 +408,8 @@ def print_results(r: JSON) -> None:
             "",
             "",
             f"CPU/event {rt['cpu_per_event_ms']:.3f} ms ({rt['reconciles']} reconciles of "
-            f"{rt['count']} events; server CPU {rt['server_cpu_s']:.1f} s)",
+            f"{rt['count']} events, {rt['sleeps'] / rt['count']:.2f} wake-ups per event; server CPU "
+            f"{rt['server_cpu_s']:.1f} s)",
         )
     _row(
         "capacity (drain)",
@@ -460,6 +468,8 @@ def main() -> None:
     parser.add_argument("--drain-count", type=int, default=0, help="default: max(N, 5000)")
     parser.add_argument("--drain-rounds", type=int, default=3, help="drain phases; the median is reported")
     parser.add_argument("--concurrency", type=int, default=32, help="patches in flight in flood/drain")
+    parser.add_argument("--loop", choices=LOOP_KINDS, default="auto",
+                        help="the controller's event loop: uvloop if installed (auto)")  # fmt: skip
     parser.add_argument("--json", help="also write the raw figures here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--profile", metavar="PREFIX",
@@ -468,7 +478,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.role == "controller":
         args.n = args.n[0]
-        asyncio.run(controller_child(args))
+        run(controller_child(args), loop=args.loop)
     else:
         asyncio.run(driver(args))
 

@@ -16,9 +16,11 @@ process started after the previous one has exited:
 kopf runs through ``kopf.operator()`` in standalone mode (no peering), cluster-wide, with its
 default settings and ``kopf run``'s default logging (INFO, to the child's log file), logging in
 with its own kubeconfig loader (token + inline CA). Handlers are ``async def`` (kopf runs plain
-``def`` handlers in a thread pool, which would cost it more). Run::
+``def`` handlers in a thread pool, which would cost it more). Every contender runs on the same
+event loop, printed in the table: ``--loop auto`` (the default) is uvloop when installed, as
+kopf's CLI chooses; ``--loop asyncio`` forces the standard loop for all. Run::
 
-    .venv/bin/python -m bench.vs_kopf [--n 1000] [--burst 2000] [--rate 100]
+    .venv/bin/python -m bench.vs_kopf [--n 1000] [--burst 2000] [--rate 100] [--loop asyncio]
 
 Figures (same definitions for every column):
 
@@ -64,6 +66,7 @@ from bench._common import (
     workdir,
 )
 from bench.runtime import Phases, controller_argv, seed
+from runtime.eventloop import LOOP_KINDS, loop_name, run
 
 JSON = dict[str, Any]
 KOPF_LAST_HANDLED = "kopf.zalando.org/last-handled-configuration"
@@ -98,7 +101,7 @@ async def kopf_child(args: argparse.Namespace) -> None:
     logging.getLogger("asyncio").setLevel(logging.WARNING)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
-    emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes()})
+    emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes(), "loop": loop_name()})
 
     async def start(cmd: JSON) -> None:
         started = time.time()
@@ -154,9 +157,9 @@ async def wait_all_annotated(client: Any, namespace: str, n: int, timeout: float
     raise TimeoutError(f"kopf annotated only {len(done)} of {n} objects within {timeout:.0f}s")
 
 
-def kopf_argv(kubeconfig: Any, n: int, mode: str) -> list[str]:
+def kopf_argv(kubeconfig: Any, n: int, mode: str, loop: str) -> list[str]:
     return [sys.executable, "-m", "bench.vs_kopf", "--role", "kopf", "--mode", mode, "--n", str(n),
-            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+            "--kubeconfig", str(kubeconfig), "--loop", loop]  # fmt: skip
 
 
 async def measure(
@@ -190,6 +193,7 @@ async def measure(
         "bursts": bursts,
         "peak_rss": usage["peak_rss"],
         "rss_ready": ready["rss"],
+        "loop": ready["loop"],
         "rss_end": usage["rss"],
     }
 
@@ -210,10 +214,10 @@ async def driver(args: argparse.Namespace) -> None:
         print(f"created {args.n} objects in {create_s:.1f}s; one object: {lean} B JSON "
               f"({full} B with managedFields)", flush=True)  # fmt: skip
         phases = Phases(client, namespace, args.n, server.pid)
-        ours = controller_argv(server.kubeconfig, args.n, args.impl, False)
+        ours = controller_argv(server.kubeconfig, args.n, args.impl, False, loop=args.loop)
         contenders = [(args.impl, Child(args.impl, ours, tmp / f"{args.impl}.log"))]
         for mode in args.kopf_modes:
-            argv = kopf_argv(server.kubeconfig, args.n, mode)
+            argv = kopf_argv(server.kubeconfig, args.n, mode, args.loop)
             env = {"KUBECONFIG": str(server.kubeconfig)}
             child = Child(f"kopf {mode}", argv, tmp / f"kopf-{mode}.log", env=env)
             contenders.append((f"kopf {mode}", child))
@@ -232,12 +236,17 @@ def print_table(results: list[JSON], args: argparse.Namespace) -> None:
     def row(label: str, values: list[str]) -> None:
         print(f"{label:<34}" + "".join(f"{v:>{width}}" for v in values))
 
+    row("event loop", [r["loop"] for r in results])
     row("initial sync (s)", [f"{r['sync_s']:.2f}" for r in results])
     row(f"burst of {args.burst}: events/s", [f"{r['burst']['events_per_s']:.0f}" for r in results])
     row(f"p99 patch->handler @{args.rate:.0f}/s (ms)", [f"{r['rate']['p99_ms']:.1f}" for r in results])
     row(f"p50 patch->handler @{args.rate:.0f}/s (ms)", [f"{r['rate']['p50_ms']:.1f}" for r in results])
     row("CPU per event, burst (ms)", [f"{r['burst']['cpu_per_event_ms']:.3f}" for r in results])
     row(f"CPU per event @{args.rate:.0f}/s (ms)", [f"{r['rate']['cpu_per_event_ms']:.3f}" for r in results])
+    row(
+        f"wake-ups per event @{args.rate:.0f}/s",
+        [f"{r['rate']['sleeps'] / r['rate']['count']:.2f}" for r in results],
+    )
     row("handler calls in the burst", [f"{r['burst']['reconciles']}" for r in results])
     row("peak RSS (MiB)", [f"{r['peak_rss'] / 2**20:.1f}" for r in results])
     row("  of which RSS after imports (MiB)", [f"{r['rss_ready'] / 2**20:.1f}" for r in results])
@@ -255,6 +264,11 @@ def print_table(results: list[JSON], args: argparse.Namespace) -> None:
         print(f"{r['name']}: bursts, {rounds_note(r['bursts'])}")
     for r in results:
         print(f"{r['name']}: slowest at {args.rate:.0f}/s (ms, s into the phase): {r['rate']['slowest']}")
+        rate = r["rate"]
+        print(
+            f"{r['name']}: full collections and GC pauses > 2 ms at {args.rate:.0f}/s (generation, ms, "
+            f"s into the phase): {rate.get('gc_pauses')}; phase armed at {rate.get('t_armed', 0):.3f}"
+        )
     print(f"finished: {uptime()}", flush=True)
 
 
@@ -270,11 +284,14 @@ def main() -> None:
     parser.add_argument("--rate-seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=3, help="bursts per contender; the median is reported")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--loop", choices=LOOP_KINDS, default="auto",
+                        help="event loop of every contender: uvloop when installed (auto, as kopf's CLI "
+                        "does), or force one")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "kopf":
-        asyncio.run(kopf_child(args))
+        run(kopf_child(args), loop=args.loop)
     else:
         asyncio.run(driver(args))
 

@@ -325,6 +325,12 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long controllers get to finish after SIGTERM (default: 30)",
     )
+    parser.add_argument(
+        "--event-loop",
+        choices=["auto", "uvloop", "asyncio"],
+        default="auto",
+        help="asyncio event loop: uvloop when installed (auto), or force one (default: auto)",
+    )
 
 
 def _run_operator(args: argparse.Namespace) -> int:
@@ -345,7 +351,9 @@ def _run_operator(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
     )
-    return asyncio.run(run_operator(options))
+    from runtime.eventloop import run
+
+    return run(run_operator(options), loop=args.event_loop)
 
 
 # ------------------------------------------------------------------------------------ dispatch

@@ -57,18 +57,18 @@ sleep and the random source, so tests run the same code with millisecond timeout
 
 Storage, and what reads return
 ------------------------------
-Each object is kept as its compact JSON text, after the per-resource transform (by default
-:func:`strip_managed_fields`) and after filling ``apiVersion``/``kind``, which list items of
-built-in kinds lack. Python dicts cost 3–4× their JSON size even with ``sys.intern``-ed keys, and
-the issue's target is ≤ 4 KB of cache per 2 KB object. Measured with ``python -m
-bench.cache_memory`` (10,000 Machine-like objects of 2,847 B as served, 2,296 B without
-managedFields; tracemalloc; load average ~3 on 2 shared cores): **2,625 B per cached object**
-(text, key and the two built-in indexes) against 9,461 B for the same objects as parsed dicts with
-interned keys. Text also makes every read a private copy at no extra cost: ``json.loads`` of the
-text took 14–18 µs, about a recursive dict copy (17–19 µs) and 3–4× faster than
-``copy.deepcopy`` (58–62 µs); a watch ``MODIFIED`` through the store (transform, encode, decode
-the old state, re-index, one handler) took 47–87 µs, and the garbage collector has no cached
-containers to walk.
+Each object is kept as its compact JSON text (UTF-8 bytes, :mod:`runtime.jsoncodec`), after the
+per-resource transform (by default :func:`strip_managed_fields`) and after filling
+``apiVersion``/``kind``, which list items of built-in kinds lack. Python dicts cost 3–4× their
+JSON size even with ``sys.intern``-ed keys, and the issue's target is ≤ 4 KB of cache per 2 KB
+object. Measured with ``python -m bench.cache_memory`` (10,000 Machine-like objects of 2,847 B as
+served, 2,296 B without managedFields; tracemalloc; load average ~3 on 2 shared cores): **2,625 B
+per cached object** (text, key and the two built-in indexes) against 9,461 B for the same objects
+as parsed dicts with interned keys. Text also makes every read a private copy cheaply: orjson
+decodes a 2 KB object in ~5 µs (``json.loads`` took 14–18 µs, a recursive dict copy 17–19 µs,
+``copy.deepcopy`` 58–62 µs), and the garbage collector has no cached containers to walk. A watch
+``MODIFIED`` costs one encode (to store it); the old state is decoded only for handlers that
+read it (see Handlers), the indexes and the recreate check working from what was filed per key.
 So :meth:`Informer.get_by_key`, :meth:`Informer.list`, :meth:`Informer.by_index`,
 :meth:`Cache.get` and :meth:`Cache.list` all return objects the caller owns and may change.
 
@@ -77,8 +77,11 @@ Handlers
 :class:`ResourceEventHandler` callbacks run synchronously on the event loop right after the store
 changed, so a handler that reads the cache sees the new state. They must not block. All handlers
 of one event receive the same dict: treat it as read-only. A handler added to a running informer
-first gets ``on_add(obj, True)`` for every object already cached. A handler that raises is logged
-with its traceback; the other handlers and the informer carry on.
+first gets ``on_add(obj, True)`` for every object already cached. A handler that also defines
+``on_update_deferred(load_old, new)`` gets updates that way instead: ``load_old()`` decodes the
+old state on first call (shared by every handler of the event), so an update nobody compares
+costs no decode; the controller's :class:`~runtime.source.Kind` sources do this. A handler that
+raises is logged with its traceback; the other handlers and the informer carry on.
 
 Indexes
 -------
@@ -97,7 +100,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import logging
 import random
 import time
@@ -107,6 +109,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import aiohttp
 
+from . import jsoncodec
 from .client import Client
 from .errors import APIError, Gone, NoKindMatch, NotFound, ServerTimeout, from_status
 from .labels import Selector, as_selector
@@ -123,8 +126,8 @@ INDEX_OWNER_UID: Final = "owner-uid"
 
 log = logging.getLogger("runtime.cache")
 
-_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-_decode = json.loads
+_encode = jsoncodec.dumps
+_decode = jsoncodec.loads
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -224,11 +227,17 @@ class ResourceEventHandlerFuncs:
 class HandlerRegistration:
     """What :meth:`Informer.add_event_handler` returns: pass it to ``remove_event_handler``."""
 
-    __slots__ = ("_informer", "handler")
+    __slots__ = ("_informer", "handler", "on_update_deferred")
 
     def __init__(self, informer: Informer, handler: ResourceEventHandler) -> None:
         self._informer = informer
         self.handler = handler
+        # A handler may take the old state as a function to call only if it needs it (the
+        # controller's sources do): then an update whose predicates and handler read only the new
+        # object costs no decode of the old one. Its signature: (load_old, new) -> None.
+        self.on_update_deferred: Callable[[Callable[[], JSON], JSON], None] | None = getattr(
+            handler, "on_update_deferred", None
+        )
 
     def has_synced(self) -> bool:
         """True once the handler has been told about every object of the informer's first list."""
@@ -494,7 +503,7 @@ _RECOVERABLE = (
     aiohttp.ClientError,
     OSError,
     TimeoutError,
-    json.JSONDecodeError,
+    jsoncodec.JSONDecodeError,
     VeryShortWatchError,
 )
 
@@ -713,7 +722,13 @@ class Informer:
             field_selector=self.field_selector,
             options=resolved,
         )
-        self._items: dict[str, str] = {}
+        self._items: dict[str, bytes] = {}
+        # (uid, resourceVersion) per key: an update is checked against them without decoding the
+        # stored text, which only a handler that reads the old state pays for.
+        self._versions: dict[str, tuple[str, str]] = {}
+        # Per index, the values each key is filed under (keys with none are absent). The namespace
+        # index needs no entry: a key's namespace is part of the key.
+        self._filed: dict[str, dict[str, tuple[str, ...]]] = {}
         self._indexers: dict[str, IndexFunc] = {
             INDEX_NAMESPACE: namespace_index,
             INDEX_OWNER_UID: owner_uid_index,
@@ -791,6 +806,25 @@ class Informer:
         for registration in self._handlers:
             self._call(registration, method, *args)
 
+    def _notify_update(self, old_text: bytes, new: JSON) -> None:
+        decoded: builtins.list[JSON] = []
+
+        def load_old() -> JSON:
+            # Decoded once, on first use: every handler of the event sees the same dict.
+            if not decoded:
+                decoded.append(_decode(old_text))
+            return decoded[0]
+
+        for registration in self._handlers:
+            deferred = registration.on_update_deferred
+            if deferred is None:
+                self._call(registration, "on_update", load_old(), new)
+                continue
+            try:
+                deferred(load_old, new)
+            except Exception:
+                log.exception("%s informer: handler %r raised in on_update", self.kind, registration.handler)
+
     # -------------------------------------------------------------------------- indexes
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
@@ -800,33 +834,49 @@ class Informer:
                 raise ValueError(f"{self.kind} informer: an indexer named {name!r} already exists")
         for name, fn in indexers.items():
             self._indexers[name] = fn
-            index: dict[str, set[str]] = {}
-            self._indices[name] = index
+            self._indices[name] = {}
             for key, text in self._items.items():
-                for value in self._index_values(name, fn, _decode(text)):
-                    index.setdefault(value, set()).add(key)
+                self._file(name, fn, key, _decode(text), True)
 
-    def _index_values(self, name: str, fn: IndexFunc, obj: JSON) -> set[str]:
+    def _index_values(self, name: str, fn: IndexFunc, obj: JSON) -> tuple[str, ...]:
         try:
-            return {str(value) for value in fn(obj)}
+            return tuple(sorted({str(value) for value in fn(obj)}))
         except Exception:
             log.exception("%s informer: indexer %r failed on %s", self.kind, name, object_key(obj))
-            return set()
+            return ()
 
-    def _index(self, key: str, old: JSON | None, new: JSON | None) -> None:
+    def _index(self, key: str, new: JSON | None, *, added: bool = False) -> None:
+        """File ``key`` under ``new``'s index values (None: unfile it); ``added``: it was not filed."""
         for name, fn in self._indexers.items():
-            before = self._index_values(name, fn, old) if old is not None else set()
-            after = self._index_values(name, fn, new) if new is not None else set()
-            if before == after:
-                continue
-            index = self._indices[name]
-            for value in before - after:
+            if fn is namespace_index and not added and new is not None:
+                continue  # an update: same key, so the same namespace
+            self._file(name, fn, key, new, added)
+
+    def _file(self, name: str, fn: IndexFunc, key: str, new: JSON | None, added: bool) -> None:
+        filed = self._filed.setdefault(name, {})
+        if fn is namespace_index:
+            namespace, slash, _ = key.partition("/")
+            before: tuple[str, ...] = () if added else ((namespace,) if slash else ("",))
+        else:
+            before = filed.get(key, ())
+        after = self._index_values(name, fn, new) if new is not None else ()
+        if fn is not namespace_index:
+            if after:
+                filed[key] = after
+            else:
+                filed.pop(key, None)
+        if before == after:
+            return
+        index = self._indices[name]
+        for value in before:
+            if value not in after:
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)
                     if not keys:
                         del index[value]
-            for value in after - before:
+        for value in after:
+            if value not in before:
                 index.setdefault(value, set()).add(key)
 
     # -------------------------------------------------------------------------- reads
@@ -877,31 +927,36 @@ class Informer:
     def _upsert(self, obj: JSON, initial: bool) -> None:
         key = object_key(obj)
         text = _encode(obj)
-        old_text = self._items.get(key)
+        items = self._items
+        old_text = items.get(key)
+        versions = (_uid(obj), _resource_version(obj))
         if old_text is None:
-            self._items[key] = text
-            self._index(key, None, obj)
+            items[key] = text
+            self._versions[key] = versions
+            self._index(key, obj, added=True)
             self._notify("on_add", obj, initial)
             return
         if old_text == text:
             return
-        old = _decode(old_text)
-        if _uid(old) != _uid(obj):
+        old_uid, old_version = self._versions[key]
+        if old_uid != versions[0]:
             # Deleted and recreated under the same name while we were not watching: two events.
-            self._remove(key, old)
+            self._remove(key, _decode(old_text))
             self._upsert(obj, initial)
             return
-        if _resource_version(old) == _resource_version(obj):
+        if old_version == versions[1]:
             return
-        self._items[key] = text
-        self._index(key, old, obj)
-        self._notify("on_update", old, obj)
+        items[key] = text
+        self._versions[key] = versions
+        self._index(key, obj)
+        self._notify_update(old_text, obj)
 
     def _remove(self, key: str, last: JSON) -> None:
         text = self._items.pop(key, None)
         if text is None:
             return
-        self._index(key, _decode(text), None)
+        del self._versions[key]
+        self._index(key, None)
         self._notify("on_delete", last)
 
     def replace(self, objects: builtins.list[JSON], resource_version: str) -> None:

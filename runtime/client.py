@@ -45,7 +45,7 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 import yaml
 
-from . import metrics
+from . import jsoncodec, metrics
 from ._kube_credentials import (
     ConfigException,
     Configuration,
@@ -792,20 +792,26 @@ class Client:
             if response.status >= 300:
                 raise await _error_from_response(response)
             pending = b""
+            loads = jsoncodec.loads
             try:
                 async for chunk in response.content.iter_any():
-                    pending += chunk
-                    # Split ourselves: aiohttp's readline refuses lines above its buffer size.
-                    while (newline := pending.find(b"\n")) >= 0:
-                        line, pending = pending[:newline], pending[newline + 1 :]
-                        if line.strip():
-                            yield json.loads(line)
+                    # Split ourselves: aiohttp's readline refuses lines above its buffer size. A
+                    # chunk can hold hundreds of events after a stall: walk it with an offset and
+                    # copy only each line, never the rest of the chunk once per line.
+                    data = pending + chunk if pending else chunk
+                    start = 0
+                    while (newline := data.find(b"\n", start)) >= 0:
+                        line = data[start:newline]
+                        start = newline + 1
+                        if line and not line.isspace():
+                            yield loads(line)
+                    pending = data[start:]
             except (TimeoutError, aiohttp.ServerTimeoutError) as err:
                 raise TimeoutError(
                     f"watch {info.path(namespace)}: no data for {inactivity_timeout}s"
                 ) from err
             if pending.strip():
-                yield json.loads(pending)
+                yield loads(pending)
         finally:
             response.release()
 
@@ -821,7 +827,7 @@ class Client:
         content_type: str = "application/json",
     ) -> JSON:
         """LOW LEVEL: one request with retries and metrics; the decoded JSON answer or a typed error."""
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else jsoncodec.dumps(body)
         timeout = aiohttp.ClientTimeout(total=self.options.timeout)
         response = await self._send(
             method, path, query=query, data=data, content_type=content_type, client_timeout=timeout
@@ -832,7 +838,7 @@ class Client:
             payload = await response.read()
         finally:
             response.release()
-        decoded = json.loads(payload) if payload else {}
+        decoded = jsoncodec.loads(payload) if payload else {}
         if not isinstance(decoded, dict):
             raise APIError(response.status, "", "the answer is not a JSON object", body=decoded)
         return decoded

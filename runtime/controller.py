@@ -73,8 +73,8 @@ shutdown period by cancelling :meth:`Controller.start`, which cancels the reconc
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-import uuid
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -186,6 +186,21 @@ class ResolvedControllerOptions:
     skip_name_validation: bool
     log_values: Mapping[str, Any]
     clock: Clock | None
+
+
+def _new_reconcile_id() -> str:
+    """A random (version 4) UUID string, as ``str(uuid.uuid4())`` but a fifth of its cost: the bits
+    come from ``random`` (seeded from the OS at start) instead of an ``os.urandom`` call per reconcile.
+    It only tells reconciles apart in logs; nothing secret rests on it."""
+    bits = (_getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET
+    text = f"{bits:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_getrandbits = random.Random().getrandbits
+# uuid.UUID(version=4)'s bit fixing: variant 10xx in bits 62-63, version 4 in bits 76-79.
+_UUID4_CLEAR: Final = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID4_SET: Final = (0x8000 << 48) | (4 << 76)
 
 
 def _is_terminal(err: BaseException) -> bool:
@@ -415,7 +430,7 @@ class Controller:
                 KEY_OBJECT: obj,
                 KEY_NAMESPACE: request.namespace,
                 KEY_NAME: request.name,
-                KEY_RECONCILE_ID: str(uuid.uuid4()),
+                KEY_RECONCILE_ID: _new_reconcile_id(),
             }
         )
         m = self._metrics

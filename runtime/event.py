@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,12 +33,55 @@ class CreateEvent:
     """True for objects replayed from the informer's initial list rather than watched."""
 
 
-@dataclass(slots=True)
-class UpdateEvent:
-    """An object changed: ``object_old`` is the state the cache had before, ``object_new`` now."""
+_NOT_LOADED: Any = object()
 
-    object_old: JSON
-    object_new: JSON
+
+class UpdateEvent:
+    """An object changed: ``object_old`` is the state the cache had before, ``object_new`` now.
+
+    A :class:`~runtime.source.Kind` source builds it with :meth:`deferred`: the cache keeps the
+    old state as text and decodes it only if a predicate or handler reads ``object_old``.
+    """
+
+    __slots__ = ("_load_old", "_old", "object_new")
+
+    def __init__(self, object_old: JSON, object_new: JSON) -> None:
+        self._old: Any = object_old
+        self._load_old: Callable[[], JSON] | None = None
+        self.object_new = object_new
+
+    @classmethod
+    def deferred(cls, load_old: Callable[[], JSON], object_new: JSON) -> UpdateEvent:
+        """An event whose ``object_old`` is ``load_old()``, called on first access only."""
+        event = cls.__new__(cls)
+        event._old = _NOT_LOADED
+        event._load_old = load_old
+        event.object_new = object_new
+        return event
+
+    @property
+    def object_old(self) -> JSON:
+        old = self._old
+        if old is _NOT_LOADED:
+            assert self._load_old is not None
+            old = self._old = self._load_old()
+            self._load_old = None
+        return old  # type: ignore[no-any-return]
+
+    @object_old.setter
+    def object_old(self, value: JSON) -> None:
+        self._old = value
+        self._load_old = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateEvent):
+            return NotImplemented
+        return (self.object_old, self.object_new) == (other.object_old, other.object_new)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the other events
+
+    def __repr__(self) -> str:
+        return f"UpdateEvent(object_old={self.object_old!r}, object_new={self.object_new!r})"
 
 
 @dataclass(slots=True)

@@ -45,12 +45,21 @@ Performance
 A prometheus_client ``labels(...)`` lookup costs about 2.5 µs, more than the update it precedes, so
 the ``init_*`` helpers look every child up once and hand back objects holding them. Callers keep
 those objects for their lifetime instead of calling ``labels`` per event.
+
+The controller and workqueue families change a dozen times per watch event, always from the
+event loop's thread, so they are :class:`LoopFamily` collectors of plain-float series
+(:class:`LoopCounter`, :class:`LoopGauge`, :class:`LoopHistogram`: no lock, no checks; an
+update costs ~0.1–0.4 µs instead of prometheus_client's 1–2.8 µs) that render the same
+exposition. Update them from the event loop only; the other families are prometheus_client's own
+and thread-safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Final
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate
+from typing import Any, Final, Generic, TypeVar
 
 import prometheus_client
 from prometheus_client import (
@@ -62,8 +71,14 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 CONTROLLER_RUNTIME_VERSION: Final = "v0.23"
 """The controller-runtime release whose metric names, labels and buckets this module mirrors."""
@@ -112,102 +127,237 @@ WEBHOOK_LATENCY_BUCKETS: Final = exponential_buckets(10e-9, 10, 12)
 REST_CLIENT_LATENCY_BUCKETS: Final = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 """rest_client_request_duration_seconds."""
 
+# --- event-loop metrics -------------------------------------------------------------------------
+#
+# The controller and workqueue families change several times per watch event. prometheus_client
+# takes a lock and runs two checks per update (about 1 µs per counter step and 2.8 µs per
+# histogram observation, 12 steps and 3 observations per event: a fifth of the runtime's CPU per
+# event). Those families are only ever updated from the event loop's thread, so they keep plain
+# floats instead and build their samples when scraped.
+
+
+class LoopCounter:
+    """A counter series updated from the event loop's thread only: a plain float, no lock."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        """Add ``amount`` (not negative)."""
+        if amount < 0:
+            raise ValueError(f"a counter only goes up; inc({amount}) is negative")
+        self.value += amount
+
+
+class LoopGauge:
+    """A gauge series updated from the event loop's thread only."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
+
+    def dec(self, amount: float = 1.0) -> None:
+        self.value -= amount
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+
+class LoopHistogram:
+    """A histogram series updated from the event loop's thread only (``le`` bounds inclusive)."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...] = ()) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # per bucket, not cumulative; the last is +Inf
+        self.sum = 0.0
+
+    def observe(self, amount: float) -> None:
+        self.counts[bisect_left(self.bounds, amount)] += 1
+        self.sum += amount
+
+
+_go_float: Callable[[float], str] = floatToGoString  # how prometheus_client renders ``le``
+
+_S = TypeVar("_S", LoopCounter, LoopGauge, LoopHistogram)
+
+
+class LoopFamily(Collector, Generic[_S]):
+    """A metric family of :class:`LoopCounter`, :class:`LoopGauge` or :class:`LoopHistogram` series.
+
+    ``labels(*values)`` returns the series of those label values, created at zero on first use, as
+    prometheus_client's ``labels`` does; the family renders them in the registry's exposition.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str],
+        kind: type[_S],
+        *,
+        buckets: tuple[float, ...] = (),
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self.kind: type[_S] = kind
+        self.buckets = buckets
+        self._le = [_go_float(bound) for bound in buckets] + ["+Inf"]
+        self._series: dict[tuple[str, ...], _S] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str) -> _S:
+        """The series of ``values`` (one per label name, in order)."""
+        if len(values) != len(self.labelnames):
+            raise ValueError(f"{self.name} takes labels {self.labelnames}, got {values!r}")
+        key = tuple(str(value) for value in values)
+        series = self._series.get(key)
+        if series is None:
+            made: Any = LoopHistogram(self.buckets) if self.kind is LoopHistogram else self.kind()
+            series = self._series[key] = made
+        return series
+
+    def collect(self) -> Iterable[Metric]:
+        labels = self.labelnames
+        family: Metric
+        if self.kind is LoopHistogram:
+            histograms = HistogramMetricFamily(self.name, self.documentation, labels=labels)
+            for key, series in list(self._series.items()):
+                assert isinstance(series, LoopHistogram)
+                cumulative = [float(count) for count in accumulate(series.counts)]
+                histograms.add_metric(key, list(zip(self._le, cumulative, strict=True)), series.sum)
+            family = histograms
+        else:
+            values = CounterMetricFamily if self.kind is LoopCounter else GaugeMetricFamily
+            plain = values(self.name, self.documentation, labels=labels)
+            for key, series in list(self._series.items()):
+                assert not isinstance(series, LoopHistogram)
+                plain.add_metric(key, series.value)
+            family = plain
+        yield family
+
+
 # --- controller ---------------------------------------------------------------------------------
 
-reconcile_total: Final = Counter(
+reconcile_total: Final = LoopFamily(
     "controller_runtime_reconcile_total",
     "Reconciliations per controller and outcome (success, error, requeue, requeue_after).",
     ["controller", "result"],
+    LoopCounter,
     registry=registry,
 )
-reconcile_errors_total: Final = Counter(
+reconcile_errors_total: Final = LoopFamily(
     "controller_runtime_reconcile_errors_total",
     "Reconciliations per controller that returned an error, terminal ones included.",
     ["controller"],
+    LoopCounter,
     registry=registry,
 )
-terminal_reconcile_errors_total: Final = Counter(
+terminal_reconcile_errors_total: Final = LoopFamily(
     "controller_runtime_terminal_reconcile_errors_total",
     "Reconciliations per controller that returned a terminal (not retried) error.",
     ["controller"],
+    LoopCounter,
     registry=registry,
 )
-reconcile_panics_total: Final = Counter(
+reconcile_panics_total: Final = LoopFamily(
     "controller_runtime_reconcile_panics_total",
     "Reconciliations per controller that raised an unexpected exception.",
     ["controller"],
+    LoopCounter,
     registry=registry,
 )
-reconcile_timeouts_total: Final = Counter(
+reconcile_timeouts_total: Final = LoopFamily(
     "controller_runtime_reconcile_timeouts_total",
     "Reconciliations per controller cut short by the controller's reconciliation timeout.",
     ["controller"],
+    LoopCounter,
     registry=registry,
 )
-reconcile_time_seconds: Final = Histogram(
+reconcile_time_seconds: Final = LoopFamily(
     "controller_runtime_reconcile_time_seconds",
     "Seconds per reconciliation per controller, queue bookkeeping included.",
     ["controller"],
+    LoopHistogram,
     buckets=RECONCILE_TIME_BUCKETS,
     registry=registry,
 )
-max_concurrent_reconciles: Final = Gauge(
+max_concurrent_reconciles: Final = LoopFamily(
     "controller_runtime_max_concurrent_reconciles",
     "Configured number of workers per controller.",
     ["controller"],
+    LoopGauge,
     registry=registry,
 )
-active_workers: Final = Gauge(
+active_workers: Final = LoopFamily(
     "controller_runtime_active_workers",
     "Workers per controller busy with a reconciliation right now.",
     ["controller"],
+    LoopGauge,
     registry=registry,
 )
 
 # --- workqueue ----------------------------------------------------------------------------------
 
-workqueue_depth: Final = Gauge(
+workqueue_depth: Final = LoopFamily(
     "workqueue_depth",
     "Items waiting in the workqueue, per queue and priority.",
     ["name", "controller", "priority"],
+    LoopGauge,
     registry=registry,
 )
-workqueue_adds_total: Final = Counter(
+workqueue_adds_total: Final = LoopFamily(
     "workqueue_adds_total",
     "Adds the workqueue accepted (an add of an item already waiting is not counted).",
     ["name", "controller"],
+    LoopCounter,
     registry=registry,
 )
-workqueue_queue_duration_seconds: Final = Histogram(
+workqueue_queue_duration_seconds: Final = LoopFamily(
     "workqueue_queue_duration_seconds",
     "Seconds an item waited in the workqueue, from its first add until a worker took it.",
     ["name", "controller"],
+    LoopHistogram,
     buckets=WORKQUEUE_DURATION_BUCKETS,
     registry=registry,
 )
-workqueue_work_duration_seconds: Final = Histogram(
+workqueue_work_duration_seconds: Final = LoopFamily(
     "workqueue_work_duration_seconds",
     "Seconds a worker spent on an item, from taking it until marking it done.",
     ["name", "controller"],
+    LoopHistogram,
     buckets=WORKQUEUE_DURATION_BUCKETS,
     registry=registry,
 )
-workqueue_unfinished_work_seconds: Final = Gauge(
+workqueue_unfinished_work_seconds: Final = LoopFamily(
     "workqueue_unfinished_work_seconds",
     "Summed age of the items workers hold and have not finished; steady growth means stuck workers.",
     ["name", "controller"],
+    LoopGauge,
     registry=registry,
 )
-workqueue_longest_running_processor_seconds: Final = Gauge(
+workqueue_longest_running_processor_seconds: Final = LoopFamily(
     "workqueue_longest_running_processor_seconds",
     "Age of the oldest item a worker holds and has not finished.",
     ["name", "controller"],
+    LoopGauge,
     registry=registry,
 )
-workqueue_retries_total: Final = Counter(
+workqueue_retries_total: Final = LoopFamily(
     "workqueue_retries_total",
     "Delayed and rate-limited adds the workqueue received.",
     ["name", "controller"],
+    LoopCounter,
     registry=registry,
 )
 
@@ -308,19 +458,19 @@ class ControllerMetrics:
     def __init__(self, controller: str, max_concurrent: int | None) -> None:
         self.controller = controller
         # Touching a child creates its series at 0, which is all "initialise" means here.
-        self.reconcile_total: dict[str, Counter] = {
+        self.reconcile_total: dict[str, LoopCounter] = {
             result: reconcile_total.labels(controller, result) for result in RECONCILE_RESULTS
         }
-        self.reconcile_errors: Counter = reconcile_errors_total.labels(controller)
-        self.terminal_reconcile_errors: Counter = terminal_reconcile_errors_total.labels(controller)
-        self.reconcile_panics: Counter = reconcile_panics_total.labels(controller)
-        self.reconcile_timeouts: Counter = reconcile_timeouts_total.labels(controller)
-        self.active_workers: Gauge = active_workers.labels(controller)
+        self.reconcile_errors: LoopCounter = reconcile_errors_total.labels(controller)
+        self.terminal_reconcile_errors: LoopCounter = terminal_reconcile_errors_total.labels(controller)
+        self.reconcile_panics: LoopCounter = reconcile_panics_total.labels(controller)
+        self.reconcile_timeouts: LoopCounter = reconcile_timeouts_total.labels(controller)
+        self.active_workers: LoopGauge = active_workers.labels(controller)
         self.active_workers.set(0)
-        self.max_concurrent_reconciles: Gauge = max_concurrent_reconciles.labels(controller)
+        self.max_concurrent_reconciles: LoopGauge = max_concurrent_reconciles.labels(controller)
         if max_concurrent is not None:
             self.max_concurrent_reconciles.set(max_concurrent)
-        self._reconcile_time: Histogram | None = None
+        self._reconcile_time: LoopHistogram | None = None
 
     def observe_reconcile_time(self, seconds: float) -> None:
         """Record one reconciliation's duration."""
@@ -353,15 +503,15 @@ class WorkqueueMetrics:
     )
 
     def __init__(self, name: str, controller: str) -> None:
-        self.depth: Gauge = workqueue_depth.labels(name, controller, "")
-        self.adds: Counter = workqueue_adds_total.labels(name, controller)
-        self.queue_duration: Histogram = workqueue_queue_duration_seconds.labels(name, controller)
-        self.work_duration: Histogram = workqueue_work_duration_seconds.labels(name, controller)
-        self.unfinished_work_seconds: Gauge = workqueue_unfinished_work_seconds.labels(name, controller)
-        self.longest_running_processor_seconds: Gauge = workqueue_longest_running_processor_seconds.labels(
-            name, controller
+        self.depth: LoopGauge = workqueue_depth.labels(name, controller, "")
+        self.adds: LoopCounter = workqueue_adds_total.labels(name, controller)
+        self.queue_duration: LoopHistogram = workqueue_queue_duration_seconds.labels(name, controller)
+        self.work_duration: LoopHistogram = workqueue_work_duration_seconds.labels(name, controller)
+        self.unfinished_work_seconds: LoopGauge = workqueue_unfinished_work_seconds.labels(name, controller)
+        self.longest_running_processor_seconds: LoopGauge = (
+            workqueue_longest_running_processor_seconds.labels(name, controller)
         )
-        self.retries: Counter = workqueue_retries_total.labels(name, controller)
+        self.retries: LoopCounter = workqueue_retries_total.labels(name, controller)
 
 
 def init_workqueue_metrics(name: str, controller: str | None = None) -> WorkqueueMetrics:

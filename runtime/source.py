@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
@@ -124,7 +124,14 @@ class _Dispatch:
             self._failed("create", obj, err)
 
     def on_update(self, old: JSON, new: JSON) -> None:
-        event = UpdateEvent(old, new)
+        self._update(UpdateEvent(old, new))
+
+    def on_update_deferred(self, load_old: Callable[[], JSON], new: JSON) -> None:
+        """The informer's cheaper form: the old state is decoded only if something reads it."""
+        self._update(UpdateEvent.deferred(load_old, new))
+
+    def _update(self, event: UpdateEvent) -> None:
+        new = event.object_new
         try:
             for predicate in self._predicates:
                 if not predicate.update(event):

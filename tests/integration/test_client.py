@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -455,3 +456,48 @@ async def test_client_side_qps_limits_a_burst() -> None:
 async def test_kubeconfig_file_path_works_like_the_dict(env: Environment, namespace: str) -> None:
     async with await Client.from_kubeconfig(env.kubeconfig_path) as from_file:
         assert (await from_file.get("v1", "Namespace", namespace))["metadata"]["name"] == namespace
+
+
+# ------------------------------------------------------------------------------------ watch framing
+
+
+class WatchStreamServer(ThrottlingServer):
+    """Serves a ConfigMap watch written in the shapes a real server's stream arrives in: many
+    events in one write (a backlog), and one event cut across two writes."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        super().__init__([])
+        self.events = events
+
+    async def watch(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        lines = [json.dumps(event).encode() + b"\n" for event in self.events]
+        backlog, cut, rest = lines[:-2], lines[-2], lines[-1]
+        await response.write(b"".join(backlog))
+        await response.write(cut[:17])
+        await asyncio.sleep(0.05)  # allow-sleep: the client must see the first half of the line alone
+        await response.write(cut[17:] + rest)
+        await response.write_eof()
+        return response
+
+    async def __aenter__(self) -> WatchStreamServer:
+        app = web.Application()
+        app.router.add_get("/api/v1", self.discovery)
+        app.router.add_get("/api/v1/namespaces/ns/configmaps", self.watch)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+
+async def test_watch_decodes_every_event_of_a_backlog_and_of_a_line_cut_across_reads() -> None:
+    sent = [
+        {"type": "MODIFIED", "object": config_map(f"cm-{i}", "ns", seq=str(i), pad="é" * 300)}
+        for i in range(300)
+    ]
+    async with WatchStreamServer(sent) as server, local_client(server.url) as c:
+        received = [event async for event in c.watch("v1", "ConfigMap", "ns", timeout_seconds=5)]
+    assert received == sent

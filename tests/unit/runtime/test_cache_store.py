@@ -253,3 +253,86 @@ def test_selector_forms_print_in_server_syntax() -> None:
         from_label_selector({"matchExpressions": [{"key": "k", "operator": "Near"}]})
     with pytest.raises(TypeError):
         as_selector(3)  # type: ignore[arg-type]
+
+
+def owned(name: str, rv: str, *owner_uids: str, namespace: str = "ns") -> JSON:
+    o = obj(name, rv, namespace=namespace)
+    o["metadata"]["ownerReferences"] = [{"uid": uid, "name": uid, "kind": "X"} for uid in owner_uids]
+    return o
+
+
+async def test_indexes_follow_updates_deletes_and_recreations(offline_client: Client) -> None:
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    informer.add_indexers({"first-letter": lambda o: [o["metadata"]["name"][0]]})
+    informer.replace(
+        [owned("a", "1", "o1"), owned("b", "2"), owned("c", "3", "o1", "o2", namespace="other")], "3"
+    )
+    assert informer.keys_by_index(INDEX_OWNER_UID, "o1") == ["ns/a", "other/c"]
+    assert informer.keys_by_index("namespace", "ns") == ["ns/a", "ns/b"]
+
+    informer.apply("MODIFIED", owned("a", "4", "o2"))  # owner changed
+    informer.apply("MODIFIED", owned("b", "5", "o1"))  # gained one
+    informer.apply("MODIFIED", owned("c", "6", namespace="other"))  # lost both
+    assert informer.keys_by_index(INDEX_OWNER_UID, "o1") == ["ns/b"]
+    assert informer.keys_by_index(INDEX_OWNER_UID, "o2") == ["ns/a"]
+    assert informer.keys_by_index("namespace", "other") == ["other/c"]
+
+    informer.apply("DELETED", owned("b", "7", "o1"))
+    assert informer.keys_by_index(INDEX_OWNER_UID, "o1") == []
+    assert informer.keys_by_index("namespace", "ns") == ["ns/a"]
+    assert informer.keys_by_index("first-letter", "b") == []
+
+    recreated = owned("a", "8", "o3")
+    recreated["metadata"]["uid"] = "another-uid"
+    informer.replace([recreated, owned("c", "6", namespace="other")], "8")
+    assert informer.keys_by_index(INDEX_OWNER_UID, "o2") == []
+    assert informer.keys_by_index(INDEX_OWNER_UID, "o3") == ["ns/a"]
+    assert informer.keys_by_index("first-letter", "a") == ["ns/a"]
+
+
+class DeferredEvents(Events):
+    """Takes the old state as a function, as the controller's sources do."""
+
+    def __init__(self, read_old: bool) -> None:
+        super().__init__()
+        self.read_old = read_old
+        self.olds: list[JSON] = []
+
+    def on_update_deferred(self, load_old: Any, new: JSON) -> None:
+        if self.read_old:
+            self.olds += [load_old(), load_old()]
+            self.on_update(self.olds[-1], new)
+
+
+async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
+    offline_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime.cache as cache_module
+
+    decoded: list[bytes] = []
+    real_decode = cache_module._decode
+
+    def counting_decode(text: bytes) -> Any:
+        decoded.append(text)
+        return real_decode(text)
+
+    monkeypatch.setattr(cache_module, "_decode", counting_decode)
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    lazy = DeferredEvents(read_old=False)
+    informer.add_event_handler(lazy)
+    informer.replace([obj("a", "1")], "1")
+    informer.apply("MODIFIED", obj("a", "2", x="1"))
+    assert decoded == [] and len(informer) == 1
+
+    reader = DeferredEvents(read_old=True)
+    plain = Events()
+    informer.add_event_handler(reader)
+    informer.add_event_handler(plain)
+    decoded.clear()
+    reader.seen.clear()
+    plain.seen.clear()
+    informer.apply("MODIFIED", obj("a", "3", x="2"))
+    assert len(decoded) == 1  # once, shared by every handler that reads it
+    assert reader.seen == plain.seen == [("update", "ns/a", "2", "3")]
+    assert reader.olds[0] is reader.olds[1]
+    assert reader.olds[0]["data"] == {"x": "1"}
