@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import admission as admission_mod
-from . import builtins, decode, objectmeta, patch, schema, selectors
+from . import builtins, decode, jsoncodec, objectmeta, patch, schema, selectors
 from .errors import (
     OPTIMISTIC_LOCK,
     FieldError,
@@ -838,7 +838,8 @@ class Handlers:
                         raise bad_request("apply patch must be an object")
                     return await self.create(rt, namespace, obj, caller, apply_config=patch_doc), True
                 raise not_found(q, name)
-            target = self._subresource_view(rt, current, subresource)
+            # The patch functions copy what they patch, so the stored object itself is the target.
+            target = self.scale_of(rt, current) if subresource == "scale" else current
             if kind == "merge":
                 patched = patch.merge_patch(target, patch_doc)
             elif kind == "json":
@@ -893,11 +894,6 @@ class Handlers:
         new = self._scale_to_object(rt, current, body)
         return await self._commit_update(rt, namespace, name, current, new, caller, subresource="scale")
 
-    def _subresource_view(self, rt: ResourceType, obj: JSON, subresource: str) -> JSON:
-        if subresource == "scale":
-            return self.scale_of(rt, obj)
-        return copy.deepcopy(obj)
-
     def _update_rules(
         self, rt: ResourceType, new: JSON, current: JSON, subresource: str, namespace: str, name: str
     ) -> JSON:
@@ -908,7 +904,7 @@ class Handlers:
         if rt.builtin and subresource != "scale":
             builtins.prepare_for_update(rt, new, current, subresource)
         elif subresource == "status":
-            merged = copy.deepcopy(current)
+            merged = jsoncodec.clone(current)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -917,7 +913,7 @@ class Handlers:
         else:
             if rt.has_status:
                 if "status" in current:
-                    new["status"] = copy.deepcopy(current["status"])
+                    new["status"] = jsoncodec.clone(current["status"])
                 else:
                     new.pop("status", None)
         meta = _meta(new)
@@ -963,7 +959,8 @@ class Handlers:
         old_meta = current["metadata"]
         # Field ownership is worked out from what the client sent, before the endpoint drops what it
         # may not change (a label sent to /status stays owned, as the real server records it).
-        submitted = copy.deepcopy(new)
+        # Only /status needs that copy (every other endpoint attributes the final object).
+        submitted = jsoncodec.clone(new) if subresource == "status" else new
         new = self._update_rules(rt, new, current, subresource, namespace, name)
         meta = _meta(new)
         scale_kind = SCALE_GROUP_KIND if subresource == "scale" else None
@@ -1100,7 +1097,7 @@ class Handlers:
         assert rt.scale is not None
         # Range problems (negative replicas) surface through schema.scale_accessor_errors on the result.
         replicas = (scale.get("spec") or {}).get("replicas", 0)
-        new = copy.deepcopy(current)
+        new = jsoncodec.clone(current)
         _set_path(new, rt.scale.spec_replicas_path, replicas)
         return new
 
@@ -1180,7 +1177,7 @@ class Handlers:
             rt.resource == "namespaces" and not rt.group and (current.get("spec") or {}).get("finalizers")
         )
         if finalizers or namespace_pending:
-            marked = copy.deepcopy(current)
+            marked = jsoncodec.clone(current)
             m = marked["metadata"]
             if finalizers:
                 m["finalizers"] = finalizers
@@ -1239,7 +1236,7 @@ class Handlers:
         current = self.store.get(rt.key, ("", name))
         if current is None:
             raise not_found(rt.qualified, name)
-        new = copy.deepcopy(current)
+        new = jsoncodec.clone(current)
         new["spec"] = copy.deepcopy(body.get("spec") or {})
         if not new["spec"].get("finalizers"):
             new["spec"].pop("finalizers", None)
