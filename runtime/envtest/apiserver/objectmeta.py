@@ -12,6 +12,7 @@ and leaves the nested encoding to :func:`encode_fields` / :func:`decode_fields`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from . import jsoncodec
 from .errors import FieldError, StatusError, forbidden, invalid, required
 
 JSON = dict[str, Any]
@@ -460,6 +462,44 @@ def _sort_tree(tree: JSON) -> JSON:
     return {k: _sort_tree(tree[k]) for k in sorted(tree)}
 
 
+class _FieldSetCodec:
+    """:func:`encode_fields` / :func:`decode_fields` for stored managedFields, remembering results.
+
+    Every write re-encodes every manager's field set and decodes the stored ones, although from
+    one write to the next they almost never change (an object's field *paths* stay the same when
+    only values move, and objects of one type mostly share them). Trees made here are shared by
+    the stored objects that carry them, which the server never changes in place; a tree is
+    decoded from memory only when it is the very tree made here (by identity).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._trees: dict[frozenset[Path], JSON] = {}
+        self._sets: dict[int, tuple[JSON, frozenset[Path]]] = {}
+
+    def encode(self, paths: FieldSet) -> JSON:
+        key = frozenset(paths)
+        tree = self._trees.get(key)
+        if tree is None:
+            tree = encode_fields(key)
+            self._trees[key] = tree
+            self._sets[id(tree)] = (tree, key)
+            if len(self._trees) > self.size:
+                oldest = next(iter(self._trees))
+                dropped = self._trees.pop(oldest)
+                self._sets.pop(id(dropped), None)
+        return tree
+
+    def decode(self, tree: Any) -> FieldSet:
+        hit = self._sets.get(id(tree))
+        if hit is not None and hit[0] is tree:
+            return set(hit[1])
+        return decode_fields(tree)
+
+
+_FIELD_SETS = _FieldSetCodec()
+
+
 def decode_fields(tree: Any, prefix: Path = ()) -> FieldSet:
     """The inverse of :func:`encode_fields`."""
     out: FieldSet = set()
@@ -630,6 +670,15 @@ class _Comparer:
             self.result.removed.add(path)
 
     def walk(self, path: Path, schema_path: str, lhs: Any, rhs: Any) -> None:
+        if lhs is rhs or (
+            type(lhs) is type(rhs)
+            and isinstance(lhs, dict | list)
+            and lhs == rhs
+            and jsoncodec.dumps(lhs) == jsoncodec.dumps(rhs)
+        ):
+            # An unchanged subtree has no differences: skip the walk. ``==`` alone would take
+            # true for 1; the same JSON text cannot.
+            return
         present = rhs if rhs is not _MISSING else lhs
         other = lhs if rhs is not _MISSING else _MISSING
         if isinstance(present, dict) or isinstance(other, dict):
@@ -770,7 +819,7 @@ class _Manager:
         if self.time is not None:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = encode_fields(self.fields)
+        out["fieldsV1"] = _FIELD_SETS.encode(self.fields)
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -787,12 +836,13 @@ def _decode_entries(entries: Sequence[Any] | None) -> dict[tuple[str, str, str, 
             str(raw.get("apiVersion", "")),
             str(raw.get("subresource", "")),
             raw.get("time"),
-            decode_fields(raw.get("fieldsV1") or {}),
+            _FIELD_SETS.decode(raw.get("fieldsV1") or {}),
         )
         managers[m.identity] = m
     return managers
 
 
+@functools.lru_cache(maxsize=4096)
 def _epoch(timestamp: str | None) -> float:
     if not timestamp:
         return 0.0
@@ -817,9 +867,12 @@ def _starting_managers(
     if subresource == "" and isinstance(sent, list) and sent:
         if sent == [{}]:
             return {}
-        decoded = _decode_entries(sent)
-        if decoded:
-            return decoded
+        # Sending back what is stored (every patch does, and most updates) changes nothing;
+        # decoding the stored entries instead lets their decoded sets be reused.
+        if sent != old_entries:
+            decoded = _decode_entries(sent)
+            if decoded:
+                return decoded
     return _decode_entries(old_entries)
 
 
