@@ -17,6 +17,7 @@ import asyncio
 import base64
 import copy
 import json
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,8 +57,16 @@ WEBHOOK_CONFIG_RESOURCES = {
 }
 
 
+_now_text: tuple[int, str] = (0, "")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time with second precision, as kube stamps metadata (formatted once a second)."""
+    global _now_text
+    second = int(time.time())
+    if _now_text[0] != second:
+        _now_text = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _now_text[1]
 
 
 @dataclass

@@ -124,6 +124,12 @@ def path_segment_errors(value: str) -> list[str]:
 
 def qualified_name_errors(value: str) -> list[str]:
     """Label keys, annotation keys and finalizers: ``[prefix/]name``."""
+    return list(_qualified_name_errors(value))
+
+
+# Every write re-validates every label and annotation key; the same few keys recur on every object.
+@functools.lru_cache(maxsize=8192)
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -135,11 +141,11 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
     else:
-        return [
+        return (
             "a qualified name "
             + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
@@ -149,16 +155,21 @@ def qualified_name_errors(value: str) -> list[str]:
             "name part "
             + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
         )
-    return errs
+    return tuple(errs)
 
 
 def label_value_errors(value: str) -> list[str]:
+    return list(_label_value_errors(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     if len(value) > LABEL_VALUE_MAX:
         errs.append(max_len_error(LABEL_VALUE_MAX))
     if not _full_match(_LABEL_VALUE_FMT, value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return tuple(errs)
 
 
 # How each resource's names are checked: RFC 1123 subdomain for almost everything, RFC 1123 label
@@ -202,8 +213,10 @@ def _str_map(value: Any) -> dict[str, str]:
 def validate_labels(labels: Mapping[str, str], path: str = "metadata.labels") -> list[FieldError]:
     errs: list[FieldError] = []
     for key, value in labels.items():
-        errs.extend(invalid(path, key, m) for m in qualified_name_errors(key))
-        errs.extend(invalid(path, value, m) for m in label_value_errors(value))
+        for m in _qualified_name_errors(key):
+            errs.append(invalid(path, key, m))
+        for m in _label_value_errors(value):
+            errs.append(invalid(path, value, m))
     return errs
 
 
@@ -213,7 +226,8 @@ def validate_annotations(
     errs: list[FieldError] = []
     total = 0
     for key, value in annotations.items():
-        errs.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
+        for m in _qualified_name_errors(key.lower()):
+            errs.append(invalid(path, key, m))
         total += len(key) + len(value)
     if total > ANNOTATIONS_MAX_BYTES:
         errs.append(FieldError("TooLong", path, None, f"may not be more than {ANNOTATIONS_MAX_BYTES} bytes"))
