@@ -737,7 +737,7 @@ class Handlers:
             mutate=False,
         )
         key = _key(rt, namespace, name)
-        if self.store.get(rt.key, key) is not None:
+        if self.store.resource_version(rt.key, key) is not None:
             raise already_exists(q, name)
         if caller.dry_run:
             return obj
@@ -1021,10 +1021,10 @@ class Handlers:
             options=self._update_options(caller),
             mutate=False,
         )
-        latest = self.store.get(rt.key, _key(rt, namespace, name))
-        if latest is None:
+        latest_rv = self.store.resource_version(rt.key, _key(rt, namespace, name))
+        if latest_rv is None:
             raise not_found(q, name)
-        if latest["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
+        if latest_rv != old_meta["resourceVersion"]:
             if expect_rv is not None:
                 raise _Retry()
             raise conflict(q, name, OPTIMISTIC_LOCK)

@@ -8,7 +8,9 @@ This module wraps it so that the rest of the server never has to care about its 
 the standard library, so the results are the same values either way.
 
 The bytes differ from ``json.dumps`` in one visible way: non-ASCII text is written as UTF-8 instead
-of ``\\uXXXX`` escapes, which is what kube-apiserver (Go's encoder) writes too.
+of ``\\uXXXX`` escapes, which is what kube-apiserver (Go's encoder) writes too. One value does not
+survive: NaN and the infinities (only a YAML body can bring them; kube-apiserver refuses them)
+become ``null``.
 
 Example::
 
@@ -16,6 +18,7 @@ Example::
 
     body = jsoncodec.dumps({"b": 1, "a": [True, None]}, sort_keys=True)   # b'{"a":[true,null],"b":1}'
     copy = jsoncodec.clone({"spec": {"replicas": 3}})                     # a deep copy
+    stored = jsoncodec.freeze(copy); assert jsoncodec.thaw(stored) == copy  # compact storage
 """
 
 from __future__ import annotations
@@ -40,8 +43,24 @@ def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
         return json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode()
 
 
-def loads(raw: bytes | str) -> Any:
-    """Decode JSON the server itself produced (not client input: see ``decode.decode_json``)."""
+def freeze(value: Any) -> bytes:
+    """``value`` as compact bytes that :func:`thaw` turns back into an equal value, key order kept.
+
+    How the server holds what it stores: bytes are one object to the garbage collector, where a
+    decoded object is dozens of tracked dicts and lists that every full collection walks.
+    """
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        # orjson would read wide integers back as floats: mark the stdlib's text (a leading space
+        # is still JSON) so that thaw reads it with the stdlib too.
+        return b" " + json.dumps(value, separators=(",", ":")).encode()
+
+
+def thaw(raw: bytes) -> Any:
+    """A fresh value from :func:`freeze`'s bytes (the caller may change it freely)."""
+    if raw[:1] == b" ":
+        return json.loads(raw)
     return orjson.loads(raw)
 
 
@@ -50,7 +69,7 @@ def clone(value: T) -> T:
 
     An encode/decode round trip in native code, much cheaper than ``copy.deepcopy`` for the
     ~kilobyte objects a server holds. Floats and integers come back as the same values; anything
-    the round trip would not preserve exactly (NaN, wide integers, other types) is deep-copied.
+    the round trip would not preserve exactly (wide integers, other types) is deep-copied.
     """
     try:
         copied: T = orjson.loads(orjson.dumps(value))

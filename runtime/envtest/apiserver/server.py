@@ -768,7 +768,7 @@ class EncodedObjects:
     same resourceVersion; the entries hold their objects, so an id is never reused while cached.
     """
 
-    def __init__(self, size: int = 1024) -> None:
+    def __init__(self, size: int = 128) -> None:
         self.size = size
         self._items: dict[int, tuple[JSON, ResourceType, str | None, bytes]] = {}
 
