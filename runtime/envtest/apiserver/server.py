@@ -625,7 +625,7 @@ class EmbeddedAPIServer:
         self, request: web.Request, rt: ResourceType, info: RequestInfo, query: dict[str, str], accept: str
     ) -> web.StreamResponse:
         namespace = info.namespace if rt.namespaced else None
-        events: AsyncGenerator[tuple[str, JSON], None] = self.handlers.watch(
+        events: AsyncGenerator[list[tuple[str, JSON]], None] = self.handlers.watch(
             rt, namespace, query, name=info.name, stopping=self._stopping
         )
         rep = tables.negotiate(accept, watch=True)
@@ -634,21 +634,26 @@ class EmbeddedAPIServer:
         renderer = tables.WatchEventRenderer(rep, rt, query)
         # Errors raised before the acceptance marker are plain HTTP errors, not stream events.
         accepted = await anext(events)
-        assert accepted[0] == WATCH_ACCEPTED
+        assert accepted[0][0] == WATCH_ACCEPTED
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
         try:
-            async for kind, obj in events:
+            async for batch in events:
+                # One write (one chunk, one TLS record run) for every event that is ready.
                 if renderer.alternate:
-                    line = json.dumps(
-                        {"type": kind, "object": renderer.render(kind, obj)}, separators=(",", ":")
-                    )
-                    await response.write(line.encode() + b"\n")
+                    lines = [
+                        json.dumps(
+                            {"type": kind, "object": renderer.render(kind, obj)}, separators=(",", ":")
+                        ).encode()
+                        + b"\n"
+                        for kind, obj in batch
+                    ]
                 else:
-                    await response.write(encode_event(rt, kind, obj, self._encoded))
+                    lines = [encode_event(rt, kind, obj, self._encoded) for kind, obj in batch]
+                await response.write(lines[0] if len(lines) == 1 else b"".join(lines))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
