@@ -363,7 +363,7 @@ class EmbeddedAPIServer:
             rest = parts[3:]
         else:
             raise page_not_found()
-        if not self.registry.in_group_version(group, version):
+        if not self.registry.serves_group_version(group, version):
             raise page_not_found()
         info = self._request_info(group, version, rest)
         rt = self.registry.get(group, version, info.resource)
