@@ -477,38 +477,39 @@ def _sort_tree(tree: JSON) -> JSON:
 
 
 class _FieldSetCodec:
-    """:func:`encode_fields` / :func:`decode_fields` for stored managedFields, remembering results.
+    """:func:`encode_fields` / :func:`decode_fields` for managedFields, remembering results.
 
     Every write re-encodes every manager's field set and decodes the stored ones, although from
     one write to the next they almost never change (an object's field *paths* stay the same when
-    only values move, and objects of one type mostly share them). Trees made here are shared by
-    the stored objects that carry them, which the server never changes in place; a tree is
-    decoded from memory only when it is the very tree made here (by identity).
+    only values move, and objects of one type mostly share them). Both directions are keyed by
+    content: a set by itself, a tree by its JSON text. Encoded trees are shared by the objects
+    that carry them, which the server never changes in place (the store keeps copies).
     """
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
         self._trees: dict[frozenset[Path], JSON] = {}
-        self._sets: dict[int, tuple[JSON, frozenset[Path]]] = {}
+        self._sets: dict[bytes, frozenset[Path]] = {}
 
     def encode(self, paths: FieldSet) -> JSON:
         key = frozenset(paths)
         tree = self._trees.get(key)
         if tree is None:
             tree = encode_fields(key)
+            if len(self._trees) >= self.size:
+                del self._trees[next(iter(self._trees))]
             self._trees[key] = tree
-            self._sets[id(tree)] = (tree, key)
-            if len(self._trees) > self.size:
-                oldest = next(iter(self._trees))
-                dropped = self._trees.pop(oldest)
-                self._sets.pop(id(dropped), None)
         return tree
 
     def decode(self, tree: Any) -> FieldSet:
-        hit = self._sets.get(id(tree))
-        if hit is not None and hit[0] is tree:
-            return set(hit[1])
-        return decode_fields(tree)
+        text = jsoncodec.dumps(tree)
+        paths = self._sets.get(text)
+        if paths is None:
+            paths = frozenset(decode_fields(tree))
+            if len(self._sets) >= self.size:
+                del self._sets[next(iter(self._sets))]
+            self._sets[text] = paths
+        return set(paths)
 
 
 _FIELD_SETS = _FieldSetCodec()
