@@ -67,6 +67,7 @@ from bench._common import (
     process_cpu_seconds,
     rounds_note,
     rss_bytes,
+    run_driver,
     serve_commands,
     stored_size,
     uptime,
@@ -470,7 +471,7 @@ def main() -> None:
         args.n = args.n[0]
         asyncio.run(controller_child(args))
     else:
-        asyncio.run(driver(args))
+        run_driver(driver(args))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ from bench._common import (
     median_round,
     rounds_note,
     rss_bytes,
+    run_driver,
     serve_commands,
     uptime,
     workdir,
@@ -276,7 +277,7 @@ def main() -> None:
     if args.role == "kopf":
         asyncio.run(kopf_child(args))
     else:
-        asyncio.run(driver(args))
+        run_driver(driver(args))
 
 
 if __name__ == "__main__":
