@@ -32,10 +32,10 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 GROUP = "bench.cpo.dev"
 VERSION = "v1"
@@ -49,7 +49,6 @@ STAMP = "bench.cpo.dev/stamp"
 
 ROOT = Path(__file__).resolve().parent.parent
 JSON = dict[str, Any]
-T = TypeVar("T")
 
 
 def machine_crd() -> JSON:
@@ -533,23 +532,6 @@ async def workdir(keep: bool) -> AsyncIterator[Path]:
 
 
 # ------------------------------------------------------------------------------------- patching
-
-
-def run_driver(main: Coroutine[Any, Any, T]) -> T:
-    """Run a driver (the patch-sending side) on uvloop when it is installed, else on asyncio.
-
-    The driver shares the cores with the API server and the controller it measures, and must
-    keep the offered load on its open-loop schedule: on asyncio's own loop (its TLS in Python)
-    it took ~0.47 ms of CPU per patch and fell 100-200 ms behind at 1,000/s on a loaded machine;
-    on uvloop ~0.43 ms, and on schedule. The reconciling children keep asyncio's loop: they are
-    what is measured.
-    """
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(main)
 
 
 @dataclass

@@ -67,7 +67,6 @@ from bench._common import (
     process_cpu_seconds,
     rounds_note,
     rss_bytes,
-    run_driver,
     serve_commands,
     stored_size,
     uptime,
@@ -471,7 +470,7 @@ def main() -> None:
         args.n = args.n[0]
         asyncio.run(controller_child(args))
     else:
-        run_driver(driver(args))
+        asyncio.run(driver(args))
 
 
 if __name__ == "__main__":

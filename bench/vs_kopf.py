@@ -59,7 +59,6 @@ from bench._common import (
     median_round,
     rounds_note,
     rss_bytes,
-    run_driver,
     serve_commands,
     uptime,
     workdir,
@@ -277,7 +276,7 @@ def main() -> None:
     if args.role == "kopf":
         asyncio.run(kopf_child(args))
     else:
-        run_driver(driver(args))
+        asyncio.run(driver(args))
 
 
 if __name__ == "__main__":
