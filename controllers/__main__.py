@@ -54,39 +54,10 @@ def _configure_dev_apiserver(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="CRD file or folder to install before the kubeconfig is written (repeatable)",
     )
-    parser.add_argument(
-        "--loop",
-        choices=["auto", "uvloop", "asyncio"],
-        default="auto",
-        help="event loop: uvloop (the 'fast' extra) serves requests with less CPU; auto (default) "
-        "uses it when it is installed, else asyncio's own",
-    )
-
-
-def event_loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The loop factory for ``choice`` (``auto``/``uvloop``/``asyncio``); None is asyncio's default.
-
-    uvloop does the socket and TLS work of the event loop in native code, which is where a busy
-    API server spends a third of its time. It is optional: ``auto`` falls back to asyncio, and
-    ``uvloop`` without it installed is a clear error rather than a silent downgrade.
-    """
-    if choice == "asyncio":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        if choice == "uvloop":
-            raise SystemExit(
-                "cpo dev-apiserver: --loop uvloop needs uvloop: pip install 'controlplane-operator[fast]'"
-            ) from None
-        return None
-    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
-    return factory
 
 
 def _run_dev_apiserver(args: argparse.Namespace) -> int:
-    with asyncio.Runner(loop_factory=event_loop_factory(args.loop)) as runner:
-        return runner.run(_serve_dev_apiserver(args))
+    return asyncio.run(_serve_dev_apiserver(args))
 
 
 async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
