@@ -393,32 +393,56 @@ class Handlers:
         if token and rv_text and rv_text != "0":
             raise bad_request("specifying resource version is not allowed when using continue")
         list_rv = self.store.rv
-        items = self.store.list(rt.key, namespace)
+        # The current state is decoded only as far as the page needs (the store holds bytes).
+        past: list[JSON] | None = None
         if rv_text and rv_text != "0" and not token:
             wanted = _parse_rv(rv_text)
             if rv_match == "Exact":
-                items = list(self._state_at(rt, namespace, wanted))
+                past = list(self._state_at(rt, namespace, wanted))
                 list_rv = wanted
             elif wanted > self.store.rv:
                 await self._wait_for_rv(wanted)
-                items = self.store.list(rt.key, namespace)
                 list_rv = self.store.rv
         start_after = ""
         if token:
             list_rv, start_after = _decode_continue(token)
-        matching = [
-            o
-            for o in items
-            if (not start_after or _ns_name(o) > start_after) and self._matches(rt, o, label_sel, field_sel)
-        ]
+        if past is not None:
+            candidates: list[tuple[str, Callable[[], JSON]]] = [
+                (_ns_name(o), lambda o=o: o)  # type: ignore[misc]
+                for o in past
+            ]
+        else:
+            candidates = [
+                (f"{key[0]}/{key[1]}", lambda key=key: self._stored(rt, key))  # type: ignore[misc]
+                for key in self.store.keys(rt.key, namespace)
+            ]
+        if start_after:
+            candidates = [c for c in candidates if c[0] > start_after]
+        unfiltered = label_sel is None and field_sel is None
+        want = limit + 1 if limit and limit > 0 else None
+        matching: list[JSON] = []
+        if unfiltered and want is not None:
+            matching = [load() for _, load in candidates[:want]]
+        else:
+            for _, load in candidates:
+                obj = load()
+                if self._matches(rt, obj, label_sel, field_sel):
+                    matching.append(obj)
+                    if want is not None and len(matching) >= want:
+                        break
         meta: JSON = {"resourceVersion": str(list_rv)}
         page = matching
         if limit and limit > 0 and len(matching) > limit:
             page = matching[:limit]
             meta["continue"] = _encode_continue(list_rv, _ns_name(page[-1]))
-            if label_sel is None and field_sel is None:
-                meta["remainingItemCount"] = len(matching) - limit
+            if unfiltered:
+                meta["remainingItemCount"] = len(candidates) - limit
         return {"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": page}
+
+    def _stored(self, rt: ResourceType, key: tuple[str, str]) -> JSON:
+        obj = self.store.get(rt.key, key)
+        assert obj is not None  # listed a moment ago, and nothing awaits in between
+        return obj
 
     def _state_at(self, rt: ResourceType, namespace: str | None, rv: int) -> Sequence[JSON]:
         """The objects of a resource as they were at ``rv``, by undoing the newer history."""

@@ -164,6 +164,13 @@ class Store:
         entry = None if rs is None else rs.objects.get(key)
         return None if entry is None else entry[1]
 
+    def keys(self, gr: GroupResource, namespace: str | None = None) -> list[ObjectKey]:
+        """The keys of the stored objects, sorted as :meth:`list` returns the objects."""
+        rs = self._resources.get(gr)
+        if rs is None:
+            return []
+        return sorted(k for k in rs.objects if namespace is None or k[0] == namespace)
+
     def list(self, gr: GroupResource, namespace: str | None = None) -> list[JSON]:
         """Fresh copies of the objects, sorted by (namespace, name) as etcd's key order returns them."""
         rs = self._resources.get(gr)
