@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -78,6 +79,11 @@ async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
     )
     try:
         async with Environment(options) as env:
+            # Everything up to here (modules, the built-in schemas, discovery) lives as long as
+            # the process: out of the collector's sight, full collections only walk what requests
+            # create, and stay short (the store holds objects as bytes for the same reason).
+            gc.collect()
+            gc.freeze()
             path = write_kubeconfig(env.kubeconfig, args.kubeconfig_out).absolute()
             print(
                 f"Embedded API server listening on {env.url}\n"

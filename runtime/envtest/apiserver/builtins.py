@@ -2441,11 +2441,26 @@ def builtin_subresources(rt: ResourceType) -> list[Subresource]:
 
 
 def field_rules(rt: ResourceType) -> FieldRules:
-    """Field-ownership rules for managedFields bookkeeping, for built-ins and custom resources."""
+    """Field-ownership rules for managedFields bookkeeping, for built-ins and custom resources.
+
+    Worked out once per resource type (every write asks; a CRD's rules come from walking its
+    whole schema): remembered by identity of the type and of its schema.
+    """
     from .objectmeta import rules_from_schema
 
+    hit = _FIELD_RULES.get(id(rt))
+    if hit is not None and hit[0] is rt and hit[1] is rt.schema:
+        return hit[2]
     spec = struct_of(rt)
-    return rules_for(spec) if spec is not None else rules_from_schema(rt.schema)
+    rules = rules_for(spec) if spec is not None else rules_from_schema(rt.schema)
+    if len(_FIELD_RULES) >= 1024:
+        _FIELD_RULES.clear()
+    _FIELD_RULES[id(rt)] = (rt, rt.schema, rules)
+    return rules
+
+
+# id(type) -> (the type, its schema, its rules); entries hold the type, so ids stay unique.
+_FIELD_RULES: dict[int, tuple[ResourceType, JSON | None, FieldRules]] = {}
 
 
 def decode_builtin(rt: ResourceType, body: JSON, *, strict: bool = False) -> tuple[JSON, list[str]]:

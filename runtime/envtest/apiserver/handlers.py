@@ -17,6 +17,7 @@ import asyncio
 import base64
 import copy
 import json
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import admission as admission_mod
-from . import builtins, decode, objectmeta, patch, schema, selectors
+from . import builtins, decode, jsoncodec, objectmeta, patch, schema, selectors
 from .errors import (
     OPTIMISTIC_LOCK,
     FieldError,
@@ -50,14 +51,26 @@ JSON = dict[str, Any]
 SCALE_GROUP_KIND = ("autoscaling", "v1", "Scale")
 # The first item of every accepted watch (see Handlers.watch).
 WATCH_ACCEPTED = "ACCEPTED"
+# Most events one watch stream writes at once.
+WATCH_BATCH = 256
+# What Handlers.watch yields: the (type, object) events ready at one moment.
+WatchBatch = list[tuple[str, JSON]]
 WEBHOOK_CONFIG_RESOURCES = {
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): False,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): True,
 }
 
 
+_now_text: tuple[int, str] = (0, "")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time with second precision, as kube stamps metadata (formatted once a second)."""
+    global _now_text
+    second = int(time.time())
+    if _now_text[0] != second:
+        _now_text = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _now_text[1]
 
 
 @dataclass
@@ -380,32 +393,56 @@ class Handlers:
         if token and rv_text and rv_text != "0":
             raise bad_request("specifying resource version is not allowed when using continue")
         list_rv = self.store.rv
-        items = self.store.list(rt.key, namespace)
+        # The current state is decoded only as far as the page needs (the store holds bytes).
+        past: list[JSON] | None = None
         if rv_text and rv_text != "0" and not token:
             wanted = _parse_rv(rv_text)
             if rv_match == "Exact":
-                items = list(self._state_at(rt, namespace, wanted))
+                past = list(self._state_at(rt, namespace, wanted))
                 list_rv = wanted
             elif wanted > self.store.rv:
                 await self._wait_for_rv(wanted)
-                items = self.store.list(rt.key, namespace)
                 list_rv = self.store.rv
         start_after = ""
         if token:
             list_rv, start_after = _decode_continue(token)
-        matching = [
-            o
-            for o in items
-            if (not start_after or _ns_name(o) > start_after) and self._matches(rt, o, label_sel, field_sel)
-        ]
+        if past is not None:
+            candidates: list[tuple[str, Callable[[], JSON]]] = [
+                (_ns_name(o), lambda o=o: o)  # type: ignore[misc]
+                for o in past
+            ]
+        else:
+            candidates = [
+                (f"{key[0]}/{key[1]}", lambda key=key: self._stored(rt, key))  # type: ignore[misc]
+                for key in self.store.keys(rt.key, namespace)
+            ]
+        if start_after:
+            candidates = [c for c in candidates if c[0] > start_after]
+        unfiltered = label_sel is None and field_sel is None
+        want = limit + 1 if limit and limit > 0 else None
+        matching: list[JSON] = []
+        if unfiltered and want is not None:
+            matching = [load() for _, load in candidates[:want]]
+        else:
+            for _, load in candidates:
+                obj = load()
+                if self._matches(rt, obj, label_sel, field_sel):
+                    matching.append(obj)
+                    if want is not None and len(matching) >= want:
+                        break
         meta: JSON = {"resourceVersion": str(list_rv)}
         page = matching
         if limit and limit > 0 and len(matching) > limit:
             page = matching[:limit]
             meta["continue"] = _encode_continue(list_rv, _ns_name(page[-1]))
-            if label_sel is None and field_sel is None:
-                meta["remainingItemCount"] = len(matching) - limit
+            if unfiltered:
+                meta["remainingItemCount"] = len(candidates) - limit
         return {"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": page}
+
+    def _stored(self, rt: ResourceType, key: tuple[str, str]) -> JSON:
+        obj = self.store.get(rt.key, key)
+        assert obj is not None  # listed a moment ago, and nothing awaits in between
+        return obj
 
     def _state_at(self, rt: ResourceType, namespace: str | None, rv: int) -> Sequence[JSON]:
         """The objects of a resource as they were at ``rv``, by undoing the newer history."""
@@ -488,12 +525,15 @@ class Handlers:
         *,
         name: str | None = None,
         stopping: asyncio.Event,
-    ) -> AsyncGenerator[tuple[str, JSON], None]:
-        """Yield ``(type, object)`` watch events until the timeout, the client or the server ends it.
+    ) -> AsyncGenerator[WatchBatch, None]:
+        """Yield batches of ``(type, object)`` watch events until the timeout, the client or the
+        server ends it.
 
         Raises StatusError before anything else for a request the server refuses outright; once the
-        request is accepted the first item is ``(WATCH_ACCEPTED, {})`` so that the HTTP layer can
+        request is accepted the first batch is ``[(WATCH_ACCEPTED, {})]`` so that the HTTP layer can
         send its 200 headers at once, before any event exists (clients wait for the headers).
+        A batch is every event that is ready at that moment (at most :data:`WATCH_BATCH`), so
+        that a busy stream goes out in a few large writes instead of one write per event.
         """
         rv_text = query.get("resourceVersion", "")
         rv_match = query.get("resourceVersionMatch", "")
@@ -525,7 +565,7 @@ class Handlers:
                 return False
             return self._matches(rt, obj, label_sel, field_sel)
 
-        yield (WATCH_ACCEPTED, {})
+        yield [(WATCH_ACCEPTED, {})]
         rs = self.store.resource(rt.key)
         # 1.32's WatchList default: a watch from "now" (no RV or 0) that allows bookmarks is served as
         # a watch-list; an explicit sendInitialEvents always decides.
@@ -553,8 +593,8 @@ class Handlers:
                 for change in rs.changes_since(start_rv):
                     Watcher.offer(_BacklogSink(backlog, predicate), change)  # type: ignore[arg-type]
         if watcher is None:
-            for ev in backlog:
-                yield ev
+            for start in range(0, len(backlog), WATCH_BATCH):
+                yield backlog[start : start + WATCH_BATCH]
             return
         rs.watchers.add(watcher)
         loop = asyncio.get_running_loop()
@@ -562,9 +602,10 @@ class Handlers:
         bookmark_at = (deadline - 2 if timeout and timeout > 2 else None) if deadline else None
         interval = self.bookmark_interval
         next_bookmark = loop.time() + interval
+        queue = watcher.queue
         try:
-            for ev in backlog:
-                yield ev
+            for start in range(0, len(backlog), WATCH_BATCH):
+                yield backlog[start : start + WATCH_BATCH]
             while not stopping.is_set():
                 now = loop.time()
                 waits = [next_bookmark - now] if bookmarks else []
@@ -573,14 +614,28 @@ class Handlers:
                     if bookmarks and bookmark_at is not None:
                         waits.append(bookmark_at - now)
                 wait = max(0.0, min(waits)) if waits else None
-                try:
-                    item = await asyncio.wait_for(watcher.queue.get(), wait)
-                except TimeoutError:
-                    item = _TICK
+                if (wait is None or wait > 0) and not queue.empty():
+                    # Ready now: no timer (a due bookmark or deadline takes the path below).
+                    item = queue.get_nowait()
+                else:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), wait)
+                    except TimeoutError:
+                        item = _TICK
                 if item is None:
                     return
                 if item is not _TICK:
-                    yield item
+                    batch = [item]
+                    ended = False
+                    while len(batch) < WATCH_BATCH and not queue.empty():
+                        more = queue.get_nowait()
+                        if more is None:
+                            ended = True
+                            break
+                        batch.append(more)
+                    yield batch
+                    if ended:
+                        return
                     continue
                 now = loop.time()
                 if deadline is not None and now >= deadline:
@@ -589,7 +644,7 @@ class Handlers:
                     if bookmark_at is not None and now >= bookmark_at:
                         bookmark_at = None
                     next_bookmark = now + interval
-                    yield ("BOOKMARK", self._bookmark(rt, rs.last_rv))
+                    yield [("BOOKMARK", self._bookmark(rt, rs.last_rv))]
         finally:
             rs.watchers.discard(watcher)
 
@@ -728,7 +783,7 @@ class Handlers:
             mutate=False,
         )
         key = _key(rt, namespace, name)
-        if self.store.get(rt.key, key) is not None:
+        if self.store.resource_version(rt.key, key) is not None:
             raise already_exists(q, name)
         if caller.dry_run:
             return obj
@@ -838,7 +893,8 @@ class Handlers:
                         raise bad_request("apply patch must be an object")
                     return await self.create(rt, namespace, obj, caller, apply_config=patch_doc), True
                 raise not_found(q, name)
-            target = self._subresource_view(rt, current, subresource)
+            # The patch functions copy what they patch, so the stored object itself is the target.
+            target = self.scale_of(rt, current) if subresource == "scale" else current
             if kind == "merge":
                 patched = patch.merge_patch(target, patch_doc)
             elif kind == "json":
@@ -893,11 +949,6 @@ class Handlers:
         new = self._scale_to_object(rt, current, body)
         return await self._commit_update(rt, namespace, name, current, new, caller, subresource="scale")
 
-    def _subresource_view(self, rt: ResourceType, obj: JSON, subresource: str) -> JSON:
-        if subresource == "scale":
-            return self.scale_of(rt, obj)
-        return copy.deepcopy(obj)
-
     def _update_rules(
         self, rt: ResourceType, new: JSON, current: JSON, subresource: str, namespace: str, name: str
     ) -> JSON:
@@ -908,7 +959,7 @@ class Handlers:
         if rt.builtin and subresource != "scale":
             builtins.prepare_for_update(rt, new, current, subresource)
         elif subresource == "status":
-            merged = copy.deepcopy(current)
+            merged = jsoncodec.clone(current)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -917,7 +968,7 @@ class Handlers:
         else:
             if rt.has_status:
                 if "status" in current:
-                    new["status"] = copy.deepcopy(current["status"])
+                    new["status"] = jsoncodec.clone(current["status"])
                 else:
                     new.pop("status", None)
         meta = _meta(new)
@@ -963,7 +1014,8 @@ class Handlers:
         old_meta = current["metadata"]
         # Field ownership is worked out from what the client sent, before the endpoint drops what it
         # may not change (a label sent to /status stays owned, as the real server records it).
-        submitted = copy.deepcopy(new)
+        # Only /status needs that copy (every other endpoint attributes the final object).
+        submitted = jsoncodec.clone(new) if subresource == "status" else new
         new = self._update_rules(rt, new, current, subresource, namespace, name)
         meta = _meta(new)
         scale_kind = SCALE_GROUP_KIND if subresource == "scale" else None
@@ -1015,10 +1067,10 @@ class Handlers:
             options=self._update_options(caller),
             mutate=False,
         )
-        latest = self.store.get(rt.key, _key(rt, namespace, name))
-        if latest is None:
+        latest_rv = self.store.resource_version(rt.key, _key(rt, namespace, name))
+        if latest_rv is None:
             raise not_found(q, name)
-        if latest["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
+        if latest_rv != old_meta["resourceVersion"]:
             if expect_rv is not None:
                 raise _Retry()
             raise conflict(q, name, OPTIMISTIC_LOCK)
@@ -1100,7 +1152,7 @@ class Handlers:
         assert rt.scale is not None
         # Range problems (negative replicas) surface through schema.scale_accessor_errors on the result.
         replicas = (scale.get("spec") or {}).get("replicas", 0)
-        new = copy.deepcopy(current)
+        new = jsoncodec.clone(current)
         _set_path(new, rt.scale.spec_replicas_path, replicas)
         return new
 
@@ -1180,7 +1232,7 @@ class Handlers:
             rt.resource == "namespaces" and not rt.group and (current.get("spec") or {}).get("finalizers")
         )
         if finalizers or namespace_pending:
-            marked = copy.deepcopy(current)
+            marked = jsoncodec.clone(current)
             m = marked["metadata"]
             if finalizers:
                 m["finalizers"] = finalizers
@@ -1239,7 +1291,7 @@ class Handlers:
         current = self.store.get(rt.key, ("", name))
         if current is None:
             raise not_found(rt.qualified, name)
-        new = copy.deepcopy(current)
+        new = jsoncodec.clone(current)
         new["spec"] = copy.deepcopy(body.get("spec") or {})
         if not new["spec"].get("finalizers"):
             new["spec"].pop("finalizers", None)

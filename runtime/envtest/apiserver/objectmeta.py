@@ -12,6 +12,7 @@ and leaves the nested encoding to :func:`encode_fields` / :func:`decode_fields`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from . import jsoncodec
 from .errors import FieldError, StatusError, forbidden, invalid, required
 
 JSON = dict[str, Any]
@@ -122,6 +124,12 @@ def path_segment_errors(value: str) -> list[str]:
 
 def qualified_name_errors(value: str) -> list[str]:
     """Label keys, annotation keys and finalizers: ``[prefix/]name``."""
+    return list(_qualified_name_errors(value))
+
+
+# Every write re-validates every label and annotation key; the same few keys recur on every object.
+@functools.lru_cache(maxsize=8192)
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -133,11 +141,11 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
     else:
-        return [
+        return (
             "a qualified name "
             + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
@@ -147,16 +155,21 @@ def qualified_name_errors(value: str) -> list[str]:
             "name part "
             + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
         )
-    return errs
+    return tuple(errs)
 
 
 def label_value_errors(value: str) -> list[str]:
+    return list(_label_value_errors(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     if len(value) > LABEL_VALUE_MAX:
         errs.append(max_len_error(LABEL_VALUE_MAX))
     if not _full_match(_LABEL_VALUE_FMT, value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return tuple(errs)
 
 
 # How each resource's names are checked: RFC 1123 subdomain for almost everything, RFC 1123 label
@@ -200,8 +213,10 @@ def _str_map(value: Any) -> dict[str, str]:
 def validate_labels(labels: Mapping[str, str], path: str = "metadata.labels") -> list[FieldError]:
     errs: list[FieldError] = []
     for key, value in labels.items():
-        errs.extend(invalid(path, key, m) for m in qualified_name_errors(key))
-        errs.extend(invalid(path, value, m) for m in label_value_errors(value))
+        for m in _qualified_name_errors(key):
+            errs.append(invalid(path, key, m))
+        for m in _label_value_errors(value):
+            errs.append(invalid(path, value, m))
     return errs
 
 
@@ -211,7 +226,8 @@ def validate_annotations(
     errs: list[FieldError] = []
     total = 0
     for key, value in annotations.items():
-        errs.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
+        for m in _qualified_name_errors(key.lower()):
+            errs.append(invalid(path, key, m))
         total += len(key) + len(value)
     if total > ANNOTATIONS_MAX_BYTES:
         errs.append(FieldError("TooLong", path, None, f"may not be more than {ANNOTATIONS_MAX_BYTES} bytes"))
@@ -460,6 +476,45 @@ def _sort_tree(tree: JSON) -> JSON:
     return {k: _sort_tree(tree[k]) for k in sorted(tree)}
 
 
+class _FieldSetCodec:
+    """:func:`encode_fields` / :func:`decode_fields` for managedFields, remembering results.
+
+    Every write re-encodes every manager's field set and decodes the stored ones, although from
+    one write to the next they almost never change (an object's field *paths* stay the same when
+    only values move, and objects of one type mostly share them). Both directions are keyed by
+    content: a set by itself, a tree by its JSON text. Encoded trees are shared by the objects
+    that carry them, which the server never changes in place (the store keeps copies).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._trees: dict[frozenset[Path], JSON] = {}
+        self._sets: dict[bytes, frozenset[Path]] = {}
+
+    def encode(self, paths: FieldSet) -> JSON:
+        key = frozenset(paths)
+        tree = self._trees.get(key)
+        if tree is None:
+            tree = encode_fields(key)
+            if len(self._trees) >= self.size:
+                del self._trees[next(iter(self._trees))]
+            self._trees[key] = tree
+        return tree
+
+    def decode(self, tree: Any) -> FieldSet:
+        text = jsoncodec.dumps(tree)
+        paths = self._sets.get(text)
+        if paths is None:
+            paths = frozenset(decode_fields(tree))
+            if len(self._sets) >= self.size:
+                del self._sets[next(iter(self._sets))]
+            self._sets[text] = paths
+        return set(paths)
+
+
+_FIELD_SETS = _FieldSetCodec()
+
+
 def decode_fields(tree: Any, prefix: Path = ()) -> FieldSet:
     """The inverse of :func:`encode_fields`."""
     out: FieldSet = set()
@@ -630,6 +685,15 @@ class _Comparer:
             self.result.removed.add(path)
 
     def walk(self, path: Path, schema_path: str, lhs: Any, rhs: Any) -> None:
+        if lhs is rhs or (
+            type(lhs) is type(rhs)
+            and isinstance(lhs, dict | list)
+            and lhs == rhs
+            and jsoncodec.dumps(lhs) == jsoncodec.dumps(rhs)
+        ):
+            # An unchanged subtree has no differences: skip the walk. ``==`` alone would take
+            # true for 1; the same JSON text cannot.
+            return
         present = rhs if rhs is not _MISSING else lhs
         other = lhs if rhs is not _MISSING else _MISSING
         if isinstance(present, dict) or isinstance(other, dict):
@@ -770,7 +834,7 @@ class _Manager:
         if self.time is not None:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = encode_fields(self.fields)
+        out["fieldsV1"] = _FIELD_SETS.encode(self.fields)
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -787,12 +851,13 @@ def _decode_entries(entries: Sequence[Any] | None) -> dict[tuple[str, str, str, 
             str(raw.get("apiVersion", "")),
             str(raw.get("subresource", "")),
             raw.get("time"),
-            decode_fields(raw.get("fieldsV1") or {}),
+            _FIELD_SETS.decode(raw.get("fieldsV1") or {}),
         )
         managers[m.identity] = m
     return managers
 
 
+@functools.lru_cache(maxsize=4096)
 def _epoch(timestamp: str | None) -> float:
     if not timestamp:
         return 0.0
@@ -817,9 +882,12 @@ def _starting_managers(
     if subresource == "" and isinstance(sent, list) and sent:
         if sent == [{}]:
             return {}
-        decoded = _decode_entries(sent)
-        if decoded:
-            return decoded
+        # Sending back what is stored (every patch does, and most updates) changes nothing;
+        # decoding the stored entries instead lets their decoded sets be reused.
+        if sent != old_entries:
+            decoded = _decode_entries(sent)
+            if decoded:
+                return decoded
     return _decode_entries(old_entries)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
+from . import jsoncodec
 from .decode import (
     JSONSyntaxError,
     decode_json,
@@ -213,7 +214,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     """
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    result: JSON = copy.deepcopy(target) if isinstance(target, dict) else {}
+    result: JSON = jsoncodec.clone(target) if isinstance(target, dict) else {}
     _merge_object(result, patch)
     return result
 
@@ -333,7 +334,7 @@ def strategic_merge_patch(target: JSON, patch: JSON, merge_keys: Mapping[str, st
             f"json: cannot unmarshal {json_kind(patch)} into Go value of type map[string]interface {{}}"
         )
     merger = _StrategicMerger(merge_keys)
-    original = copy.deepcopy(target) if isinstance(target, dict) else {}
+    original = jsoncodec.clone(target) if isinstance(target, dict) else {}
     try:
         return merger.merge_map(original, copy.deepcopy(patch), "")
     except _PatchFailure as failure:

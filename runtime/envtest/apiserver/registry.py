@@ -93,15 +93,19 @@ class Registry:
         self._lock = threading.Lock()
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._preferred: dict[str, str] = {}
+        # The served (group, version) pairs, worked out again after a change (every request asks).
+        self._group_versions: frozenset[tuple[str, str]] | None = None
 
     def add(self, rt: ResourceType, *, preferred: bool = True) -> None:
         with self._lock:
+            self._group_versions = None
             self._types[(rt.group, rt.version, rt.resource)] = rt
             if preferred or rt.group not in self._preferred:
                 self._preferred[rt.group] = rt.version
 
     def remove_group_resource(self, group: str, resource: str) -> None:
         with self._lock:
+            self._group_versions = None
             for key in [k for k in self._types if k[0] == group and k[2] == resource]:
                 del self._types[key]
             if not any(k[0] == group for k in self._types):
@@ -131,6 +135,14 @@ class Registry:
 
     def preferred_version(self, group: str) -> str | None:
         return self._preferred.get(group)
+
+    def serves_group_version(self, group: str, version: str) -> bool:
+        """Whether any resource is served under ``group``/``version``."""
+        served = self._group_versions
+        if served is None:
+            with self._lock:
+                served = self._group_versions = frozenset((g, v) for g, v, _ in self._types)
+        return (group, version) in served
 
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         with self._lock:

@@ -355,6 +355,9 @@ def _field_schema(schema: JSON | None, key: str) -> JSON | None:
 
 def drop_non_nullable_nulls(schema: JSON | None, value: Any) -> None:
     """Remove the ``null`` values of fields that are neither nullable nor defaulted."""
+    if not schema:
+        # Below a schemaless node (x-kubernetes-preserve-unknown-fields) nothing has a schema.
+        return
     if isinstance(value, dict):
         for key in list(value):
             sub = _field_schema(schema, key)

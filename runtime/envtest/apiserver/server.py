@@ -32,7 +32,7 @@ from multidict import CIMultiDict
 
 from .. import certs
 from . import admission as admission_mod
-from . import builtins, decode, discovery, objectmeta, schema, tables
+from . import builtins, decode, discovery, jsoncodec, objectmeta, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
@@ -102,6 +102,7 @@ class EmbeddedAPIServer:
         self.registry = Registry()
         self.store = Store(history_size=self.options.watch_history)
         self._service_map: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self._encoded = EncodedObjects()
         self.admission = admission_mod.Admission(self._resolve_service)
         self.handlers = Handlers(self.registry, self.store, self.admission, on_crd_change=self._crd_changed)
         self.handlers.bookmark_interval = self.options.bookmark_interval
@@ -362,7 +363,7 @@ class EmbeddedAPIServer:
             rest = parts[3:]
         else:
             raise page_not_found()
-        if not self.registry.in_group_version(group, version):
+        if not self.registry.serves_group_version(group, version):
             raise page_not_found()
         info = self._request_info(group, version, rest)
         rt = self.registry.get(group, version, info.resource)
@@ -610,7 +611,7 @@ class EmbeddedAPIServer:
             headers["Content-Type"] = rendered.content_type
             return web.Response(body=rendered.body, status=status, headers=headers)
         headers["Content-Type"] = "application/json"
-        return web.Response(body=encode_object(rt, obj), status=status, headers=headers)
+        return web.Response(body=self._encoded.encode(rt, obj), status=status, headers=headers)
 
     def _list_response(
         self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]
@@ -624,7 +625,7 @@ class EmbeddedAPIServer:
         self, request: web.Request, rt: ResourceType, info: RequestInfo, query: dict[str, str], accept: str
     ) -> web.StreamResponse:
         namespace = info.namespace if rt.namespaced else None
-        events: AsyncGenerator[tuple[str, JSON], None] = self.handlers.watch(
+        events: AsyncGenerator[list[tuple[str, JSON]], None] = self.handlers.watch(
             rt, namespace, query, name=info.name, stopping=self._stopping
         )
         rep = tables.negotiate(accept, watch=True)
@@ -633,21 +634,26 @@ class EmbeddedAPIServer:
         renderer = tables.WatchEventRenderer(rep, rt, query)
         # Errors raised before the acceptance marker are plain HTTP errors, not stream events.
         accepted = await anext(events)
-        assert accepted[0] == WATCH_ACCEPTED
+        assert accepted[0][0] == WATCH_ACCEPTED
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
         try:
-            async for kind, obj in events:
+            async for batch in events:
+                # One write (one chunk, one TLS record run) for every event that is ready.
                 if renderer.alternate:
-                    line = json.dumps(
-                        {"type": kind, "object": renderer.render(kind, obj)}, separators=(",", ":")
-                    )
-                    await response.write(line.encode() + b"\n")
+                    lines = [
+                        json.dumps(
+                            {"type": kind, "object": renderer.render(kind, obj)}, separators=(",", ":")
+                        ).encode()
+                        + b"\n"
+                        for kind, obj in batch
+                    ]
                 else:
-                    await response.write(encode_event(rt, kind, obj))
+                    lines = [encode_event(rt, kind, obj, self._encoded) for kind, obj in batch]
+                await response.write(lines[0] if len(lines) == 1 else b"".join(lines))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
@@ -718,9 +724,7 @@ def _json(
 ) -> web.Response:
     all_headers: CIMultiDict[str] = CIMultiDict(headers or {})
     all_headers["Content-Type"] = content_type
-    return web.Response(
-        body=json.dumps(doc, separators=(",", ":")).encode(), status=status, headers=all_headers
-    )
+    return web.Response(body=jsoncodec.dumps(doc), status=status, headers=all_headers)
 
 
 def _discovery_response(accept: str, which: str, registry: Registry, server_address: str) -> web.Response:
@@ -755,8 +759,36 @@ def _error_response(err: StatusError) -> web.Response:
 def encode_object(rt: ResourceType, obj: JSON) -> bytes:
     """Custom resources serialise with sorted keys; built-ins in Go struct order."""
     if rt.builtin:
-        return json.dumps(builtins.order_builtin(rt, obj), separators=(",", ":")).encode()
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+        return jsoncodec.dumps(builtins.order_builtin(rt, obj))
+    return jsoncodec.dumps(obj, sort_keys=True)
+
+
+class EncodedObjects:
+    """The JSON of the objects encoded last, by identity: one write is encoded once.
+
+    A write's stored object goes out in the response and in one event per watcher; all of them
+    are the same dict (stored objects are never changed in place: every write stores a new one),
+    so its bytes are worked out once. A hit needs the very same object, served as the very same
+    resource type (one stored Event reads differently as core/v1 and events.k8s.io/v1), at the
+    same resourceVersion; the entries hold their objects, so an id is never reused while cached.
+    """
+
+    def __init__(self, size: int = 128) -> None:
+        self.size = size
+        self._items: dict[int, tuple[JSON, ResourceType, str | None, bytes]] = {}
+
+    def encode(self, rt: ResourceType, obj: JSON) -> bytes:
+        meta = obj.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        hit = self._items.get(id(obj))
+        if hit is not None and hit[0] is obj and hit[1] is rt and hit[2] == rv:
+            return hit[3]
+        body = encode_object(rt, obj)
+        items = self._items
+        items[id(obj)] = (obj, rt, rv, body)
+        if len(items) > self.size:
+            del items[next(iter(items))]
+        return body
 
 
 def encode_list(rt: ResourceType, listed: JSON) -> bytes:
@@ -770,7 +802,7 @@ def encode_list(rt: ResourceType, listed: JSON) -> bytes:
             "metadata": meta,
             "items": [builtins.order_builtin(rt, o, with_type=False) for o in listed["items"]],
         }
-        return json.dumps(doc, separators=(",", ":")).encode()
+        return jsoncodec.dumps(doc)
     meta = dict(listed["metadata"])
     meta.setdefault("continue", "")
     doc = {
@@ -779,17 +811,18 @@ def encode_list(rt: ResourceType, listed: JSON) -> bytes:
         "kind": listed["kind"],
         "metadata": meta,
     }
-    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+    return jsoncodec.dumps(doc, sort_keys=True)
 
 
-def encode_event(rt: ResourceType, kind: str, obj: JSON) -> bytes:
-    if kind == "ERROR" or not rt.builtin or obj.get("kind") == "Table":
-        body = json.dumps(
-            obj, separators=(",", ":"), sort_keys=kind != "ERROR" and obj.get("kind") != "Table"
-        )
+def encode_event(rt: ResourceType, kind: str, obj: JSON, encoded: EncodedObjects | None = None) -> bytes:
+    """One watch event line; ``encoded`` shares the object's bytes with the response and other watchers."""
+    if kind == "ERROR" or obj.get("kind") == "Table":
+        body = jsoncodec.dumps(obj, sort_keys=kind != "ERROR" and obj.get("kind") != "Table")
+    elif encoded is not None and kind != "BOOKMARK":
+        body = encoded.encode(rt, obj)
     else:
-        body = json.dumps(builtins.order_builtin(rt, obj), separators=(",", ":"))
-    return b'{"type":"' + kind.encode() + b'","object":' + body.encode() + b"}\n"
+        body = encode_object(rt, obj)
+    return b'{"type":"' + kind.encode() + b'","object":' + body + b"}\n"
 
 
 def dump_yaml(doc: Any) -> str:
