@@ -1,34 +1,45 @@
-"""The runtime's JSON codec: orjson on the hot paths, the standard library where orjson refuses.
+"""The project's JSON codec: orjson on the hot paths, the standard library where orjson refuses.
 
 Every watch event is decoded once, stored once as compact JSON and decoded again for each read,
-so JSON is the largest single cost per event (see ``docs/performance.md``). orjson does the same
-work 3-5x faster than the ``json`` module: on a 2 KB object ~5 µs to decode instead of ~20 µs
-and ~2 µs to encode compactly instead of ~15 µs. Use it like ``json``::
+and the embedded API server copies and encodes every object it writes, so JSON is the largest
+single cost per event on both sides (see ``docs/performance.md``). orjson does the same work
+3-5x faster than the ``json`` module: on a 2 KB object ~5 µs to decode instead of ~20 µs and
+~2 µs to encode compactly instead of ~15 µs. Use it like ``json``::
 
-    from runtime.jsoncodec import dumps, loads
+    from runtime.jsoncodec import clone, dumps, freeze, loads, thaw
 
     text = dumps({"metadata": {"name": "a"}})     # b'{"metadata":{"name":"a"}}': compact UTF-8 bytes
     assert loads(text) == {"metadata": {"name": "a"}}
+    dumps({"b": 1, "a": 2}, sort_keys=True)       # b'{"a":2,"b":1}'
+    copy = clone({"spec": {"replicas": 3}})       # a deep copy, in native code
+    assert thaw(freeze(copy)) == copy             # compact storage that keeps every value exactly
 
 What differs from ``json`` (none of it changes what the API server's objects look like):
 
-* :func:`dumps` returns ``bytes`` (UTF-8), without spaces. Where orjson refuses a value the
-  ``json`` module accepts -- a dict key that is not a string, an integer outside 64 bits -- it
+* :func:`dumps` returns ``bytes`` (UTF-8), without spaces; non-ASCII text is written as UTF-8, as
+  kube-apiserver (Go's encoder) writes it. Where orjson refuses a value the ``json`` module
+  accepts -- a dict key that is not a string, an integer outside 64 bits, a lone surrogate -- it
   falls back to ``json.dumps`` with the same compact separators, so anything the standard library
-  encodes still encodes; what neither encodes raises :class:`TypeError`.
+  encodes still encodes; what neither encodes (datetimes, arbitrary objects) raises
+  :class:`TypeError`. NaN and the infinities become ``null`` (kube-apiserver refuses them; only a
+  YAML body can carry them).
 * :func:`loads` takes ``bytes`` or ``str``. It reads integers beyond 64 bits as floats; the
-  Kubernetes API server never sends those (it decodes numbers into int64 or float64 itself).
-  Malformed input raises :class:`json.JSONDecodeError` (orjson's error is a subclass of it).
+  Kubernetes API server never sends those (it decodes numbers into int64 or float64 itself). Use
+  :func:`freeze` / :func:`thaw` where such values must survive exactly. Malformed input raises
+  :class:`json.JSONDecodeError` (orjson's error is a subclass of it).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
-__all__ = ["JSONDecodeError", "dumps", "loads"]
+__all__ = ["JSONDecodeError", "clone", "dumps", "freeze", "loads", "thaw"]
+
+T = TypeVar("T")
 
 JSONDecodeError = json.JSONDecodeError
 """What :func:`loads` raises on malformed input (orjson raises a subclass of it)."""
@@ -39,14 +50,59 @@ loads = orjson.loads
 _orjson_dumps = orjson.dumps
 # Datetimes and dataclasses go to the fallback, which refuses them as the ``json`` module always did.
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-_fallback = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False).encode
+_SORTED_OPTIONS = _OPTIONS | orjson.OPT_SORT_KEYS
 
 
-def dumps(obj: Any) -> bytes:
-    """``obj`` as compact UTF-8 JSON bytes (orjson, or the ``json`` module for what orjson refuses)."""
+def _fallback(obj: Any, sort_keys: bool) -> bytes:
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate has no UTF-8 form; the ASCII escape form is still valid JSON.
+        return json.dumps(obj, separators=(",", ":"), sort_keys=sort_keys).encode()
+
+
+def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
+    """``obj`` as compact UTF-8 JSON bytes (keys sorted when ``sort_keys``)."""
     try:
         # orjson's bytes keep its whole output buffer (8 KB held for a 2 KB object); the copy,
         # 0.2 µs, holds just the text: the informer cache keeps one of these per object.
-        return memoryview(_orjson_dumps(obj, option=_OPTIONS)).tobytes()
+        return memoryview(_orjson_dumps(obj, option=_SORTED_OPTIONS if sort_keys else _OPTIONS)).tobytes()
     except TypeError:
-        return _fallback(obj).encode()
+        return _fallback(obj, sort_keys)
+
+
+def freeze(value: Any) -> bytes:
+    """``value`` as compact bytes that :func:`thaw` turns back into an equal value, key order kept.
+
+    How the embedded API server holds what it stores: bytes are one object to the garbage
+    collector, where a decoded object is dozens of tracked dicts and lists that every full
+    collection walks.
+    """
+    try:
+        return memoryview(_orjson_dumps(value, option=_OPTIONS)).tobytes()
+    except TypeError:
+        # orjson would read wide integers back as floats: mark the stdlib's text (a leading space
+        # is still JSON) so that thaw reads it with the stdlib too.
+        return b" " + _fallback(value, False)
+
+
+def thaw(raw: bytes) -> Any:
+    """A fresh value from :func:`freeze`'s bytes (the caller may change it freely)."""
+    if raw[:1] == b" ":
+        return json.loads(raw)
+    return orjson.loads(raw)
+
+
+def clone(value: T) -> T:
+    """A deep copy of a JSON value (dicts, lists, strings, numbers, booleans, None).
+
+    An encode/decode round trip in native code, much cheaper than ``copy.deepcopy`` for the
+    ~kilobyte objects a server holds. Floats and integers come back as the same values; anything
+    the round trip would not preserve exactly (wide integers, other types) is deep-copied.
+    """
+    try:
+        copied: T = orjson.loads(_orjson_dumps(value, option=_OPTIONS))
+    except TypeError:
+        return copy.deepcopy(value)
+    return copied

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ... import jsoncodec
 from . import admission as admission_mod
-from . import builtins, decode, jsoncodec, objectmeta, patch, schema, selectors
+from . import builtins, decode, objectmeta, patch, schema, selectors
 from .errors import (
     OPTIMISTIC_LOCK,
     FieldError,

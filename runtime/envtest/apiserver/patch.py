@@ -29,7 +29,7 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from . import jsoncodec
+from ... import jsoncodec
 from .decode import (
     JSONSyntaxError,
     decode_json,

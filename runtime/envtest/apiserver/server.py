@@ -30,9 +30,10 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
+from ... import jsoncodec
 from .. import certs
 from . import admission as admission_mod
-from . import builtins, decode, discovery, jsoncodec, objectmeta, schema, tables
+from . import builtins, decode, discovery, objectmeta, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType

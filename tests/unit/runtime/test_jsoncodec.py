@@ -41,3 +41,30 @@ def test_encoded_bytes_hold_no_spare_buffer() -> None:
     # The cache keeps one of these per object: a 2 KB object must not pin orjson's larger buffer.
     text = jsoncodec.dumps({"pad": "x" * 2000})
     assert sys.getsizeof(text) < len(text) + 64
+
+
+def test_sorted_keys_and_lone_surrogates() -> None:
+    assert jsoncodec.dumps({"b": 1, "a": {"d": 2, "c": 3}}, sort_keys=True) == (b'{"a":{"c":3,"d":2},"b":1}')
+    # orjson refuses a lone surrogate and UTF-8 cannot hold one: the escaped form still decodes.
+    assert json.loads(jsoncodec.dumps({"s": "\ud800"})) == {"s": "\ud800"}
+
+
+def test_freeze_thaw_keeps_every_value_exactly_and_key_order() -> None:
+    value = {"z": 1, "a": [1.5, None, "é"], "big": 2**70}
+    thawed = jsoncodec.thaw(jsoncodec.freeze(value))
+    assert thawed == value and list(thawed) == ["z", "a", "big"]
+    assert isinstance(thawed["big"], int)
+    plain = {"spec": {"replicas": 3}}
+    frozen = jsoncodec.freeze(plain)
+    assert sys.getsizeof(frozen) < len(frozen) + 64
+    first = jsoncodec.thaw(frozen)
+    first["spec"]["replicas"] = 5
+    assert jsoncodec.thaw(frozen) == plain
+
+
+def test_clone_is_a_deep_copy_even_for_values_orjson_refuses() -> None:
+    for value in ({"spec": {"list": [1, {"x": "y"}]}}, {"big": 2**70, "k": [1]}):
+        copied = jsoncodec.clone(value)
+        assert copied == value and copied is not value
+        next(iter(v for v in copied.values() if isinstance(v, (dict, list)))).clear()  # type: ignore[attr-defined]
+        assert copied != value
