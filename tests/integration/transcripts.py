@@ -340,6 +340,23 @@ def _identity(item: Any) -> Any:
     return item
 
 
+def _all_entries(items: list[Any]) -> bool:
+    return all(isinstance(item, dict) and "manager" in item for item in items)
+
+
+def _managed_fields_order(entry: JSON) -> tuple[str, float, str, str, str]:
+    stamp = entry.get("time")
+    when = parse_time(stamp) if isinstance(stamp, str) else None
+    seconds = float(int(when.timestamp())) if when is not None else 0.0
+    return (
+        str(entry.get("operation", "")),
+        seconds,
+        str(entry.get("manager", "")),
+        str(entry.get("apiVersion", "")),
+        str(entry.get("subresource", "")),
+    )
+
+
 def parse_time(value: str) -> datetime | None:
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -443,8 +460,35 @@ class Comparator:
             )
             self.add(where, f"<{len(raw)} items>", f"<{len(live)} items>", f"list length differs; {detail}")
         twins = normalized if len(normalized) == len(raw) else raw
+        if where.endswith(".managedFields") and _all_entries(raw) and _all_entries(live):
+            live = self._match_managed_fields(raw, live, where)
         for i, (r, n, lv) in enumerate(zip(raw, twins, live, strict=False)):
             self.compare(r, n, lv, f"{where}[{i}]")
+
+    def _match_managed_fields(self, raw: list[JSON], live: list[JSON], where: str) -> list[JSON]:
+        """The live entries in the recording's order, after checking the server's own order.
+
+        kube-apiserver sorts managedFields by operation, then *time in whole seconds*, then
+        manager, apiVersion and subresource. Times are "now" on both sides, so whether two
+        entries written a moment apart share a second -- and so their order -- depends on when
+        the replay runs, not on the server. Check the live list against the rule with the live
+        times, then compare entry by entry under the recording's order.
+        """
+        if live != sorted(live, key=_managed_fields_order):
+            self.add(
+                where,
+                "<entries sorted by operation, time (seconds), manager, apiVersion, subresource>",
+                [_identity(item) for item in live],
+                "managedFields order breaks kube-apiserver's sort rule",
+            )
+            return live
+        by_identity = {_identity(item): item for item in live}
+        if len(by_identity) != len(live):
+            return live
+        wanted = [by_identity.get(_identity(item)) for item in raw]
+        if any(item is None for item in wanted):
+            return live
+        return [item for item in wanted if item is not None]
 
     def _compare_str(self, raw: str, normalized: str, live: Any, where: str, key: str | None) -> None:
         if not isinstance(live, str):
