@@ -35,7 +35,8 @@ Figures (same definitions for every column):
                      the object.
 ``CPU/event``        the process's own CPU seconds (getrusage) over the burst / burst patches.
                      ``--rounds`` bursts (3) per contender; the median round is reported.
-``peak RSS``         ru_maxrss of the process at the end.
+``peak RSS``         ru_maxrss of the process at the end; also printed: RSS after imports and
+                     ru_maxrss right after the initial sync (before the patch phases).
 """
 
 from __future__ import annotations
@@ -179,6 +180,7 @@ async def measure(
                 sync_s = await wait_all_annotated(client, namespace, args.n, 300) - initial["started"]
                 # Let kopf's own patches settle before the measured phases.
                 await asyncio.sleep(2)  # allow-sleep: kopf's post-start patches are not observable otherwise
+        synced_usage = await child.call({"cmd": "usage"}, "usage", 30)
         rate = await phases.at_rate(child, args.rate, args.rate_seconds)
         bursts = [await phases.drain(child, args.burst, args.concurrency) for _ in range(args.rounds)]
         burst = median_round(bursts)
@@ -193,6 +195,7 @@ async def measure(
         "bursts": bursts,
         "peak_rss": usage["peak_rss"],
         "rss_ready": ready["rss"],
+        "peak_rss_synced": synced_usage["peak_rss"],
         "loop": ready["loop"],
         "rss_end": usage["rss"],
     }
@@ -250,6 +253,7 @@ def print_table(results: list[JSON], args: argparse.Namespace) -> None:
     row("handler calls in the burst", [f"{r['burst']['reconciles']}" for r in results])
     row("peak RSS (MiB)", [f"{r['peak_rss'] / 2**20:.1f}" for r in results])
     row("  of which RSS after imports (MiB)", [f"{r['rss_ready'] / 2**20:.1f}" for r in results])
+    row("  peak RSS by the initial sync (MiB)", [f"{r['peak_rss_synced'] / 2**20:.1f}" for r in results])
     ours = results[0]
     print()
     for other in results[1:]:

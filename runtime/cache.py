@@ -30,7 +30,10 @@ stale version, which can never succeed (``reference/runtime-notes.md`` §e).
   server (a real kube-apiserver before 1.31 ignores ``limit`` for ``"0"``, serving the whole
   collection from its watch cache in one answer; the embedded server treats ``"0"`` and ``""``
   alike). client-go starts at ``"0"`` to spare etcd on clusters with thousands of nodes all
-  listing at once; an operator's few informers do not need that trade.
+  listing at once; an operator's few informers do not need that trade. Each page is encoded as
+  the store will hold it as soon as it arrives and its decoded form dropped, so a list costs the
+  memory of one decoded page, yet the store changes only when the last page is in (a list that
+  fails half way changes nothing).
 * **Watch** from the list's ``resourceVersion`` with ``allowWatchBookmarks=true`` and a random
   ``timeoutSeconds`` in [300, 600] s, so the server ends every stream and reconnects spread out.
   Every event moves the resume point to its ``resourceVersion``; a ``BOOKMARK`` does nothing else.
@@ -459,8 +462,16 @@ def _selector_text(value: LabelSelectorLike | None, where: str) -> str | None:
 class ReflectorStore(Protocol):
     """Where a :class:`Reflector` puts what it learns; :class:`Informer` is the one implementation."""
 
-    def replace(self, objects: list[JSON], resource_version: str) -> None:
-        """The complete state from a (re)list."""
+    def encode_page(self, objects: list[JSON]) -> dict[str, bytes]:
+        """One page of a (re)list as the store will hold it, keyed; the page's dicts can then go.
+
+        The reflector keeps these, not the decoded pages, until the list is complete: the list
+        stays all-or-nothing without holding every object as Python objects (~6x its JSON size).
+        """
+        ...
+
+    def replace_encoded(self, listed: Mapping[str, bytes], resource_version: str) -> None:
+        """The complete state from a (re)list: every page's :meth:`encode_page` answer merged."""
         ...
 
     def apply(self, event_type: str, obj: JSON) -> None:
@@ -587,7 +598,7 @@ class Reflector:
         while True:
             from_version = "" if self._list_from_latest else self._last_rv
             try:
-                items, version = await self._list_pages(from_version)
+                listed, version = await self._list_pages(from_version)
             except (Gone, ServerTimeout) as err:
                 too_large = isinstance(err, ServerTimeout) and "ResourceVersionTooLarge" in str(err.details)
                 if from_version and (isinstance(err, Gone) or too_large):
@@ -597,13 +608,13 @@ class Reflector:
                     continue
                 raise
             break
-        self._store.replace(items, version)
+        self._store.replace_encoded(listed, version)
         self._last_rv = version
         self._list_from_latest = False
         self.lists += 1
 
-    async def _list_pages(self, from_version: str) -> tuple[list[JSON], str]:
-        items: list[JSON] = []
+    async def _list_pages(self, from_version: str) -> tuple[dict[str, bytes], str]:
+        listed: dict[str, bytes] = {}
         token: str | None = None
         while True:
             # Only the first page names a version; a continue token carries its snapshot.
@@ -618,11 +629,12 @@ class Reflector:
                 resource_version=None if token else (from_version or None),
                 resource_version_match="NotOlderThan" if from_version and not token else None,
             )
-            items.extend(page.get("items") or [])
+            listed.update(self._store.encode_page(page.get("items") or []))
             meta = page.get("metadata") or {}
+            del page  # the decoded page is the bulk of a list's memory: not held across the next request
             token = meta.get("continue") or None
             if token is None:
-                return items, str(meta.get("resourceVersion") or "")
+                return listed, str(meta.get("resourceVersion") or "")
 
     async def _watch(self) -> None:
         options = self._options
@@ -924,9 +936,10 @@ class Informer:
             )
             return obj
 
-    def _upsert(self, obj: JSON, initial: bool) -> None:
+    def _upsert(self, obj: JSON, initial: bool, text: bytes | None = None) -> None:
         key = object_key(obj)
-        text = _encode(obj)
+        if text is None:
+            text = _encode(obj)
         items = self._items
         old_text = items.get(key)
         versions = (_uid(obj), _resource_version(obj))
@@ -942,7 +955,7 @@ class Informer:
         if old_uid != versions[0]:
             # Deleted and recreated under the same name while we were not watching: two events.
             self._remove(key, _decode(old_text))
-            self._upsert(obj, initial)
+            self._upsert(obj, initial, text)
             return
         if old_version == versions[1]:
             return
@@ -960,16 +973,30 @@ class Informer:
         self._notify("on_delete", last)
 
     def replace(self, objects: builtins.list[JSON], resource_version: str) -> None:
-        """LOW LEVEL (the reflector's): make the store equal to a fresh list, notifying the difference."""
-        initial = not self._synced.is_set()
-        listed: dict[str, JSON] = {}
+        """LOW LEVEL: make the store equal to ``objects`` (a whole list), notifying the difference."""
+        self.replace_encoded(self.encode_page(objects), resource_version)
+
+    def encode_page(self, objects: builtins.list[JSON]) -> dict[str, bytes]:
+        """LOW LEVEL (the reflector's): one list page transformed and encoded, by key."""
+        page: dict[str, bytes] = {}
         for raw in objects:
             obj = self._prepare(raw)
-            listed[object_key(obj)] = obj
-        for key in sorted(self._items.keys() - listed.keys()):
-            self._remove(key, _decode(self._items[key]))
-        for obj in listed.values():
-            self._upsert(obj, initial)
+            page[object_key(obj)] = _encode(obj)
+        return page
+
+    def replace_encoded(self, listed: Mapping[str, bytes], resource_version: str) -> None:
+        """LOW LEVEL (the reflector's): make the store equal to a complete list, notifying the difference.
+
+        Deletions of what the list no longer names come first, then updates and adds in list order.
+        """
+        initial = not self._synced.is_set()
+        items = self._items
+        for key in sorted(items.keys() - listed.keys()):
+            self._remove(key, _decode(items[key]))
+        for key, text in listed.items():
+            if items.get(key) == text:
+                continue  # unchanged since the store last saw it: nothing to decode or notify
+            self._upsert(_decode(text), initial, text)
         if initial:
             self._synced.set()
 

@@ -321,6 +321,9 @@ async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
     lazy = DeferredEvents(read_old=False)
     informer.add_event_handler(lazy)
     informer.replace([obj("a", "1")], "1")
+    # A list holds its pages encoded and decodes each new object once to index and announce it.
+    assert len(decoded) == 1
+    decoded.clear()
     informer.apply("MODIFIED", obj("a", "2", x="1"))
     assert decoded == [] and len(informer) == 1
 
@@ -336,3 +339,24 @@ async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
     assert reader.seen == plain.seen == [("update", "ns/a", "2", "3")]
     assert reader.olds[0] is reader.olds[1]
     assert reader.olds[0]["data"] == {"x": "1"}
+
+
+async def test_a_relist_decodes_only_what_changed(
+    offline_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime.cache as cache_module
+
+    decoded: list[bytes] = []
+    real_decode = cache_module._decode
+    monkeypatch.setattr(cache_module, "_decode", lambda text: decoded.append(text) or real_decode(text))
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    events = Events()
+    informer.add_event_handler(events)
+    informer.replace([obj(f"o{i}", "1") for i in range(5)], "1")
+    decoded.clear()
+    events.seen.clear()
+    informer.replace([obj(f"o{i}", "1") for i in range(4)] + [obj("o4", "2", x="1")], "2")
+    assert events.seen == [("update", "ns/o4", "1", "2")]
+    # The changed object's new and old states (this handler reads the old); the four unchanged
+    # ones are never decoded.
+    assert [real_decode(t)["metadata"]["name"] for t in decoded] == ["o4", "o4"]
