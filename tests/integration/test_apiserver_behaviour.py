@@ -378,6 +378,31 @@ async def test_watch_with_expired_resource_version_gets_410(kube: KubeHTTP, name
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
 
 
+async def test_watch_from_a_list_version_works_for_a_resource_listed_before_any_write(
+    env: Any, kube: KubeHTTP, namespace: str
+) -> None:
+    # A fresh type whose first request is the list: other writes between the list and the watch
+    # must not make the list's version "too old" for the watch (an informer's list -> watch).
+    crd = widget_crd()
+    crd["metadata"]["name"] = f"gizmos.{GROUP}"
+    crd["spec"]["names"] = {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"}
+    await env.install_crds([crd])
+    try:
+        gizmos = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos"
+        listed = await kube.get(gizmos)
+        assert listed.status == 200, listed.text
+        list_rv = listed.body["metadata"]["resourceVersion"]
+        other = await kube.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "bump"}})
+        assert other.status == 201, other.text
+        gizmo = {**widget("g1", namespace, size="small"), "kind": "Gizmo"}
+        created = await kube.post(gizmos, gizmo)
+        assert created.status == 201, created.text
+        events = await _collect(kube, gizmos, {"resourceVersion": list_rv}, until=1)
+        assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == [("ADDED", "g1")]
+    finally:
+        await env.uninstall_crds([crd])
+
+
 async def test_watch_sends_bookmark_before_timeout_and_ends(kube: KubeHTTP, namespace: str) -> None:
     created = await _create(kube, namespace, "bm", size="small")
     params = {
