@@ -393,10 +393,6 @@ class Handlers:
         token = query.get("continue")
         if token and rv_text and rv_text != "0":
             raise bad_request("specifying resource version is not allowed when using continue")
-        # A resource's history (kube-apiserver's watch cache) starts when it is first touched. A
-        # list touches it, so a watch from the version this list answers never finds that version
-        # older than the history, even when other resources' writes come in between.
-        self.store.resource(rt.key)
         list_rv = self.store.rv
         # The current state is decoded only as far as the page needs (the store holds bytes).
         past: list[JSON] | None = None

@@ -165,20 +165,19 @@ class Store:
         return None if entry is None else entry[1]
 
     def keys(self, gr: GroupResource, namespace: str | None = None) -> list[ObjectKey]:
-        """The keys of the stored objects, sorted as :meth:`list` returns the objects."""
-        rs = self._resources.get(gr)
-        if rs is None:
-            return []
-        return sorted(k for k in rs.objects if namespace is None or k[0] == namespace)
+        """The keys of the stored objects, sorted as :meth:`list` returns the objects.
+
+        Reading a resource starts its history (as a write does), so a watch from the version
+        current at this read is never older than the history, whatever is written elsewhere
+        before that watch arrives.
+        """
+        objects = self.resource(gr).objects
+        return sorted(k for k in objects if namespace is None or k[0] == namespace)
 
     def list(self, gr: GroupResource, namespace: str | None = None) -> list[JSON]:
         """Fresh copies of the objects, sorted by (namespace, name) as etcd's key order returns them."""
-        rs = self._resources.get(gr)
-        if rs is None:
-            return []
-        keys = sorted(k for k in rs.objects if namespace is None or k[0] == namespace)
-        objects = rs.objects
-        return [thaw(objects[k][0]) for k in keys]
+        objects = self.resource(gr).objects
+        return [thaw(objects[k][0]) for k in self.keys(gr, namespace)]
 
     def put(self, gr: GroupResource, key: ObjectKey, obj: JSON, old: JSON | None) -> JSON:
         """Store a created or updated object with a fresh resourceVersion; returns ``obj``, stamped.
