@@ -828,14 +828,10 @@ class Informer:
             return decoded[0]
 
         for registration in self._handlers:
-            deferred = registration.on_update_deferred
-            if deferred is None:
+            if registration.on_update_deferred is None:
                 self._call(registration, "on_update", load_old(), new)
-                continue
-            try:
-                deferred(load_old, new)
-            except Exception:
-                log.exception("%s informer: handler %r raised in on_update", self.kind, registration.handler)
+            else:
+                self._call(registration, "on_update_deferred", load_old, new)
 
     # -------------------------------------------------------------------------- indexes
 
