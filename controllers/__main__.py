@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime import eventloop
+
 
 @dataclass(frozen=True)
 class Subcommand:
@@ -333,7 +335,7 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--event-loop",
-        choices=["auto", "uvloop", "asyncio"],
+        choices=eventloop.LOOP_KINDS,
         default="auto",
         help="asyncio event loop: uvloop when installed (auto), or force one (default: auto)",
     )
@@ -357,9 +359,7 @@ def _run_operator(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
     )
-    from runtime.eventloop import run
-
-    return run(run_operator(options), loop=args.event_loop)
+    return eventloop.run(run_operator(options), loop=args.event_loop)
 
 
 # ------------------------------------------------------------------------------------ dispatch
