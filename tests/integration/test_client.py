@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Self
 
 import pytest
 import pytest_asyncio
@@ -374,10 +374,13 @@ class ThrottlingServer:
             return web.json_response(body, status=status, headers=headers)
         return web.json_response(config_map(request.match_info["name"], "ns", ok="yes"))
 
-    async def __aenter__(self) -> ThrottlingServer:
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/api/v1/namespaces/ns/configmaps/{name}", self.config_map)
+
+    async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_get("/api/v1", self.discovery)
-        app.router.add_get("/api/v1/namespaces/ns/configmaps/{name}", self.config_map)
+        self.add_routes(app)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -481,16 +484,8 @@ class WatchStreamServer(ThrottlingServer):
         await response.write_eof()
         return response
 
-    async def __aenter__(self) -> WatchStreamServer:
-        app = web.Application()
-        app.router.add_get("/api/v1", self.discovery)
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/api/v1/namespaces/ns/configmaps", self.watch)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-        return self
 
 
 async def test_watch_decodes_every_event_of_a_backlog_and_of_a_line_cut_across_reads() -> None:
