@@ -8,12 +8,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-# The distribution and nothing else: runtime/, api/, controllers/, webhooks/ and the metadata.
+# The product and nothing else: runtime/, api/, controllers/, webhooks/, cli/ and the metadata
+# (the API-server stand-in and the local machine provider are development tools, left out).
 COPY pyproject.toml README.md ./
 COPY runtime ./runtime
 COPY api ./api
 COPY controllers ./controllers
 COPY webhooks ./webhooks
+COPY cli ./cli
 RUN pip install .[uvloop] && rm -rf /src
 
 # A numeric UID, so the kubelet can check runAsNonRoot without reading /etc/passwd.

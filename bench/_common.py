@@ -514,7 +514,7 @@ class ApiServer:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "controllers",
+            "cli",
             "--log-level",
             "WARNING",
             "dev-apiserver",

@@ -9,7 +9,7 @@ Fixtures
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
-test started (:func:`controllers.etcd.process.spawned_processes`, plus the members recorded in the
+test started (:func:`providers.localmachine.etcd_process.spawned_processes`, plus the members recorded in the
 provider state directories registered with :func:`tests.support.localmachine.track_state_dir`)
 is still alive.
 
@@ -31,7 +31,8 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from runtime.envtest import Environment, unique_namespace_name
+from apiserver import EmbeddedServerOptions
+from runtime.envtest import Environment, EnvironmentOptions, unique_namespace_name
 
 # Fixtures whose values belong to the session loop: a test using any of them must run in that loop.
 SESSION_LOOP_FIXTURES = frozenset({"env", "namespace", "api_client"})
@@ -53,7 +54,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def env() -> AsyncIterator[Environment]:
-    async with Environment() as environment:
+    async with Environment(EnvironmentOptions(embedded=EmbeddedServerOptions())) as environment:
         yield environment
 
 
@@ -84,7 +85,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     Scoped to the processes this Python process spawned (other etcds on the machine are not ours).
     The module is looked up, not imported: a session that never started an etcd has nothing to check.
     """
-    process_module = sys.modules.get("controllers.etcd.process")
+    process_module = sys.modules.get("providers.localmachine.etcd_process")
     if process_module is None:
         return
     survivors = [process for process in process_module.spawned_processes() if process.alive()]

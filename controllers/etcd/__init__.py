@@ -1,9 +1,9 @@
-"""etcd for the controllers and the local machine provider: a small async client and a member supervisor.
+"""etcd for the controllers: a small async client for the member API, health and alarms.
 
 * :mod:`controllers.etcd.client`: :class:`~controllers.etcd.client.EtcdCluster` (the interface the
   controllers depend on) and :class:`~controllers.etcd.client.EtcdClient` (etcd's v3 JSON gateway
   over aiohttp), with typed errors such as :class:`~controllers.etcd.client.LearnerNotInSync`.
-* :mod:`controllers.etcd.binary`: :func:`~controllers.etcd.binary.find_etcd_binary`.
-* :mod:`controllers.etcd.process`: :class:`~controllers.etcd.process.EtcdSupervisor`, which starts,
-  joins, stops, pauses and re-attaches to real etcd member processes on loopback.
+
+The real etcd member processes of development clusters are started by the local machine provider
+(:mod:`providers.localmachine.etcd_process`), not here.
 """

@@ -14,9 +14,11 @@ Choosing the back end
    ``ETCD_BINARY`` may point at another etcd. A folder without the binaries is an error.
 2. ``CPO_TEST_KUBECONFIG=/path/kubeconfig`` -- attach to that cluster (kind, a dev cluster...).
    It is never torn down; only the namespaces the tests create are deleted at the end.
-3. Neither -- the embedded API server (:mod:`runtime.envtest.apiserver`), a faithful
-   in-process stand-in for kube-apiserver: HTTPS, watches, CRDs, admission webhooks. Starts in
-   milliseconds and needs nothing installed.
+3. Neither -- an embedded, in-process API server, the one ``EnvironmentOptions.embedded`` names
+   (any :class:`EmbeddedServerFactory`; this project's stand-in for kube-apiserver is
+   ``apiserver.EmbeddedServerOptions``: HTTPS, watches, CRDs, admission webhooks, starts in
+   milliseconds and needs nothing installed). The framework ships no server of its own, so
+   production code never carries one.
 
 ``EnvironmentOptions(backend=...)`` forces one instead.
 
@@ -24,9 +26,11 @@ Using it directly
 -----------------
 ::
 
+    from apiserver import EmbeddedServerOptions
     from runtime.envtest import Environment, EnvironmentOptions
 
-    async with Environment(EnvironmentOptions(crd_paths=["config/crd/bases"])) as env:
+    options = EnvironmentOptions(crd_paths=["config/crd"], embedded=EmbeddedServerOptions())
+    async with Environment(options) as env:
         async with env.client() as api:           # a kubernetes_asyncio ApiClient
             ...
         subprocess.run(["kubectl", "--kubeconfig", env.kubeconfig_path, "get", "crds"])
@@ -55,6 +59,8 @@ from .environment import (
     BackendChoice,
     BackendName,
     BackendSelectionError,
+    EmbeddedServer,
+    EmbeddedServerFactory,
     Environment,
     EnvironmentOptions,
     ResolvedOptions,
@@ -70,6 +76,8 @@ __all__ = [
     "BackendName",
     "BackendSelectionError",
     "ControlPlaneBinaries",
+    "EmbeddedServer",
+    "EmbeddedServerFactory",
     "Environment",
     "EnvironmentOptions",
     "KubeconfigError",

@@ -25,10 +25,9 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import ssl
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -37,6 +36,7 @@ import aiohttp
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from ..localproc import FlagOverrides, Flags, free_port, render_flags, url_host
 from .certs import CertificateAuthority
 from .kubeconfig import Kubeconfig, build_kubeconfig
 
@@ -50,8 +50,6 @@ SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # certificate names it so the certificate is valid however the API server is reached.
 _SERVING_HOST_NAMES = ("localhost", "10.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
 
-Flags = dict[str, list[str]]
-FlagOverrides = Mapping[str, str | Sequence[str] | None]
 Probe = Callable[[], Awaitable[bool]]
 
 _LOG_TAIL_LINES = 25
@@ -67,38 +65,6 @@ class ControlPlaneBinaries:
 
 class ProcessStartError(RuntimeError):
     """A control-plane process exited or did not become ready in time."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now (another process may still take it before us)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def url_host(host: str) -> str:
-    """``host`` as it appears in a URL (IPv6 literals in brackets)."""
-    return f"[{host}]" if ":" in host else host
-
-
-def render_flags(defaults: Mapping[str, Sequence[str]], overrides: FlagOverrides | None = None) -> list[str]:
-    """``--name=value`` arguments from ``defaults`` with ``overrides`` applied.
-
-    An override replaces every value of that flag; a sequence gives a repeated flag; ``None``
-    removes a default flag altogether.
-    """
-    merged: dict[str, list[str]] = {name: list(values) for name, values in defaults.items()}
-    for name, value in (overrides or {}).items():
-        flag = name.removeprefix("--")
-        if value is None:
-            merged.pop(flag, None)
-        elif isinstance(value, str):
-            merged[flag] = [value]
-        else:
-            merged[flag] = list(value)
-    return [f"--{name}={value}" for name, values in merged.items() for value in values]
 
 
 def etcd_flags(*, data_dir: Path, client_url: str, peer_url: str, no_fsync: bool) -> Flags:
@@ -497,7 +463,5 @@ __all__ = [
     "ManagedProcess",
     "ProcessStartError",
     "etcd_flags",
-    "free_port",
     "kube_apiserver_flags",
-    "render_flags",
 ]

@@ -22,18 +22,16 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import load_kube_config_from_dict
 
-from .binaries import KUBE_APISERVER, BinaryControlPlane, ControlPlaneBinaries, FlagOverrides
+from ..localproc import FlagOverrides
+from .binaries import KUBE_APISERVER, BinaryControlPlane, ControlPlaneBinaries
 from .kubeconfig import Kubeconfig, load_kubeconfig, server_url, write_kubeconfig
-
-if TYPE_CHECKING:
-    from .apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +66,30 @@ _UPDATE_ATTEMPTS = 5
 
 JSON = dict[str, Any]
 ManifestSource = str | os.PathLike[str] | Mapping[str, Any]
+
+
+class EmbeddedServer(Protocol):
+    """An in-process API server the embedded back end runs (the project's stand-in is one)."""
+
+    async def start(self) -> None:
+        """Listen; return once clients can connect."""
+
+    async def stop(self) -> None:
+        """Close every connection and stop listening."""
+
+    def kubeconfig(self) -> Kubeconfig:
+        """A self-contained kubeconfig for an administrator of this server."""
+
+
+class EmbeddedServerFactory(Protocol):
+    """What :attr:`EnvironmentOptions.embedded` holds: the options of a server, able to build it.
+
+    The environment calls :meth:`new_server` on the loop that will serve it (its own thread's loop
+    with ``embedded_in_thread``), so whatever asyncio objects the server makes belong to that loop.
+    """
+
+    def new_server(self) -> EmbeddedServer:
+        """A new, not yet started server."""
 
 
 class BackendSelectionError(RuntimeError):
@@ -185,8 +207,10 @@ class EnvironmentOptions:
     ``KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true``, else False."""
     kube_apiserver_flags: FlagOverrides = field(default_factory=dict)
     """Real kube-apiserver only: flags to add or replace (``{"v": "4"}``); ``None`` drops a default."""
-    embedded: EmbeddedServerOptions | None = None
-    """Embedded back end only: server options. Default ``EmbeddedServerOptions()``."""
+    embedded: EmbeddedServerFactory | None = None
+    """The embedded back end's server (its options, e.g. ``apiserver.EmbeddedServerOptions()``).
+    The framework ships no API server of its own: without this the embedded back end is refused
+    with an error saying which back ends remain."""
     embedded_in_thread: bool = True
     """Embedded back end only: serve from a background thread with its own event loop, so test code
     that blocks (``subprocess.run(["kubectl", ...])``, a synchronous test) cannot stall the server.
@@ -220,9 +244,11 @@ class EnvironmentOptions:
 
         embedded = self.embedded
         if embedded is None and choice.backend == "embedded":
-            from .apiserver.server import EmbeddedServerOptions
-
-            embedded = EmbeddedServerOptions()
+            raise BackendSelectionError(
+                f"the embedded back end was chosen ({choice.reason}) but EnvironmentOptions.embedded "
+                f"names no server: pass one (e.g. apiserver.EmbeddedServerOptions()), or set "
+                f"{KUBEBUILDER_ASSETS} (real binaries) or {TEST_KUBECONFIG} (an existing cluster)"
+            )
         return ResolvedOptions(
             choice=choice,
             crd_sources=(*self.crd_paths, *self.crds),
@@ -256,7 +282,7 @@ class ResolvedOptions:
     stop_timeout: float
     attach_control_plane_output: bool
     kube_apiserver_flags: FlagOverrides
-    embedded: EmbeddedServerOptions | None
+    embedded: EmbeddedServerFactory | None
     embedded_in_thread: bool
     existing_context: str | None
 
@@ -270,7 +296,7 @@ class Environment:
     def __init__(self, options: EnvironmentOptions | None = None) -> None:
         self.options = options or EnvironmentOptions()
         self.resolved: ResolvedOptions | None = None
-        self.embedded_server: EmbeddedAPIServer | None = None
+        self.embedded_server: Any = None
         """The embedded server when that back end runs (for ``map_service`` and friends). With
         ``embedded_in_thread`` it runs on another thread: call only its plain methods, not coroutines."""
         self._server_thread: EmbeddedServerThread | None = None
@@ -361,16 +387,17 @@ class Environment:
                 self._workdir = None
             self._created_namespaces.clear()
 
-    async def _start_embedded(self, resolved: ResolvedOptions) -> EmbeddedAPIServer:
+    async def _start_embedded(self, resolved: ResolvedOptions) -> EmbeddedServer:
+        assert resolved.embedded is not None
+        server: EmbeddedServer
         if resolved.embedded_in_thread:
             self._server_thread = EmbeddedServerThread(resolved.embedded)
-            self.embedded_server = await self._server_thread.start()
+            server = await self._server_thread.start()
         else:
-            from .apiserver.server import EmbeddedAPIServer
-
-            self.embedded_server = EmbeddedAPIServer(resolved.embedded)
-            await self.embedded_server.start()
-        return self.embedded_server
+            server = resolved.embedded.new_server()
+            await server.start()
+        self.embedded_server = server
+        return server
 
     # ---------------------------------------------------------------------------- accessors
 
@@ -623,13 +650,13 @@ class EmbeddedServerThread:
     API server, so nothing is shared across the two loops but the server object itself.
     """
 
-    def __init__(self, options: EmbeddedServerOptions | None = None) -> None:
-        self.options = options
-        self.server: EmbeddedAPIServer | None = None
+    def __init__(self, factory: EmbeddedServerFactory) -> None:
+        self.factory = factory
+        self.server: EmbeddedServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
-    async def start(self) -> EmbeddedAPIServer:
+    async def start(self) -> EmbeddedServer:
         """Start the thread and the server in it; returns once the server listens."""
         if self._loop is not None:
             raise RuntimeError("the embedded server thread is already started")
@@ -658,11 +685,9 @@ class EmbeddedServerThread:
             await asyncio.to_thread(thread.join)
             self._loop = self._thread = self.server = None
 
-    async def _create(self) -> EmbeddedAPIServer:
+    async def _create(self) -> EmbeddedServer:
         # Built inside its own loop, so any asyncio object the server makes belongs to that loop.
-        from .apiserver.server import EmbeddedAPIServer
-
-        server = EmbeddedAPIServer(self.options)
+        server = self.factory.new_server()
         await server.start()
         return server
 

@@ -1,6 +1,6 @@
 """`cpo run` as a real process against the API server: probes, admission, metrics, Lease, SIGTERM.
 
-The operator is started exactly as the Deployment starts it (``python -m controllers run``), with
+The operator is started exactly as the Deployment starts it (``python -m cli run``), with
 serving certificates in a temporary folder and every port picked by the kernel (read back from
 its JSON log lines). The API server then calls it through a webhook configuration whose paths are
 the ones ``config/webhook/manifests.yaml`` ships.
@@ -89,7 +89,7 @@ async def operator(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "controllers",
+        "cli",
         "run",
         "--kubeconfig",
         str(kubeconfig_path),
@@ -273,7 +273,7 @@ async def test_cpo_run_without_a_serving_certificate_exits_1_saying_where_to_put
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "controllers",
+        "cli",
         "run",
         "--kubeconfig",
         str(kubeconfig_path),

@@ -1,6 +1,6 @@
 """Fixtures for the tests with real etcd processes.
 
-``etcd_supervisor``  an :class:`~controllers.etcd.process.EtcdSupervisor` on a fresh state directory;
+``etcd_supervisor``  an :class:`~providers.localmachine.etcd_process.EtcdSupervisor` on a fresh state dir;
                      afterwards every member is stopped and the test fails if one survived.
 ``machine_crds``     the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
                      installed once per session.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from controllers.etcd.process import EtcdProcessOptions, EtcdSupervisor
+from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdSupervisor
 from runtime.client import Client
 from runtime.envtest import Environment
 from tests.support.localmachine import CRD_DIR, kill_recorded, track_state_dir

@@ -216,7 +216,7 @@ def test_kubeconfig_path_fixture_works_with_kubectl(kubeconfig_path: Path) -> No
 
 
 async def test_existing_cluster_backend_attaches_and_leaves_the_cluster_running(tmp_path: Path) -> None:
-    from runtime.envtest.apiserver.server import EmbeddedAPIServer
+    from apiserver.server import EmbeddedAPIServer
 
     async with EmbeddedAPIServer() as server:
         kubeconfig_file = write_kubeconfig(server.kubeconfig(), tmp_path / "cluster.kubeconfig")
@@ -400,7 +400,7 @@ def test_cpo_dev_apiserver_serves_kubectl_until_sigterm(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "controllers",
+            "cli",
             "dev-apiserver",
             "--kubeconfig-out",
             str(kubeconfig),

@@ -24,7 +24,7 @@ from controllers.etcd.client import (
     Unavailable,
     UnhealthyCluster,
 )
-from controllers.etcd.process import EtcdServerTLS, EtcdSupervisor
+from providers.localmachine.etcd_process import EtcdServerTLS, EtcdSupervisor
 from runtime.envtest.certs import CertificateAuthority
 from tests.integration.conftest import etcd_options
 from tests.support.etcd import etcd_serving_cert, eventually, join_when_healthy, promote_when_in_sync

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers.etcd.process import ProcessIdentity
+from providers.localmachine.etcd_process import ProcessIdentity
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ LEAKY_TEST = """
 import os
 from pathlib import Path
 
-from controllers.etcd.process import EtcdProcessOptions, EtcdSupervisor
+from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdSupervisor
 
 
 async def test_forgets_to_stop_its_member(tmp_path):
@@ -44,7 +44,7 @@ from tests.support.localmachine import recorded_processes, track_state_dir
 # state files say that this etcd belongs to the tests.
 PROVIDER = '''
 import asyncio, sys
-from controllers.etcd.process import EtcdProcessOptions, EtcdSupervisor
+from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdSupervisor
 
 async def main():
     await EtcdSupervisor(sys.argv[1], EtcdProcessOptions(die_with_parent=False)).bootstrap("leaky")

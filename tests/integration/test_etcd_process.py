@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, TooManyLearners
-from controllers.etcd.process import (
+from providers.localmachine.etcd_process import (
     STATE_FILE,
     EtcdSupervisor,
     MemberProcess,
@@ -146,7 +146,7 @@ async def test_members_die_with_their_parent_process(tmp_path: Path) -> None:
     """The PR_SET_PDEATHSIG safety net: SIGKILL the supervisor's process, its etcd goes too."""
     script = (
         "import asyncio, json, sys\n"
-        "from controllers.etcd.process import EtcdSupervisor, EtcdProcessOptions\n"
+        "from providers.localmachine.etcd_process import EtcdSupervisor, EtcdProcessOptions\n"
         "async def main():\n"
         "    member = await EtcdSupervisor(sys.argv[1]).bootstrap('orphan')\n"
         "    print(json.dumps([member.process.pid, member.process.start_time]), flush=True)\n"

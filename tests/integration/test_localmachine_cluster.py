@@ -16,8 +16,7 @@ import pytest
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, LearnerNotInSync
-from controllers.etcd.process import EtcdProcessOptions
-from controllers.localmachine import (
+from providers.localmachine import (
     CONDITION_ETCD_MEMBER,
     ETCD_CLIENT_URL_ANNOTATION,
     ETCD_MEMBER_ID_ANNOTATION,
@@ -26,6 +25,7 @@ from controllers.localmachine import (
     FINALIZER,
     REASON_WAITING_FOR_LEARNER,
 )
+from providers.localmachine.etcd_process import EtcdProcessOptions
 from runtime.client import Client
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (

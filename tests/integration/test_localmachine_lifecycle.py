@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from api.machine import API_VERSION
-from controllers.etcd.process import ProcessIdentity
-from controllers.localmachine import (
+from providers.localmachine import (
     CONDITION_DRAINABLE,
     CONDITION_TERMINABLE,
     FAULT_ANNOTATION,
     FINALIZER,
 )
+from providers.localmachine.etcd_process import ProcessIdentity
 from runtime.client import Client
 from tests.support.etcd import etcd_processes_for
 from tests.support.localmachine import (

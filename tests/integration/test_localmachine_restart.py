@@ -19,7 +19,7 @@ import pytest
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient
-from controllers.localmachine import ETCD_CLIENT_URL_ANNOTATION
+from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION
 from runtime.client import Client
 from tests.support.etcd import etcd_processes_for, promote_when_in_sync
 from tests.support.localmachine import (
@@ -40,7 +40,7 @@ def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log: Path)
     command = [
         sys.executable,
         "-m",
-        "controllers",
+        "cli",
         "localmachine",
         "--state-dir",
         str(state_dir),

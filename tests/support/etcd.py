@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from controllers.etcd.client import EtcdCluster, LearnerNotInSync, Member, UnhealthyCluster
-from controllers.etcd.process import EtcdSupervisor, MemberProcess
+from providers.localmachine.etcd_process import EtcdSupervisor, MemberProcess
 from runtime.envtest.certs import CertificateAuthority, CertPair
 
 T = TypeVar("T")

@@ -2,7 +2,7 @@
 
 Every state directory a test gives a provider is registered with :func:`track_state_dir`. Members
 started by a provider in *another* process (``cpo localmachine`` as a subprocess) are not in
-:func:`controllers.etcd.process.spawned_processes`, so the session-end leak check of
+:func:`providers.localmachine.etcd_process.spawned_processes`, so the session-end leak check of
 ``tests/conftest.py`` also reads the state files of every tracked directory
 (:func:`tracked_processes`).
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from api.machine import API_VERSION
-from controllers.etcd.process import STATE_FILE, EtcdProcessOptions, ProcessIdentity
-from controllers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions, setup_with_manager
+from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions, setup_with_manager
+from providers.localmachine.etcd_process import STATE_FILE, EtcdProcessOptions, ProcessIdentity
 from runtime.cache import CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.__main__ import build_parser
+from cli.__main__ import build_parser
 from controllers.operator import (
     DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
     DEFAULT_LEADER_ELECTION_ID,

@@ -20,7 +20,7 @@ from api.crdgen import (
     write_crds,
 )
 from api.meta import KubeModel
-from controllers.__main__ import main
+from cli.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "config" / "crd"

@@ -1,7 +1,7 @@
 """Admission webhook calls against a real HTTPS webhook, compared with kube-apiserver's recorded behaviour.
 
 The expected request bodies and client-visible errors are excerpts of the ``16-*`` transcripts in
-``shared/reference/kube-apiserver`` (raw values; the request uid is generated per call).
+``tests/testdata/kube-apiserver`` (raw values; the request uid is generated per call).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from runtime.envtest.apiserver.admission import (
+from apiserver.admission import (
     Admission,
     AdmissionAttributes,
     default_webhook_configuration,
@@ -28,8 +28,8 @@ from runtime.envtest.apiserver.admission import (
     select_webhooks,
     validate_webhook_configuration,
 )
-from runtime.envtest.apiserver.errors import Qualified, StatusError, Warnings, invalid_object
-from runtime.envtest.apiserver.registry import Registry, ResourceType, ScaleSpec
+from apiserver.errors import Qualified, StatusError, Warnings, invalid_object
+from apiserver.registry import Registry, ResourceType, ScaleSpec
 from runtime.envtest.certs import CertificateAuthority
 
 JSON = dict[str, Any]

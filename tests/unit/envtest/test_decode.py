@@ -1,7 +1,7 @@
 """Request-body and query decoding with kube-apiserver's (Go's) error texts.
 
 Expected Status bodies are excerpts of the ``03-*``, ``08-*``, ``13-list-bad-limit`` and
-``15-post-*``/``15-put-*`` transcripts in ``shared/reference/kube-apiserver``.
+``15-post-*``/``15-put-*`` transcripts in ``tests/testdata/kube-apiserver``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver.decode import (
+from apiserver.decode import (
     JSONSyntaxError,
     decode_delete_options,
     decode_json,
@@ -26,8 +26,8 @@ from runtime.envtest.apiserver.decode import (
     strconv_quote,
     strict_decoding_error,
 )
-from runtime.envtest.apiserver.errors import StatusError
-from runtime.envtest.apiserver.registry import ResourceType
+from apiserver.errors import StatusError
+from apiserver.registry import ResourceType
 
 GADGETS = ResourceType(
     group="ref.example.dev",

@@ -18,7 +18,7 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from controllers.__main__ import SUBCOMMANDS, build_parser
+from cli.__main__ import SUBCOMMANDS, build_parser
 from runtime.envtest import (
     BackendSelectionError,
     EnvironmentOptions,
@@ -36,10 +36,10 @@ from runtime.envtest.binaries import (
     ManagedProcess,
     ProcessStartError,
     etcd_flags,
-    render_flags,
 )
 from runtime.envtest.environment import parse_duration
 from runtime.envtest.kubeconfig import server_url
+from runtime.localproc import render_flags
 
 
 def make_executable(path: Path, body: str = "#!/bin/sh\nexit 0\n") -> Path:

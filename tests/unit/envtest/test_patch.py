@@ -1,7 +1,7 @@
 """PATCH bodies: decoding, JSON patch, merge patch and strategic merge patch.
 
 Expected Status bodies and results are excerpts of the ``09-gadget-patch-*`` and
-``17-lease-strategic-patch`` transcripts in ``shared/reference/kube-apiserver``; the strategic
+``17-lease-strategic-patch`` transcripts in ``tests/testdata/kube-apiserver``; the strategic
 merge cases follow apimachinery's documented list semantics.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver.errors import StatusError
-from runtime.envtest.apiserver.patch import (
+from apiserver.errors import StatusError
+from apiserver.patch import (
     decode_patch,
     decode_patch_document,
     json_patch,

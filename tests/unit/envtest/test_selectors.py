@@ -2,7 +2,7 @@
 
 Expected results are excerpts of the ``13-list-label-*``, ``13-list-field-*``,
 ``14-watch-field-selector-name``, ``14-watch-label-selector-transitions`` and ``18-*`` transcripts
-in ``shared/reference/kube-apiserver``.
+in ``tests/testdata/kube-apiserver``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver.errors import StatusError
-from runtime.envtest.apiserver.registry import ResourceType
-from runtime.envtest.apiserver.selectors import (
+from apiserver.errors import StatusError
+from apiserver.registry import ResourceType
+from apiserver.selectors import (
     FieldSelector,
     SelectorError,
     label_selector_from_object,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from runtime.envtest.apiserver.server import EmbeddedAPIServer
+from apiserver.server import EmbeddedAPIServer
 from runtime.envtest.kubeconfig import build_kubeconfig
 
 REPO = Path(__file__).resolve().parents[3]

@@ -34,8 +34,8 @@ from controllers.etcd.client import (
     TooManyLearners,
     UnhealthyCluster,
 )
-from controllers.etcd.process import EtcdProcessError, EtcdSupervisor, MemberProcess
-from controllers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
+from providers.localmachine.etcd_process import EtcdProcessError, EtcdSupervisor, MemberProcess
+from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import JSON, Client
@@ -74,7 +74,7 @@ REASON_HOOK_PRESENT: Final = "HookPresent"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
-_log = get_logger("controllers.localmachine")
+_log = get_logger("providers.localmachine")
 
 
 class _Waiting(Exception):

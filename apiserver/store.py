@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...jsoncodec import freeze, thaw
+from runtime.jsoncodec import freeze, thaw
 
 JSON = dict[str, Any]
 GroupResource = tuple[str, str]

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ... import jsoncodec
+from runtime import jsoncodec
+
 from .errors import FieldError, StatusError, forbidden, invalid, required
 
 JSON = dict[str, Any]

@@ -17,7 +17,7 @@ It plays a cloud's Machine API for tests, benchmarks and laptops. It reconciles 
 
 or in Python, in a manager of your own::
 
-    from controllers.localmachine import LocalMachineOptions, setup_with_manager
+    from providers.localmachine import LocalMachineOptions, setup_with_manager
 
     setup_with_manager(manager, LocalMachineOptions(state_dir="/tmp/cpo-machines", heartbeat_period=2))
 
@@ -27,7 +27,7 @@ One etcd cluster per **namespace**: the first Machine of a namespace that gets p
 bootstraps a new cluster, every later one joins it as a **learner** (member add with
 ``isLearner``, then start with ``--initial-cluster-state existing``, as kubeadm joins a control
 plane node). Members live under ``<state_dir>/<namespace>/<machine name>/`` (state file, data,
-log; see :mod:`controllers.etcd.process`) and the etcd member is named after the Machine.
+log; see :mod:`providers.localmachine.etcd_process`) and the etcd member is named after the Machine.
 
 The provider **never promotes and never removes** members: promotion of caught-up learners and
 removal of a deleted machine's member are the etcd-quorum-hook controller's job (tests promote
@@ -35,7 +35,7 @@ with :class:`~controllers.etcd.client.EtcdClient`). etcd before 3.6 allows one l
 so while a learner waits for its promotion a later Machine stays ``Provisioning`` with condition
 ``EtcdMemberStarted=False``, reason ``WaitingForLearnerPromotion`` naming the learner ahead, and
 asks again with a backoff (``join_backoff_initial`` doubling up to ``join_backoff_max``). With
-etcd ≥ 3.6, :attr:`controllers.etcd.process.EtcdProcessOptions.max_learners` raises the limit and
+etcd ≥ 3.6, :attr:`providers.localmachine.etcd_process.EtcdProcessOptions.max_learners` raises the limit and
 nothing else changes. For about 5 s after a member starts or is promoted, etcd refuses member
 adds ("unhealthy cluster"): reason ``WaitingForEtcdCluster``, retried the same way.
 
@@ -90,8 +90,8 @@ window of one local file write) leaves an unstarted learner in the member list t
 does not clean up: remove it with ``etcdctl member remove``.
 """
 
-from controllers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
-from controllers.localmachine.reconciler import (
+from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
+from providers.localmachine.reconciler import (
     CONDITION_DRAINABLE,
     CONDITION_ETCD_MEMBER,
     CONDITION_TERMINABLE,

@@ -3,12 +3,12 @@
 No kube-apiserver binary can be installed from the package registries this project reaches, so
 the project carries its own. It is not a mock: clients talk real HTTPS to it, get real chunked
 watch streams, and see the same status codes, Status messages, JSON shapes and key order as from
-kube-apiserver v1.32 (the transcripts in ``shared/reference/kube-apiserver`` are the spec, and
+kube-apiserver v1.32 (the transcripts in ``tests/testdata/kube-apiserver`` are the spec, and
 ``tests/integration/test_reference_transcripts.py`` replays every one of them).
 
 Starting one::
 
-    from runtime.envtest.apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
+    from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
 
     async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
         kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
@@ -50,3 +50,7 @@ watch fan-out), ``registry`` (served types), ``builtins`` / ``schema`` (per-type
 ``objectmeta``, ``selectors``, ``patch``, ``decode``, ``discovery``, ``tables``, ``admission``,
 ``errors`` (kube's wording).
 """
+
+from .server import EmbeddedAPIServer, EmbeddedServerOptions
+
+__all__ = ["EmbeddedAPIServer", "EmbeddedServerOptions"]

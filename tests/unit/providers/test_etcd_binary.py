@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controllers.etcd.binary import EtcdBinaryNotFound, find_etcd_binary
-from controllers.etcd.process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
+from providers.localmachine.etcd_binary import EtcdBinaryNotFound, find_etcd_binary
+from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 
 
 def fake_etcd(directory: Path, content: str = "#!/bin/sh\nexit 0\n") -> Path:

@@ -63,7 +63,7 @@ def _run_dev_apiserver(args: argparse.Namespace) -> int:
 
 
 async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
-    from runtime.envtest.apiserver.server import EmbeddedServerOptions
+    from apiserver.server import EmbeddedServerOptions
     from runtime.envtest.environment import Environment, EnvironmentOptions
     from runtime.envtest.kubeconfig import write_kubeconfig
 
@@ -215,7 +215,7 @@ def _configure_localmachine(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_localmachine(args: argparse.Namespace) -> int:
-    from controllers.localmachine import LocalMachineOptions, setup_with_manager
+    from providers.localmachine import LocalMachineOptions, setup_with_manager
     from runtime.cache import CacheOptions
     from runtime.log import configure_logging
     from runtime.manager import Manager, ManagerOptions

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from controllers.__main__ import main
-from controllers.etcd.process import EtcdProcessOptions
-from controllers.localmachine import LocalMachineOptions, is_local_machine
-from controllers.localmachine.reconciler import _InvalidConfiguration, _set_condition, failure_domain
+from cli.__main__ import main
+from providers.localmachine import LocalMachineOptions, is_local_machine
+from providers.localmachine.etcd_process import EtcdProcessOptions
+from providers.localmachine.reconciler import _InvalidConfiguration, _set_condition, failure_domain
 from runtime.controller import ControllerOptions
 
 

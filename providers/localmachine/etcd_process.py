@@ -12,7 +12,7 @@ Example (three members, the later two joining as learners and promoted once caug
     import asyncio
     from pathlib import Path
     from controllers.etcd.client import EtcdClient, LearnerNotInSync, UnhealthyCluster
-    from controllers.etcd.process import EtcdSupervisor
+    from providers.localmachine.etcd_process import EtcdSupervisor
 
     async def retry(call, *retryable):
         while True:
@@ -99,9 +99,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from controllers.etcd.binary import find_etcd_binary
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdCluster, EtcdError
-from runtime.envtest.binaries import free_port, render_flags, url_host
+from providers.localmachine.etcd_binary import find_etcd_binary
+from runtime.localproc import free_port, render_flags, url_host
 
 STATE_FILE = "member.json"
 DEFAULT_HOST = "127.0.0.1"
@@ -248,7 +248,7 @@ class EtcdProcessOptions:
     """How :class:`EtcdSupervisor` runs etcd. ``None`` means "use the default" named per field."""
 
     binary: Path | str | None = None
-    """The etcd executable. Defaults to :func:`~controllers.etcd.binary.find_etcd_binary`."""
+    """The etcd executable. Defaults to :func:`~providers.localmachine.etcd_binary.find_etcd_binary`."""
 
     host: str | None = None
     """The loopback address members listen on. Defaults to ``127.0.0.1``."""

@@ -3,7 +3,7 @@
 Example::
 
     from pathlib import Path
-    from controllers.localmachine.options import LocalMachineOptions
+    from providers.localmachine.options import LocalMachineOptions
 
     resolved = LocalMachineOptions(state_dir=Path("/tmp/cpo-machines"), heartbeat_period=2.0).with_defaults()
     print(resolved.health_timeout)      # 1.0: half the heartbeat period, at most 2 s
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from controllers.etcd.client import EtcdClientOptions
-from controllers.etcd.process import EtcdProcessOptions, ResolvedEtcdProcessOptions
+from providers.localmachine.etcd_process import EtcdProcessOptions, ResolvedEtcdProcessOptions
 from runtime.controller import ControllerOptions
 
 DEFAULT_HEARTBEAT_PERIOD: Final = 10.0

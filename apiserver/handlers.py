@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ... import jsoncodec
+from runtime import jsoncodec
+
 from . import admission as admission_mod
 from . import builtins, decode, objectmeta, patch, schema, selectors
 from .errors import (

@@ -30,8 +30,9 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
-from ... import jsoncodec
-from .. import certs
+from runtime import jsoncodec
+from runtime.envtest import certs
+
 from . import admission as admission_mod
 from . import builtins, decode, discovery, objectmeta, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
@@ -64,6 +65,10 @@ class EmbeddedServerOptions:
     """Seconds between BOOKMARK events on watches that allow them (kube-apiserver: about a minute)."""
     admin_token: str = ""
     """Bearer token of the admin user; empty generates a random one."""
+
+    def new_server(self) -> EmbeddedAPIServer:
+        """A server with these options, not yet started (what ``runtime.envtest`` asks for)."""
+        return EmbeddedAPIServer(self)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from ... import jsoncodec
+from runtime import jsoncodec
+
 from .decode import (
     JSONSyntaxError,
     decode_json,
