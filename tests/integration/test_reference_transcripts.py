@@ -1,6 +1,6 @@
 """Replays every recorded kube-apiserver transcript against the embedded API server.
 
-The transcripts in ``shared/reference/kube-apiserver`` (read its ``INDEX.md``) were recorded in
+The transcripts in ``tests/testdata/kube-apiserver`` (read its ``INDEX.md``) were recorded in
 one long session against a real kube-apiserver v1.32: later cases depend on the state earlier ones
 left (namespace ``ref``, the Gadget CRD, objects, webhooks). This module drives one embedded
 server through the same session and compares every answer; each recorded case is one test.
@@ -82,13 +82,6 @@ from tests.integration.transcripts import (
 )
 
 JSON = dict[str, Any]
-
-if not REFERENCE_DIR.is_dir():
-    pytest.skip(
-        f"reference transcripts not found at {REFERENCE_DIR} (expected ../shared/reference/kube-apiserver "
-        "next to the repository)",
-        allow_module_level=True,
-    )
 
 TRANSCRIPTS = load_transcripts(REFERENCE_DIR)
 G = "/apis/ref.example.dev/v1/namespaces/ref/gadgets"
@@ -994,7 +987,7 @@ async def wait_established(r: Replayer, deadline: float = 5.0) -> None:
 
 
 async def replay_session() -> tuple[dict[str, CaseResult], list[JSON]]:
-    from runtime.envtest.apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
+    from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
 
     main = EmbeddedAPIServer(EmbeddedServerOptions(bookmark_interval=BOOKMARK_INTERVAL))
     secondary = EmbeddedAPIServer(EmbeddedServerOptions(anonymous_auth=False))
@@ -1048,7 +1041,7 @@ def learn_environment(r: Replayer, webhook: ReplayWebhook, main_address: str, ce
 def replay() -> dict[str, CaseResult]:
     """The whole recorded session, replayed once (in its own thread and event loop) for all tests."""
     try:
-        import runtime.envtest.apiserver.server  # noqa: F401
+        import apiserver.server  # noqa: F401
     except ImportError as exc:
         pytest.fail(f"the embedded API server does not import: {exc!r}")
     with ThreadPoolExecutor(max_workers=1) as pool:

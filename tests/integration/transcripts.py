@@ -1,6 +1,6 @@
 """Machinery for replaying the recorded kube-apiserver transcripts against the embedded API server.
 
-``shared/reference/kube-apiserver`` holds one ``NN-name.json`` per request a recorder sent to a real
+``tests/testdata/kube-apiserver`` holds one ``NN-name.json`` per request a recorder sent to a real
 kube-apiserver v1.32, plus an ``NN-name.normalized.json`` twin in which every volatile value (uid,
 resourceVersion, timestamps, continue tokens, generated-name suffixes, caBundle, ...) is replaced by
 a ``<placeholder>``. This module provides what ``test_reference_transcripts.py`` needs to replay
@@ -50,7 +50,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from runtime.envtest.certs import CertificateAuthority
-from tests.support.reference import REFERENCE_DIR
+from tests.support.reference import REFERENCE_DIR, transcript_dir
 
 JSON = dict[str, Any]
 
@@ -147,7 +147,7 @@ class Transcript:
 def load_transcripts(directory: Path = REFERENCE_DIR) -> dict[str, Transcript]:
     """Every ``NN-name.json`` with its ``.normalized.json`` twin, in file-name order."""
     cases: dict[str, Transcript] = {}
-    for path in sorted(directory.glob("[0-9][0-9]-*.json")):
+    for path in sorted(transcript_dir(directory).glob("[0-9][0-9]-*.json")):
         if path.name.endswith(".normalized.json"):
             continue
         name = path.name.removesuffix(".json")

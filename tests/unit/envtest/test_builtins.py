@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver import builtins as b
-from runtime.envtest.apiserver import objectmeta as om
-from runtime.envtest.apiserver.registry import ResourceType
-from tests.support.reference import REFERENCE_DIR
+from apiserver import builtins as b
+from apiserver import objectmeta as om
+from apiserver.registry import ResourceType
+from tests.support.reference import transcript_dir
 
-REFERENCE = REFERENCE_DIR
-needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
+REFERENCE = transcript_dir()
 
 
 def case(name: str) -> Any:
@@ -42,7 +41,6 @@ def test_microtime_needs_exactly_six_digits_and_offsets_become_utc() -> None:
         )
 
 
-@needs_reference
 def test_lease_400_wording_and_unknown_fields() -> None:
     lease = rt("coordination.k8s.io", "leases")
     recorded = case("17-lease-create-microtime-3digits")["response"]["body"]["message"]
@@ -60,14 +58,12 @@ def test_lease_400_wording_and_unknown_fields() -> None:
     )
 
 
-@needs_reference
 def test_lease_duration_validation() -> None:
     recorded = case("17-lease-invalid-duration")["response"]["body"]["details"]["causes"]
     errors = rt("coordination.k8s.io", "leases").validate({"spec": {"leaseDurationSeconds": 0}}, {})  # type: ignore[misc]
     assert [e.cause() for e in errors] == recorded
 
 
-@needs_reference
 def test_core_event_zero_fields_and_key_order() -> None:
     events = rt("", "events")
     request = case("18-core-event-create")["request"]["body"]
@@ -79,7 +75,6 @@ def test_core_event_zero_fields_and_key_order() -> None:
     assert b.field_selector_fields(events, response)["involvedObject.kind"] == "Gadget"
 
 
-@needs_reference
 def test_events_conversion_both_ways() -> None:
     core = case("18-core-event-create")["response"]["body"]
     via_v1 = case("18-core-event-get-via-events-v1")["response"]["body"]
@@ -89,7 +84,6 @@ def test_events_conversion_both_ways() -> None:
     assert b.convert_event(created, "v1") == via_core
 
 
-@needs_reference
 def test_events_v1_validation_uses_core_field_names() -> None:
     events_v1 = rt("events.k8s.io", "events")
     bad, _ = b.decode_builtin(events_v1, case("18-events-v1-create-minimal-invalid")["request"]["body"])
@@ -108,7 +102,6 @@ def test_events_v1_validation_uses_core_field_names() -> None:
     assert [e.cause() for e in core_validate(obj, None)] == expected_causes
 
 
-@needs_reference
 def test_namespace_defaults_and_managed_fields() -> None:
     namespaces = rt("", "namespaces")
     decoded, _ = b.decode_builtin(namespaces, case("03-namespace-create")["request"]["body"])
@@ -129,7 +122,6 @@ def test_namespace_defaults_and_managed_fields() -> None:
     assert decoded["spec"] == response["spec"] and decoded["status"] == response["status"]
 
 
-@needs_reference
 def test_webhook_configuration_defaults_and_errors() -> None:
     mutating = rt("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
     created = case("16-mutatingwebhookconfiguration-create")
@@ -147,7 +139,6 @@ def test_webhook_configuration_defaults_and_errors() -> None:
     assert [e.cause() for e in errors] == bad["response"]["body"]["details"]["causes"]
 
 
-@needs_reference
 def test_crd_name_mismatch_and_create_status() -> None:
     crds = rt("apiextensions.k8s.io", "customresourcedefinitions")
     bad = case("22-crd-create-name-mismatch")
@@ -191,7 +182,6 @@ def test_pod_defaults_and_status() -> None:
     assert len(pod["spec"]["tolerations"]) == 2
 
 
-@needs_reference
 @pytest.mark.parametrize(
     "name",
     [
@@ -257,7 +247,6 @@ def test_strategic_patch_decode_error_quotes_the_patch_as_a_go_map() -> None:
     }
 
 
-@needs_reference
 def test_self_subject_review_reports_the_caller() -> None:
     cert = case("15-cert-selfsubjectreview")["response"]["body"]
     token = case("15-token-selfsubjectreview")["response"]["body"]
@@ -282,7 +271,6 @@ def test_apiserver_identity_lease_is_in_kube_system() -> None:
     assert again["metadata"]["name"] == b.apiserver_identity_lease("x", hostname="vm")["metadata"]["name"]
 
 
-@needs_reference
 def test_events_of_both_apis_share_one_store_and_read_in_either_shape() -> None:
     core_rt, v1_rt = rt("", "events"), rt("events.k8s.io", "events")
     assert v1_rt.key == core_rt.key == ("", "events")

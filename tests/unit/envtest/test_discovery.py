@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver import discovery
-from runtime.envtest.apiserver.builtins import builtin_types
-from runtime.envtest.apiserver.registry import Registry, ResourceType, ScaleSpec
-from tests.support.reference import REFERENCE_DIR
+from apiserver import discovery
+from apiserver.builtins import builtin_types
+from apiserver.registry import Registry, ResourceType, ScaleSpec
+from tests.support.reference import transcript_dir
 
-REFERENCE = REFERENCE_DIR
-pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
+REFERENCE = transcript_dir()
 
 
 def body(case: str) -> Any:

@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver import objectmeta as om
-from runtime.envtest.apiserver.errors import FieldError, StatusError, aggregate_message
-from tests.support.reference import REFERENCE_DIR
+from apiserver import objectmeta as om
+from apiserver.errors import FieldError, StatusError, aggregate_message
+from tests.support.reference import transcript_dir
 
-REFERENCE = REFERENCE_DIR
-needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
+REFERENCE = transcript_dir()
 
 
 def case(name: str) -> Any:
@@ -28,14 +27,12 @@ def causes(errors: list[FieldError]) -> list[dict[str, str]]:
     return [e.cause() for e in errors]
 
 
-@needs_reference
 def test_bad_subdomain_name_message() -> None:
     recorded = case("03-gadget-create-bad-name")["response"]["body"]["details"]["causes"]
     errors = om.validate_object_meta_create({"name": "Bad_Name", "namespace": "ref"}, namespaced=True)
     assert causes(errors) == recorded
 
 
-@needs_reference
 def test_namespace_label_rule_message() -> None:
     recorded = case("19-namespace-create-invalid-name")["response"]["body"]["details"]["causes"]
     errors = om.validate_object_meta_create({"name": "Bad.Name"}, namespaced=False, name_rule="label")
@@ -43,7 +40,6 @@ def test_namespace_label_rule_message() -> None:
     assert om.validate_name("Bad.Name", "Namespace") == [recorded[0]["message"].split(": ", 2)[2]]
 
 
-@needs_reference
 def test_label_key_and_value_messages() -> None:
     recorded = case("08-gadget-create-metadata-invalid-labels")["response"]["body"]
     meta = {"name": "badlabels", "namespace": "ref", "labels": {"bad key!": "v", "ok": "bad value!"}}
@@ -52,7 +48,6 @@ def test_label_key_and_value_messages() -> None:
     assert recorded["message"].endswith(aggregate_message(errors))
 
 
-@needs_reference
 def test_missing_name_and_finalizer_added_while_terminating_twice() -> None:
     no_name = case("03-gadget-create-no-name")["response"]["body"]["details"]["causes"]
     assert causes(om.validate_object_meta_create({"namespace": "ref"}, namespaced=True)) == no_name
@@ -92,7 +87,6 @@ def test_field_set_round_trip() -> None:
     assert om.encode_fields(om.decode_fields(doc)) == om._sort_tree(doc)
 
 
-@needs_reference
 def test_create_managed_fields_match_transcripts() -> None:
     rules = gadget_rules()
     for name in ("03-gadget-create-defaulted", "04-gadget-create-generatename"):
@@ -106,7 +100,6 @@ def test_create_managed_fields_match_transcripts() -> None:
     assert entries is None
 
 
-@needs_reference
 def test_merge_patch_moves_and_removes_fields() -> None:
     rules = gadget_rules()
     before = case("03-gadget-create-defaulted")["response"]["body"]
@@ -129,7 +122,6 @@ def test_merge_patch_moves_and_removes_fields() -> None:
     assert [e["fieldsV1"] for e in entries] == [e["fieldsV1"] for e in expected]
 
 
-@needs_reference
 def test_status_update_claims_label_and_keeps_other_entries() -> None:
     rules = gadget_rules()
     request = case("10-gadget-put-status-changing-spec-and-labels")["request"]["body"]
@@ -176,7 +168,6 @@ def test_noop_update_keeps_time_and_scale_writes_no_time() -> None:
     assert scaled[1]["fieldsV1"] == {"f:spec": {}}
 
 
-@needs_reference
 def test_apply_conflict_then_force() -> None:
     rules = gadget_rules()
     live = case("09-gadget-patch-merge-spec")["response"]["body"]

@@ -2,7 +2,7 @@
 
 Each transcript test replays what the real server did with a request body (prune, default,
 validate, scale checks) and compares the whole 422 Status, built by ``errors.invalid_object``, with
-the one recorded in ``shared/reference/kube-apiserver``. The Gadget CRD is the body of
+the one recorded in ``tests/testdata/kube-apiserver``. The Gadget CRD is the body of
 ``02-crd-create.json``. Tests below the transcript ones pin behaviour the transcripts do not show.
 """
 
@@ -15,17 +15,14 @@ from typing import Any
 
 import pytest
 
-from runtime.envtest.apiserver import schema
-from runtime.envtest.apiserver.errors import Qualified, invalid_object
-from runtime.envtest.apiserver.registry import ResourceType, ScaleSpec
-from tests.support.reference import REFERENCE_DIR
+from apiserver import schema
+from apiserver.errors import Qualified, invalid_object
+from apiserver.registry import ResourceType, ScaleSpec
+from tests.support.reference import transcript_dir
 
 JSON = dict[str, Any]
 
-REFERENCE = REFERENCE_DIR
-pytestmark = pytest.mark.skipif(
-    not REFERENCE.is_dir(), reason="kube-apiserver reference transcripts not found"
-)
+REFERENCE = transcript_dir()
 
 CRD_KIND = Qualified("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition")
 

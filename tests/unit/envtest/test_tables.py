@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.envtest.apiserver import tables
-from runtime.envtest.apiserver.errors import StatusError
-from runtime.envtest.apiserver.registry import ResourceType, ScaleSpec
-from tests.support.reference import REFERENCE_DIR
+from apiserver import tables
+from apiserver.errors import StatusError
+from apiserver.registry import ResourceType, ScaleSpec
+from tests.support.reference import transcript_dir
 
-REFERENCE = REFERENCE_DIR
-needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference transcripts not available")
+REFERENCE = transcript_dir()
 
 KUBECTL_TABLE = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
@@ -99,7 +98,6 @@ def only_label(listed: JSON, key: str, value: str) -> JSON:
 # ------------------------------------------------------------------------------------ transcripts
 
 
-@needs_reference
 def test_get_as_table_matches_transcript() -> None:
     case = transcript("13-get-as-table")
     obj = transcript("13-get-accept-wildcard")["response"]["body"]
@@ -113,7 +111,6 @@ def test_get_as_table_matches_transcript() -> None:
     assert text(tables.table_for_object(gadget_type(), obj, {})) == text(case["response"]["body"])
 
 
-@needs_reference
 def test_list_as_table_matches_transcript() -> None:
     case = transcript("13-list-as-table")
 
@@ -122,7 +119,6 @@ def test_list_as_table_matches_transcript() -> None:
     assert text(doc) == text(case["response"]["body"])
 
 
-@needs_reference
 def test_list_as_table_with_include_object_matches_transcript() -> None:
     case = transcript("13-list-as-table-includeObject")
     listed = only_label(all_gadgets(), "a", "x")
@@ -134,7 +130,6 @@ def test_list_as_table_with_include_object_matches_transcript() -> None:
     assert text(json.loads(rendered.body)) == text(case["response"]["body"])
 
 
-@needs_reference
 def test_list_partial_object_metadata_matches_transcript() -> None:
     case = transcript("13-list-partial-metadata")
     listed = only_label(all_gadgets(), "a", "x")
@@ -147,7 +142,6 @@ def test_list_partial_object_metadata_matches_transcript() -> None:
     assert text(json.loads(rendered.body)) == text(case["response"]["body"])
 
 
-@needs_reference
 def test_list_yaml_matches_transcript_byte_for_byte() -> None:
     case = transcript("13-list-yaml")
     listed = only_label(all_gadgets(), "a", "x")
@@ -170,7 +164,6 @@ def _gadget_from_partial(partial: JSON, spec: JSON) -> JSON:
     }
 
 
-@needs_reference
 def test_watch_as_table_sends_column_definitions_only_first() -> None:
     case = transcript("22-watch-as-table")
     events = case["response"]["events"]
@@ -194,7 +187,6 @@ def test_watch_as_table_sends_column_definitions_only_first() -> None:
     )
 
 
-@needs_reference
 def test_watch_as_partial_object_metadata_matches_transcript() -> None:
     case = transcript("22-watch-as-partialobjectmetadata")
     events = case["response"]["events"]
@@ -212,7 +204,6 @@ def test_watch_as_partial_object_metadata_matches_transcript() -> None:
     assert text(out) == text(events)
 
 
-@needs_reference
 def test_protobuf_only_is_not_acceptable_with_the_recorded_message() -> None:
     case = transcript("13-get-protobuf-only")
     rep = tables.negotiate(case["request"]["headers"]["Accept"])
