@@ -170,7 +170,9 @@ def check_unhealthy_conditions(
     if node is None:
         return HEALTHY
     by_type = {
-        c.get("type"): c for c in _mapping(node.get("status")).get("conditions") or () if isinstance(c, Mapping)
+        c.get("type"): c
+        for c in _mapping(node.get("status")).get("conditions") or ()
+        if isinstance(c, Mapping)
     }
     name = _mapping(node.get("metadata")).get("name") or "?"
     waits: list[float] = []
@@ -226,7 +228,9 @@ def node_startup_timeout(spec: Mapping[str, Any]) -> timedelta:
     """``spec.nodeStartupTimeout`` (default 10m; ``"0"`` disables); an unparsable one is the default."""
     value = spec.get("nodeStartupTimeout")
     try:
-        return parse_duration(str(value)) if value is not None else parse_duration(DEFAULT_NODE_STARTUP_TIMEOUT)
+        return (
+            parse_duration(str(value)) if value is not None else parse_duration(DEFAULT_NODE_STARTUP_TIMEOUT)
+        )
     except ValueError:
         return parse_duration(DEFAULT_NODE_STARTUP_TIMEOUT)
 

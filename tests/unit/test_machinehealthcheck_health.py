@@ -44,7 +44,12 @@ def machine(
         metadata["deletionTimestamp"] = ago(1)
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine", "metadata": metadata, "status": status}
+    return {
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "Machine",
+        "metadata": metadata,
+        "status": status,
+    }
 
 
 def node(**conditions: tuple[str, float]) -> JSON:
@@ -218,7 +223,9 @@ def test_unhealthy_messages_say_which_check_and_since_when() -> None:
     )
     assert verdict.since == NOW - timedelta(seconds=400)
     startup = target_health(machine(node=None, last_updated=400), None, spec(), NOW)
-    assert startup.message == f"Machine has no Node since {ago(400)}, longer than the nodeStartupTimeout of 300s"
+    assert (
+        startup.message == f"Machine has no Node since {ago(400)}, longer than the nodeStartupTimeout of 300s"
+    )
 
 
 def test_the_requeue_is_the_earliest_pending_target() -> None:
