@@ -59,6 +59,7 @@ from .remediation import (
     request_kind,
     same_conditions,
     set_condition,
+    status_changed,
 )
 
 JSON = dict[str, Any]
@@ -536,10 +537,7 @@ class MachineHealthCheckReconciler:
         Fields of the status this controller does not write are left as they are (merge patch);
         the resourceVersion makes it an optimistic write (a conflict retries the reconcile).
         """
-        old = mhc.get("status") or {}
-        if all(
-            old.get(key) == value for key, value in new.items() if key != "conditions"
-        ) and same_conditions(old.get("conditions") or [], new["conditions"]):
+        if not status_changed(mhc.get("status") or {}, new):
             return
         meta = mhc["metadata"]
         await self.client.patch_status(

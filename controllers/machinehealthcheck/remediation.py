@@ -172,6 +172,20 @@ def same_conditions(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any
     return sorted((dict(c) for c in a), key=key) == sorted((dict(c) for c in b), key=key)
 
 
+def status_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether writing ``new`` (the fields this controller owns) would change the stored ``old`` status.
+
+    Unchanged status is never written: a reconcile that finds nothing new costs no API write.
+    """
+    for key, value in new.items():
+        if key == "conditions":
+            if not same_conditions(old.get("conditions") or [], value or []):
+                return True
+        elif old.get(key) != value:
+            return True
+    return False
+
+
 # ------------------------------------------------------------------------ external remediation
 
 

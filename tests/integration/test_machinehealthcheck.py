@@ -47,6 +47,7 @@ from runtime.envtest import Environment
 from runtime.manager import Manager, ManagerOptions
 from runtime.metrics import registry
 from tests.support.localmachine import (
+    HEARTBEAT,
     eventually,
     get_machine,
     holds_for,
@@ -261,6 +262,19 @@ async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller
                 what="status: 1 expected, 1 healthy",
             )
             assert not await deleting(kube, name, namespace)
+            # Status is written only when it changes: a reconcile that finds nothing new (woken by
+            # a Machine change that does not matter to its health) leaves the object alone.
+            version = (await kube.get(API_VERSION, "MachineHealthCheck", "workers", namespace))["metadata"][
+                "resourceVersion"
+            ]
+            await kube.patch(
+                API_VERSION, "Machine", name, {"metadata": {"annotations": {"touched": "1"}}}, namespace
+            )
+            await holds_for(
+                lambda: _resource_version_is(kube, "workers", namespace, version),
+                duration=4 * HEARTBEAT,
+                what="MachineHealthCheck not rewritten",
+            )
             await set_fault(kube, name, namespace, "notready")
             await eventually(lambda: deleting(kube, name, namespace), within=WITHIN, what=f"{name} deleted")
             await eventually(
@@ -522,6 +536,11 @@ def _condition(status: JSON, type_: str) -> JSON:
         if condition.get("type") == type_:
             return dict(condition)
     return {}
+
+
+async def _resource_version_is(client: Client, name: str, namespace: str, version: str) -> bool:
+    obj = await client.get(API_VERSION, "MachineHealthCheck", name, namespace)
+    return bool(obj["metadata"]["resourceVersion"] == version)
 
 
 async def _not(value: Any) -> bool:
