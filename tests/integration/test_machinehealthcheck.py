@@ -169,6 +169,13 @@ async def set_fault(client: Client, name: str, namespace: str, fault: str | None
     )
 
 
+async def set_paused(client: Client, name: str, namespace: str, paused: bool) -> None:
+    annotations = {PAUSED_ANNOTATION: "" if paused else None}
+    await client.patch(
+        API_VERSION, "MachineHealthCheck", name, {"metadata": {"annotations": annotations}}, namespace
+    )
+
+
 async def _node_ready(client: Client, name: str, status: str) -> bool:
     try:
         node = await client.get("v1", "Node", name)
@@ -379,8 +386,15 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
                 within=WITHIN,
                 what="status: 2 healthy, 1 remediation allowed",
             )
+            # Both Nodes go NotReady while the check is paused, so it never sees one without the other.
+            await set_paused(kube, "pair", namespace, True)
             for name in names:
                 await set_fault(kube, name, namespace, "notready")
+            for name in names:
+                await eventually(
+                    lambda name=name: _node_ready(kube, name, "False"), within=WITHIN, what=f"{name} NotReady"
+                )
+            await set_paused(kube, "pair", namespace, False)
 
             async def short_circuited() -> bool:
                 status = await mhc_status(kube, "pair", namespace)
@@ -450,13 +464,7 @@ async def test_a_paused_machinehealthcheck_keeps_its_status_but_remediates_nothi
                 duration=QUIET,
                 what="not remediated while paused",
             )
-            await kube.patch(
-                API_VERSION,
-                "MachineHealthCheck",
-                "paused",
-                {"metadata": {"annotations": {PAUSED_ANNOTATION: None}}},
-                namespace,
-            )
+            await set_paused(kube, "paused", namespace, False)
             await eventually(
                 lambda: deleting(kube, name, namespace), within=WITHIN, what="deleted once unpaused"
             )
