@@ -298,7 +298,7 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         "--webhooks",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="serve the ControlPlane admission webhooks (default: on)",
+        help="serve the admission webhooks (ControlPlane, MachineHealthCheck) (default: on)",
     )
     parser.add_argument(
         "--webhook-host", metavar="ADDR", help="address of the webhook server (default: every interface)"

@@ -8,8 +8,10 @@ What runs, and on which ports (the defaults match ``config/manager/manager.yaml`
 * the admission webhook server on ``:9443`` (HTTPS, key and certificate read from
   ``--webhook-cert-dir`` and reloaded when they change): the ControlPlane validator at
   ``/validate-controlplane-cpo-dev-v1alpha1-controlplane`` (which also sees
-  ``controlplanes/scale``) and the defaulter at ``/mutate-controlplane-cpo-dev-v1alpha1-controlplane``,
-  the paths ``config/webhook/manifests.yaml`` names;
+  ``controlplanes/scale``), the defaulter at ``/mutate-controlplane-cpo-dev-v1alpha1-controlplane``
+  and the MachineHealthCheck validator at
+  ``/validate-machine-openshift-io-v1beta1-machinehealthcheck``, the paths
+  ``config/webhook/manifests.yaml`` names;
 * leader election on the Lease ``controlplane-operator.cpo.dev``, on by default inside a cluster
   (in the pod's namespace), off elsewhere: only the leader runs controllers, every replica serves
   webhooks;
@@ -184,8 +186,12 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     through the manager's cache, whose ControlPlane informer is created here so that ``/readyz``
     waits for it; without one (tests of the paths) the validator assumes stacked etcd.
     """
+    from api.machine import GROUP as MACHINE_GROUP
+    from api.machine import VERSION as MACHINE_VERSION
     from runtime.webhook import WebhookServer, WebhookServerOptions
     from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
+    from webhooks.machinehealthcheck import KIND as MHC_KIND
+    from webhooks.machinehealthcheck import MachineHealthCheckValidator
 
     server = WebhookServer(
         WebhookServerOptions(
@@ -199,15 +205,18 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     group, version = CONTROLPLANE_API_VERSION.split("/")
     server.register_validator(group, version, CONTROLPLANE_KIND, ControlPlaneValidator(getter))
     server.register_defaulter(group, version, CONTROLPLANE_KIND, ControlPlaneDefaulter())
+    server.register_validator(MACHINE_GROUP, MACHINE_VERSION, MHC_KIND, MachineHealthCheckValidator())
     return server
 
 
 def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> None:
     """THE place controllers join the manager: build each with ``ControllerBuilder(manager)``.
 
-    They run only while this process holds the Lease (when leader election is on). None yet: the
-    controlplane, etcd-quorum-hook and machinehealthcheck controllers land here as they are built.
+    They run only while this process holds the Lease (when leader election is on).
     """
+    from controllers import machinehealthcheck
+
+    machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 
 
 def operator_cache_options() -> CacheOptions:
