@@ -59,7 +59,7 @@ async def operator(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "controllers",
+        "cli",
         "run",
         "--kubeconfig",
         str(kubeconfig_path),

@@ -30,7 +30,6 @@ from api.machine import (
     REASON_UNHEALTHY_NODE,
     REASON_WAITING_FOR_REMEDIATION,
 )
-from controllers.localmachine import FAULT_ANNOTATION
 from controllers.machinehealthcheck import (
     EVENT_MACHINE_DELETED,
     EVENT_REMEDIATION_RESTRICTED,
@@ -40,6 +39,7 @@ from controllers.machinehealthcheck import (
     setup_with_manager,
 )
 from controllers.operator import MACHINE_ROLE_SELECTOR, NODE_ROLE_SELECTOR
+from providers.localmachine import FAULT_ANNOTATION
 from runtime.cache import ByObject, CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
