@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from api.machine import API_VERSION
 from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.errors import APIError, NotFound
-from tests.e2e.test_operator_process import OperatorProcess, child_environment, wait_ready
+from tests.e2e.test_operator_process import OperatorProcess, child_environment, cpo_run_argv, wait_ready
 from tests.support.webhooks import ServingCerts, webhook_configuration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,24 +56,7 @@ async def operator(
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cli",
-        "run",
-        "--kubeconfig",
-        str(kubeconfig_path),
-        "--metrics-bind-address",
-        "127.0.0.1:0",
-        "--health-probe-bind-address",
-        "127.0.0.1:0",
-        "--webhook-host",
-        "127.0.0.1",
-        "--webhook-port",
-        "0",
-        "--webhook-cert-dir",
-        str(certs.directory),
-        "--log-format",
-        "json",
+        *cpo_run_argv(kubeconfig_path, certs.directory),
         cwd=tmp_path,
         env=child_environment(),
         stdout=asyncio.subprocess.DEVNULL,

