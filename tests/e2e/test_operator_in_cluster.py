@@ -29,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from runtime.envtest import unique_namespace_name
 from tests.e2e.test_operator_process import OperatorProcess, child_environment, cpo_run_argv, wait_ready
 from tests.support.manifests import kustomize
-from tests.support.monitoring import used_metric_names
+from tests.support.monitoring import series_labels, used_metric_names
 from tests.support.webhooks import ServingCerts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,3 +186,27 @@ def test_cpo_run_help_needs_no_writable_home(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "--metrics-bind-address" in done.stdout and "--webhook-cert-dir" in done.stdout
     assert os.listdir(home) == []
+
+
+async def test_the_series_the_dashboard_test_feeds_are_labelled_as_cpo_run_labels_them(
+    running: Running,
+) -> None:
+    """tests/unit/test_monitoring.py evaluates the dashboard over SERIES; here SERIES meets reality.
+
+    Compared for every family that has samples in a fresh ``cpo run`` (histograms and the domain
+    families appear only once something happened, and are left to their own tests).
+    """
+    real: dict[str, set[frozenset[str]]] = {}
+    for family in text_string_to_metric_families(await scrape(running, "/metrics")):
+        for sample in family.samples:
+            real.setdefault(sample.name, set()).add(frozenset(sample.labels) - {"le"})
+    checked = set()
+    for name, label_sets in series_labels().items():
+        if name in real:
+            assert label_sets <= real[name], f"{name}: fed {label_sets}, exported {real[name]}"
+            checked.add(name)
+    assert {
+        "controller_runtime_reconcile_total",
+        "workqueue_depth",
+        "leader_election_master_status",
+    } <= checked

@@ -158,3 +158,64 @@ def runbook_anchors() -> set[str]:
             heading = line.lstrip("#").strip().lower()
             anchors.add(re.sub(r"[^\w\- ]", "", heading).replace(" ", "-"))
     return anchors
+
+
+TARGET_LABELS = frozenset({"pod"})
+"""Labels of :data:`SERIES` that Prometheus adds from the scrape target, not ``cpo run``."""
+
+_VALIDATE = "/validate-controlplane-cpo-dev-v1alpha1-controlplane"
+_COUNTER = "0+1x30"
+_BUCKETS = {"0.01": "0+2x30", "0.1": "0+6x30", "1": "0+9x30", "+Inf": "0+10x30"}
+
+
+def _histogram(name: str, labels: str) -> dict[str, str]:
+    return {f'{name}_bucket{{{labels},le="{le}"}}': values for le, values in _BUCKETS.items()}
+
+
+SERIES: dict[str, str] = {
+    # etcd-quorum-hook controller (label sets as its families are specified)
+    'cpo_etcd_members{controlplane="cp",role="voter"}': "3x30",
+    'cpo_etcd_members{controlplane="cp",role="learner"}': "1x30",
+    'cpo_etcd_healthy_voters{controlplane="cp"}': "3x30",
+    'cpo_etcd_quorum_margin{controlplane="cp"}': "1x30",
+    'cpo_etcd_hook_waits{controlplane="cp",reason="WaitingForReplacement"}': "1x30",
+    'cpo_etcd_learner_promotions_total{controlplane="cp"}': _COUNTER,
+    'cpo_etcd_member_removals_total{controlplane="cp"}': _COUNTER,
+    # ControlPlane controller
+    **{
+        f'cpo_controlplane_replicas{{controlplane="cp",state="{state}"}}': "3x30"
+        for state in ("desired", "current", "updated", "ready", "available")
+    },
+    'cpo_controlplane_operations_total{controlplane="cp",operation="create"}': _COUNTER,
+    'cpo_controlplane_preflight_failures_total{controlplane="cp",check="EtcdHealthy"}': _COUNTER,
+    # MachineHealthCheck controller
+    'mapi_machinehealthcheck_short_circuit{name="cp-mhc",namespace="ns"}': "0x30",
+    'mapi_machinehealthcheck_nodes_covered{name="cp-mhc",namespace="ns"}': "3x30",
+    'mapi_machinehealthcheck_remediation_success_total{name="cp-mhc",namespace="ns"}': _COUNTER,
+    # the runtime
+    'controller_runtime_reconcile_total{controller="controlplane",result="success"}': "0+10x30",
+    'controller_runtime_reconcile_errors_total{controller="controlplane"}': _COUNTER,
+    'controller_runtime_reconcile_panics_total{controller="controlplane"}': "0x30",
+    **_histogram("controller_runtime_reconcile_time_seconds", 'controller="controlplane"'),
+    'workqueue_depth{name="controlplane",controller="controlplane",priority=""}': "2x30",
+    **_histogram("workqueue_queue_duration_seconds", 'name="controlplane",controller="controlplane"'),
+    'leader_election_master_status{name="controlplane-operator.cpo.dev",pod="cpo-a"}': "1x30",
+    'leader_election_master_status{name="controlplane-operator.cpo.dev",pod="cpo-b"}': "0x30",
+    **_histogram("controller_runtime_webhook_latency_seconds", f'webhook="{_VALIDATE}"'),
+    f'controller_runtime_webhook_requests_total{{webhook="{_VALIDATE}",code="200"}}': _COUNTER,
+}
+"""A small healthy cluster's series, minute by minute, under every name the dashboard queries.
+
+Fed to ``promtool test rules`` to show each query returns data (a wrong name, label or matcher
+returns none); their label names are checked against what ``cpo run`` exports in
+tests/e2e/test_operator_in_cluster.py."""
+
+
+def series_labels() -> dict[str, set[frozenset[str]]]:
+    """``{metric name: the label-name sets}`` of :data:`SERIES`, target labels left out."""
+    found: dict[str, set[frozenset[str]]] = {}
+    for series in SERIES:
+        name, _, rest = series.partition("{")
+        labels = frozenset(re.findall(r'(\w+)="', rest)) - {"le"} - TARGET_LABELS
+        found.setdefault(name, set()).add(labels)
+    return found

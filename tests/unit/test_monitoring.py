@@ -1,8 +1,10 @@
 """The alerts and dashboard under ``config/`` are valid PromQL, fire when documented, link their runbooks.
 
-Checked with Prometheus's own ``promtool`` (``check rules`` parses every expression and template;
-``test rules`` evaluates the alerts over the series in tests/testdata/prometheus/alerts_test.yaml).
-That every metric they name is exported by ``cpo run`` is checked against a running process in
+Checked with Prometheus's own ``promtool``: ``check rules`` parses every expression and template;
+``test rules`` evaluates the alerts over the series in tests/testdata/prometheus/alerts_test.yaml,
+and every dashboard query over the series of a healthy cluster (``SERIES``), which must leave none
+empty. That every metric they name is exported by ``cpo run``, and that ``SERIES`` is labelled as
+``cpo run`` labels its series, is checked against a running process in
 tests/e2e/test_operator_in_cluster.py.
 """
 
@@ -18,6 +20,7 @@ import yaml
 
 from tests.support.monitoring import (
     ALERT_TESTS,
+    SERIES,
     alert_rules,
     dashboard,
     dashboard_queries,
@@ -95,6 +98,61 @@ def test_promtool_accepts_every_dashboard_query(tmp_path: Path) -> None:
     (tmp_path / "dashboard.yaml").write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": rules}]}))
     out = run_promtool("check", "rules", "dashboard.yaml", cwd=tmp_path)
     assert f"SUCCESS: {len(rules)} rules found" in out, out
+
+
+def dashboard_rules(queries: dict[str, str]) -> list[dict[str, object]]:
+    """Each query recorded, then an alert naming it that fires while the recorded result is empty."""
+    rules: list[dict[str, object]] = []
+    for i, (where, expr) in enumerate(queries.items()):
+        rules.append({"record": f"dashboard:query_{i}", "expr": expr})
+        rules.append(
+            {
+                "alert": "DashboardQueryEmpty",
+                "expr": f"absent(dashboard:query_{i})",
+                "labels": {"query": where},
+            }
+        )
+    return rules
+
+
+def test_every_dashboard_query_returns_data_from_the_operators_series(tmp_path: Path) -> None:
+    """Evaluated by promtool over SERIES (a healthy cluster): no query comes back empty.
+
+    A wrong metric name, label or matcher, a rate over a gauge's name, a quantile over a histogram
+    without ``le``: each leaves its query empty and fires ``DashboardQueryEmpty`` naming the panel.
+    The same queries over no series at all must all fire, or the check would prove nothing.
+    """
+    queries = dashboard_queries()
+    rules = dashboard_rules(queries)
+    (tmp_path / "dashboard.yaml").write_text(
+        yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]})
+    )
+    every = [{"exp_labels": {"query": where}} for where in queries]
+    cases = {
+        "rule_files": ["dashboard.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "name": "a healthy cluster's series",
+                "interval": "1m",
+                "input_series": [{"series": k, "values": v} for k, v in SERIES.items()],
+                "alert_rule_test": [
+                    {"eval_time": "10m", "alertname": "DashboardQueryEmpty", "exp_alerts": []}
+                ],
+            },
+            {
+                "name": "no series",
+                "interval": "1m",
+                "input_series": [{"series": 'up{job="other"}', "values": "1x30"}],
+                "alert_rule_test": [
+                    {"eval_time": "10m", "alertname": "DashboardQueryEmpty", "exp_alerts": every}
+                ],
+            },
+        ],
+    }
+    (tmp_path / "dashboard_test.yaml").write_text(yaml.safe_dump(cases))
+    out = run_promtool("test", "rules", "dashboard_test.yaml", cwd=tmp_path)
+    assert "SUCCESS" in out, out
 
 
 def test_dashboard_has_the_panels_an_sre_opens_first() -> None:
