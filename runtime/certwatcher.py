@@ -59,12 +59,25 @@ import ssl
 from dataclasses import dataclass
 from typing import Final
 
-from runtime.metrics import certwatcher_read_certificate_errors_total as read_certificate_errors_total
-from runtime.metrics import certwatcher_read_certificate_total as read_certificate_total
+from prometheus_client import Counter
+
+from .metrics import registry
 
 log = logging.getLogger(__name__)
 
 DEFAULT_POLL_INTERVAL: Final = 5.0
+
+# controller-runtime's cert-watcher families, in the runtime's registry (no labels).
+certwatcher_read_certificate_total: Final = Counter(
+    "certwatcher_read_certificate_total",
+    "Certificate and key pairs read and loaded successfully.",
+    registry=registry,
+)
+certwatcher_read_certificate_errors_total: Final = Counter(
+    "certwatcher_read_certificate_errors_total",
+    "Certificate and key pairs that could not be read or loaded; the previous pair stays in use.",
+    registry=registry,
+)
 """Seconds between checks of the files: rotations are seen within this time (the issue asks ≤ 10 s)."""
 
 
@@ -196,14 +209,14 @@ class CertWatcher:
             context.load_cert_chain(self.cert_path, self.key_path)
             after = self._read_files()
         except (ssl.SSLError, OSError, CertificateError) as err:
-            read_certificate_errors_total.inc()
+            certwatcher_read_certificate_errors_total.inc()
             raise CertificateError(
                 f"cannot load the serving certificate {self.cert_path} with key {self.key_path}: {err}; "
                 "write a PEM certificate and its matching PEM private key there"
             ) from err
         if _digest(*after) != digest:
             self._last_seen = None
-            read_certificate_errors_total.inc()
+            certwatcher_read_certificate_errors_total.inc()
             raise CertificateError(f"{self.cert_path} or {self.key_path} changed while being loaded")
         self._current = _Loaded(context, digest)
-        read_certificate_total.inc()
+        certwatcher_read_certificate_total.inc()
