@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
+from runtime.apiversion import group_of
 from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
 from runtime.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
@@ -72,10 +73,6 @@ class _KindWatch:
 
 
 _NO_HANDLER: EventHandler = EnqueueRequestForObject()  # replaced before use
-
-
-def _group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
 
 
 class ControllerBuilder:
@@ -158,7 +155,7 @@ class ControllerBuilder:
         options = self._options
         if primary is not None:
             log_values = {
-                "controllerGroup": _group_of(primary.api_version),
+                "controllerGroup": group_of(primary.api_version),
                 "controllerKind": primary.kind,
                 **(options.log_values or {}),
             }
@@ -183,13 +180,6 @@ class ControllerBuilder:
         self._manager.add(controller)
         self._completed = True
         return controller
-
-    build = complete
-
-
-def new_controller_managed_by(manager: Manager) -> ControllerBuilder:
-    """``ControllerBuilder(manager)``, under controller-runtime's name."""
-    return ControllerBuilder(manager)
 
 
 def _check_type(api_version: str, kind: str, where: str) -> None:

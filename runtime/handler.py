@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from runtime.apiversion import group_of
 from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, request_for
 from runtime.log import get_logger
 from runtime.reconcile import Request
@@ -99,10 +100,6 @@ class EnqueueRequestForObject:
 # --- owners -------------------------------------------------------------------------------------
 
 
-def _group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
-
-
 class EnqueueRequestForOwner:
     """Enqueues the owner of type ``owner_api_version``/``owner_kind`` named in ``ownerReferences``.
 
@@ -132,7 +129,7 @@ class EnqueueRequestForOwner:
                 f"('apps/v1', 'ReplicaSet'); got ({owner_api_version!r}, {owner_kind!r})"
             )
         self.owner_api_version = owner_api_version
-        self._group = _group_of(owner_api_version)
+        self._group = group_of(owner_api_version)
         self._kind = owner_kind
         self._only_controller = only_controller
         self._owner_namespaced = owner_namespaced
@@ -172,7 +169,7 @@ class EnqueueRequestForOwner:
                 continue
             if self._only_controller and ref.get("controller") is not True:
                 continue
-            if ref.get("kind") != self._kind or _group_of(str(ref.get("apiVersion", ""))) != self._group:
+            if ref.get("kind") != self._kind or group_of(str(ref.get("apiVersion", ""))) != self._group:
                 continue
             name = ref.get("name")
             if not name:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from ..apiversion import split_api_version
 from ..errors import APIError, NoKindMatch
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class RESTMapper:
         return current[kind]
 
     async def _discover(self, api_version: str) -> dict[str, ResourceInfo]:
-        group, _, version = api_version.rpartition("/")
+        group, version = split_api_version(api_version)
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
             listing = await self._client.request_json("GET", path)
