@@ -64,7 +64,7 @@ def _run_dev_apiserver(args: argparse.Namespace) -> int:
 
 async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
     from apiserver.server import EmbeddedServerOptions
-    from runtime.envtest.environment import Environment, EnvironmentOptions
+    from runtime.envtest import Environment, EnvironmentOptions
     from runtime.envtest.kubeconfig import write_kubeconfig
 
     stop = asyncio.Event()

@@ -54,22 +54,20 @@ durations, real binaries), ``KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true`` (sho
 logs instead of keeping them in the working folder).
 """
 
-from .binaries import ControlPlaneBinaries, ProcessStartError
-from .environment import (
+from .backends import (
     BackendChoice,
     BackendName,
     BackendSelectionError,
     EmbeddedServer,
     EmbeddedServerFactory,
-    Environment,
-    EnvironmentOptions,
-    ResolvedOptions,
     find_binaries,
-    load_manifests,
     select_backend,
-    unique_namespace_name,
 )
+from .binaries import ControlPlaneBinaries, ProcessStartError
+from .environment import Environment, unique_namespace_name
 from .kubeconfig import KubeconfigError, build_kubeconfig, load_kubeconfig, write_kubeconfig
+from .manifests import load_manifests
+from .options import EnvironmentOptions, ResolvedOptions
 
 __all__ = [
     "BackendChoice",

@@ -16,7 +16,7 @@ DEFAULT_REQUEST_TIMEOUT: Final = 30.0
 DEFAULT_CERT_POLL_INTERVAL: Final = 5.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class WebhookServerOptions:
     """How to run a :class:`WebhookServer`. ``None`` means "use the default" named per field."""
 
