@@ -99,7 +99,7 @@ class LeaderElectionOptions:
     request_timeout: float | None = None
     """Timeout of one Lease API call, seconds; must be below ``renew_deadline``. Defaults to half
     the renew deadline."""
-    release_on_stop: bool | None = None
+    release_on_cancel: bool | None = None
     """Release the Lease when stopped cleanly, so a successor need not wait out the lease.
     Defaults to True."""
     watch_lease: bool | None = None
@@ -143,7 +143,7 @@ class LeaderElectionOptions:
             retry_period=retry,
             identity=identity,
             request_timeout=timeout,
-            release_on_stop=True if self.release_on_stop is None else self.release_on_stop,
+            release_on_cancel=True if self.release_on_cancel is None else self.release_on_cancel,
             watch_lease=True if self.watch_lease is None else self.watch_lease,
         )
 
@@ -157,7 +157,7 @@ class ResolvedLeaderElectionOptions:
     retry_period: float
     identity: str
     request_timeout: float
-    release_on_stop: bool
+    release_on_cancel: bool
     watch_lease: bool
 
 
@@ -245,7 +245,7 @@ class LeaderElector:
             if stop.is_set():
                 # Stopped first: leading ends here, then the Lease is handed back.
                 self._set_leading(False)
-                if self.options.release_on_stop:
+                if self.options.release_on_cancel:
                     await self.release()
                 return
             raise LeaderElectionLost(f"leader election lost: Lease {self.namespace}/{self.name}")

@@ -118,7 +118,7 @@ class ManagerOptions:
                 renew_deadline=self.renew_deadline,
                 retry_period=self.retry_period,
                 identity=self.leader_election_identity,
-                release_on_stop=self.leader_election_release_on_cancel,
+                release_on_cancel=self.leader_election_release_on_cancel,
                 watch_lease=self.leader_election_watch_lease,
             )
             le_options.with_defaults()  # validate now, not at start
