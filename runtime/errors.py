@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-JSON = dict[str, Any]
+from .jsoncodec import JSON
 
 
 class APIError(Exception):

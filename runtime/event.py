@@ -19,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.jsoncodec import JSON
 from runtime.reconcile import Request
-
-JSON = dict[str, Any]
 
 
 @dataclass(slots=True)

@@ -45,8 +45,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from .client import JSON, Client
+from .client import Client
 from .errors import APIError, NotFound
+from .jsoncodec import JSON
 
 EVENT_TYPE_NORMAL: Final = "Normal"
 EVENT_TYPE_WARNING: Final = "Warning"

@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from runtime.apiversion import group_of
-from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, request_for
+from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, request_for
+from runtime.jsoncodec import JSON
 from runtime.log import get_logger
 from runtime.reconcile import Request
 

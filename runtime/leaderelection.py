@@ -61,8 +61,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from . import metrics
-from .client import JSON, Client
+from .client import Client
 from .errors import APIError, Conflict, NotFound
+from .jsoncodec import JSON
 
 LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
 DEFAULT_LEASE_DURATION: Final = 15.0

@@ -36,7 +36,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.jsoncodec import JSON
 from runtime.labels import from_label_selector
 
 

@@ -36,8 +36,9 @@ import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from runtime.handler import EventHandler, RequestQueue
+from runtime.jsoncodec import JSON
 from runtime.log import get_logger
 from runtime.predicate import Predicate
 from runtime.reconcile import Request
