@@ -1,20 +1,47 @@
 """The controller builder: declare what a controller watches, get a running controller.
 
 The builder wires the common shapes in one statement, like controller-runtime's
-``ctrl.NewControllerManagedBy(mgr)``::
+``ctrl.NewControllerManagedBy(mgr)``. Here ConfigMaps are reconciled, the Secrets they own wake
+them, and every Namespace wakes its ConfigMap ``settings``:
 
-    from runtime.builder import ControllerBuilder
-    from runtime.handler import EnqueueRequestsFromMapFunc
-    from runtime.predicate import GenerationChangedPredicate
-
-    controller = (
-        ControllerBuilder(manager)
-        .for_("cpo.dev/v1alpha1", "ControlPlane", GenerationChangedPredicate())
-        .owns("machine.openshift.io/v1beta1", "Machine")
-        .watches("v1", "Node", EnqueueRequestsFromMapFunc(control_plane_for_node))
-        .with_options(ControllerOptions(max_concurrent_reconciles=2))
-        .complete(ControlPlaneReconciler(manager.client, manager.cache))
-    )
+>>> import asyncio
+>>> from runtime.builder import ControllerBuilder
+>>> from runtime.client import Client
+>>> from runtime.controller import ControllerOptions
+>>> from runtime.handler import EnqueueRequestsFromMapFunc
+>>> from runtime.manager import Manager, ManagerOptions
+>>> from runtime.predicate import GenerationChangedPredicate
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> def settings_of_namespace(namespace: dict) -> list[Request]:
+...     return [Request("settings", namespace["metadata"]["name"])]
+>>> async def main() -> Request:
+...     wanted = Request("settings", "default")
+...     reconciled = asyncio.Event()
+...
+...     async def reconcile(request: Request) -> Result:
+...         if request == wanted:
+...             reconciled.set()
+...         return Result()
+...
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         servers_off = {"metrics_bind_address": "0", "health_probe_bind_address": "0"}
+...         manager = Manager(ManagerOptions(client=client, **servers_off))
+...         (
+...             ControllerBuilder(manager)
+...             .for_("v1", "ConfigMap", GenerationChangedPredicate())
+...             .owns("v1", "Secret")
+...             .watches("v1", "Namespace", EnqueueRequestsFromMapFunc(settings_of_namespace))
+...             .with_options(ControllerOptions(max_concurrent_reconciles=2))
+...             .complete(reconciler_func(reconcile))
+...         )
+...         stop = asyncio.Event()
+...         running = asyncio.create_task(manager.start(stop))
+...         await asyncio.wait_for(reconciled.wait(), timeout=30)
+...         stop.set()
+...         await running
+...     return wanted
+>>> asyncio.run(main())
+Request(name='settings', namespace='default')
 
 What each call means:
 

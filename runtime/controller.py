@@ -2,35 +2,35 @@
 
 A :class:`Controller` is a :class:`~runtime.runnable.Runnable` that runs only while this process
 is the leader (unless told otherwise). Usually the :class:`~runtime.builder.ControllerBuilder` makes
-one; by hand it looks like this::
+one; by hand it looks like this:
 
-    import asyncio
-    from runtime.controller import Controller, ControllerOptions
-    from runtime.event import GenericEvent
-    from runtime.handler import EnqueueRequestForObject
-    from runtime.reconcile import Request, Result, reconciler_func
-    from runtime.source import Channel
-
-    async def main() -> None:
-        done = asyncio.Event()
-
-        async def reconcile(request: Request) -> Result:
-            print("reconciling", request)          # reconciling default/a
-            done.set()
-            return Result()
-
-        events: asyncio.Queue[GenericEvent] = asyncio.Queue()
-        controller = Controller("demo", reconciler_func(reconcile),
-                                ControllerOptions(max_concurrent_reconciles=2))
-        controller.watch(Channel(events, EnqueueRequestForObject()))
-        stop = asyncio.Event()
-        running = asyncio.create_task(controller.start(stop))
-        events.put_nowait(GenericEvent.for_request(Request("a", "default")))
-        await done.wait()
-        stop.set()
-        await running
-
-    asyncio.run(main())
+>>> import asyncio
+>>> from runtime.controller import Controller, ControllerOptions
+>>> from runtime.event import GenericEvent
+>>> from runtime.handler import EnqueueRequestForObject
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> from runtime.source import Channel
+>>> async def main() -> None:
+...     done = asyncio.Event()
+...
+...     async def reconcile(request: Request) -> Result:
+...         print("reconciling", request)
+...         done.set()
+...         return Result()
+...
+...     events: asyncio.Queue[GenericEvent] = asyncio.Queue()
+...     controller = Controller(
+...         "demo", reconciler_func(reconcile), ControllerOptions(max_concurrent_reconciles=2)
+...     )
+...     controller.watch(Channel(events, EnqueueRequestForObject()))
+...     stop = asyncio.Event()
+...     running = asyncio.create_task(controller.start(stop))
+...     events.put_nowait(GenericEvent.for_request(Request("a", "default")))
+...     await done.wait()
+...     stop.set()
+...     await running
+>>> asyncio.run(main())
+reconciling default/a
 
 What happens to a request
 -------------------------

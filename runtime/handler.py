@@ -20,19 +20,27 @@ Each event enqueues a request at most once (the handlers dedupe within the event
 dedupes across events). Handlers run synchronously inside the informer's callbacks, so they must
 be quick and must not block; they see the cache's own objects and must not change them.
 
-Example::
+Example: a Node wakes the Machine its annotation names (a controller would say
+``builder.watches("v1", "Node", EnqueueRequestsFromMapFunc(machine_for_node))``; here a list
+stands in for the controller's queue):
 
-    from runtime.handler import EnqueueRequestsFromMapFunc
-    from runtime.reconcile import Request
-
-    def machine_for_node(node: dict) -> list[Request]:
-        ref = node["metadata"].get("annotations", {}).get("machine.openshift.io/machine")
-        if not ref:
-            return []
-        namespace, _, name = ref.partition("/")
-        return [Request(name, namespace)]
-
-    builder.watches("v1", "Node", EnqueueRequestsFromMapFunc(machine_for_node))
+>>> from runtime.event import CreateEvent
+>>> from runtime.handler import EnqueueRequestsFromMapFunc
+>>> from runtime.reconcile import Request
+>>> def machine_for_node(node: dict) -> list[Request]:
+...     ref = node["metadata"].get("annotations", {}).get("machine.openshift.io/machine")
+...     if not ref:
+...         return []
+...     namespace, _, name = ref.partition("/")
+...     return [Request(name, namespace)]
+>>> class Queue(list):
+...     add = list.append
+>>> queue = Queue()
+>>> annotations = {"machine.openshift.io/machine": "openshift-machine-api/master-0"}
+>>> node = {"metadata": {"name": "node-a", "annotations": annotations}}
+>>> EnqueueRequestsFromMapFunc(machine_for_node).create(CreateEvent(node), queue)
+>>> queue
+[Request(name='master-0', namespace='openshift-machine-api')]
 """
 
 from __future__ import annotations

@@ -14,12 +14,16 @@ language the server speaks in ``?labelSelector=``:
 ``k>3`` / ``k<3``   ``k`` exists and, read as an integer, is greater / less
 ==================  =====================================================
 
-Terms are joined by commas and all must hold. Example::
+Terms are joined by commas and all must hold. Example:
 
-    selector = parse_selector("role=master,zone in (a,b)")
-    selector.matches({"role": "master", "zone": "a"})     # True
-    str(as_selector({"app": "web"}))                       # "app=web"
-    str(from_label_selector({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}))  # "tier"
+>>> from runtime.labels import as_selector, from_label_selector, parse_selector
+>>> selector = parse_selector("role=master,zone in (a,b)")
+>>> selector.matches({"role": "master", "zone": "a"})
+True
+>>> str(as_selector({"app": "web"}))
+'app=web'
+>>> str(from_label_selector({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}))
+'tier'
 
 A selector that does not parse raises :class:`ValueError` saying which term is wrong. Keys and
 values are checked against the label syntax (a DNS-subdomain prefix, a name of at most 63

@@ -32,17 +32,32 @@ On a clean stop the leader *releases* the Lease (``holderIdentity`` cleared, ``l
 1); watching candidates see that and take over within milliseconds, polling ones at their next
 retry. ``leader_election_master_status{name}`` reports 1 while leading, 0 otherwise.
 
-Example::
+Example: campaign, lead, then stop cleanly (``run`` raises :class:`LeaderElectionLost` instead
+when the Lease is lost: the process must then stop acting at once and exit, a new leader is
+coming):
 
-    elector = LeaderElector(
-        client, "my-operator", "kube-system",
-        on_started_leading=lambda: print("leading"),
-        on_stopped_leading=lambda: print("stopped leading"),
-    )
-    try:
-        await elector.run(stop)          # returns once stop is set (after releasing the Lease)
-    except LeaderElectionLost:
-        sys.exit(1)                      # lost it: stop acting now, a new leader is coming
+>>> import asyncio
+>>> from runtime.client import Client
+>>> from runtime.leaderelection import LeaderElector
+>>> async def lead_once() -> None:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         stop = asyncio.Event()
+...
+...         def started() -> None:
+...             print("leading")
+...             stop.set()  # done with the work: release the Lease
+...
+...         elector = LeaderElector(
+...             client,
+...             "leaderelection-example",
+...             "default",
+...             on_started_leading=started,
+...             on_stopped_leading=lambda: print("stopped leading"),
+...         )
+...         await elector.run(stop)  # returns once stop is set, after releasing the Lease
+>>> asyncio.run(lead_once())
+leading
+stopped leading
 """
 
 from __future__ import annotations

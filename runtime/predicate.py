@@ -19,13 +19,19 @@ Ready-made predicates (each passes every event kind it does not mention):
 :func:`and_`, :func:`or_`, :func:`not_`  combinations
 =====================================  =========================================================
 
-Example::
+Example: reconcile on spec changes or label changes, but not on status-only writes (pass the
+predicate to ``ControllerBuilder.for_``, ``owns`` or ``watches``):
 
-    from runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate, or_
-
-    # Reconcile on spec changes or label changes, but not on status-only writes.
-    builder.for_("cpo.dev/v1alpha1", "ControlPlane",
-                 or_(GenerationChangedPredicate(), LabelChangedPredicate()))
+>>> from runtime.event import UpdateEvent
+>>> from runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate, or_
+>>> spec_or_labels = or_(GenerationChangedPredicate(), LabelChangedPredicate())
+>>> before = {"metadata": {"generation": 1, "labels": {"tier": "etcd"}}}
+>>> status_only = {"metadata": {"generation": 1, "labels": {"tier": "etcd"}}, "status": {"ready": 3}}
+>>> spec_or_labels.update(UpdateEvent(before, status_only))
+False
+>>> relabelled = {"metadata": {"generation": 1, "labels": {"tier": "control-plane"}}}
+>>> spec_or_labels.update(UpdateEvent(before, relabelled))
+True
 
 An update event that lacks its old or new object passes none of the "changed" predicates
 (controller-runtime logs it and returns false too); sources never produce one.

@@ -14,19 +14,41 @@ Sources are started by :meth:`runtime.controller.Controller.start` (or by ``watc
 controller runs); a source that holds resources also implements :class:`StoppableSource`, and the
 controller stops it when it stops.
 
-Example::
+Example: one controller fed by the cache's Namespaces and by a queue of outside events:
 
-    import asyncio
-    from runtime.event import GenericEvent
-    from runtime.handler import EnqueueRequestForObject
-    from runtime.reconcile import Request
-    from runtime.source import Channel, Kind
-
-    member_changes: asyncio.Queue[GenericEvent] = asyncio.Queue()
-    controller.watch(Kind(manager.cache, "machine.openshift.io/v1beta1", "Machine",
-                          EnqueueRequestForObject()))
-    controller.watch(Channel(member_changes, EnqueueRequestForObject()))
-    member_changes.put_nowait(GenericEvent.for_request(Request("cp", "openshift-machine-api")))
+>>> import asyncio
+>>> from runtime.cache import Cache
+>>> from runtime.client import Client
+>>> from runtime.controller import Controller
+>>> from runtime.event import GenericEvent
+>>> from runtime.handler import EnqueueRequestForObject
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> from runtime.source import Channel, Kind
+>>> async def main() -> list[str]:
+...     reconciled: set[str] = set()
+...     both = asyncio.Event()
+...
+...     async def reconcile(request: Request) -> Result:
+...         reconciled.add(request.name)
+...         if {"default", "cp"} <= reconciled:
+...             both.set()
+...         return Result()
+...
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         cache = Cache(client)
+...         controller = Controller("sources-example", reconciler_func(reconcile))
+...         member_changes: asyncio.Queue[GenericEvent] = asyncio.Queue()
+...         controller.watch(Kind(cache, "v1", "Namespace", EnqueueRequestForObject()))
+...         controller.watch(Channel(member_changes, EnqueueRequestForObject()))
+...         stop = asyncio.Event()
+...         running = [asyncio.create_task(r.start(stop)) for r in (cache, controller)]
+...         member_changes.put_nowait(GenericEvent.for_request(Request("cp", "openshift-machine-api")))
+...         await asyncio.wait_for(both.wait(), timeout=30)
+...         stop.set()
+...         await asyncio.gather(*running)
+...     return sorted({"default", "cp"} & reconciled)
+>>> asyncio.run(main())
+['cp', 'default']
 """
 
 from __future__ import annotations

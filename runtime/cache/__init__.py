@@ -5,24 +5,40 @@ Controllers never poll the API server. Per kind they hold an :class:`Informer`, 
 store with indexes, and calls event handlers (which enqueue reconcile requests) after every
 change. :class:`Cache` keeps one informer per kind and serves ``get``/``list`` from them, and
 :class:`CachedClient` is the client controllers use: reads from the cache, writes to the server.
-This is controller-runtime's ``cache.Cache`` and client-go's ``SharedIndexInformer``::
+This is controller-runtime's ``cache.Cache`` and client-go's ``SharedIndexInformer``:
 
-    client = await Client.from_kubeconfig("~/.kube/config")
-    cache = Cache(client, CacheOptions(namespace="prod"))
-    machines = cache.informer_for("machine.openshift.io/v1beta1", "Machine")
-    machines.add_event_handler(ResourceEventHandlerFuncs(on_add=lambda obj, initial: print(obj)))
-    stop = asyncio.Event()
-    task = asyncio.create_task(cache.start(stop))          # a Runnable: blocks until stop is set
-    await cache.wait_for_cache_sync()
-    m = await cache.get("machine.openshift.io/v1beta1", "Machine", "m-1", "prod")   # a private copy
-    masters = await cache.list("machine.openshift.io/v1beta1", "Machine", namespace="prod",
-                               label_selector={"machine.openshift.io/cluster-api-machine-role": "master"})
-    stop.set(); await task
+>>> import asyncio
+>>> from runtime.cache import Cache, CacheOptions, ResourceEventHandlerFuncs
+>>> from runtime.client import Client
+>>> async def main() -> None:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         metadata = {"generateName": "cache-", "namespace": "default", "labels": {"role": "master"}}
+...         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"k": "v"}}
+...         name = (await client.create(cm))["metadata"]["name"]
+...         cache = Cache(client, CacheOptions(namespace="default"))
+...         added: list[str] = []
+...         handler = ResourceEventHandlerFuncs(on_add=lambda obj, _: added.append(obj["metadata"]["name"]))
+...         cache.informer_for("v1", "ConfigMap").add_event_handler(handler)
+...         stop = asyncio.Event()
+...         task = asyncio.create_task(cache.start(stop))  # a Runnable: runs until stop is set
+...         await cache.wait_for_cache_sync()
+...         print(name in added)
+...         copy = await cache.get("v1", "ConfigMap", name, "default")  # a private copy
+...         print(copy["data"])
+...         masters = await cache.list("v1", "ConfigMap", namespace="default", label_selector="role=master")
+...         print(name in [m["metadata"]["name"] for m in masters])
+...         stop.set()
+...         await task
+...         await client.delete("v1", "ConfigMap", name, namespace="default")
+>>> asyncio.run(main())
+True
+{'k': 'v'}
+True
 
 The reflector (list, then watch)
 --------------------------------
 The runtime owns the list→watch loop; kubernetes_asyncio's ``Watch`` retries a 410 with the same
-stale version, which can never succeed (``reference/runtime-notes.md`` §e).
+stale version, which can never succeed.
 
 * **List** in pages of :attr:`InformerOptions.page_size` (``limit``/``continue``; later pages carry
   only the token). The first list asks for ``resourceVersion=""``: a consistent read, so the cache
@@ -62,14 +78,11 @@ Storage, and what reads return
 ------------------------------
 Each object is kept as its compact JSON text (UTF-8 bytes, :mod:`runtime.jsoncodec`), after the
 per-resource transform (by default :func:`strip_managed_fields`) and after filling
-``apiVersion``/``kind``, which list items of built-in kinds lack. Python dicts cost 3–4× their
-JSON size even with ``sys.intern``-ed keys, and the issue's target is ≤ 4 KB of cache per 2 KB
-object. Measured with ``python -m bench.cache_memory`` (10,000 Machine-like objects of 2,847 B as
-served, 2,296 B without managedFields; tracemalloc; load average ~3 on 2 shared cores): **2,625 B
-per cached object** (text, key and the two built-in indexes) against 9,461 B for the same objects
-as parsed dicts with interned keys. Text also makes every read a private copy cheaply: orjson
-decodes a 2 KB object in ~5 µs (``json.loads`` took 14–18 µs, a recursive dict copy 17–19 µs,
-``copy.deepcopy`` 58–62 µs), and the garbage collector has no cached containers to walk. A watch
+``apiVersion``/``kind``, which list items of built-in kinds lack. Python dicts cost several times
+their JSON size even with ``sys.intern``-ed keys, so text keeps the cache near the size of the
+objects themselves (``python -m bench.cache_memory`` measures it; ``docs/performance.md`` has the
+figures). Text also makes every read a private copy cheaply: decoding is faster than any copy of
+a dict, and the garbage collector has no cached containers to walk. A watch
 ``MODIFIED`` costs one encode (to store it); the old state is decoded only for handlers that
 read it (see Handlers), the indexes and the recreate check working from what was filed per key.
 So :meth:`Informer.get_by_key`, :meth:`Informer.list`, :meth:`Informer.by_index`,

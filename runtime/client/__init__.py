@@ -1,21 +1,34 @@
 """The runtime's Kubernetes client: CRUD, patch, subresources and raw watch streams over plain dicts.
 
 This is the counterpart of controller-runtime's ``client.Client``. Objects are JSON dicts on the hot
-path: kubernetes_asyncio's OpenAPI models cost ~20x a ``json.loads`` per object (see
-``/work/shared/reference/runtime-notes.md`` §d), so the client speaks HTTP itself through one
-aiohttp session and uses kubernetes_asyncio only to *load credentials* (kubeconfig tokens, client
-certificates, exec plugins, in-cluster service accounts). Measured against the embedded server
-(500 GETs of one ConfigMap, JSON decoded either way), a GET through this session took ~540 µs and
-one through ``ApiClient.call_api(..., _preload_content=False)`` ~1.5 ms: its parameter sanitising
-and header plumbing run on every call.
+path: kubernetes_asyncio's OpenAPI models cost many times a ``json.loads`` per object, so the
+client speaks HTTP itself through one aiohttp session and uses kubernetes_asyncio only to *load
+credentials* (kubeconfig tokens, client certificates, exec plugins, in-cluster service
+accounts); ``docs/performance.md`` has the measurements.
 
-Usage::
+Usage (``kubeconfig`` is the path of a kubeconfig file, or the document as a dict):
 
-    async with await Client.from_kubeconfig(path_or_dict) as client:
-        cm = await client.get("v1", "ConfigMap", "cfg", namespace="ns")
-        await client.patch("v1", "ConfigMap", "cfg", {"data": {"k": "v"}}, namespace="ns")
-        async for event in client.watch("v1", "ConfigMap", namespace="ns", timeout_seconds=300):
-            ...
+>>> import asyncio
+>>> from runtime.client import Client
+>>> async def main() -> None:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         metadata = {"generateName": "client-example-", "namespace": "default"}
+...         cm = await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+...         name = cm["metadata"]["name"]
+...         await client.patch("v1", "ConfigMap", name, {"data": {"k": "v"}}, namespace="default")
+...         cm = await client.get("v1", "ConfigMap", name, namespace="default")
+...         print(cm["data"])
+...         version = cm["metadata"]["resourceVersion"]
+...         watch = client.watch("v1", "ConfigMap", "default", resource_version=version, timeout_seconds=5)
+...         await client.delete("v1", "ConfigMap", name, namespace="default")
+...         async for event in watch:
+...             if event["object"]["metadata"]["name"] == name:
+...                 print(event["type"])
+...                 break
+...         await watch.aclose()  # a stream left early is closed at once, not when collected
+>>> asyncio.run(main())
+{'k': 'v'}
+DELETED
 
 Pydantic models are accepted wherever an object goes in (``create(model_instance)``) and come back
 when a model class is given (``get(..., model=Machine)``).

@@ -22,8 +22,8 @@ from .._kube_credentials import (
 from ..jsoncodec import JSON
 
 if TYPE_CHECKING:
-    # Types only: importing pydantic costs an operator ~5 MiB of RSS, and one that passes plain
-    # dicts never needs it. At run time models are recognised by _is_model.
+    # Types only: importing pydantic costs an operator memory (docs/performance.md), and one that
+    # passes plain dicts never needs it. At run time models are recognised by _is_model.
     from pydantic import BaseModel
 
 from .mapping import ResourceInfo, RESTMapper

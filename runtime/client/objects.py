@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeGuard, TypeVar, ove
 from ..jsoncodec import JSON
 
 if TYPE_CHECKING:
-    # Types only: importing pydantic costs an operator ~5 MiB of RSS, and one that passes plain
-    # dicts never needs it. At run time models are recognised by _is_model.
+    # Types only: importing pydantic costs an operator memory (docs/performance.md), and one that
+    # passes plain dicts never needs it. At run time models are recognised by _is_model.
     from pydantic import BaseModel
 
 M = TypeVar("M", bound="BaseModel")

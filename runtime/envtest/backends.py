@@ -71,7 +71,7 @@ class BackendChoice:
 
 
 def select_backend(environ: Mapping[str, str]) -> BackendChoice:
-    """Choose the back end from environment variables, in DESIGN §6's order of preference.
+    """Choose the back end from environment variables, in this order of preference.
 
     1. ``KUBEBUILDER_ASSETS`` is set: real binaries from that folder (etcd may come from
        ``ETCD_BINARY`` instead). A folder without them is an error, never a silent fallback.

@@ -43,9 +43,8 @@ get; work duration from get to done; retries counts every ``add_after`` call (in
 limited ones and those with delay ≤ 0); unfinished work and longest running processor are
 refreshed every 0.5 s by a clock timer that :meth:`WorkQueue.shutdown` stops (until then the
 timer keeps the queue alive, so shut queues down when done with them). Label children are looked
-up once, at construction, and are :mod:`runtime.metrics`' lock-free event-loop series: about
-1 µs per item for the metrics (prometheus_client's locked children cost ~6 µs) on top of the
-queue's own ~0.6 µs — see ``bench/workqueue.py``.
+up once, at construction, and are :mod:`runtime.metrics`' lock-free event-loop series, several
+times cheaper than prometheus_client's locked children (``docs/performance.md``).
 
 Concurrency
 -----------

@@ -119,7 +119,7 @@ def default_controller_rate_limiter(clock: Clock | None = None) -> RateLimiter:
     """client-go's ``DefaultControllerRateLimiter``: per-key 5 ms → 1000 s, overall 10 qps / 100 burst.
 
     controller-runtime ≥ v0.23 dropped the bucket and uses the per-key backoff alone; we keep the
-    classic pair (DESIGN §5) so that a storm of failing keys cannot retry faster than 10/s overall.
+    classic pair so that a storm of failing keys cannot retry faster than 10/s overall.
     """
     return MaxOfRateLimiter(
         ItemExponentialFailureRateLimiter(DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY),
