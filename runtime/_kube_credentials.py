@@ -42,12 +42,16 @@ One difference remains visible: until something asks for a generated name, the p
 module's dict directly bypasses ``__getattr__``. Attribute access, ``from ... import``,
 ``import *``, ``dir()`` and ``getattr`` all behave as with a plain import.
 
-Usage (inside ``runtime`` only; the names are kubernetes_asyncio's own)::
+Usage (inside ``runtime`` only; the names are kubernetes_asyncio's own):
 
-    from ._kube_credentials import Configuration, load_kube_config_from_dict
-
-    configuration = Configuration()
-    await load_kube_config_from_dict(kubeconfig_dict, client_configuration=configuration)
+>>> import asyncio, yaml
+>>> from runtime._kube_credentials import Configuration, load_kube_config_from_dict
+>>> with open(kubeconfig) as file:
+...     document = yaml.safe_load(file)
+>>> configuration = Configuration()
+>>> _ = asyncio.run(load_kube_config_from_dict(document, client_configuration=configuration))
+>>> configuration.host.startswith("https://")
+True
 """
 
 from __future__ import annotations

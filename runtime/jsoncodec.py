@@ -3,15 +3,19 @@
 Every watch event is decoded once, stored once as compact JSON and decoded again for each read,
 and the embedded API server copies and encodes every object it writes, so JSON is the largest
 single cost per event on both sides. orjson does the same work several times faster than the
-``json`` module (``docs/performance.md`` has the figures). Use it like ``json``::
+``json`` module (``docs/performance.md`` has the figures). Use it like ``json``:
 
-    from runtime.jsoncodec import clone, dumps, freeze, loads, thaw
-
-    text = dumps({"metadata": {"name": "a"}})     # b'{"metadata":{"name":"a"}}': compact UTF-8 bytes
-    assert loads(text) == {"metadata": {"name": "a"}}
-    dumps({"b": 1, "a": 2}, sort_keys=True)       # b'{"a":2,"b":1}'
-    copy = clone({"spec": {"replicas": 3}})       # a deep copy, in native code
-    assert thaw(freeze(copy)) == copy             # compact storage that keeps every value exactly
+>>> from runtime.jsoncodec import clone, dumps, freeze, loads, thaw
+>>> text = dumps({"metadata": {"name": "a"}})  # compact UTF-8 bytes
+>>> text
+b'{"metadata":{"name":"a"}}'
+>>> loads(text)
+{'metadata': {'name': 'a'}}
+>>> dumps({"b": 1, "a": 2}, sort_keys=True)
+b'{"a":2,"b":1}'
+>>> copy = clone({"spec": {"replicas": 3}})  # a deep copy, in native code
+>>> thaw(freeze(copy)) == copy  # compact storage that keeps every value exactly
+True
 
 What differs from ``json`` (none of it changes what the API server's objects look like):
 

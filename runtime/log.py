@@ -1,13 +1,15 @@
 """Structured logs on stdlib :mod:`logging`, with per-reconcile keys carried in context variables.
 
 Every line a controller writes while it reconciles one object carries the same keys, whoever
-emits it (the controller, your reconciler, a library it calls)::
+emits it (the controller, your reconciler, a library it calls):
 
-    controller   the controller's name
-    object       "namespace/name" (or "name" for cluster-scoped objects)
-    namespace    the object's namespace ("" for cluster-scoped objects)
-    name         the object's name
-    reconcileID  a fresh UUID per reconcile, to tell one pass from the next
+===============  ===================================================================
+``controller``   the controller's name
+``object``       ``"namespace/name"`` (or ``"name"`` for cluster-scoped objects)
+``namespace``    the object's namespace (``""`` for cluster-scoped objects)
+``name``         the object's name
+``reconcileID``  a fresh UUID per reconcile, to tell one pass from the next
+===============  ===================================================================
 
 The keys live in a :class:`contextvars.ContextVar`, so they follow the reconcile's task and every
 task it creates, and never leak into a concurrent reconcile of another worker. Use

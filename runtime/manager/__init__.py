@@ -24,16 +24,37 @@ deadline. A **lost lease** skips all of that: leader runnables are cancelled at 
 else after them, and :meth:`Manager.start` raises :class:`LeaderElectionLost` ("leader election
 lost"): the process must exit, as with controller-runtime.
 
-Example::
+Example: an operator's ``main`` ends with ``return await manager.run()``, which handles SIGTERM
+and SIGINT and returns the exit status (0 after a clean stop); here a runnable that needs the
+lease stops the manager itself once it runs:
 
-    async def main() -> int:
-        manager = await Manager.create(ManagerOptions(
-            leader_election=True, leader_election_id="my-operator",
-            leader_election_namespace="kube-system"))
-        manager.add(my_controller)
-        return await manager.run()           # SIGTERM/SIGINT handled; 0 after a clean stop
-
-    sys.exit(asyncio.run(main()))
+>>> import asyncio
+>>> from runtime.manager import Manager, ManagerOptions
+>>> class Leader:
+...     def __init__(self, stop: asyncio.Event) -> None:
+...         self.stop_manager = stop
+...
+...     async def start(self, stop: asyncio.Event) -> None:
+...         print("leading")
+...         self.stop_manager.set()
+...         await stop.wait()
+>>> async def main() -> None:
+...     options = ManagerOptions(
+...         kubeconfig=kubeconfig,
+...         leader_election=True,
+...         leader_election_id="manager-example",
+...         leader_election_namespace="default",
+...         metrics_bind_address="0",
+...         health_probe_bind_address="0",
+...     )
+...     manager = await Manager.create(options)
+...     stop = asyncio.Event()
+...     manager.add(Leader(stop))
+...     await manager.start(stop)
+...     print("stopped, Lease released")
+>>> asyncio.run(main())
+leading
+stopped, Lease released
 """
 
 from ..leaderelection import LeaderElectionLost

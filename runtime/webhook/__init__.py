@@ -12,34 +12,67 @@ this server. Register what answers each path, then run the server as a manager r
   patch from the object it received to the one the defaulter left.
 * :meth:`WebhookServer.register` serves any :class:`AdmissionHandler` on any path.
 
-Example (serves until interrupted; the directory must hold tls.crt and tls.key)::
+In an operator, hand the server to the manager (``manager.add(server)``): the manager starts it
+before the caches and makes its ``started_checker()`` the readiness check ``webhook``, so the
+process is ready only once the webhook serves (adding that check again would be refused).
 
-    import asyncio
-    from runtime.webhook import Denied, WebhookServer, WebhookServerOptions
+Example: a validator for a ControlPlane kind, served by a manager, asked once as the API server
+would ask it (the serving certificate comes from a throw-away CA here; by default the server
+listens on port 9443 and reads ``/tmp/k8s-webhook-server/serving-certs``):
 
-    class OddReplicas:
-        async def validate_create(self, obj, request):
-            replicas = obj.get("spec", {}).get("replicas", 1)
-            if replicas % 2 == 0:
-                raise Denied(f"spec.replicas: Invalid value: {replicas}: must be odd", code=422)
-            return ["more than 7 replicas slow etcd down"] if replicas > 7 else []
-
-        async def validate_update(self, old, new, request):
-            return await self.validate_create(new, request)
-
-        async def validate_delete(self, obj, request):
-            return []
-
-    async def main() -> None:
-        server = WebhookServer(WebhookServerOptions(cert_dir="/tmp/k8s-webhook-server/serving-certs"))
-        server.register_validator("controlplane.cpo.dev", "v1alpha1", "ControlPlane", OddReplicas())
-        # serves https://<host>:9443/validate-controlplane-cpo-dev-v1alpha1-controlplane
-        await server.start(asyncio.Event())
-
-    asyncio.run(main())
-
-In an operator, hand the server to the manager instead (``manager.add(server)``) and add
-``manager.add_readyz_check("webhook", server.started_checker())``.
+>>> import asyncio, ssl, tempfile
+>>> import aiohttp
+>>> from runtime.client import Client
+>>> from runtime.envtest.certs import CertificateAuthority
+>>> from runtime.manager import Manager, ManagerOptions
+>>> from runtime.webhook import Denied, WebhookServer, WebhookServerOptions, review_for, validate_path
+>>> class OddReplicas:
+...     async def validate_create(self, obj, request):
+...         replicas = obj.get("spec", {}).get("replicas", 1)
+...         if replicas % 2 == 0:
+...             raise Denied(f"spec.replicas: Invalid value: {replicas}: must be odd", code=422)
+...         return ["more than 7 replicas slow etcd down"] if replicas > 7 else []
+...
+...     async def validate_update(self, old, new, request):
+...         return await self.validate_create(new, request)
+...
+...     async def validate_delete(self, obj, request):
+...         return []
+>>> ca = CertificateAuthority.new()
+>>> cert_dir = tempfile.mkdtemp()
+>>> _ = ca.serving_cert(["127.0.0.1"]).write(cert_dir)
+>>> group, version, kind = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
+>>> request = {
+...     "uid": "705ab4f5",
+...     "operation": "CREATE",
+...     "kind": {"group": group, "version": version, "kind": kind},
+...     "resource": {"group": group, "version": version, "resource": "controlplanes"},
+...     "object": {"apiVersion": f"{group}/{version}", "kind": kind, "spec": {"replicas": 2}},
+... }
+>>> async def main() -> None:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         servers = {"metrics_bind_address": "0", "health_probe_bind_address": "127.0.0.1:0"}
+...         manager = Manager(ManagerOptions(client=client, **servers))
+...         server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=cert_dir))
+...         server.register_validator(group, version, kind, OddReplicas())
+...         manager.add(server)
+...         stop = asyncio.Event()
+...         running = asyncio.create_task(manager.start(stop))
+...         await server.wait_started()
+...         url = f"https://127.0.0.1:{server.port}{validate_path(group, version, kind)}"
+...         trusting_the_ca = ssl.create_default_context(cadata=ca.cert_pem.decode())
+...         async with aiohttp.ClientSession() as session:
+...             async with session.post(url, json=review_for(request), ssl=trusting_the_ca) as answer:
+...                 response = (await answer.json())["response"]
+...             print(response["allowed"], response["status"]["code"], response["status"]["message"])
+...             readyz = f"http://127.0.0.1:{manager.health_probe_port}/readyz/webhook"
+...             async with session.get(readyz) as ready:
+...                 print(ready.status, await ready.text())
+...         stop.set()
+...         await running
+>>> asyncio.run(main())
+False 422 spec.replicas: Invalid value: 2: must be odd
+200 ok
 
 What answers what
 -----------------

@@ -32,21 +32,38 @@ _Delayed = tuple[float, int, T]
 class WorkQueue(Generic[T]):
     """A rate-limited, delaying, deduplicating work queue (see the module docstring for the rules).
 
-    Typical worker::
+    Typical worker (a controller runs several, all on one queue):
 
-        while True:
-            try:
-                key = await queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await reconcile(key)
-            except Exception:
-                queue.add_rate_limited(key)
-            else:
-                queue.forget(key)
-            finally:
-                queue.done(key)
+    >>> import asyncio
+    >>> from runtime.workqueue import QueueShutDown, WorkQueue
+    >>> async def reconcile(key: str) -> None:
+    ...     print("reconciling", key)
+    >>> async def worker(queue: WorkQueue[str]) -> None:
+    ...     while True:
+    ...         try:
+    ...             key = await queue.get()
+    ...         except QueueShutDown:
+    ...             return
+    ...         try:
+    ...             await reconcile(key)
+    ...         except Exception:
+    ...             queue.add_rate_limited(key)
+    ...         else:
+    ...             queue.forget(key)
+    ...         finally:
+    ...             queue.done(key)
+    >>> async def main() -> None:
+    ...     queue: WorkQueue[str] = WorkQueue()
+    ...     for key in ("default/a", "default/b", "default/a"):  # the second "default/a" is deduped
+    ...         queue.add(key)
+    ...     running = asyncio.create_task(worker(queue))
+    ...     while len(queue):
+    ...         await asyncio.sleep(0)
+    ...     await queue.shutdown_with_drain()
+    ...     await running
+    >>> asyncio.run(main())
+    reconciling default/a
+    reconciling default/b
     """
 
     def __init__(self, options: WorkQueueOptions | None = None) -> None:
