@@ -194,42 +194,26 @@ def new_predicate_funcs(filter: Callable[[JSON], bool]) -> Predicate:
     return _ObjectFilter(filter)
 
 
-class _All:
-    __slots__ = ("_predicates",)
+class _Combined:
+    """``and_`` (``combine=all``) or ``or_`` (``combine=any``) of predicates."""
 
-    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
+    __slots__ = ("_combine", "_predicates")
+
+    def __init__(self, predicates: tuple[Predicate, ...], combine: Callable[[Iterable[bool]], bool]) -> None:
         self._predicates = predicates
+        self._combine = combine
 
     def create(self, event: CreateEvent) -> bool:
-        return all(p.create(event) for p in self._predicates)
+        return self._combine(p.create(event) for p in self._predicates)
 
     def update(self, event: UpdateEvent) -> bool:
-        return all(p.update(event) for p in self._predicates)
+        return self._combine(p.update(event) for p in self._predicates)
 
     def delete(self, event: DeleteEvent) -> bool:
-        return all(p.delete(event) for p in self._predicates)
+        return self._combine(p.delete(event) for p in self._predicates)
 
     def generic(self, event: GenericEvent) -> bool:
-        return all(p.generic(event) for p in self._predicates)
-
-
-class _Any:
-    __slots__ = ("_predicates",)
-
-    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
-        self._predicates = predicates
-
-    def create(self, event: CreateEvent) -> bool:
-        return any(p.create(event) for p in self._predicates)
-
-    def update(self, event: UpdateEvent) -> bool:
-        return any(p.update(event) for p in self._predicates)
-
-    def delete(self, event: DeleteEvent) -> bool:
-        return any(p.delete(event) for p in self._predicates)
-
-    def generic(self, event: GenericEvent) -> bool:
-        return any(p.generic(event) for p in self._predicates)
+        return self._combine(p.generic(event) for p in self._predicates)
 
 
 class _Not:
@@ -251,12 +235,13 @@ class _Not:
         return not self._predicate.generic(event)
 
 
-def _check(predicates: Iterable[object], what: str) -> tuple[Predicate, ...]:
+def check_predicates(predicates: Iterable[object], where: str) -> tuple[Predicate, ...]:
+    """``predicates`` as a tuple, or :class:`TypeError` naming ``where`` and the first non-predicate."""
     checked = tuple(predicates)
     for p in checked:
         if not isinstance(p, Predicate):
             raise TypeError(
-                f"{what}: {p!r} is not a predicate (it needs create, update, delete and generic "
+                f"{where}: {p!r} is not a predicate (it needs create, update, delete and generic "
                 "methods; wrap a function with predicate_funcs or new_predicate_funcs)"
             )
     return checked  # type: ignore[return-value]
@@ -264,17 +249,17 @@ def _check(predicates: Iterable[object], what: str) -> tuple[Predicate, ...]:
 
 def and_(*predicates: Predicate) -> Predicate:
     """Passes an event when every predicate does (no predicates: everything passes)."""
-    return _All(_check(predicates, "and_"))
+    return _Combined(check_predicates(predicates, "and_"), all)
 
 
 def or_(*predicates: Predicate) -> Predicate:
     """Passes an event when at least one predicate does (no predicates: nothing passes)."""
-    return _Any(_check(predicates, "or_"))
+    return _Combined(check_predicates(predicates, "or_"), any)
 
 
 def not_(predicate: Predicate) -> Predicate:
     """Passes exactly the events ``predicate`` drops."""
-    return _Not(_check((predicate,), "not_")[0])
+    return _Not(check_predicates((predicate,), "not_")[0])
 
 
 # --- label selectors ----------------------------------------------------------------------------

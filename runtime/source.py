@@ -62,7 +62,7 @@ from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from runtime.handler import EventHandler, RequestQueue
 from runtime.jsoncodec import JSON
 from runtime.log import get_logger
-from runtime.predicate import Predicate
+from runtime.predicate import Predicate, check_predicates
 from runtime.reconcile import Request
 
 _log = get_logger("runtime.source")
@@ -104,16 +104,6 @@ class InformerCache(Protocol):
     def informer_for(self, api_version: str, kind: str) -> Informer: ...
 
 
-def _check_predicates(predicates: tuple[object, ...], where: str) -> tuple[Predicate, ...]:
-    for p in predicates:
-        if not isinstance(p, Predicate):
-            raise TypeError(
-                f"{where}: {p!r} is not a predicate (it needs create, update, delete and generic "
-                "methods; see runtime.predicate)"
-            )
-    return predicates  # type: ignore[return-value]
-
-
 def _check_handler(handler: object, where: str) -> EventHandler:
     if not isinstance(handler, EventHandler):
         raise TypeError(
@@ -137,51 +127,32 @@ class _Dispatch:
         self._queue = queue
 
     def on_add(self, obj: JSON, is_in_initial_list: bool) -> None:
-        event = CreateEvent(obj, is_in_initial_list)
-        try:
-            for predicate in self._predicates:
-                if not predicate.create(event):
-                    return
-            self._handler.create(event, self._queue)
-        except Exception as err:
-            self._failed("create", obj, err)
+        self._deliver("create", CreateEvent(obj, is_in_initial_list), obj)
 
     def on_update(self, old: JSON, new: JSON) -> None:
-        self._update(UpdateEvent(old, new))
+        self._deliver("update", UpdateEvent(old, new), new)
 
     def on_update_deferred(self, load_old: Callable[[], JSON], new: JSON) -> None:
         """The informer's cheaper form: the old state is decoded only if something reads it."""
-        self._update(UpdateEvent.deferred(load_old, new))
-
-    def _update(self, event: UpdateEvent) -> None:
-        new = event.object_new
-        try:
-            for predicate in self._predicates:
-                if not predicate.update(event):
-                    return
-            self._handler.update(event, self._queue)
-        except Exception as err:
-            self._failed("update", new, err)
+        self._deliver("update", UpdateEvent.deferred(load_old, new), new)
 
     def on_delete(self, obj: JSON) -> None:
-        event = DeleteEvent(obj)
-        try:
-            for predicate in self._predicates:
-                if not predicate.delete(event):
-                    return
-            self._handler.delete(event, self._queue)
-        except Exception as err:
-            self._failed("delete", obj, err)
+        self._deliver("delete", DeleteEvent(obj), obj)
 
     def on_generic(self, obj: JSON) -> None:
-        event = GenericEvent(obj)
+        self._deliver("generic", GenericEvent(obj), obj)
+
+    def _deliver(
+        self, kind: str, event: CreateEvent | UpdateEvent | DeleteEvent | GenericEvent, obj: JSON
+    ) -> None:
+        """Ask each predicate's ``kind`` method, then the handler's; a failure is logged, not raised."""
         try:
             for predicate in self._predicates:
-                if not predicate.generic(event):
+                if not getattr(predicate, kind)(event):
                     return
-            self._handler.generic(event, self._queue)
+            getattr(self._handler, kind)(event, self._queue)
         except Exception as err:
-            self._failed("generic", obj, err)
+            self._failed(kind, obj, err)
 
     def _failed(self, kind: str, obj: JSON | None, err: Exception) -> None:
         # A bug in a predicate or map function must cost one event, not the informer.
@@ -223,7 +194,7 @@ class Kind:
         self.api_version = api_version
         self.kind = kind
         self.handler = _check_handler(handler, f"Kind({api_version}, {kind})")
-        self.predicates = _check_predicates(predicates, f"Kind({api_version}, {kind})")
+        self.predicates = check_predicates(predicates, f"Kind({api_version}, {kind})")
         self._informer: Informer | None = None
         self._registration: Any = None
 
@@ -277,7 +248,7 @@ class Channel:
             )
         self.events = events
         self.handler = _check_handler(handler, "Channel")
-        self.predicates = _check_predicates(predicates, "Channel")
+        self.predicates = check_predicates(predicates, "Channel")
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, queue: RequestQueue) -> None:

@@ -17,16 +17,8 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from ..certwatcher import CertificateError, CertWatcher
-from .adapters import (
-    AdmissionHandler,
-    CustomDefaulter,
-    CustomValidator,
-    DefaulterHandler,
-    ValidatorHandler,
-    admission_handler_func,
-    mutate_path,
-    validate_path,
-)
+from . import adapters
+from .adapters import AdmissionHandler
 from .decode import BadReview, _status_body, decode_review
 from .metrics import WebhookMetrics, init_webhook_metrics, webhook_panics_total
 from .options import WebhookServerOptions
@@ -72,21 +64,23 @@ class WebhookServer:
         if not isinstance(handler, AdmissionHandler):
             if not callable(handler):
                 raise TypeError(f"{handler!r} is neither an AdmissionHandler nor an async function")
-            handler = admission_handler_func(handler)
+            handler = adapters.admission_handler_func(handler)
         self._routes[path] = _Route(handler, init_webhook_metrics(path))
         return self
 
     def register_validator(
-        self, group: str, version: str, kind: str, validator: CustomValidator
+        self, group: str, version: str, kind: str, validator: adapters.CustomValidator
     ) -> WebhookServer:
         """Serve ``validator`` at :func:`validate_path` of the kind."""
-        return self.register(validate_path(group, version, kind), ValidatorHandler(validator))
+        return self.register(
+            adapters.validate_path(group, version, kind), adapters.ValidatorHandler(validator)
+        )
 
     def register_defaulter(
-        self, group: str, version: str, kind: str, defaulter: CustomDefaulter
+        self, group: str, version: str, kind: str, defaulter: adapters.CustomDefaulter
     ) -> WebhookServer:
         """Serve ``defaulter`` at :func:`mutate_path` of the kind."""
-        return self.register(mutate_path(group, version, kind), DefaulterHandler(defaulter))
+        return self.register(adapters.mutate_path(group, version, kind), adapters.DefaulterHandler(defaulter))
 
     @property
     def paths(self) -> list[str]:
