@@ -10,6 +10,11 @@ apart. Render it with :func:`generate_latest`; serve it with :data:`CONTENT_TYPE
 
 Families
 --------
+The controller, leader-election, REST-client and process families are defined here; the work
+queue, webhook and cert-watcher families beside their code (:mod:`runtime.workqueue.metrics`,
+:mod:`runtime.webhook.metrics`, :mod:`runtime.certwatcher`), registered in the same registry
+when that code is imported, and their names are also served by this module.
+
 Controller (``controller`` label; see :func:`init_controller_metrics`):
 ``controller_runtime_reconcile_total{controller,result}``, ``…_reconcile_errors_total``,
 ``…_terminal_reconcile_errors_total``, ``…_reconcile_panics_total``,
@@ -17,8 +22,8 @@ Controller (``controller`` label; see :func:`init_controller_metrics`):
 ``…_max_concurrent_reconciles``, ``…_active_workers``.
 
 Workqueue (``name`` and ``controller`` labels, both the controller's name; see
-:func:`init_workqueue_metrics`): ``workqueue_depth`` (plus ``priority``, always ``""`` for our
-classic queue, as controller-runtime ≥ v0.21 labels it), ``workqueue_adds_total``,
+:func:`runtime.workqueue.init_workqueue_metrics`): ``workqueue_depth`` (plus ``priority``,
+always ``""`` for our classic queue, as controller-runtime ≥ v0.21 labels it), ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds`` and ``workqueue_work_duration_seconds`` (12 exponential
 buckets 1e-8 … 1e3 s), ``workqueue_unfinished_work_seconds``,
 ``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``.
@@ -28,7 +33,7 @@ Leader election: ``leader_election_master_status{name}``.
 REST client: ``rest_client_requests_total{code,method,host}`` and
 ``rest_client_request_duration_seconds{verb,host}``.
 
-Webhooks (``webhook`` = the served path; see :func:`init_webhook_metrics`):
+Webhooks (``webhook`` = the served path; see :func:`runtime.webhook.init_webhook_metrics`):
 ``controller_runtime_webhook_requests_total{webhook,code}``,
 ``controller_runtime_webhook_latency_seconds{webhook}`` (the v0.23 exponential buckets),
 ``controller_runtime_webhook_requests_in_flight{webhook}``,

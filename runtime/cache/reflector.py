@@ -81,7 +81,8 @@ _RECOVERABLE = (
 class Reflector:
     """Keeps a :class:`ReflectorStore` equal to the server's state of one kind (list, then watch).
 
-    The rules are in the module docstring. LOW LEVEL: use an :class:`Informer` (or a :class:`Cache`).
+    The rules are in the :mod:`runtime.cache` docstring. LOW LEVEL: use an :class:`Informer` (or a
+    :class:`Cache`).
     """
 
     def __init__(

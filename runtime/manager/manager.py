@@ -159,7 +159,7 @@ class Manager:
         return 0
 
     async def start(self, stop: asyncio.Event) -> None:
-        """Run everything until ``stop`` is set, then stop gracefully (see the module docstring).
+        """Run everything until ``stop`` is set, then stop gracefully (see :mod:`runtime.manager`).
 
         Raises :class:`LeaderElectionLost` when the Lease was lost, the first runnable error when
         a runnable failed, :class:`GracefulShutdownTimeout` when the grace period ran out.

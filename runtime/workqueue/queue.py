@@ -30,7 +30,7 @@ _Delayed = tuple[float, int, T]
 
 
 class WorkQueue(Generic[T]):
-    """A rate-limited, delaying, deduplicating work queue (see the module docstring for the rules).
+    """A rate-limited, delaying, deduplicating work queue; :mod:`runtime.workqueue` has the rules.
 
     Typical worker (a controller runs several, all on one queue):
 
