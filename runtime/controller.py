@@ -95,6 +95,7 @@ from runtime.log import (
 )
 from runtime.reconcile import Reconciler, Request, Result, TerminalError
 from runtime.source import Source, StoppableSource
+from runtime.waiting import wait_for_any
 from runtime.workqueue import Clock, QueueShutDown, RateLimiter, WorkQueue, WorkQueueOptions
 
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 1
@@ -392,13 +393,7 @@ class Controller:
             self._failed.set()
 
     async def _wait_for_stop(self, stop: asyncio.Event) -> None:
-        loop = asyncio.get_running_loop()
-        waits = [loop.create_task(stop.wait()), loop.create_task(self._failed.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
+        await wait_for_any(stop, self._failed)
 
     # --- workers ---
 

@@ -79,6 +79,7 @@ from . import metrics
 from .client import Client
 from .errors import APIError, Conflict, NotFound
 from .jsoncodec import JSON
+from .waiting import wait_for_any
 
 LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
 DEFAULT_LEASE_DURATION: Final = 15.0
@@ -499,13 +500,7 @@ async def _wait_either(stop: asyncio.Event, wake: asyncio.Event, seconds: float)
         return True
     if wake.is_set() or seconds <= 0:
         return False
-    waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())}
-    try:
-        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
+    await wait_for_any(stop, wake, within=seconds)
     return stop.is_set()
 
 

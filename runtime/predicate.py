@@ -80,6 +80,19 @@ def _metadata(obj: JSON | None) -> Mapping[str, Any] | None:
     return metadata if isinstance(metadata, Mapping) else None
 
 
+def _metadata_changed(event: UpdateEvent, key: str, *, empty_is_absent: bool = False) -> bool:
+    """Whether ``metadata[key]`` differs between the old and the new object; an update that lacks
+    either object passes none of the "changed" predicates."""
+    old = _metadata(event.object_old)
+    new = _metadata(event.object_new)
+    if old is None or new is None:
+        return False
+    before, after = old.get(key), new.get(key)
+    if empty_is_absent:
+        return (before or {}) != (after or {})
+    return bool(before != after)
+
+
 class GenerationChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.generation``.
 
@@ -91,44 +104,28 @@ class GenerationChangedPredicate(Funcs):
     """
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return old.get("generation") != new.get("generation")
+        return _metadata_changed(event, "generation")
 
 
 class ResourceVersionChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.resourceVersion`` (drops resync no-op updates)."""
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return old.get("resourceVersion") != new.get("resourceVersion")
+        return _metadata_changed(event, "resourceVersion")
 
 
 class LabelChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.labels`` (absent and empty count as equal)."""
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return (old.get("labels") or {}) != (new.get("labels") or {})
+        return _metadata_changed(event, "labels", empty_is_absent=True)
 
 
 class AnnotationChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.annotations`` (absent and empty count as equal)."""
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return (old.get("annotations") or {}) != (new.get("annotations") or {})
+        return _metadata_changed(event, "annotations", empty_is_absent=True)
 
 
 class _PredicateFuncs:

@@ -9,6 +9,7 @@ from ..client import Client
 from ..errors import NotFound
 from ..jsoncodec import JSON
 from ..labels import as_selector
+from ..waiting import wait_for_any
 from .indexers import INDEX_NAMESPACE
 from .informer import Informer
 from .options import CacheOptions, LabelSelectorLike
@@ -88,13 +89,9 @@ class Cache:
         self._stop = asyncio.Event()
         for informer in list(self._informers.values()):
             self._run(informer)
-        stopper = asyncio.ensure_future(stop.wait())
-        failed = asyncio.ensure_future(self._failed.wait())
         try:
-            await asyncio.wait({stopper, failed}, return_when=asyncio.FIRST_COMPLETED)
+            await wait_for_any(stop, self._failed)
         finally:
-            stopper.cancel()
-            failed.cancel()
             # An informer that failed (a bug, not a server error) takes the others down with it,
             # and the cache fails like any runnable: the manager then stops everything.
             self._stop.set()

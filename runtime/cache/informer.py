@@ -11,6 +11,7 @@ from typing import Any
 from .. import jsoncodec
 from ..client import Client
 from ..jsoncodec import JSON
+from ..waiting import wait_for_any
 from .handlers import HandlerRegistration, ResourceEventHandler
 from .indexers import (
     INDEX_NAMESPACE,
@@ -126,13 +127,7 @@ class Informer:
         """Wait until :meth:`has_synced`; raises :class:`RuntimeError` if the informer stops first."""
         if self._synced.is_set():
             return
-        synced = asyncio.ensure_future(self._synced.wait())
-        stopped = asyncio.ensure_future(self._stopped.wait())
-        try:
-            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            synced.cancel()
-            stopped.cancel()
+        await wait_for_any(self._synced, self._stopped)
         if not self._synced.is_set():
             raise RuntimeError(f"the {self.kind} informer stopped before it synced")
 
