@@ -36,6 +36,7 @@ Example:
 ...             recorder.eventf(cm, "Normal", "Scaled", "replicas now %d", 3)
 ...         await recorder.sink.close()  # flush what is queued, then stop
 ...         events = await client.list("v1", "Event", "default")
+...         await client.delete("v1", "ConfigMap", cm["metadata"]["name"], namespace="default")
 ...         return [
 ...             f"{e['reason']}: {e['message']} (x{e['count']}, from {e['source']['component']})"
 ...             for e in events["items"]
