@@ -85,7 +85,7 @@ class OperatorOptions:
     disables it and ``":0"`` picks a free port."""
     health_probe_bind_address: str | None = None
     """Where ``/healthz`` and ``/readyz`` are served. Defaults to ``":8081"``; ``"0"`` disables them."""
-    leader_elect: bool | None = None
+    leader_election: bool | None = None
     """Run controllers only while holding the Lease. Defaults to True inside a cluster (so a
     second replica waits instead of fighting), False elsewhere."""
     leader_election_id: str | None = None
@@ -119,9 +119,9 @@ class OperatorOptions:
                 "no API server to talk to: pass --kubeconfig PATH or set KUBECONFIG (inside a pod "
                 "the service account is used)"
             )
-        leader_elect = cluster if self.leader_elect is None else self.leader_elect
+        leader_election = cluster if self.leader_election is None else self.leader_election
         namespace = self.leader_election_namespace
-        if leader_elect and not namespace and not cluster:
+        if leader_election and not namespace and not cluster:
             raise ValueError(
                 "--leader-elect outside a cluster needs --leader-election-namespace (the Lease's "
                 "namespace); or run without --leader-elect"
@@ -146,7 +146,7 @@ class OperatorOptions:
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
             health_probe_bind_address=self.health_probe_bind_address or DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
-            leader_elect=leader_elect,
+            leader_election=leader_election,
             leader_election_id=self.leader_election_id or DEFAULT_LEADER_ELECTION_ID,
             # None inside a cluster: the manager reads the pod's namespace from the service account.
             leader_election_namespace=namespace or None,
@@ -167,7 +167,7 @@ class ResolvedOperatorOptions:
     kubeconfig: str | None
     metrics_bind_address: str
     health_probe_bind_address: str
-    leader_elect: bool
+    leader_election: bool
     leader_election_id: str
     leader_election_namespace: str | None
     webhooks: bool
@@ -241,7 +241,7 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
             cache_options=operator_cache_options(),
             metrics_bind_address=options.metrics_bind_address,
             health_probe_bind_address=options.health_probe_bind_address,
-            leader_election=options.leader_elect,
+            leader_election=options.leader_election,
             leader_election_id=options.leader_election_id,
             leader_election_namespace=options.leader_election_namespace,
             graceful_shutdown_timeout=options.graceful_shutdown_timeout,
@@ -271,7 +271,7 @@ async def run_operator(options: OperatorOptions) -> int:
         resolved.metrics_bind_address,
         resolved.health_probe_bind_address,
         f"port {resolved.webhook_port}, certs {resolved.webhook_cert_dir}" if resolved.webhooks else "off",
-        f"on, Lease {resolved.leader_election_id}" if resolved.leader_elect else "off",
+        f"on, Lease {resolved.leader_election_id}" if resolved.leader_election else "off",
     )
     try:
         manager = await build_manager(resolved)

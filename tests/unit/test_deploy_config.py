@@ -73,7 +73,7 @@ def resolved_from_deployment() -> Any:
         kubeconfig=args.kubeconfig,
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
-        leader_elect=args.leader_elect,
+        leader_election=args.leader_elect,
         webhook_port=args.webhook_port,
         webhook_cert_dir=args.webhook_cert_dir,
     ).with_defaults()
@@ -186,7 +186,7 @@ def test_deployment_probes_certificate_and_security(in_cluster: None) -> None:
     assert spec["selector"]["matchLabels"] == POD_LABELS == spec["template"]["metadata"]["labels"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8081}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8081}
-    assert options.leader_elect and options.leader_election_id == DEFAULT_LEADER_ELECTION_ID
+    assert options.leader_election and options.leader_election_id == DEFAULT_LEADER_ELECTION_ID
     assert options.log_format == "json"
     # The grace period outlasts the manager's own shutdown budget, so SIGKILL never cuts it short.
     assert pod["terminationGracePeriodSeconds"] > options.graceful_shutdown_timeout
@@ -272,7 +272,7 @@ def test_editor_role_lets_people_scale_controlplanes() -> None:
 
 def test_in_cluster_defaults_without_flags(in_cluster: None) -> None:
     options = OperatorOptions().with_defaults()
-    assert options.leader_elect and options.log_format == "json"
+    assert options.leader_election and options.log_format == "json"
     assert options.webhook_port == 9443 and options.webhook_cert_dir == DEFAULT_WEBHOOK_CERT_DIR
 
 
@@ -282,9 +282,9 @@ def test_out_of_cluster_needs_a_kubeconfig_and_a_lease_namespace(monkeypatch: py
     with pytest.raises(ValueError, match="--kubeconfig"):
         OperatorOptions().with_defaults()
     options = OperatorOptions(kubeconfig="kc").with_defaults()
-    assert not options.leader_elect and options.log_format == "console"
+    assert not options.leader_election and options.log_format == "console"
     with pytest.raises(ValueError, match="--leader-election-namespace"):
-        OperatorOptions(kubeconfig="kc", leader_elect=True).with_defaults()
+        OperatorOptions(kubeconfig="kc", leader_election=True).with_defaults()
     with pytest.raises(ValueError, match="out of range"):
         OperatorOptions(kubeconfig="kc", webhook_port=70000).with_defaults()
     assert os.environ.get("KUBERNETES_SERVICE_HOST") is None
