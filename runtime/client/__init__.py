@@ -44,7 +44,7 @@ from .._kube_credentials import ConfigException
 from ..jsoncodec import JSON
 from .client import Client
 from .mapping import ResourceInfo, RESTMapper
-from .objects import PATCH_CONTENT_TYPES, ObjectList, ObjectWrite, PatchType
+from .objects import PATCH_CONTENT_TYPES, ObjectList, PatchType
 from .options import ClientOptions, ResolvedClientOptions
 from .transport import RETRIABLE_STATUSES, Transport
 
@@ -56,7 +56,6 @@ __all__ = [
     "ClientOptions",
     "ConfigException",
     "ObjectList",
-    "ObjectWrite",
     "PatchType",
     "RESTMapper",
     "ResolvedClientOptions",

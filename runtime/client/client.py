@@ -6,9 +6,9 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import aiohttp
 import yaml
@@ -31,7 +31,6 @@ from .objects import (
     PATCH_CONTENT_TYPES,
     M,
     ObjectList,
-    ObjectWrite,
     PatchType,
     _identify,
     _is_model,
@@ -179,29 +178,30 @@ class Client(Transport):
 
     # ------------------------------------------------------------------------------ writes
 
-    @property
-    def create(self) -> ObjectWrite:
-        """POST ``obj`` to its collection (namespace from ``metadata.namespace``); the stored object."""
-        return cast(ObjectWrite, self._create)
-
-    @property
-    def update(self) -> ObjectWrite:
-        """PUT ``obj``; with ``metadata.resourceVersion`` set, a stale copy raises ``Conflict``."""
-        return cast(ObjectWrite, self._put)
-
-    @property
-    def update_status(self) -> ObjectWrite:
-        """PUT ``obj`` to its ``status`` subresource (only ``status`` changes are kept)."""
-        return cast(ObjectWrite, partial(self._put, subresource="status"))
-
-    async def _create(
+    @overload
+    async def create(self, obj: M, *, field_manager: str | None = None, dry_run: bool = False) -> M: ...
+    @overload
+    async def create(
+        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
+    ) -> JSON: ...
+    @overload
+    async def create(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        model: type[M],
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> M: ...
+    async def create(
         self,
         obj: Mapping[str, Any] | BaseModel,
         *,
-        model: type[BaseModel] | None = None,
+        model: type[M] | None = None,
         field_manager: str | None = None,
         dry_run: bool = False,
-    ) -> JSON | BaseModel:
+    ) -> JSON | M | BaseModel:
+        """POST ``obj`` to its collection (namespace from ``metadata.namespace``); the stored object."""
         body, api_version, kind, _, namespace = _identify(obj)
         info = await self._resource(api_version, kind, namespace, name=False)
         created = await self.request_json(
@@ -209,15 +209,68 @@ class Client(Transport):
         )
         return _out(created, _model_of(obj, model))
 
-    async def _put(
+    @overload
+    async def update(self, obj: M, *, field_manager: str | None = None, dry_run: bool = False) -> M: ...
+    @overload
+    async def update(
+        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
+    ) -> JSON: ...
+    @overload
+    async def update(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        model: type[M],
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> M: ...
+    async def update(
         self,
         obj: Mapping[str, Any] | BaseModel,
         *,
-        subresource: str | None = None,
-        model: type[BaseModel] | None = None,
+        model: type[M] | None = None,
         field_manager: str | None = None,
         dry_run: bool = False,
-    ) -> JSON | BaseModel:
+    ) -> JSON | M | BaseModel:
+        """PUT ``obj``; with ``metadata.resourceVersion`` set, a stale copy raises ``Conflict``."""
+        return await self._put(obj, None, model, field_manager, dry_run)
+
+    @overload
+    async def update_status(
+        self, obj: M, *, field_manager: str | None = None, dry_run: bool = False
+    ) -> M: ...
+    @overload
+    async def update_status(
+        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
+    ) -> JSON: ...
+    @overload
+    async def update_status(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        model: type[M],
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> M: ...
+    async def update_status(
+        self,
+        obj: Mapping[str, Any] | BaseModel,
+        *,
+        model: type[M] | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON | M | BaseModel:
+        """PUT ``obj`` to its ``status`` subresource (only ``status`` changes are kept)."""
+        return await self._put(obj, "status", model, field_manager, dry_run)
+
+    async def _put(
+        self,
+        obj: Mapping[str, Any] | BaseModel,
+        subresource: str | None,
+        model: type[M] | None,
+        field_manager: str | None,
+        dry_run: bool,
+    ) -> JSON | M | BaseModel:
         body, api_version, kind, name, namespace = _identify(obj)
         if not name:
             raise ValueError(f"{kind}: update needs metadata.name")

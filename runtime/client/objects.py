@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeGuard, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeGuard, TypeVar, overload
 
 from ..jsoncodec import JSON
 
@@ -77,24 +77,3 @@ def _out(answer: JSON, model: type[M]) -> M: ...
 def _out(answer: JSON, model: type[BaseModel] | None) -> JSON | BaseModel: ...
 def _out(answer: JSON, model: type[BaseModel] | None) -> JSON | BaseModel:
     return answer if model is None else model.model_validate(answer)
-
-
-class ObjectWrite(Protocol):
-    """How ``create``, ``update`` and ``update_status`` are called: a model instance comes back as
-    an instance of its class, a dict as a dict, or as ``model`` when one is given."""
-
-    @overload
-    async def __call__(self, obj: M, *, field_manager: str | None = None, dry_run: bool = False) -> M: ...
-    @overload
-    async def __call__(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> JSON: ...
-    @overload
-    async def __call__(
-        self,
-        obj: Mapping[str, Any],
-        *,
-        model: type[M],
-        field_manager: str | None = None,
-        dry_run: bool = False,
-    ) -> M: ...
