@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -45,7 +45,7 @@ class QuorumSample:
     """What the cluster looked like at one poll."""
 
     at: float
-    """Seconds since the monitor started (monotonic clock)."""
+    """Seconds since the monitor started (monotonic clock) when the member list's answer arrived."""
     voters: int
     learners: int
     healthy_voters: int
@@ -125,7 +125,6 @@ class QuorumMonitor:
             await asyncio.sleep(max(0.0, self.interval - spent))  # allow-sleep: the poll period
 
     async def _poll(self) -> QuorumSample:
-        at = time.monotonic() - self._started
         async with EtcdClient(self._endpoints(), self._options) as etcd:
             error: str | None = None
             try:
@@ -134,6 +133,8 @@ class QuorumMonitor:
             except EtcdError as err:
                 members = self._known
                 error = str(err)
+            # The list was true at some moment before its answer arrived: never later than this.
+            at = time.monotonic() - self._started
             voters = [m for m in members if not m.is_learner]
             voter_urls = [m.client_urls[0] for m in voters if m.client_urls]
             health = await etcd.health(voter_urls) if voter_urls else []
@@ -163,6 +164,16 @@ class QuorumMonitor:
         return self.samples[-1]
 
     # ------------------------------------------------------------------------------ the record
+
+    @property
+    def started_at(self) -> float:
+        """``time.monotonic()`` when the monitor started: ``started_at + sample.at`` is a sample's
+        time on the monotonic clock, to compare with other records."""
+        return self._started
+
+    def first(self, predicate: Callable[[QuorumSample], bool]) -> QuorumSample | None:
+        """The first sample for which ``predicate`` holds, or None."""
+        return next((s for s in self.samples if predicate(s)), None)
 
     def mark(self) -> float:
         """The current time on the samples' clock, for ``since=`` below."""

@@ -46,6 +46,9 @@ WAIT_QUORUM_AFTER_REMOVAL: Final = "QuorumAfterRemoval"
 WAIT_ONE_CHANGE_PER_PASS: Final = "OneMemberChangeAtATime"
 WAIT_ETCD_UNREACHABLE: Final = "EtcdUnreachable"
 WAIT_MEMBER_PRESENT: Final = "MemberStillListed"
+WAIT_HOOK_MISSING: Final = "HookMissing"
+WAIT_VOTERS_AT_MAXIMUM: Final = "VotersAtMaximum"
+WAIT_LEARNER_NOT_IN_SYNC: Final = "LearnerNotInSync"
 WAIT_REASONS: Final = (
     WAIT_QUORUM_LOST,
     WAIT_HEALTHY_VOTERS,
@@ -53,6 +56,9 @@ WAIT_REASONS: Final = (
     WAIT_ONE_CHANGE_PER_PASS,
     WAIT_ETCD_UNREACHABLE,
     WAIT_MEMBER_PRESENT,
+    WAIT_HOOK_MISSING,
+    WAIT_VOTERS_AT_MAXIMUM,
+    WAIT_LEARNER_NOT_IN_SYNC,
 )
 
 
@@ -323,14 +329,14 @@ def promotion_decision(
             continue  # unmapped, going away, or not started: reported elsewhere, never promoted
         if not machine.has_our_hook:
             waits.append(
-                Wait(machine.name, "HookMissing", f"learner {learner.label} waits for its Machine's hook")
+                Wait(machine.name, WAIT_HOOK_MISSING, f"learner {learner.label} waits for its Machine's hook")
             )
             continue
         if voters + 1 > desired + 1:
             waits.append(
                 Wait(
                     machine.name,
-                    "VotersAtMaximum",
+                    WAIT_VOTERS_AT_MAXIMUM,
                     f"promoting learner {learner.label} would make {voters + 1} voters, more than "
                     f"{desired} desired + 1",
                 )
