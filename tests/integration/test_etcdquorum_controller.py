@@ -21,6 +21,7 @@ from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
 from controllers.localmachine import CONDITION_ETCD_MEMBER, FAULT_ANNOTATION
 from runtime.client import Client
 from runtime.envtest.binaries import free_port
+from runtime.metrics import generate_latest
 from tests.support.etcdquorum import (
     client_url,
     controlplane,
@@ -295,3 +296,72 @@ async def _condition_with(
 
 async def _now(value: object) -> object:
     return value
+
+
+# ---------------------------------------------------------------------------------------------- API only
+
+
+async def test_hooks_wait_for_a_running_machine_stay_while_etcd_is_unreadable_and_other_conditions_are_kept(
+    kube: Client, namespace: str
+) -> None:
+    """No provider and no etcd here: Machines are written by hand."""
+    cp_name = "api-only"
+    await kube.create(controlplane(cp_name, namespace, 3))
+    available = {
+        "type": "Available",
+        "status": "False",
+        "reason": "WaitingForMachines",
+        "message": "written by the ControlPlane controller",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    await kube.patch_status(
+        CP_API_VERSION, "ControlPlane", cp_name, {"status": {"conditions": [available]}}, namespace
+    )
+    x0 = cp_machine("x0", namespace)
+    x1 = cp_machine("x1", namespace)
+    x1["metadata"]["finalizers"] = ["tests.cpo.dev/hold"]
+    async with running_quorum_controller(kube, namespace, quick_options()):
+        await kube.create(x0)
+        await kube.create(x1)
+
+        async def no_hooks() -> bool:
+            return [await _hook_is(kube, n, namespace, None) for n in ("x0", "x1")] == [True, True]
+
+        await holds_for(no_hooks, duration=1.5, what="no hook before a control-plane Machine runs")
+        await kube.patch_status(API_VERSION, "Machine", "x0", {"status": {"phase": "Running"}}, namespace)
+
+        async def hooked() -> bool:
+            return [await _hook_is(kube, n, namespace, HOOK_OWNER) for n in ("x0", "x1")] == [True, True]
+
+        await eventually(hooked, within=10, what="the hook on every Machine once one runs")
+        condition = await eventually(
+            lambda: _condition_with(kube, cp_name, namespace, status="False"), within=10, what="condition"
+        )
+        assert condition["reason"] == "EtcdUnreachable" and "no etcd endpoint" in condition["message"]
+        cp = await kube.get(CP_API_VERSION, "ControlPlane", cp_name, namespace)
+        assert available in cp["status"]["conditions"], "another writer's condition was clobbered"
+
+        # Deleting while etcd cannot be read: the hook stays (never removed on a guess) and the wait
+        # is counted under its reason.
+        await kube.delete(API_VERSION, "Machine", "x1", namespace)
+        await holds_for(
+            lambda: _hook_is(kube, "x1", namespace, HOOK_OWNER), duration=1.5, what="x1 keeps its hook"
+        )
+        exposition = generate_latest().decode()
+        key = f"{namespace}/{cp_name}"
+        assert f'cpo_etcd_hook_waits{{controlplane="{key}",reason="EtcdUnreachable"}} 1.0' in exposition
+        assert f'cpo_etcd_members{{controlplane="{key}",role="voter"}}' in exposition
+        await kube.patch(API_VERSION, "Machine", "x1", {"metadata": {"finalizers": None}}, namespace)
+
+
+async def test_a_controlplane_with_external_etcd_is_left_alone(kube: Client, namespace: str) -> None:
+    await kube.create(controlplane("external", namespace, 2, external=True))
+    async with running_quorum_controller(kube, namespace, quick_options()):
+        await kube.create(cp_machine("y0", namespace))
+        await kube.patch_status(API_VERSION, "Machine", "y0", {"status": {"phase": "Running"}}, namespace)
+        await holds_for(lambda: _hook_is(kube, "y0", namespace, None), duration=2.0, what="no hook")
+        assert await etcd_condition(kube, "external", namespace) == {}
+
+
+async def _hook_is(client: Client, name: str, namespace: str, owner: str | None) -> bool:
+    return hook_owner(await get_machine(client, name, namespace)) == owner

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from api.controlplane import API_VERSION as CP_API_VERSION
@@ -186,3 +189,53 @@ async def machine_timeline(client: Client, namespace: str) -> AsyncIterator[Mach
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class OperatorProcess:
+    """``cpo run`` as a child process; its log goes to ``log_path``."""
+
+    process: asyncio.subprocess.Process
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    async def kill(self) -> None:
+        """SIGKILL, as a node failure or an OOM kill would: no cleanup runs."""
+        if self.process.returncode is None:
+            self.process.kill()
+        await self.process.wait()
+
+
+async def start_operator(kubeconfig: Path, log_path: Path) -> OperatorProcess:
+    """Start ``python -m controllers run`` (controllers only, no webhooks, kernel-picked ports)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    with log_path.open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "controllers",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--no-webhooks",
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+            "--health-probe-bind-address",
+            "0",
+            "--log-format",
+            "json",
+            cwd=REPO,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log,
+        )
+    return OperatorProcess(process, log_path)
