@@ -8,6 +8,7 @@ happens to the Machines with a :class:`~tests.support.etcdquorum.MachineTimeline
 
 from __future__ import annotations
 
+import base64
 import secrets
 from pathlib import Path
 
@@ -15,13 +16,16 @@ import pytest
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
-from controllers.etcd.client import EtcdClient, MemberAddResult, UnhealthyCluster
+from controllers.etcd.client import EtcdClient, EtcdClientOptions, MemberAddResult, UnhealthyCluster
 from controllers.etcd.monitor import QuorumMonitor, QuorumSample
+from controllers.etcd.process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
 from controllers.localmachine import CONDITION_ETCD_MEMBER, FAULT_ANNOTATION
 from runtime.client import Client
 from runtime.envtest.binaries import free_port
+from runtime.envtest.certs import CertificateAuthority
 from runtime.metrics import generate_latest
+from tests.support.etcd import etcd_serving_cert
 from tests.support.etcdquorum import (
     client_url,
     controlplane,
@@ -365,3 +369,59 @@ async def test_a_controlplane_with_external_etcd_is_left_alone(kube: Client, nam
 
 async def _hook_is(client: Client, name: str, namespace: str, owner: str | None) -> bool:
     return hook_owner(await get_machine(client, name, namespace)) == owner
+
+
+async def test_etcd_named_by_endpoints_is_reached_with_the_client_certificate_of_the_secret(
+    kube: Client, namespace: str, tmp_path: Path
+) -> None:
+    authority = CertificateAuthority.new("etcd-quorum-test-ca")
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_bytes(authority.cert_pem)
+    serving_cert, serving_key = etcd_serving_cert(authority).write(tmp_path / "server")
+    client = authority.client_cert("etcd-quorum-hook")
+    client_cert, client_key = client.write(tmp_path / "client")
+    supervisor = EtcdSupervisor(
+        tmp_path / "etcd",
+        EtcdProcessOptions(
+            stop_grace_period=2,
+            client_tls=EtcdServerTLS(serving_cert, serving_key, client_ca_file=ca_file),
+            client_options=EtcdClientOptions(ca_file=ca_file, cert_file=client_cert, key_file=client_key),
+        ),
+    )
+    try:
+        member = await supervisor.bootstrap("tls0")
+        cp = controlplane("tls", namespace, 1)
+        cp["spec"]["etcd"] = {"endpoints": [member.client_url], "tlsSecretRef": {"name": "etcd-client"}}
+        await kube.create(cp)
+        obj = cp_machine("tls0", namespace)
+        obj["metadata"]["annotations"] = {"local.cpo.dev/etcd-peer-url": member.peer_url}
+        await kube.create(obj)
+        await kube.patch_status(API_VERSION, "Machine", "tls0", {"status": {"phase": "Running"}}, namespace)
+        async with running_quorum_controller(kube, namespace, quick_options()):
+            missing = await eventually(
+                lambda: _condition_with(kube, "tls", namespace, text="etcd-client"),
+                within=10,
+                what="no Secret",
+            )
+            assert missing["reason"] == "EtcdUnreachable" and "not found" in missing["message"]
+            await kube.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "etcd-client", "namespace": namespace},
+                    "type": "kubernetes.io/tls",
+                    "data": {
+                        "tls.crt": base64.b64encode(client.cert_pem).decode(),
+                        "tls.key": base64.b64encode(client.key_pem).decode(),
+                        "ca.crt": base64.b64encode(authority.cert_pem).decode(),
+                    },
+                }
+            )
+            healthy = await eventually(
+                lambda: _condition_with(kube, "tls", namespace, status="True"),
+                within=15,
+                what="read over TLS",
+            )
+            assert healthy["message"].startswith("1 members: 1 voters (1 healthy, quorum 1), 0 learners")
+    finally:
+        await supervisor.stop_all()
