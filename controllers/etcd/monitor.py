@@ -18,7 +18,9 @@ The endpoints it asks follow the cluster: besides the ones given, every client U
 list announces is used, so a monitor started on the first member keeps working after that member
 is removed. When the member list cannot be read (no quorum, or no endpoint answers), the sample
 counts the voters of the last list read and says whether a quorum of them still answers health
-reads; :attr:`QuorumSample.error` then says what failed.
+reads; :attr:`QuorumSample.error` then says what failed. A leader election leaves a live quorum
+without answers for a second or two: :meth:`QuorumMonitor.assert_never_lost_quorum` reports only
+a loss that lasts longer than that (``longer_than``, 2.5 s by default).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Me
 
 DEFAULT_INTERVAL = 0.1
 DEFAULT_TIMEOUT = 2.0
+DEFAULT_ELECTION_GRACE = 2.5
+"""Seconds without a healthy quorum that :meth:`QuorumMonitor.assert_never_lost_quorum` takes for
+a leader election rather than a quorum loss (etcd's default election timeout is 1 s, randomised
+up to 2 s)."""
 
 SampleField = Literal["voters", "learners", "healthy_voters"]
 
@@ -193,16 +199,34 @@ class QuorumMonitor:
         """The lowest value of ``field`` over the samples (from ``since`` on)."""
         return min(int(getattr(s, field)) for s in self._window(since))
 
-    def assert_never_lost_quorum(self, *, since: float | None = None) -> None:
-        """Fail, showing the samples around it, if any sample had no healthy quorum of voters."""
+    def assert_never_lost_quorum(
+        self, *, since: float | None = None, longer_than: float = DEFAULT_ELECTION_GRACE
+    ) -> None:
+        """Fail, showing the samples around it, if a healthy quorum of voters was missing for
+        ``longer_than`` seconds or more (from the first such sample to the next good one, or to the
+        last sample).
+
+        A leader election (after the leader is removed, or stalls on a starved machine) leaves the
+        members without answers for a second or two although a quorum is alive: that is not a
+        quorum loss. ``longer_than=0`` counts every sample.
+        """
         window = self._window(since)
-        for index, sample in enumerate(window):
-            if not sample.has_quorum:
-                around = window[max(0, index - 3) : index + 4]
+        index = 0
+        while index < len(window):
+            if window[index].has_quorum:
+                index += 1
+                continue
+            end = index
+            while end < len(window) and not window[end].has_quorum:
+                end += 1
+            until = window[end].at if end < len(window) else window[-1].at
+            if until - window[index].at >= longer_than:
+                around = window[max(0, index - 2) : end + 2]
                 raise AssertionError(
-                    f"etcd lost quorum at {sample.at:.3f}s: "
-                    + "; ".join(str(dataclasses.asdict(s)) for s in around)
+                    f"etcd lost quorum at {window[index].at:.3f}s for {until - window[index].at:.3f}s: "
+                    + "; ".join(str(dataclasses.asdict(s)) for s in around[:12])
                 )
+            index = end
 
     def timeline(self) -> list[dict[str, Any]]:
         """Every sample as a plain dict, in order."""

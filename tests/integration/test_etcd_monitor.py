@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controllers.etcd.client import EtcdClient
-from controllers.etcd.monitor import QuorumMonitor
+from controllers.etcd.monitor import DEFAULT_ELECTION_GRACE, QuorumMonitor
 from controllers.etcd.process import EtcdSupervisor
 from tests.support.etcd import eventually, join_when_healthy, promote_when_in_sync
 
@@ -42,11 +42,21 @@ async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum
         await etcd_supervisor.kill("m1")
         lost = await eventually(lambda: _latest(monitor, has_quorum=False), within=15, what="quorum lost")
         assert lost.healthy_voters <= 1 and lost.voters == 3
+        # Every sample counts with longer_than=0; by default only a loss that outlasts an election.
+        with pytest.raises(AssertionError, match="lost quorum"):
+            monitor.assert_never_lost_quorum(longer_than=0)
+        await eventually(
+            lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE), within=15, what="a lasting loss"
+        )
     with pytest.raises(AssertionError, match="lost quorum"):
         monitor.assert_never_lost_quorum()
     changes = monitor.changes()
     assert [c["machines"] for c in changes][:3] == [("m0",), ("m0", "m1~"), ("m0", "m1")]
     assert monitor.timeline()[0]["at"] >= 0
+
+
+async def _latest_since(monitor: QuorumMonitor, at: float) -> bool:
+    return monitor.samples[-1].at >= at and not monitor.samples[-1].has_quorum
 
 
 async def _has(monitor: QuorumMonitor, label: str) -> bool:
