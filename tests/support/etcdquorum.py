@@ -1,5 +1,7 @@
 """Helpers for the etcd-quorum-hook tests: ControlPlanes, control-plane Machines, the controller in a
-manager of this process, and a recorder of what happens to each Machine's hook and existence.
+manager of this process (:func:`running_quorum_controller`) or ``cpo run`` as a child process
+(:func:`start_operator`), a recorder of what happens to each Machine's hook and existence
+(:class:`MachineTimeline`), and the ControlPlane's Events in the order they were recorded.
 
 The ControlPlanes made here are ``paused`` with autorepair off, so that where a ControlPlane
 controller runs too (``cpo run``) it creates and deletes nothing behind the test's back; the
