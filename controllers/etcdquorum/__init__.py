@@ -45,8 +45,10 @@ across the whole cluster, and only if that is safe:
 * nothing while the cluster has lost quorum: the controller never tries to repair a cluster that
   has lost quorum; it reports it and waits for a human (restore members, or recover from backup).
 
-When several deleting Machines qualify, the one whose failure domain hosts another voter goes
-first, then unhealthy members, then by name. A removal that must wait says why: the
+Membership changes (promotions and removals) are made one at a time and at least 2 seconds
+apart, each decided from a fresh member list and fresh health reads. When several deleting
+Machines qualify, the one whose failure domain hosts another voter goes first, then unhealthy
+members, then by name. A removal that must wait says why: the
 ``EtcdClusterHealthy`` condition's message names the check (``HealthyVotersBelowDesired``,
 ``QuorumAfterRemoval``, ``QuorumLost``, ``EtcdUnreachable``...) and the members concerned; after
 a minute the Machine and the ControlPlane get a Warning event with the same text.

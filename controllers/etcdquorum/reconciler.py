@@ -8,8 +8,9 @@ itself, then, in this order:
 2. reads the member list, every member's health and the alarms (nothing below happens when etcd
    cannot be read: a hook is never removed on a guess);
 3. removes the hook of each deleting Machine that no member belongs to any more;
-4. makes at most **one** membership change: an abandoned learner, else a deleting Machine's
-   member, else a learner's promotion;
+4. makes at most **one** membership change, and none within ``member_change_interval`` of the
+   previous one: an abandoned learner, else a deleting Machine's member, else a learner's
+   promotion;
 5. writes the ``EtcdClusterHealthy`` condition, the metrics and, for a wait older than
    ``wait_event_after``, an event.
 
@@ -92,6 +93,7 @@ DEFAULT_BUSY_PERIOD: Final = 1.0
 DEFAULT_ABANDONED_LEARNER_GRACE: Final = 300.0
 DEFAULT_WAIT_EVENT_AFTER: Final = 60.0
 DEFAULT_ETCD_TIMEOUT: Final = 3.0
+DEFAULT_MEMBER_CHANGE_INTERVAL: Final = 2.0
 MAX_PROMOTION_BACKOFF: Final = 30.0
 
 _log = get_logger("controllers.etcdquorum")
@@ -114,6 +116,10 @@ class EtcdQuorumOptions:
     ControlPlane, repeated at that interval. Defaults to 60."""
     etcd_timeout: float | None = None
     """Seconds one etcd request may take. Defaults to 3."""
+    member_change_interval: float | None = None
+    """Seconds between two membership changes of one cluster (promotion or removal): each change
+    reaches every member and shows in their health before the next one is decided, and each
+    step shows in monitoring. Defaults to 2."""
     controller: ControllerOptions | None = None
     """Options of the controller (workers, rate limiter). Defaults to ``ControllerOptions()``."""
 
@@ -139,6 +145,12 @@ class EtcdQuorumOptions:
                 self.wait_event_after, DEFAULT_WAIT_EVENT_AFTER, "wait_event_after", zero=True
             ),
             etcd_timeout=positive(self.etcd_timeout, DEFAULT_ETCD_TIMEOUT, "etcd_timeout"),
+            member_change_interval=positive(
+                self.member_change_interval,
+                DEFAULT_MEMBER_CHANGE_INTERVAL,
+                "member_change_interval",
+                zero=True,
+            ),
             controller=self.controller or ControllerOptions(),
         )
 
@@ -152,6 +164,7 @@ class ResolvedEtcdQuorumOptions:
     abandoned_learner_grace: float
     wait_event_after: float
     etcd_timeout: float
+    member_change_interval: float
     controller: ControllerOptions
 
 
@@ -207,6 +220,7 @@ class EtcdQuorumReconciler:
         self._wait_since: dict[tuple[str, str | None, str], float] = {}
         self._wait_evented: dict[tuple[str, str | None, str], float] = {}
         self._promotion_attempts: dict[tuple[str, int], int] = {}
+        self._last_change: dict[str, float] = {}
         self._hooked: set[str] = set()
         self._escape_reported: set[str] = set()
 
@@ -442,19 +456,29 @@ class EtcdQuorumReconciler:
         """Step 4: at most one membership change, abandoned learners first, then removals, then
         promotions; the decisions are :func:`~.rules.removal_decision` and
         :func:`~.rules.promotion_decision`."""
-        if await self._remove_abandoned_learner(state, etcd):
+        # Decisions are made (and their waits reported) every pass; a change is made only once
+        # member_change_interval has passed since the previous one.
+        since = time.monotonic() - self._last_change.get(state.key, float("-inf"))
+        paced = since < self.options.member_change_interval
+        if paced:
+            state.busy = True
+            state.requeue_after = self.options.member_change_interval - since
+        if await self._remove_abandoned_learner(state, etcd, act=not paced):
             return
         removal = removal_decision(state.states, state.infos, state.desired)
         state.waits.extend(removal.waits)
         if removal.member is not None:
-            await self._remove(state, etcd, removal)
+            if not paced:
+                await self._remove(state, etcd, removal)
             return
         promotion = promotion_decision(state.states, state.infos, state.desired)
         state.waits.extend(promotion.waits)
-        if promotion.member is not None:
+        if promotion.member is not None and not paced:
             await self._promote(state, etcd, promotion)
 
-    async def _remove_abandoned_learner(self, state: _Pass, etcd: EtcdClient) -> bool:
+    async def _remove_abandoned_learner(self, state: _Pass, etcd: EtcdClient, *, act: bool) -> bool:
+        """Remove one abandoned learner (:func:`~.rules.is_abandoned_learner`) when ``act``; True
+        when one was found, so that nothing else changes in this pass."""
         now = time.monotonic()
         listed = {(state.key, m.member.id) for m in state.states}
         for stale in [k for k in self._unmapped_since if k[0] == state.key and k not in listed]:
@@ -469,12 +493,15 @@ class EtcdQuorumReconciler:
             state.busy = True
             if not is_abandoned_learner(member, first, now, self.options.abandoned_learner_grace):
                 continue
+            if not act:
+                return True
             try:
                 await etcd.remove(member.member.id)
             except EtcdError as err:
                 _log.info("abandoned learner removal failed", member=member.label, error=str(err))
                 return True
             etcd_metrics.member_removals_total.labels(state.key).inc()
+            self._last_change[state.key] = time.monotonic()
             self._unmapped_since.pop((state.key, member.member.id), None)
             message = (
                 f"removed etcd learner {member.label}: added {now - first:.0f}s or more ago, never "
@@ -497,6 +524,7 @@ class EtcdQuorumReconciler:
             )
             return
         etcd_metrics.member_removals_total.labels(state.key).inc()
+        self._last_change[state.key] = time.monotonic()
         role = "learner" if member.member.is_learner else "voter"
         message = f"etcd {role} {member.label} removed: {decision.why}"
         machine = state.machines.get(member.machine or "")
@@ -532,6 +560,7 @@ class EtcdQuorumReconciler:
             return
         self._promotion_attempts.pop(attempt_key, None)
         etcd_metrics.learner_promotions_total.labels(state.key).inc()
+        self._last_change[state.key] = time.monotonic()
         message = f"etcd learner {member.label} promoted to voter: {decision.why}"
         self._event_both(
             state, state.machines.get(member.machine or ""), "Normal", "LearnerPromoted", message
@@ -636,6 +665,7 @@ class EtcdQuorumReconciler:
 
     def _forget(self, key: str) -> None:
         etcd_metrics.forget(key)
+        self._last_change.pop(key, None)
         for table in (self._unmapped_since, self._promotion_attempts):
             for k in [k for k in table if k[0] == key]:
                 del table[k]

@@ -224,11 +224,11 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             assert_one_step_at_a_time(monitor)
 
 
-async def test_killed_member_removed_abandoned_learner_cleaned_up_and_two_deletions_one_at_a_time(
+async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_and_deletions_one_at_a_time(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     prefix = f"eq{secrets.token_hex(2)}"
-    m0, m1, m2, m3 = (f"{prefix}-m{i}" for i in range(4))
+    m0, m1, m2, m3, m4, m5 = (f"{prefix}-m{i}" for i in range(6))
     cp_name = f"{prefix}-cp"
     await kube.create(controlplane(cp_name, namespace, 3))
     async with (
@@ -271,25 +271,46 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_and_two_deleti
             await eventually(lambda: _now(m2 in timeline.gone), within=30, what=f"{m2} gone")
             assert timeline.hook_removed[m2] < timeline.gone[m2]
 
-            # --- its replacement joins and is promoted; then the ControlPlane scales in to 1 and two
-            # Machines are deleted at once: removals one at a time, the one sharing a zone first.
+            # --- its replacement joins and is promoted; one more makes desired + 1 voters; a third
+            # stays a learner (desired + 2 is never allowed) until its Machine is deleted, and then
+            # goes at once (a learner holds no vote).
             await kube.create(cp_machine(m3, namespace, zone="zone-a"))
             await wait_sample(monitor, lambda s: s.voters == 3 and s.learners == 0, 60, f"{m3} promoted")
-            await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 1}}, namespace)
-            await kube.delete(API_VERSION, "Machine", m1, namespace)
-            await kube.delete(API_VERSION, "Machine", m3, namespace)
+            await kube.create(cp_machine(m4, namespace, zone="zone-c"))
+            await wait_sample(monitor, lambda s: s.voters == 4 and s.learners == 0, 60, f"{m4} promoted")
+            await kube.create(cp_machine(m5, namespace, zone="zone-b"))
+            await wait_sample(monitor, lambda s: f"{m5}~" in s.machines, 60, f"{m5} a started learner")
             await eventually(
-                lambda: _now(m1 in timeline.gone and m3 in timeline.gone), within=60, what="both gone"
+                lambda: _condition_with(kube, cp_name, namespace, text="VotersAtMaximum"),
+                within=10,
+                what="the learner waits, and the condition says why",
+            )
+            await holds_for(
+                lambda: latest(monitor, lambda s: s.voters == 4 and f"{m5}~" in s.machines),
+                duration=1.5,
+                what=f"{m5} stays a learner",
+            )
+            await kube.delete(API_VERSION, "Machine", m5, namespace)
+            await eventually(lambda: _now(m5 in timeline.gone), within=30, what=f"{m5} gone")
+            assert await has_event(kube, namespace, "Machine", m5, "MemberRemoved")
+
+            # --- the ControlPlane scales in to 1 and three Machines are deleted at once: removals one
+            # at a time, first the one whose zone has another voter (m3 shares zone-a with m0).
+            await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 1}}, namespace)
+            for name in (m1, m3, m4):
+                await kube.delete(API_VERSION, "Machine", name, namespace)
+            await eventually(
+                lambda: _now(all(n in timeline.gone for n in (m1, m3, m4))), within=60, what="all three gone"
             )
             removals = [
                 e["message"].split(":")[0]
                 for e in await cp_events_in_order(kube, namespace, cp_name)
                 if e["reason"] == "MemberRemoved"
             ]
-            assert removals[-2:] == [f"Machine {m3}", f"Machine {m1}"], removals
+            assert removals[-3:] == [f"Machine {m3}", f"Machine {m1}", f"Machine {m4}"], removals
             assert [m.name for m in await etcd.member_list()] == [m0]
             monitor.assert_never_lost_quorum()
-            assert monitor.peak("voters") <= 3
+            assert monitor.peak("voters") <= 4
             assert_one_step_at_a_time(monitor)
 
 

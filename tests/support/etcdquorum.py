@@ -65,13 +65,15 @@ def cp_machine(name: str, namespace: str, *, zone: str = "zone-a") -> JSON:
 
 
 def quick_options(**overrides: Any) -> EtcdQuorumOptions:
-    """Quick timings for tests: passes every 0.3 s, waits reported after 1 s."""
+    """Quick timings for tests: passes every 0.3 s, membership changes 0.5 s apart, waits reported
+    after 1 s."""
     values: dict[str, Any] = {
         "resync_period": 1.0,
         "busy_period": 0.3,
         "abandoned_learner_grace": 1.0,
         "wait_event_after": 1.0,
         "etcd_timeout": 2.0,
+        "member_change_interval": 0.5,
         "controller": ControllerOptions(skip_name_validation=True),
     }
     values.update(overrides)
