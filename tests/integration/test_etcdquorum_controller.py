@@ -294,11 +294,27 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             await eventually(lambda: _now(m5 in timeline.gone), within=30, what=f"{m5} gone")
             assert await has_event(kube, namespace, "Machine", m5, "MemberRemoved")
 
-            # --- the ControlPlane scales in to 1 and three Machines are deleted at once: removals one
-            # at a time, first the one whose zone has another voter (m3 shares zone-a with m0).
-            await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 1}}, namespace)
+            # --- three Machines are deleted; they wait while 5 voters are desired. Then the
+            # ControlPlane scales in to 1: removals one at a time, first the one whose zone has
+            # another voter (m3 shares zone-a with m0), then by name.
+            scaled = await kube.patch(
+                CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 5}}, namespace
+            )
+
+            async def observed() -> bool:
+                condition = await etcd_condition(kube, cp_name, namespace)
+                return condition.get("observedGeneration") == scaled["metadata"]["generation"]
+
+            await eventually(observed, within=10, what="the controller saw replicas: 5")
             for name in (m1, m3, m4):
                 await kube.delete(API_VERSION, "Machine", name, namespace)
+
+            async def all_three_wait() -> bool:
+                message = (await etcd_condition(kube, cp_name, namespace)).get("message", "")
+                return message.count("HealthyVotersBelowDesired") == 3
+
+            await eventually(all_three_wait, within=10, what="three removals waiting")
+            await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 1}}, namespace)
             await eventually(
                 lambda: _now(all(n in timeline.gone for n in (m1, m3, m4))), within=60, what="all three gone"
             )
