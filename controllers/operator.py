@@ -214,8 +214,9 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
 
     They run only while this process holds the Lease (when leader election is on).
     """
-    from controllers import machinehealthcheck
+    from controllers import etcdquorum, machinehealthcheck
 
+    etcdquorum.setup_with_manager(manager, options)
     machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 
 

@@ -36,13 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PENDING_FAMILIES = frozenset(
     {
-        # etcd-quorum-hook controller
-        "cpo_etcd_members",
-        "cpo_etcd_healthy_voters",
-        "cpo_etcd_quorum_margin",
-        "cpo_etcd_learner_promotions_total",
-        "cpo_etcd_member_removals_total",
-        "cpo_etcd_hook_waits",
         # ControlPlane controller
         "cpo_controlplane_replicas",
         "cpo_controlplane_operations_total",
