@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 
 class KubeModel(BaseModel):

@@ -58,6 +58,8 @@ import jsonpointer
 import yaml
 from cryptography import x509
 
+from runtime.jsoncodec import JSON
+
 from .builtins import order_builtin, order_scale, struct_of
 from .errors import (
     FieldError,
@@ -81,8 +83,6 @@ from .objectmeta import (
 )
 from .registry import Registry, ResourceType
 from .selectors import SelectorError, label_selector_object_matches
-
-JSON = dict[str, Any]
 
 ADMISSION_USER_AGENT = "kube-apiserver-admission"
 ADMISSION_GROUP = "admission.k8s.io"

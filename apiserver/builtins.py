@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .objectmeta import METADATA_RULES, FieldRules
+from runtime.jsoncodec import JSON
 
-JSON = dict[str, Any]
+from .objectmeta import METADATA_RULES, FieldRules
 
 OMITEMPTY = "omitempty"  # dropped when zero (Go's omitempty on a scalar, slice or map)
 ALWAYS = "always"  # always written, zero value included (no omitempty, or a struct/Time)

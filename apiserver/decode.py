@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .errors import JSON, StatusError, bad_request
+from runtime.jsoncodec import JSON
+
+from .errors import StatusError, bad_request
 from .errors import go_float as go_float_v
 
 if TYPE_CHECKING:

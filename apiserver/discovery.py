@@ -14,6 +14,8 @@ import hashlib
 import json
 from typing import Any
 
+from runtime.jsoncodec import JSON
+
 from .builtins import (
     ALL_VERBS,
     Anything,
@@ -30,8 +32,6 @@ from .builtins import (
     struct_of,
 )
 from .registry import Registry, ResourceType
-
-JSON = dict[str, Any]
 
 DEFAULT_SERVER_ADDRESS = "127.0.0.1:6443"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 
 class GoRepr:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime import jsoncodec
+from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
 from . import builtins, decode, objectmeta, patch, schema, selectors
@@ -47,8 +48,6 @@ from .errors import (
 )
 from .registry import Registry, ResourceType
 from .store import Store
-
-JSON = dict[str, Any]
 
 SCALE_GROUP_KIND = ("autoscaling", "v1", "Scale")
 # The first item of every accepted watch (see Handlers.watch).

@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime import jsoncodec
+from runtime.jsoncodec import JSON
 
 from .errors import FieldError, StatusError, forbidden, invalid, required
 
-JSON = dict[str, Any]
 Path = tuple[str, ...]
 FieldSet = set[Path]
 

@@ -30,6 +30,7 @@ import jsonpatch
 import jsonpointer
 
 from runtime import jsoncodec
+from runtime.jsoncodec import JSON
 
 from .decode import (
     JSONSyntaxError,
@@ -41,7 +42,7 @@ from .decode import (
     unsupported_media_type,
     yaml_to_json_value,
 )
-from .errors import JSON, StatusError, bad_request
+from .errors import StatusError, bad_request
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

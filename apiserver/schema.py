@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from runtime.jsoncodec import JSON
+
 from .errors import (
     FieldError,
     GoRepr,
@@ -47,8 +49,6 @@ from .errors import (
 )
 from .errors import go_float as go_float_v
 from .registry import ResourceType, ScaleSpec
-
-JSON = dict[str, Any]
 
 # TypeMeta/ObjectMeta keys: never pruned at a resource root (the real root or an embedded resource).
 _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any
 
+from runtime.jsoncodec import JSON
+
 from .decode import GoNumError, go_parse_int, strconv_quote
-from .errors import JSON, FieldError, GoRepr, aggregate_message, bad_request, invalid
+from .errors import FieldError, GoRepr, aggregate_message, bad_request, invalid
 
 # Label keys and values follow the same rules as object metadata; one definition serves both.
 from .objectmeta import label_value_errors, qualified_name_errors

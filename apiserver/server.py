@@ -32,6 +32,7 @@ from multidict import CIMultiDict
 
 from runtime import jsoncodec
 from runtime.envtest import certs
+from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
 from . import builtins, decode, discovery, objectmeta, schema, tables
@@ -39,8 +40,6 @@ from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
 from .store import Store
-
-JSON = dict[str, Any]
 
 # kube-apiserver refuses request bodies above 3 MiB.
 MAX_REQUEST_BODY = 3 * 1024 * 1024

@@ -22,11 +22,9 @@ import copy
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from runtime.jsoncodec import freeze, thaw
+from runtime.jsoncodec import JSON, freeze, thaw
 
-JSON = dict[str, Any]
 GroupResource = tuple[str, str]
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
 

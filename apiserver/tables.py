@@ -40,10 +40,10 @@ from typing import Any
 
 import yaml
 
+from runtime.jsoncodec import JSON
+
 from .errors import StatusError, bad_request, not_supported
 from .registry import ResourceType
-
-JSON = dict[str, Any]
 
 META_GROUP = "meta.k8s.io"
 META_V1 = "meta.k8s.io/v1"

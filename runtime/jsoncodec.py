@@ -37,9 +37,12 @@ from typing import Any, TypeVar
 
 import orjson
 
-__all__ = ["JSONDecodeError", "clone", "dumps", "freeze", "loads", "thaw"]
+__all__ = ["JSON", "JSONDecodeError", "clone", "dumps", "freeze", "loads", "thaw"]
 
 T = TypeVar("T")
+
+JSON = dict[str, Any]
+"""A decoded JSON object: how the runtime holds every Kubernetes object, request and answer."""
 
 JSONDecodeError = json.JSONDecodeError
 """What :func:`loads` raises on malformed input (orjson raises a subclass of it)."""

@@ -50,10 +50,9 @@ from typing import Any, Protocol
 
 from api.controlplane import DEFAULT_SELECTOR_LABELS, GROUP, KIND
 from api.selector import selector_matches, selector_problems, selector_string
+from runtime.jsoncodec import JSON
 
 from .field import FieldError, duplicate, invalid, invalid_message, not_supported, required
-
-JSON = dict[str, Any]
 
 CONTROLPLANE_GROUP_KIND = f"{KIND}.{GROUP}"
 SCALE_GROUP_KIND = "Scale.autoscaling"

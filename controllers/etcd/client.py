@@ -64,7 +64,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_HEALTH_KEY = "health"

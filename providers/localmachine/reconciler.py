@@ -38,10 +38,11 @@ from providers.localmachine.etcd_process import EtcdProcessError, EtcdSupervisor
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
-from runtime.client import JSON, Client
+from runtime.client import Client
 from runtime.controller import Controller
 from runtime.errors import AlreadyExists, NotFound
 from runtime.events import EventRecorder
+from runtime.jsoncodec import JSON
 from runtime.log import get_logger
 from runtime.manager import Manager
 from runtime.predicate import new_predicate_funcs

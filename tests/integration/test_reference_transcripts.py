@@ -65,6 +65,7 @@ from typing import Any
 
 import pytest
 
+from runtime.jsoncodec import JSON
 from tests.integration.transcripts import (
     REFERENCE_DIR,
     CaseResult,
@@ -80,8 +81,6 @@ from tests.integration.transcripts import (
     is_progress_bookmark,
     load_transcripts,
 )
-
-JSON = dict[str, Any]
 
 TRANSCRIPTS = load_transcripts(REFERENCE_DIR)
 G = "/apis/ref.example.dev/v1/namespaces/ref/gadgets"

@@ -18,9 +18,8 @@ import pytest
 from apiserver import schema
 from apiserver.errors import Qualified, invalid_object
 from apiserver.registry import ResourceType, ScaleSpec
+from runtime.jsoncodec import JSON
 from tests.support.reference import transcript_dir
-
-JSON = dict[str, Any]
 
 REFERENCE = transcript_dir()
 

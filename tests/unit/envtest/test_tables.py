@@ -17,6 +17,7 @@ import yaml
 from apiserver import tables
 from apiserver.errors import StatusError
 from apiserver.registry import ResourceType, ScaleSpec
+from runtime.jsoncodec import JSON
 from tests.support.reference import transcript_dir
 
 REFERENCE = transcript_dir()
@@ -26,8 +27,6 @@ KUBECTL_TABLE = (
     "application/json"
 )
 NOW = datetime(2026, 11, 22, 5, 0, 0, tzinfo=UTC)
-
-JSON = dict[str, Any]
 
 
 def transcript(name: str) -> JSON:
