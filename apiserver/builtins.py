@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from runtime.goformat import go_sprint
 from runtime.jsoncodec import JSON
 
 from .objectmeta import METADATA_RULES, FieldRules
@@ -142,19 +143,21 @@ class _TimeParseError(Exception):
     pass
 
 
-def _go_quote(text: str) -> str:
+def _time_quote(text: str) -> str:
+    # Go's time package quotes with its own minimal quote() (only backslash and double quote
+    # escaped for ASCII input), not strconv.Quote, in its parse errors.
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _parse_error(value: str, layout: str, value_elem: str, layout_elem: str) -> _TimeParseError:
     return _TimeParseError(
-        f"parsing time {_go_quote(value)} as {_go_quote(layout)}: "
-        f"cannot parse {_go_quote(value_elem)} as {_go_quote(layout_elem)}"
+        f"parsing time {_time_quote(value)} as {_time_quote(layout)}: "
+        f"cannot parse {_time_quote(value_elem)} as {_time_quote(layout_elem)}"
     )
 
 
 def _range_error(value: str, what: str) -> _TimeParseError:
-    return _TimeParseError(f"parsing time {_go_quote(value)}: {what} out of range")
+    return _TimeParseError(f"parsing time {_time_quote(value)}: {what} out of range")
 
 
 def parse_go_time(value: str, *, micro: bool) -> datetime:
@@ -222,7 +225,7 @@ def parse_go_time(value: str, *, micro: bool) -> datetime:
         offset = sign * timedelta(hours=int(rest[1:3]), minutes=int(rest[4:6]))
         rest = rest[6:]
     if rest:
-        raise _TimeParseError(f"parsing time {_go_quote(value)}: extra text: {_go_quote(rest)}")
+        raise _TimeParseError(f"parsing time {_time_quote(value)}: extra text: {_time_quote(rest)}")
     try:
         local = datetime(year, month, day, hour, minute, second, micros, tzinfo=UTC)
     except ValueError as exc:
@@ -1202,7 +1205,7 @@ from .errors import (  # noqa: E402
     FieldError,
     Qualified,
     StatusError,
-    aggregate_message,
+    aggregate,
     forbidden,
     invalid,
     not_supported,
@@ -2579,7 +2582,7 @@ def patch_decode_error(
         document = _go_json_patched(patched, patch_doc)
     problem = invalid("patch", _go_marshal(document), message)
     return StatusError(
-        422, "Invalid", f' "" is invalid: {aggregate_message([problem])}', {"causes": [problem.cause()]}
+        422, "Invalid", f' "" is invalid: {aggregate([problem])}', {"causes": [problem.cause()]}
     )
 
 
@@ -2590,11 +2593,9 @@ def strategic_patch_decode_error(patch_doc: Any, message: str) -> StatusError:
     prints the decoded map: `` "" is invalid: patch: Invalid value: "map[spec:map[renewTime:x]]": ...``.
     No recording shows this case; the wording follows kube-apiserver's strategic patcher.
     """
-    from .schema import go_v
-
-    problem = invalid("patch", go_v(patch_doc), message)
+    problem = invalid("patch", go_sprint(patch_doc), message)
     return StatusError(
-        422, "Invalid", f' "" is invalid: {aggregate_message([problem])}', {"causes": [problem.cause()]}
+        422, "Invalid", f' "" is invalid: {aggregate([problem])}', {"causes": [problem.cause()]}
     )
 
 

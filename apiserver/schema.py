@@ -24,7 +24,6 @@ import base64
 import binascii
 import copy
 import datetime
-import decimal
 import hashlib
 import ipaddress
 import json
@@ -35,19 +34,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from runtime.goformat import go_float, go_json_float, go_quote, go_sprint, go_strings
 from runtime.jsoncodec import JSON
 
 from .errors import (
     FieldError,
     GoRepr,
     forbidden,
-    go_quote,
     invalid,
     not_supported,
     required,
     type_invalid,
 )
-from .errors import go_float as go_float_v
 from .registry import ResourceType, ScaleSpec
 
 # TypeMeta/ObjectMeta keys: never pruned at a resource root (the real root or an embedded resource).
@@ -74,38 +72,6 @@ def _as_go_number(value: Any) -> Any:
     return value
 
 
-def _float_digits(value: float) -> tuple[str, int]:
-    """The shortest round-trip digits of a finite non-zero float and the decimal point position."""
-    parts = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
-    digits = "".join(str(d) for d in parts.digits)
-    exponent = int(parts.exponent)
-    return digits, len(digits) + exponent
-
-
-def _format_float(value: float, *, exp_below: int, exp_from: int, two_digit_exp: bool) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign = "-" if value < 0 else ""
-    digits, point = _float_digits(value)
-    exponent = point - 1
-    if exponent < exp_below or exponent >= exp_from:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        exp_sign = "-" if exponent < 0 else "+"
-        exp_digits = str(abs(exponent))
-        if two_digit_exp:
-            exp_digits = exp_digits.rjust(2, "0")
-        return f"{sign}{mantissa}e{exp_sign}{exp_digits}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return f"{sign}{digits}{'0' * (point - len(digits))}"
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
 def go_json(value: Any) -> str:
     """``json.Marshal`` of a decoded JSON value: compact, sorted map keys, Go float formatting."""
     if value is None:
@@ -115,7 +81,7 @@ def go_json(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _format_float(value, exp_below=-6, exp_from=21, two_digit_exp=False)
+        return go_json_float(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
@@ -145,24 +111,6 @@ def _go_type_name(value: Any) -> str:
     if isinstance(value, list):
         return "[]interface {}"
     return "map[string]interface {}"
-
-
-def go_v(value: Any) -> str:
-    """``%v`` of a decoded JSON value (strings unquoted, maps as ``map[k:v]`` with sorted keys)."""
-    value = _as_go_number(value)
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float_v(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "[" + " ".join(go_v(v) for v in value) + "]"
-    return "map[" + " ".join(f"{k}:{go_v(v)}" for k, v in sorted(value.items())) + "]"
 
 
 def _go_deep_equal(a: Any, b: Any) -> bool:
@@ -827,7 +775,7 @@ class _Validator:
         if any(_enum_matches(value, entry) for entry in allowed):
             return []
         supported = tuple(entry if isinstance(entry, str) else go_json(entry) for entry in allowed)
-        message = _in_body(name, f"should be one of {go_v(allowed)}")
+        message = _in_body(name, f"should be one of {go_sprint(allowed)}")
         return [_Problem("enum", name, value, message, supported=supported)]
 
     def _object(self, schema: JSON, value: JSON, name: str, old: Any) -> list[_Problem]:
@@ -930,7 +878,7 @@ def _has_duplicates(values: list[Any]) -> bool:
 
 
 def _number_text(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else go_float_v(value)
+    return str(value) if isinstance(value, int) else go_float(value)
 
 
 def _multiple_of(name: str, value: int | float, factor: float) -> list[_Problem]:
@@ -949,7 +897,7 @@ def _multiple_of(name: str, value: int | float, factor: float) -> list[_Problem]
                 "invalid",
                 name,
                 factor,
-                f"factor MultipleOf declared for {name} must be positive: {go_float_v(factor)}",
+                f"factor MultipleOf declared for {name} must be positive: {go_float(factor)}",
             )
         ]
     quotient = 1 / factor * value if factor < 1 else value / factor
@@ -959,7 +907,7 @@ def _multiple_of(name: str, value: int | float, factor: float) -> list[_Problem]
                 "invalid",
                 name,
                 value,
-                _in_body(name, f"should be a multiple of {go_float_v(factor)}"),
+                _in_body(name, f"should be a multiple of {go_float(factor)}"),
             )
         ]
     return []
@@ -1140,7 +1088,7 @@ def _nested_field(obj: JSON, fields: list[str]) -> tuple[Any, bool, str | None]:
             return (
                 None,
                 False,
-                f"{where} accessor error: {go_v(current)} is of the type {_go_type_name(current)}, "
+                f"{where} accessor error: {go_sprint(current)} is of the type {_go_type_name(current)}, "
                 "expected map[string]interface{}",
             )
         if name not in current:
@@ -1156,7 +1104,7 @@ def _replicas_errors(path: str, obj: JSON) -> list[FieldError]:
         value = _as_go_number(value)
         if not isinstance(value, int) or isinstance(value, bool):
             error = (
-                f"{'.' + '.'.join(fields)} accessor error: {go_v(value)} is of the type "
+                f"{'.' + '.'.join(fields)} accessor error: {go_sprint(value)} is of the type "
                 f"{_go_type_name(value)}, expected int64"
             )
     if error is not None:
@@ -1191,7 +1139,7 @@ def scale_accessor_errors(
         value, found, error = _nested_field(obj, fields)
         if error is None and found and not isinstance(value, str):
             error = (
-                f"{'.' + '.'.join(fields)} accessor error: {go_v(value)} is of the type "
+                f"{'.' + '.'.join(fields)} accessor error: {go_sprint(value)} is of the type "
                 f"{_go_type_name(value)}, expected string"
             )
         if error is not None:
@@ -1654,9 +1602,7 @@ def dns1035_label_errors(value: str) -> list[str]:
 
 def _go_strings(values: list[Any] | None) -> GoRepr:
     """``%#v`` of a []string, as field.Invalid prints one."""
-    if values is None:
-        return GoRepr("[]string(nil)")
-    return GoRepr("[]string{" + ", ".join(go_quote(_str(v)) for v in values) + "}")
+    return go_strings(None if values is None else [_str(v) for v in values])
 
 
 def _go_struct(type_name: str) -> GoRepr:

@@ -34,12 +34,12 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from functools import cmp_to_key
 from typing import Any
 
 import yaml
 
+from runtime.goformat import go_float
 from runtime.jsoncodec import JSON
 
 from .errors import StatusError, bad_request, not_supported
@@ -161,35 +161,6 @@ def _date_cell(value: Any, now: datetime) -> Any:
 # ================================================================================ Go value formatting
 
 
-def go_format_float(value: float) -> str:
-    """``strconv.FormatFloat(v, 'g', -1, 64)``, which is also Go's ``%v`` for a float64.
-
-    Shortest round-trip digits; exponent form below 1e-4 and from 1e6 on (``1e+06``, ``1.5e-07``).
-    """
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(str(d) for d in digit_tuple).rstrip("0") or "0"
-    exponent += len(digit_tuple) - len(digits)
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    prefix = "-" if sign else ""
-    decimal_exponent = point - 1
-    if decimal_exponent < -4 or decimal_exponent >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        exp_sign = "-" if decimal_exponent < 0 else "+"
-        return f"{prefix}{mantissa}e{exp_sign}{abs(decimal_exponent):02d}"
-    if point <= 0:
-        return f"{prefix}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return prefix + digits + "0" * (point - len(digits))
-    return f"{prefix}{digits[:point]}.{digits[point:]}"
-
-
 def _json_number(value: float) -> int | float:
     """A float as Go's JSON encoder would let a client read it: integral values lose the ``.0``."""
     if math.isfinite(value) and value == int(value) and abs(value) < 1e21:
@@ -234,7 +205,7 @@ def go_print(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return go_format_float(value)
+        return go_float(value)
     return go_json(value)
 
 
@@ -1672,7 +1643,7 @@ def _represent_float(dumper: yaml.SafeDumper, value: float) -> yaml.Node:
     number = _json_number(value)
     if isinstance(number, int):
         return dumper.represent_scalar(_INT_TAG, str(number))
-    text = go_format_float(value)
+    text = go_float(value)
     text = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(text, text)
     return dumper.represent_scalar(_FLOAT_TAG, text)
 

@@ -2,7 +2,7 @@
 
 * :mod:`webhooks.controlplane` — ControlPlane validation (odd replicas, maxSurge, immutable fields,
   the scale subresource) and defaulting.
-* :mod:`webhooks.field` — kube-style field errors and their aggregate message.
+* :mod:`webhooks.field` — kube-style field errors (:mod:`runtime.fielderrors`) with values printed as JSON.
 
 Registration (once ``runtime.webhook`` serves)::
 

@@ -17,6 +17,7 @@ import yaml
 from apiserver import tables
 from apiserver.errors import StatusError
 from apiserver.registry import ResourceType, ScaleSpec
+from runtime.goformat import go_float
 from runtime.jsoncodec import JSON
 from tests.support.reference import transcript_dir
 
@@ -813,7 +814,7 @@ def test_age_of_unset_or_bad_timestamps() -> None:
     ],
 )
 def test_go_format_float(value: float, expected: str) -> None:
-    assert tables.go_format_float(value) == expected
+    assert go_float(value) == expected
 
 
 def test_jsonpath_features() -> None:
