@@ -16,21 +16,10 @@ from typing import Any
 
 from runtime.jsoncodec import JSON
 
-from .builtins import (
-    ALL_VERBS,
-    Anything,
-    IntOrString,
-    ListOf,
-    MapOf,
-    Quantity,
-    Scalar,
-    Struct,
-    Time,
-    TypeSpec,
-    builtin_subresources,
-    order_json_schema,
-    struct_of,
-)
+from .builtin_types.structs import order_json_schema
+from .builtin_types.table import ALL_VERBS
+from .builtins import builtin_subresources, struct_of
+from .gostruct import Anything, IntOrString, ListOf, MapOf, Quantity, Scalar, Struct, Time, TypeSpec
 from .registry import Registry, ResourceType
 
 DEFAULT_SERVER_ADDRESS = "127.0.0.1:6443"
@@ -158,7 +147,7 @@ def _resource_entry(rt: ResourceType) -> JSON:
 
 
 def _storage_hash(rt: ResourceType) -> str:
-    from .builtins import storage_version_hash
+    from .builtin_types.table import storage_version_hash
 
     return storage_version_hash(rt.group, rt.version, rt.kind)
 
