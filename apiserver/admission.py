@@ -19,11 +19,11 @@ go out with sorted keys, built-ins in Go struct order. After :meth:`Admission.mu
 should prune/default the result again, as the real server decodes a webhook's output through the
 type's schema.
 
-Denials and failures reach the client exactly as the real server phrases them (see INDEX.md
-finding 16): a webhook denial is the webhook's own ``status`` with the code raised to at least 400
-and the message prefixed ``admission webhook "<name>" denied the request: ``; a webhook that cannot
-be called, times out or answers nonsense is a 500 ``InternalError`` naming the URL with
-``?timeout=Ns``, unless its ``failurePolicy`` is ``Ignore``.
+Denials and failures reach the client exactly as the real server phrases them: a webhook denial
+is the webhook's own ``status`` with the code raised to at least 400 and the message prefixed
+``admission webhook "<name>" denied the request: ``; a webhook that cannot be called, times out or
+answers nonsense is a 500 ``InternalError`` naming the URL with ``?timeout=Ns``, unless its
+``failurePolicy`` is ``Ignore``.
 
 Not supported: CEL ``matchConditions`` are validated for shape but not evaluated (a webhook with
 conditions is called as if they all held). ``matchPolicy: Equivalent`` knows the other served

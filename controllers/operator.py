@@ -2,7 +2,7 @@
 
 What runs, and on which ports (the defaults match ``config/manager/manager.yaml``):
 
-* ``/metrics`` on ``:8080`` (Prometheus text, every family of DESIGN §5);
+* ``/metrics`` on ``:8080`` (Prometheus text: controller-runtime's metric families and the operator's own);
 * ``/healthz`` and ``/readyz`` on ``:8081``; ``/readyz`` passes once the caches are synced and
   the webhook server completes a TLS handshake;
 * the admission webhook server on ``:9443`` (HTTPS, key and certificate read from
