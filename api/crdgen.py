@@ -2,13 +2,19 @@
 
 ``cpo manifests`` (or :func:`write_crds`) writes ``config/crd/<group>_<plural>.yaml`` for every
 :class:`~api.meta.CRDInfo` in :data:`api.ALL_CRDS`; a test regenerates them and fails when the
-committed files differ, so the models stay the single source of truth::
+committed files differ, so the models stay the single source of truth:
 
-    from api import ALL_CRDS
-    from api.crdgen import crd_for, write_crds
-
-    crd = crd_for(ALL_CRDS[0])        # the CRD as a dict
-    write_crds(Path("config/crd"))    # every CRD, one YAML file each
+>>> from api import ALL_CRDS
+>>> from api.crdgen import crd_for, write_crds
+>>> crd = crd_for(ALL_CRDS[0])                  # the CRD as a dict
+>>> crd["kind"], crd["metadata"]["name"]
+('CustomResourceDefinition', 'controlplanes.controlplane.cpo.dev')
+>>> written = write_crds(tmp_path)             # every CRD, one YAML file each
+>>> for path in sorted(tmp_path.iterdir()):
+...     print(path.name)
+controlplane.cpo.dev_controlplanes.yaml
+machine.openshift.io_machinehealthchecks.yaml
+machine.openshift.io_machines.yaml
 
 What becomes what (the kubebuilder marker in brackets):
 
