@@ -6,12 +6,19 @@ watch streams, and see the same status codes, Status messages, JSON shapes and k
 kube-apiserver v1.32 (the transcripts in ``tests/testdata/kube-apiserver`` are the spec, and
 ``tests/integration/test_reference_transcripts.py`` replays every one of them).
 
-Starting one::
+Starting one, and talking to it with the project's client:
 
-    from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
-
-    async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
-        kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+>>> import asyncio
+>>> from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
+>>> from runtime.client import Client
+>>> async def main() -> None:
+...     async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
+...         kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+...         async with await Client.from_kubeconfig(kubeconfig) as client:
+...             namespaces = await client.list("v1", "Namespace")
+...             print([item["metadata"]["name"] for item in namespaces["items"]])
+>>> asyncio.run(main())
+['default', 'kube-node-lease', 'kube-public', 'kube-system']
 
 or ``cpo dev-apiserver --kubeconfig-out PATH`` from a shell. Tests normally get it through
 :class:`runtime.envtest.Environment`, which picks real binaries or an existing cluster instead

@@ -6,10 +6,15 @@ certificate signed by that CA, and answers like kube-apiserver -- same paths, st
 messages and JSON shapes -- for everything a controller does. The REST semantics live in
 ``handlers.py``; this module maps HTTP onto them.
 
-Example::
+The kubeconfig it hands out is what kubernetes_asyncio, kubectl or :mod:`runtime.client` need:
 
-    async with EmbeddedAPIServer() as server:
-        kubeconfig = server.kubeconfig()      # hand it to kubernetes_asyncio or kubectl
+>>> import asyncio
+>>> async def main() -> None:
+...     async with EmbeddedAPIServer() as server:
+...         kubeconfig = server.kubeconfig()
+...         print(kubeconfig["clusters"][0]["cluster"]["server"] == server.url, server.url)
+>>> asyncio.run(main())
+True https://127.0.0.1:...
 """
 
 from __future__ import annotations

@@ -18,10 +18,22 @@ Columns come from a CRD version's ``additionalPrinterColumns`` (evaluated with t
 dialect kube uses for them), or Name + Age when there are none; built-in types get the columns
 ``kubectl get`` shows for them.
 
-Example::
+What ``kubectl get namespaces`` asks for and gets:
 
-    rep = negotiate(request.headers.get("Accept", ""))
-    rendered = render_list(rep, rt, listed, query)   # None: answer with the resource's own JSON
+>>> import json
+>>> from apiserver.builtins import builtin_types
+>>> namespaces = next(rt for rt in builtin_types() if rt.resource == "namespaces")
+>>> rep = negotiate("application/json;as=Table;v=v1;g=meta.k8s.io, application/json")
+>>> rep.kind, rep.group_version
+('table', 'meta.k8s.io/v1')
+>>> listed = {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"},
+...           "items": [{"metadata": {"name": "default", "creationTimestamp": "2026-01-01T00:00:00Z"},
+...                      "status": {"phase": "Active"}}]}
+>>> table = json.loads(render_list(rep, namespaces, listed, {}).body)
+>>> [column["name"] for column in table["columnDefinitions"]], table["rows"][0]["cells"][:2]
+(['Name', 'Status', 'Age'], ['default', 'Active'])
+>>> print(render_list(negotiate("application/json"), namespaces, listed, {}))  # the resource's own JSON
+None
 """
 
 from __future__ import annotations
