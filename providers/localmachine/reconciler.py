@@ -2,12 +2,8 @@
 
 :class:`LocalMachineReconciler` turns a Machine into an etcd member process and a Node, keeps the
 Node's Ready condition in step with the process, applies fault annotations and honours the
-lifecycle hooks on deletion. :func:`setup_with_manager` wires it into a manager::
-
-    manager = await Manager.create(ManagerOptions(kubeconfig="kubeconfig"))
-    setup_with_manager(manager, LocalMachineOptions(state_dir="/tmp/cpo-machines"))
-    await manager.run()
-"""
+lifecycle hooks on deletion. :func:`setup_with_manager` wires it into a manager (the package
+docstring runs one)."""
 
 from __future__ import annotations
 
