@@ -53,9 +53,11 @@ What it deliberately does not do (as with controller-runtime's envtest)
 * No protobuf or CBOR bodies, and HTTP/1.1 only.
 
 Modules: ``server`` (HTTP, auth, routing), ``handlers`` (verbs), ``store`` (objects, versions,
-watch fan-out), ``registry`` (served types), ``builtins`` / ``schema`` (per-type rules),
-``objectmeta``, ``selectors``, ``patch``, ``decode``, ``discovery``, ``tables``, ``admission``,
-``errors`` (kube's wording).
+watch fan-out), ``registry`` (served types), ``builtins`` (what the handlers ask of a built-in type)
+over the per-type tables of ``builtin_types`` and the Go struct description language of
+``gostruct``, ``schema`` (the CRD structural-schema engine), ``objectmeta``, ``selectors``,
+``patch``, ``decode``, ``discovery``, ``tables``, ``admission``, ``errors`` (kube's wording, on
+:mod:`runtime.fielderrors` and :mod:`runtime.goformat`).
 """
 
 from .server import EmbeddedAPIServer, EmbeddedServerOptions
