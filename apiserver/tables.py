@@ -51,7 +51,7 @@ from typing import Any
 
 import yaml
 
-from runtime.goformat import go_float
+from runtime.goformat import go_float, go_scalar
 from runtime.jsoncodec import JSON
 
 from .errors import StatusError, bad_request, not_supported
@@ -212,13 +212,8 @@ def go_print(value: Any) -> str:
         return "<no value>"
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
-    return go_json(value)
+    scalar = go_scalar(value)
+    return go_json(value) if scalar is None else scalar
 
 
 # ================================================================================ JSONPath

@@ -21,7 +21,16 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["GoRepr", "go_float", "go_json_float", "go_quote", "go_sprint", "go_strings", "go_value"]
+__all__ = [
+    "GoRepr",
+    "go_float",
+    "go_json_float",
+    "go_quote",
+    "go_scalar",
+    "go_sprint",
+    "go_strings",
+    "go_value",
+]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -128,17 +137,25 @@ def _as_go_number(value: Any) -> Any:
     return value
 
 
-def go_sprint(value: Any) -> str:
-    """Go's ``%v`` for a value decoded from JSON (maps print with sorted keys, ``<nil>`` for null)."""
-    value = _as_go_number(value)
-    if value is None:
-        return "<nil>"
+def go_scalar(value: Any) -> str | None:
+    """Go's ``%v`` for a boolean or a number (``true``, ``3``, ``1e+06``); None for any other value."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
         return go_float(value)
+    return None
+
+
+def go_sprint(value: Any) -> str:
+    """Go's ``%v`` for a value decoded from JSON (maps print with sorted keys, ``<nil>`` for null)."""
+    value = _as_go_number(value)
+    if value is None:
+        return "<nil>"
+    scalar = go_scalar(value)
+    if scalar is not None:
+        return scalar
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -169,14 +186,11 @@ def go_value(value: Any) -> str:
         return value.text
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, str):
         return go_quote(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
+    scalar = go_scalar(value)
+    if scalar is not None:
+        return scalar
     if isinstance(value, dict):
         inner = ", ".join(f"{go_quote(str(k))}:{go_value(v)}" for k, v in value.items())
         return "map[string]interface {}{" + inner + "}"
