@@ -56,9 +56,7 @@ from .gostruct import (
     rules_for,
     section,
 )
-from .objectmeta import (
-    FieldRules,
-)
+from .objectmeta import FieldRules
 from .registry import ResourceType
 
 __all__ = [

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 from runtime.jsoncodec import JSON
 
-from ..errors import (
-    Qualified,
-)
+from ..errors import Qualified
 from ..gostruct import decode_struct, meta_of
 from ..registry import ResourceType
 from .structs import CORE_EVENT, EVENTS_V1_EVENT

@@ -13,13 +13,7 @@ from typing import Any
 
 from runtime.jsoncodec import JSON
 
-from ..errors import (
-    FieldError,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
-)
+from ..errors import FieldError, forbidden, invalid, not_supported, required
 from ..gostruct import meta_of, section
 from ..objectmeta import (
     dns1035_label_errors,

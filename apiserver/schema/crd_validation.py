@@ -12,13 +12,7 @@ from typing import Any
 
 from runtime.jsoncodec import JSON
 
-from ..errors import (
-    FieldError,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
-)
+from ..errors import FieldError, forbidden, invalid, not_supported, required
 from ..objectmeta import dns1035_label_errors, dns1123_subdomain_errors
 from .common import _dict, _is_zero, _list, _str
 from .crd import (

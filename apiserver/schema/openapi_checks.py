@@ -14,14 +14,7 @@ from typing import Any
 from runtime.goformat import go_strings
 from runtime.jsoncodec import JSON
 
-from ..errors import (
-    FieldError,
-    GoRepr,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
-)
+from ..errors import FieldError, GoRepr, forbidden, invalid, not_supported, required
 from ..objectmeta import dns1035_label_errors
 from .common import _META_FIELDS, _dict, _is_zero, _items_schema, _list, _props, _str
 from .crd import _OPENAPI_V3_TYPES, _PRINTER_COLUMN_FORMATS, _PRINTER_COLUMN_TYPES

@@ -11,12 +11,7 @@ from typing import Any
 
 from runtime.jsoncodec import JSON
 
-from ..errors import (
-    FieldError,
-    forbidden,
-    invalid,
-    required,
-)
+from ..errors import FieldError, forbidden, invalid, required
 from .common import _META_FIELDS, _dict, _go_deep_equal, _is_zero, _items_schema, _list, _props, _str
 from .pruning import _prune
 from .validation import _UNCORRELATED, _go_regexp, _problems_to_errors, _Validator

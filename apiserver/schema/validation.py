@@ -16,13 +16,7 @@ from typing import Any
 from runtime.goformat import go_float, go_quote, go_sprint
 from runtime.jsoncodec import JSON
 
-from ..errors import (
-    FieldError,
-    invalid,
-    not_supported,
-    required,
-    type_invalid,
-)
+from ..errors import FieldError, invalid, not_supported, required, type_invalid
 from ..registry import ScaleSpec
 from .common import (
     _INT32_MAX,
