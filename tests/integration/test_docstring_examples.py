@@ -63,7 +63,8 @@ def _modules(marker: str = ">>>") -> list[str]:
 
 
 def _uses(tests: list[doctest.DocTest], name: str) -> bool:
-    word = re.compile(rf"\b{name}\b")
+    """Whether an example reads ``name`` (a keyword argument or a string of that name does not count)."""
+    word = re.compile(rf"(?<![\w.\"']){name}(?![\w\"']|\s*=[^=])")
     return any(word.search(example.source) for test in tests for example in test.examples)
 
 
