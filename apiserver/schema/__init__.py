@@ -33,8 +33,8 @@ The modules, by concern: :mod:`~.common` (schema accessors, Go value typing), :m
 with the string-format table in :mod:`~.formats`, :mod:`~.crd` (a CRD's shape, defaults, status
 and the resource types it defines), and the CRD's own validation: :mod:`~.openapi_checks` (each
 schema node), :mod:`~.structural` (structural-schema invariants) and :mod:`~.crd_validation`
-(the whole object). Names with a leading underscore are shared between these modules but are not
-part of the package's interface.
+(the whole object). The package's interface is what it re-exports here; the modules' other
+names are for each other.
 """
 
 from __future__ import annotations

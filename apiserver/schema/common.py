@@ -13,23 +13,23 @@ from runtime.goformat import go_json_float
 from runtime.jsoncodec import JSON
 
 # TypeMeta/ObjectMeta keys: never pruned at a resource root (the real root or an embedded resource).
-_META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
+META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
-_INT32_MAX = 2**31 - 1
+INT32_MAX = 2**31 - 1
 # Largest integer a float64 holds exactly; beyond it go-openapi stops calling a float "integral".
-_MAX_JSON_INT = 2**53 - 1
+MAX_JSON_INT = 2**53 - 1
 
 
 # ------------------------------------------------------------------------------------------------
 # Go formatting. Messages must match byte for byte, so values are printed the way fmt prints them.
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _as_go_number(value: Any) -> Any:
+def as_go_number(value: Any) -> Any:
     """A JSON integer outside int64 decodes to float64 in Go; mirror that before typing a value."""
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
         return float(value)
@@ -59,9 +59,9 @@ def go_json(value: Any) -> str:
     return json.dumps(value)
 
 
-def _go_type_name(value: Any) -> str:
+def go_type_name(value: Any) -> str:
     """``%T`` of a decoded JSON value."""
-    value = _as_go_number(value)
+    value = as_go_number(value)
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
@@ -77,15 +77,15 @@ def _go_type_name(value: Any) -> str:
     return "map[string]interface {}"
 
 
-def _go_deep_equal(a: Any, b: Any) -> bool:
+def go_deep_equal(a: Any, b: Any) -> bool:
     """``reflect.DeepEqual`` on decoded JSON: an int64 never equals a float64, nor a bool an int."""
-    a, b = _as_go_number(a), _as_go_number(b)
+    a, b = as_go_number(a), as_go_number(b)
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_go_deep_equal(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(go_deep_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
@@ -93,18 +93,18 @@ def _go_deep_equal(a: Any, b: Any) -> bool:
 # Schema accessors. Schemas are the CRD's JSONSchemaProps as decoded JSON.
 
 
-def _props(schema: JSON | None) -> JSON:
+def properties_of(schema: JSON | None) -> JSON:
     if not schema:
         return {}
     props = schema.get("properties")
     return props if isinstance(props, dict) else {}
 
 
-def _has_additional(schema: JSON | None) -> bool:
+def has_additional(schema: JSON | None) -> bool:
     return schema is not None and schema.get("additionalProperties") is not None
 
 
-def _additional_schema(schema: JSON | None) -> JSON | None:
+def additional_schema(schema: JSON | None) -> JSON | None:
     """The additionalProperties schema; ``additionalProperties: true`` has none (like Go's nil Structural)."""
     if not schema:
         return None
@@ -112,18 +112,18 @@ def _additional_schema(schema: JSON | None) -> JSON | None:
     return addl if isinstance(addl, dict) else None
 
 
-def _items_schema(schema: JSON | None) -> JSON | None:
+def items_schema(schema: JSON | None) -> JSON | None:
     if not schema:
         return None
     items = schema.get("items")
     return items if isinstance(items, dict) else None
 
 
-def _truthy(schema: JSON | None, key: str) -> bool:
+def truthy(schema: JSON | None, key: str) -> bool:
     return bool(schema) and schema is not None and schema.get(key) is True
 
 
-def _schema_types(schema: JSON) -> list[str]:
+def schema_types(schema: JSON) -> list[str]:
     """The OpenAPI types the validator checks against (int-or-string is ``integer,string``)."""
     if schema.get("x-kubernetes-int-or-string") is True:
         return ["integer", "string"]
@@ -163,7 +163,7 @@ _CRD_STRING_FORMATS = frozenset(
 )
 
 
-def _effective_format(schema: JSON, types: list[str]) -> str:
+def effective_format(schema: JSON, types: list[str]) -> str:
     fmt = schema.get("format")
     if not isinstance(fmt, str) or not fmt:
         return ""
@@ -177,17 +177,17 @@ def _effective_format(schema: JSON, types: list[str]) -> str:
     return ""
 
 
-def _dict(value: Any) -> JSON:
+def as_dict(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _str(value: Any) -> str:
+def as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _is_zero(value: Any) -> bool:
+def is_zero(value: Any) -> bool:
     return value is None or value is False or value == "" or value == [] or value == {}

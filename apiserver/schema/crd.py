@@ -16,18 +16,18 @@ from runtime.jsoncodec import JSON
 
 from ..builtin_types.table import storage_version_hash
 from ..registry import ResourceType, ScaleSpec
-from .common import _dict, _is_zero, _list, _str
+from .common import as_dict, as_list, as_str, is_zero
 
-_PRINTER_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
-_PRINTER_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
-_OPENAPI_V3_TYPES = ("array", "boolean", "integer", "number", "object", "string")
-_APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
-_IMMUTABLE = "field is immutable"
+PRINTER_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
+PRINTER_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
+OPENAPI_V3_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+IMMUTABLE = "field is immutable"
 
 # JSONSchemaProps in Go struct order: (Go field name, JSON key, kind). The kind says how the
 # field serialises: "omitempty" drops zero values, "ptr" drops only null, "schema"/"schemas"/
 # "schema_map" recurse, "json" is raw JSON (default, example, enum entries).
-_SCHEMA_FIELDS: tuple[tuple[str, str, str], ...] = (
+SCHEMA_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("ID", "id", "omitempty"),
     ("Schema", "$schema", "omitempty"),
     ("Ref", "$ref", "ptr"),
@@ -74,7 +74,7 @@ _SCHEMA_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("XValidations", "x-kubernetes-validations", "rules"),
 )
 # Only these may be set at the root of a schema when the status subresource is enabled.
-_ALLOWED_AT_STATUS_ROOT = [
+ALLOWED_AT_STATUS_ROOT = [
     "Description",
     "Type",
     "Format",
@@ -107,7 +107,7 @@ def _ordered(source: JSON, fields: tuple[tuple[str, str], ...]) -> JSON:
         if key not in source:
             continue
         value = source[key]
-        if mode == "omitempty" and _is_zero(value):
+        if mode == "omitempty" and is_zero(value):
             continue
         if mode == "ptr" and value is None:
             continue
@@ -127,12 +127,12 @@ def order_schema(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return copy.deepcopy(schema)
     out: JSON = {}
-    for _, key, mode in _SCHEMA_FIELDS:
+    for _, key, mode in SCHEMA_FIELDS:
         if key not in schema:
             continue
         value = schema[key]
         if value is None or (
-            mode in ("omitempty", "schemas", "schema_map", "dependencies", "rules") and _is_zero(value)
+            mode in ("omitempty", "schemas", "schema_map", "dependencies", "rules") and is_zero(value)
         ):
             continue
         if mode == "float":
@@ -143,16 +143,16 @@ def order_schema(schema: Any) -> Any:
             else:
                 out[key] = value if isinstance(value, bool) else order_schema(value)
         elif mode == "schemas":
-            out[key] = [order_schema(v) for v in _list(value)]
+            out[key] = [order_schema(v) for v in as_list(value)]
         elif mode == "schema_map":
-            out[key] = {k: order_schema(v) for k, v in sorted(_dict(value).items())}
+            out[key] = {k: order_schema(v) for k, v in sorted(as_dict(value).items())}
         elif mode == "dependencies":
             out[key] = {
                 k: (copy.deepcopy(v) if isinstance(v, list) else order_schema(v))
-                for k, v in sorted(_dict(value).items())
+                for k, v in sorted(as_dict(value).items())
             }
         elif mode == "external_docs":
-            out[key] = _ordered(_dict(value), (("description", "omitempty"), ("url", "omitempty")))
+            out[key] = _ordered(as_dict(value), (("description", "omitempty"), ("url", "omitempty")))
         elif mode == "rules":
             rule_fields = (
                 ("rule", "plain"),
@@ -162,7 +162,7 @@ def order_schema(schema: Any) -> Any:
                 ("fieldPath", "omitempty"),
                 ("optionalOldSelf", "ptr"),
             )
-            out[key] = [_ordered(_dict(rule), rule_fields) for rule in _list(value)]
+            out[key] = [_ordered(as_dict(rule), rule_fields) for rule in as_list(value)]
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -212,7 +212,7 @@ def _ordered_version(version: JSON) -> JSON:
                 ),
             )
         out["subresources"] = ordered_sub
-    columns = _list(version.get("additionalPrinterColumns"))
+    columns = as_list(version.get("additionalPrinterColumns"))
     if columns:
         column_fields = (
             ("name", "plain"),
@@ -222,10 +222,10 @@ def _ordered_version(version: JSON) -> JSON:
             ("priority", "omitempty"),
             ("jsonPath", "plain"),
         )
-        out["additionalPrinterColumns"] = [_ordered(_dict(c), column_fields) for c in columns]
-    selectable = _list(version.get("selectableFields"))
+        out["additionalPrinterColumns"] = [_ordered(as_dict(c), column_fields) for c in columns]
+    selectable = as_list(version.get("selectableFields"))
     if selectable:
-        out["selectableFields"] = [_ordered(_dict(s), (("jsonPath", "plain"),)) for s in selectable]
+        out["selectableFields"] = [_ordered(as_dict(s), (("jsonPath", "plain"),)) for s in selectable]
     return out
 
 
@@ -264,9 +264,9 @@ def default_crd(crd: JSON) -> JSON:
     for key in ("kind", "apiVersion", "metadata"):
         if key in crd:
             out[key] = copy.deepcopy(crd[key])
-    source = _dict(crd.get("spec"))
-    names = dict(_dict(source.get("names")))
-    kind = _str(names.get("kind"))
+    source = as_dict(crd.get("spec"))
+    names = dict(as_dict(source.get("names")))
+    kind = as_str(names.get("kind"))
     if not names.get("singular"):
         names["singular"] = kind.lower()
     if not names.get("listKind") and kind:
@@ -276,7 +276,7 @@ def default_crd(crd: JSON) -> JSON:
         "names": _ordered_names(names),
         "scope": source.get("scope", ""),
     }
-    spec["versions"] = [_ordered_version(_dict(v)) for v in _list(source.get("versions"))]
+    spec["versions"] = [_ordered_version(as_dict(v)) for v in as_list(source.get("versions"))]
     conversion = source.get("conversion")
     spec["conversion"] = (
         _ordered_conversion(conversion) if isinstance(conversion, dict) else {"strategy": "None"}
@@ -289,16 +289,16 @@ def default_crd(crd: JSON) -> JSON:
     return out
 
 
-def _storage_version(crd: JSON) -> str:
-    for version in _list(_dict(crd.get("spec")).get("versions")):
+def storage_version(crd: JSON) -> str:
+    for version in as_list(as_dict(crd.get("spec")).get("versions")):
         if isinstance(version, dict) and version.get("storage") is True:
-            return _str(version.get("name"))
+            return as_str(version.get("name"))
     return ""
 
 
 def crd_initial_status(crd: JSON) -> JSON:
     """``status`` of a CRD as the create response shows it: no conditions, empty accepted names."""
-    storage = _storage_version(crd)
+    storage = storage_version(crd)
     return {
         "conditions": None,
         "acceptedNames": {"plural": "", "kind": ""},
@@ -312,15 +312,15 @@ def crd_established_status(crd: JSON, now: str) -> JSON:
     Conditions that are already True keep their ``lastTransitionTime``; ``now`` stamps new ones.
     """
     defaulted = default_crd(crd)
-    status = _dict(crd.get("status"))
+    status = as_dict(crd.get("status"))
     previous = {
-        _str(c.get("type")): c
-        for c in _list(status.get("conditions"))
+        as_str(c.get("type")): c
+        for c in as_list(status.get("conditions"))
         if isinstance(c, dict) and c.get("status") == "True"
     }
 
     def condition(kind: str, reason: str, message: str) -> JSON:
-        since = _str(previous.get(kind, {}).get("lastTransitionTime")) or now
+        since = as_str(previous.get(kind, {}).get("lastTransitionTime")) or now
         return {
             "type": kind,
             "status": "True",
@@ -329,7 +329,7 @@ def crd_established_status(crd: JSON, now: str) -> JSON:
             "message": message,
         }
 
-    stored = _list(status.get("storedVersions")) or [v for v in [_storage_version(crd)] if v] or None
+    stored = as_list(status.get("storedVersions")) or [v for v in [storage_version(crd)] if v] or None
     return {
         "conditions": [
             condition("NamesAccepted", "NoConflicts", "no conflicts found"),
@@ -360,36 +360,36 @@ def crd_to_resource_types(crd: JSON) -> list[ResourceType]:
     defaulted = default_crd(crd)
     spec = defaulted["spec"]
     names = spec["names"]
-    group = _str(spec.get("group"))
-    kind = _str(names.get("kind"))
-    version_hash = storage_version_hash(group, _storage_version(defaulted), kind)
+    group = as_str(spec.get("group"))
+    kind = as_str(names.get("kind"))
+    version_hash = storage_version_hash(group, storage_version(defaulted), kind)
     served = [v for v in spec["versions"] if v.get("served") is True]
     types: list[ResourceType] = []
-    for version in sorted(served, key=lambda v: version_priority(_str(v.get("name")))):
-        subresources = _dict(version.get("subresources"))
+    for version in sorted(served, key=lambda v: version_priority(as_str(v.get("name")))):
+        subresources = as_dict(version.get("subresources"))
         scale_source = subresources.get("scale")
         scale = None
         if isinstance(scale_source, dict):
             scale = ScaleSpec(
-                spec_replicas_path=_str(scale_source.get("specReplicasPath")),
-                status_replicas_path=_str(scale_source.get("statusReplicasPath")),
+                spec_replicas_path=as_str(scale_source.get("specReplicasPath")),
+                status_replicas_path=as_str(scale_source.get("statusReplicasPath")),
                 label_selector_path=scale_source.get("labelSelectorPath") or None,
             )
         types.append(
             ResourceType(
                 group=group,
-                version=_str(version.get("name")),
-                resource=_str(names.get("plural")),
+                version=as_str(version.get("name")),
+                resource=as_str(names.get("plural")),
                 kind=kind,
-                singular=_str(names.get("singular")),
+                singular=as_str(names.get("singular")),
                 namespaced=spec.get("scope") == "Namespaced",
-                list_kind=_str(names.get("listKind")),
-                short_names=list(_list(names.get("shortNames"))),
-                categories=list(_list(names.get("categories"))),
+                list_kind=as_str(names.get("listKind")),
+                short_names=list(as_list(names.get("shortNames"))),
+                categories=list(as_list(names.get("categories"))),
                 has_status="status" in subresources,
                 scale=scale,
-                schema=_dict(version.get("schema")).get("openAPIV3Schema"),
-                printer_columns=list(_list(version.get("additionalPrinterColumns"))),
+                schema=as_dict(version.get("schema")).get("openAPIV3Schema"),
+                printer_columns=list(as_list(version.get("additionalPrinterColumns"))),
                 storage_version_hash=version_hash,
             )
         )

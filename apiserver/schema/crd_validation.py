@@ -14,40 +14,40 @@ from runtime.jsoncodec import JSON
 
 from ..errors import FieldError, forbidden, invalid, not_supported, required
 from ..objectmeta import dns1035_label_errors, dns1123_subdomain_errors
-from .common import _dict, _is_zero, _list, _str
+from .common import as_dict, as_list, as_str, is_zero
 from .crd import (
-    _ALLOWED_AT_STATUS_ROOT,
-    _APPROVAL_ANNOTATION,
-    _IMMUTABLE,
-    _SCHEMA_FIELDS,
-    _storage_version,
+    ALLOWED_AT_STATUS_ROOT,
+    APPROVAL_ANNOTATION,
+    IMMUTABLE,
+    SCHEMA_FIELDS,
     default_crd,
+    storage_version,
 )
 from .openapi_checks import (
-    _column_errors,
-    _go_strings,
-    _go_struct,
-    _internal_spec,
-    _names_errors,
-    _openapi_schema_errors,
-    _schema_has,
-    _SchemaContext,
-    _status_enabled,
-    _subresources_errors,
+    SchemaContext,
+    column_errors,
+    go_string_slice,
+    go_struct,
+    internal_spec,
+    is_status_enabled,
+    names_errors,
+    openapi_schema_errors,
+    schema_has,
+    subresources_errors,
 )
-from .structural import _defaults_errors, validate_structural
+from .structural import defaults_errors, validate_structural
 
 
 def _validation_errors(validation: Any, status_enabled: bool, path: str) -> list[FieldError]:
     """validateCustomResourceDefinitionValidation for one (per-version or hoisted) schema."""
-    schema = _dict(validation).get("openAPIV3Schema")
+    schema = as_dict(validation).get("openAPIV3Schema")
     if not isinstance(schema, dict):
         return []
     errors: list[FieldError] = []
     root = f"{path}.openAPIV3Schema"
     if status_enabled:
-        for go_name, key, _mode in _SCHEMA_FIELDS:
-            if _is_zero(schema.get(key)):
+        for go_name, key, _mode in SCHEMA_FIELDS:
+            if is_zero(schema.get(key)):
                 continue
             if go_name == "Type":
                 if schema.get("type") != "object":
@@ -61,12 +61,12 @@ def _validation_errors(validation: Any, status_enabled: bool, path: str) -> list
                     )
                     break
                 continue
-            if go_name not in _ALLOWED_AT_STATUS_ROOT:
-                allowed = "[" + " ".join(_ALLOWED_AT_STATUS_ROOT) + "]"
+            if go_name not in ALLOWED_AT_STATUS_ROOT:
+                allowed = "[" + " ".join(ALLOWED_AT_STATUS_ROOT) + "]"
                 errors.append(
                     invalid(
                         root,
-                        _go_struct("apiextensions.JSONSchemaProps"),
+                        go_struct("apiextensions.JSONSchemaProps"),
                         f"only {allowed} fields are allowed at the root of the schema "
                         "if the status subresource is enabled",
                     )
@@ -75,8 +75,8 @@ def _validation_errors(validation: Any, status_enabled: bool, path: str) -> list
     if schema.get("nullable") is True:
         errors.append(forbidden(f"{root}.nullable", "nullable cannot be true at the root"))
     structural = validate_structural(schema, root)
-    errors += structural if structural else _defaults_errors(schema, root, is_root=True)
-    errors += _openapi_schema_errors(schema, root, _SchemaContext(), is_root=True)
+    errors += structural if structural else defaults_errors(schema, root, is_root=True)
+    errors += openapi_schema_errors(schema, root, SchemaContext(), is_root=True)
     return errors
 
 
@@ -86,7 +86,7 @@ def _deprecation_warning_errors(version: JSON, path: str) -> list[FieldError]:
         return []
     if not version.get("deprecated"):
         return [invalid(f"{path}.deprecationWarning", warning, "can only be set for deprecated versions")]
-    text = _str(warning)
+    text = as_str(warning)
     problems: list[str] = []
     if len(text.encode()) > 256:
         problems.append("must be <= 256 characters long")
@@ -123,14 +123,14 @@ def _webhook_url_errors(url: str, path: str) -> list[FieldError]:
 
 def _conversion_errors(conversion: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    strategy = _str(conversion.get("strategy"))
+    strategy = as_str(conversion.get("strategy"))
     if not strategy:
         errors.append(required(f"{path}.strategy"))
     elif strategy not in ("None", "Webhook"):
         errors.append(not_supported(f"{path}.strategy", strategy, ["None", "Webhook"]))
-    webhook = _dict(conversion.get("webhook"))
+    webhook = as_dict(conversion.get("webhook"))
     client = webhook.get("clientConfig")
-    versions = _list(webhook.get("conversionReviewVersions"))
+    versions = as_list(webhook.get("conversionReviewVersions"))
     if strategy == "Webhook":
         if not isinstance(client, dict):
             errors.append(required(f"{path}.webhookClientConfig", "required when strategy is set to Webhook"))
@@ -141,9 +141,9 @@ def _conversion_errors(conversion: JSON, path: str) -> list[FieldError]:
                     required(f"{path}.webhookClientConfig", "exactly one of url or service is required")
                 )
             elif url is not None:
-                errors += _webhook_url_errors(_str(url), f"{path}.webhookClientConfig.url")
+                errors += _webhook_url_errors(as_str(url), f"{path}.webhookClientConfig.url")
             else:
-                errors += _webhook_service_errors(_dict(service), f"{path}.webhookClientConfig.service")
+                errors += _webhook_service_errors(as_dict(service), f"{path}.webhookClientConfig.service")
         errors += _review_versions_errors(versions, f"{path}.conversionReviewVersions")
     else:
         if isinstance(client, dict):
@@ -164,9 +164,9 @@ def _conversion_errors(conversion: JSON, path: str) -> list[FieldError]:
 
 def _webhook_service_errors(service: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    if not _str(service.get("name")):
+    if not as_str(service.get("name")):
         errors.append(required(f"{path}.name", "service name is required"))
-    if not _str(service.get("namespace")):
+    if not as_str(service.get("namespace")):
         errors.append(required(f"{path}.namespace", "service namespace is required"))
     port = service.get("port", 443)
     if not isinstance(port, int) or not 1 <= port <= 65535:
@@ -185,46 +185,46 @@ def _review_versions_errors(versions: list[Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[str] = set()
     for index, version in enumerate(versions):
-        text = _str(version)
+        text = as_str(version)
         if text in seen:
             errors.append(invalid(f"{path}[{index}]", text, "duplicate version"))
             continue
         seen.add(text)
         errors += [invalid(f"{path}[{index}]", text, problem) for problem in dns1035_label_errors(text)]
     if not seen & {"v1", "v1beta1"}:
-        errors.append(invalid(path, _go_strings(versions), "must include at least one of v1, v1beta1"))
+        errors.append(invalid(path, go_string_slice(versions), "must include at least one of v1, v1beta1"))
     return errors
 
 
 def _spec_errors(spec: JSON, raw_spec: JSON) -> list[FieldError]:
     """validateCustomResourceDefinitionSpec on the internal form of a defaulted v1 spec."""
     errors: list[FieldError] = []
-    group = _str(spec.get("group"))
+    group = as_str(spec.get("group"))
     if not group:
         errors.append(required("spec.group"))
     elif problems := dns1123_subdomain_errors(group):
         errors.append(invalid("spec.group", group, ",".join(problems)))
     elif len(group.split(".")) < 2:
         errors.append(invalid("spec.group", group, "should be a domain with at least one dot"))
-    scope = _str(spec.get("scope"))
+    scope = as_str(spec.get("scope"))
     if not scope:
         errors.append(required("spec.scope"))
     elif scope not in ("Cluster", "Namespaced"):
         errors.append(not_supported("spec.scope", scope, ["Cluster", "Namespaced"]))
 
-    internal = _internal_spec(spec)
-    has_top_schema = isinstance(_dict(internal.validation).get("openAPIV3Schema"), dict)
+    internal = internal_spec(spec)
+    has_top_schema = isinstance(as_dict(internal.validation).get("openAPIV3Schema"), dict)
     if not has_top_schema:
         for index, version in enumerate(internal.versions):
             if internal.hoisted_schema or not isinstance(
-                _dict(version.get("schema")).get("openAPIV3Schema"), dict
+                as_dict(version.get("schema")).get("openAPIV3Schema"), dict
             ):
                 errors.append(
                     required(f"spec.versions[{index}].schema.openAPIV3Schema", "schemas are required")
                 )
-    schemas = [_dict(v.get("schema")).get("openAPIV3Schema") for v in internal.versions]
+    schemas = [as_dict(v.get("schema")).get("openAPIV3Schema") for v in internal.versions]
     if raw_spec.get("preserveUnknownFields") is True and any(
-        _schema_has(s, lambda node: node.get("default") is not None) for s in schemas
+        schema_has(s, lambda node: node.get("default") is not None) for s in schemas
     ):
         errors.append(
             invalid(
@@ -235,11 +235,11 @@ def _spec_errors(spec: JSON, raw_spec: JSON) -> list[FieldError]:
     storage_count = 0
     names_seen: set[str] = set()
     unique = True
-    any_status = _status_enabled(internal.subresources) or any(
-        _status_enabled(v.get("subresources")) for v in internal.versions
+    any_status = is_status_enabled(internal.subresources) or any(
+        is_status_enabled(v.get("subresources")) for v in internal.versions
     )
     for index, version in enumerate(internal.versions):
-        name = _str(version.get("name"))
+        name = as_str(version.get("name"))
         storage_count += 1 if version.get("storage") is True else 0
         unique = unique and name not in names_seen
         names_seen.add(name)
@@ -250,14 +250,14 @@ def _spec_errors(spec: JSON, raw_spec: JSON) -> list[FieldError]:
         errors += _deprecation_warning_errors(version, path)
         if not internal.hoisted_schema:
             errors += _validation_errors(
-                version.get("schema"), _status_enabled(subresources), f"{path}.schema"
+                version.get("schema"), is_status_enabled(subresources), f"{path}.schema"
             )
         if not internal.hoisted_subresources:
-            errors += _subresources_errors(version.get("subresources"), f"{path}.subresources")
+            errors += subresources_errors(version.get("subresources"), f"{path}.subresources")
         if not internal.hoisted_columns:
-            for col_index, column in enumerate(_list(version.get("additionalPrinterColumns"))):
-                errors += _column_errors(_dict(column), f"{path}.additionalPrinterColumns[{col_index}]")
-    versions_value = _go_struct("[]apiextensions.CustomResourceDefinitionVersion")
+            for col_index, column in enumerate(as_list(version.get("additionalPrinterColumns"))):
+                errors += column_errors(as_dict(column), f"{path}.additionalPrinterColumns[{col_index}]")
+    versions_value = go_struct("[]apiextensions.CustomResourceDefinitionVersion")
     if not unique:
         errors.append(invalid("spec.versions", versions_value, "must contain unique version names"))
     if storage_count != 1:
@@ -268,23 +268,23 @@ def _spec_errors(spec: JSON, raw_spec: JSON) -> list[FieldError]:
         )
     if internal.versions:
         # The internal form also carries the first version's name as spec.version.
-        first = _str(internal.versions[0].get("name"))
+        first = as_str(internal.versions[0].get("name"))
         if first and (problems := dns1035_label_errors(first)):
             errors.append(invalid("spec.version", first, ",".join(problems)))
 
-    names = _dict(spec.get("names"))
+    names = as_dict(spec.get("names"))
     for key in ("plural", "singular", "kind", "listKind"):
-        if not _str(names.get(key)):
+        if not as_str(names.get(key)):
             errors.append(required(f"spec.names.{key}"))
-    errors += _names_errors(names, "spec.names")
+    errors += names_errors(names, "spec.names")
     if internal.hoisted_schema:
         errors += _validation_errors(internal.validation, any_status, "spec.validation")
     if internal.hoisted_subresources:
-        errors += _subresources_errors(internal.subresources, "spec.subresources")
+        errors += subresources_errors(internal.subresources, "spec.subresources")
     if internal.hoisted_columns:
         for col_index, column in enumerate(internal.columns):
-            errors += _column_errors(_dict(column), f"spec.additionalPrinterColumns[{col_index}]")
-    conversion = _dict(spec.get("conversion"))
+            errors += column_errors(as_dict(column), f"spec.additionalPrinterColumns[{col_index}]")
+    conversion = as_dict(spec.get("conversion"))
     if conversion.get("strategy") not in (None, "None") and raw_spec.get("preserveUnknownFields") is True:
         errors.append(
             invalid(
@@ -299,9 +299,9 @@ def _spec_errors(spec: JSON, raw_spec: JSON) -> list[FieldError]:
 
 def _prepared_status(crd: JSON, old: JSON | None) -> JSON:
     """The status the strategy hands to validation: reset on create, carried over on update."""
-    status = copy.deepcopy(_dict(old.get("status"))) if old is not None else {}
-    stored = list(_list(status.get("storedVersions")))
-    storage = _storage_version(crd)
+    status = copy.deepcopy(as_dict(old.get("status"))) if old is not None else {}
+    stored = list(as_list(status.get("storedVersions")))
+    storage = storage_version(crd)
     if storage and storage not in stored:
         stored.append(storage)
     status["storedVersions"] = stored or None
@@ -310,13 +310,13 @@ def _prepared_status(crd: JSON, old: JSON | None) -> JSON:
 
 def _stored_versions_errors(stored: list[Any] | None, versions: list[JSON], path: str) -> list[FieldError]:
     if not stored:
-        return [invalid(path, _go_strings(stored), "must have at least one stored version")]
+        return [invalid(path, go_string_slice(stored), "must have at least one stored version")]
     errors: list[FieldError] = []
-    remaining = {_str(v): index for index, v in enumerate(stored)}
+    remaining = {as_str(v): index for index, v in enumerate(stored)}
     for version in versions:
-        name = _str(version.get("name"))
+        name = as_str(version.get("name"))
         if version.get("storage") is True and name not in remaining:
-            errors.append(invalid(path, _go_strings(stored), "must have the storage version " + name))
+            errors.append(invalid(path, go_string_slice(stored), "must have the storage version " + name))
         remaining.pop(name, None)
     for name, index in sorted(remaining.items(), key=lambda item: item[1]):
         errors.append(
@@ -332,11 +332,11 @@ def _stored_versions_errors(stored: list[Any] | None, versions: list[JSON], path
 
 
 def _approval_state(annotations: JSON) -> tuple[str, str]:
-    base = f'protected groups must have approval annotation "{_APPROVAL_ANNOTATION}"'
+    base = f'protected groups must have approval annotation "{APPROVAL_ANNOTATION}"'
     pr = "see https://github.com/kubernetes/enhancements/pull/1111"
-    if _APPROVAL_ANNOTATION not in annotations:
+    if APPROVAL_ANNOTATION not in annotations:
         return "missing", f"{base}, {pr}"
-    value = _str(annotations.get(_APPROVAL_ANNOTATION))
+    value = as_str(annotations.get(APPROVAL_ANNOTATION))
     if value.startswith("unapproved"):
         return "bypassed", ""
     if re.match(r"^https?://[^/\s?#]+", value):
@@ -345,18 +345,21 @@ def _approval_state(annotations: JSON) -> tuple[str, str]:
 
 
 def _api_approval_errors(crd: JSON, old: JSON | None) -> list[FieldError]:
-    group = _str(_dict(crd.get("spec")).get("group"))
+    group = as_str(as_dict(crd.get("spec")).get("group"))
     protected = group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
     if not protected:
         return []
-    state, reason = _approval_state(_dict(_dict(crd.get("metadata")).get("annotations")))
-    if old is not None and _approval_state(_dict(_dict(old.get("metadata")).get("annotations")))[0] == state:
+    state, reason = _approval_state(as_dict(as_dict(crd.get("metadata")).get("annotations")))
+    if (
+        old is not None
+        and _approval_state(as_dict(as_dict(old.get("metadata")).get("annotations")))[0] == state
+    ):
         return []
-    path = f"metadata.annotations[{_APPROVAL_ANNOTATION}]"
+    path = f"metadata.annotations[{APPROVAL_ANNOTATION}]"
     if state == "missing":
         return [required(path, reason)]
     if state == "invalid":
-        value = _dict(_dict(crd.get("metadata")).get("annotations")).get(_APPROVAL_ANNOTATION)
+        value = as_dict(as_dict(crd.get("metadata")).get("annotations")).get(APPROVAL_ANNOTATION)
         return [invalid(path, value, reason)]
     return []
 
@@ -375,13 +378,13 @@ def validate_crd(crd: JSON, *, old: JSON | None = None) -> list[FieldError]:
     """
     defaulted = default_crd(crd)
     spec = defaulted["spec"]
-    raw_spec = _dict(crd.get("spec"))
+    raw_spec = as_dict(crd.get("spec"))
     errors: list[FieldError] = []
     if old is None:
-        name = _str(_dict(crd.get("metadata")).get("name"))
+        name = as_str(as_dict(crd.get("metadata")).get("name"))
         if name:
             problems = dns1123_subdomain_errors(name)
-            if name != f"{_str(spec['names'].get('plural'))}.{_str(spec.get('group'))}":
+            if name != f"{as_str(spec['names'].get('plural'))}.{as_str(spec.get('group'))}":
                 problems.append('must be spec.names.plural+"."+spec.group')
             errors += [invalid("metadata.name", name, problem) for problem in problems]
     errors += _spec_errors(spec, raw_spec)
@@ -393,21 +396,21 @@ def validate_crd(crd: JSON, *, old: JSON | None = None) -> list[FieldError]:
                 ("spec.names.kind", spec["names"].get("kind"), old_spec["names"].get("kind")),
             ):
                 if new_value != old_value:
-                    errors.append(invalid(path, new_value, _IMMUTABLE))
+                    errors.append(invalid(path, new_value, IMMUTABLE))
         for path, new_value, old_value in (
             ("spec.group", spec.get("group"), old_spec.get("group")),
             ("spec.names.plural", spec["names"].get("plural"), old_spec["names"].get("plural")),
         ):
             if new_value != old_value:
-                errors.append(invalid(path, new_value, _IMMUTABLE))
+                errors.append(invalid(path, new_value, IMMUTABLE))
     status = _prepared_status(crd, old)
-    errors += _names_errors(_dict(status.get("acceptedNames")), "status.acceptedNames")
+    errors += names_errors(as_dict(status.get("acceptedNames")), "status.acceptedNames")
     errors += _stored_versions_errors(
-        status.get("storedVersions"), [_dict(v) for v in spec["versions"]], "status.storedVersions"
+        status.get("storedVersions"), [as_dict(v) for v in spec["versions"]], "status.storedVersions"
     )
     errors += _api_approval_errors(crd, old)
     if raw_spec.get("preserveUnknownFields") is True and not (
-        old is not None and _dict(old.get("spec")).get("preserveUnknownFields") is True
+        old is not None and as_dict(old.get("spec")).get("preserveUnknownFields") is True
     ):
         errors.append(
             invalid(
@@ -423,5 +426,5 @@ def validate_crd(crd: JSON, *, old: JSON | None = None) -> list[FieldError]:
 def _is_established(crd: JSON) -> bool:
     return any(
         isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
-        for c in _list(_dict(crd.get("status")).get("conditions"))
+        for c in as_list(as_dict(crd.get("status")).get("conditions"))
     )

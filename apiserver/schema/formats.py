@@ -1,6 +1,6 @@
 """The string formats a CRD schema may check (the strfmt registry kube-apiserver's validator uses).
 
-``_FORMAT_CHECKS`` maps a format name to its check; ``_KNOWN_FORMATS`` also holds the names that
+``FORMAT_CHECKS`` maps a format name to its check; ``KNOWN_FORMATS`` also holds the names that
 always pass (isbn, creditcard, password).
 """
 
@@ -98,7 +98,7 @@ def _regex_check(pattern: str) -> Callable[[str], bool]:
     return lambda text: compiled.match(text) is not None
 
 
-_FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
+FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
     "date": _is_date,
     "datetime": _is_date_time,
     "ipv4": lambda text: _is_ip(text, "."),
@@ -117,4 +117,4 @@ _FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
     **{name: _regex_check(rx) for name, rx in _UUID.items()},
 }
 # Names the strfmt registry knows; the ones without a check above (isbn, creditcard, password) always pass.
-_KNOWN_FORMATS = frozenset(_FORMAT_CHECKS) | {"isbn", "isbn10", "isbn13", "creditcard", "password"}
+KNOWN_FORMATS = frozenset(FORMAT_CHECKS) | {"isbn", "isbn10", "isbn13", "creditcard", "password"}

@@ -16,16 +16,16 @@ from runtime.jsoncodec import JSON
 
 from ..errors import FieldError, GoRepr, forbidden, invalid, not_supported, required
 from ..objectmeta import dns1035_label_errors
-from .common import _META_FIELDS, _dict, _is_zero, _items_schema, _list, _props, _str
-from .crd import _OPENAPI_V3_TYPES, _PRINTER_COLUMN_FORMATS, _PRINTER_COLUMN_TYPES
+from .common import META_FIELDS, as_dict, as_list, as_str, is_zero, items_schema, properties_of
+from .crd import OPENAPI_V3_TYPES, PRINTER_COLUMN_FORMATS, PRINTER_COLUMN_TYPES
 
 
-def _go_strings(values: list[Any] | None) -> GoRepr:
+def go_string_slice(values: list[Any] | None) -> GoRepr:
     """``%#v`` of a []string, as field.Invalid prints one."""
-    return go_strings(None if values is None else [_str(v) for v in values])
+    return go_strings(None if values is None else [as_str(v) for v in values])
 
 
-def _go_struct(type_name: str) -> GoRepr:
+def go_struct(type_name: str) -> GoRepr:
     # Go would dump the whole struct with %#v; the field names stay out of reach here, so say which.
     return GoRepr(f"{type_name}{{...}}")
 
@@ -49,11 +49,11 @@ class _InternalSpec:
 
 
 def _semantic(value: Any) -> Any:
-    return None if _is_zero(value) else value
+    return None if is_zero(value) else value
 
 
-def _internal_spec(spec: JSON) -> _InternalSpec:
-    versions = [_dict(v) for v in _list(spec.get("versions"))]
+def internal_spec(spec: JSON) -> _InternalSpec:
+    versions = [as_dict(v) for v in as_list(spec.get("versions"))]
     internal = _InternalSpec(versions=versions)
     if not versions:
         return internal
@@ -70,15 +70,15 @@ def _internal_spec(spec: JSON) -> _InternalSpec:
         internal.subresources = _semantic(versions[0].get("subresources"))
     if identical("additionalPrinterColumns"):
         internal.hoisted_columns = True
-        internal.columns = _list(versions[0].get("additionalPrinterColumns"))
+        internal.columns = as_list(versions[0].get("additionalPrinterColumns"))
     return internal
 
 
-def _status_enabled(subresources: Any) -> bool:
+def is_status_enabled(subresources: Any) -> bool:
     return isinstance(subresources, dict) and subresources.get("status") is not None
 
 
-def _schema_has(schema: Any, predicate: Callable[[JSON], bool]) -> bool:
+def schema_has(schema: Any, predicate: Callable[[JSON], bool]) -> bool:
     return any(predicate(node) for node in _walk_schema(schema))
 
 
@@ -90,11 +90,11 @@ def _walk_schema(schema: Any) -> Iterator[JSON]:
     for sub in items if isinstance(items, list) else [items]:
         yield from _walk_schema(sub)
     for key in ("allOf", "anyOf", "oneOf"):
-        for sub in _list(schema.get(key)):
+        for sub in as_list(schema.get(key)):
             yield from _walk_schema(sub)
     yield from _walk_schema(schema.get("not"))
     for key in ("properties", "patternProperties", "definitions", "dependencies"):
-        for sub in _dict(schema.get(key)).values():
+        for sub in as_dict(schema.get(key)).values():
             yield from _walk_schema(sub)
     for key in ("additionalProperties", "additionalItems"):
         yield from _walk_schema(schema.get(key))
@@ -108,14 +108,14 @@ def _simple_json_path_errors(value: str, path: str) -> list[FieldError]:
     return []
 
 
-def _names_errors(names: JSON, path: str) -> list[FieldError]:
+def names_errors(names: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for key in ("plural", "singular"):
-        value = _str(names.get(key))
+        value = as_str(names.get(key))
         if value and (problems := dns1035_label_errors(value)):
             errors.append(invalid(f"{path}.{key}", value, ",".join(problems)))
     for key in ("kind", "listKind"):
-        value = _str(names.get(key))
+        value = as_str(names.get(key))
         if value and (problems := dns1035_label_errors(value.lower())):
             errors.append(
                 invalid(
@@ -124,20 +124,20 @@ def _names_errors(names: JSON, path: str) -> list[FieldError]:
                     "may have mixed case, but should otherwise match: " + ",".join(problems),
                 )
             )
-    for index, short in enumerate(_list(names.get("shortNames"))):
-        if problems := dns1035_label_errors(_str(short)):
+    for index, short in enumerate(as_list(names.get("shortNames"))):
+        if problems := dns1035_label_errors(as_str(short)):
             errors.append(invalid(f"{path}.shortNames[{index}]", short, ",".join(problems)))
-    kind = _str(names.get("kind"))
+    kind = as_str(names.get("kind"))
     if kind and kind == names.get("listKind"):
         errors.append(invalid(f"{path}.listKind", kind, "kind and listKind may not be the same"))
-    for index, category in enumerate(_list(names.get("categories"))):
-        if problems := dns1035_label_errors(_str(category)):
+    for index, category in enumerate(as_list(names.get("categories"))):
+        if problems := dns1035_label_errors(as_str(category)):
             errors.append(invalid(f"{path}.categories[{index}]", category, ",".join(problems)))
     return errors
 
 
-def _subresources_errors(subresources: Any, path: str) -> list[FieldError]:
-    scale = _dict(subresources).get("scale")
+def subresources_errors(subresources: Any, path: str) -> list[FieldError]:
+    scale = as_dict(subresources).get("scale")
     if not isinstance(scale, dict):
         return []
     errors: list[FieldError] = []
@@ -145,14 +145,14 @@ def _subresources_errors(subresources: Any, path: str) -> list[FieldError]:
         ("specReplicasPath", (".spec.",), "should be a json path under .spec"),
         ("statusReplicasPath", (".status.",), "should be a json path under .status"),
     ):
-        value = _str(scale.get(key))
+        value = as_str(scale.get(key))
         if not value:
             errors.append(required(f"{path}.scale.{key}"))
         elif problems := _simple_json_path_errors(value, f"{path}.scale.{key}"):
             errors += problems
         elif not value.startswith(prefix):
             errors.append(invalid(f"{path}.scale.{key}", value, where))
-    selector = _str(scale.get("labelSelectorPath"))
+    selector = as_str(scale.get("labelSelectorPath"))
     if selector:
         if problems := _simple_json_path_errors(selector, f"{path}.scale.labelSelectorPath"):
             errors += problems
@@ -167,20 +167,20 @@ def _subresources_errors(subresources: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def _column_errors(column: JSON, path: str) -> list[FieldError]:
+def column_errors(column: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    if not _str(column.get("name")):
+    if not as_str(column.get("name")):
         errors.append(required(f"{path}.name"))
-    kinds = "must be one of " + ",".join(_PRINTER_COLUMN_TYPES)
-    kind = _str(column.get("type"))
+    kinds = "must be one of " + ",".join(PRINTER_COLUMN_TYPES)
+    kind = as_str(column.get("type"))
     if not kind:
         errors.append(required(f"{path}.type", kinds))
-    elif kind not in _PRINTER_COLUMN_TYPES:
+    elif kind not in PRINTER_COLUMN_TYPES:
         errors.append(invalid(f"{path}.type", kind, kinds))
-    fmt = _str(column.get("format"))
-    if fmt and fmt not in _PRINTER_COLUMN_FORMATS:
-        errors.append(invalid(f"{path}.format", fmt, "must be one of " + ",".join(_PRINTER_COLUMN_FORMATS)))
-    json_path = _str(column.get("jsonPath"))
+    fmt = as_str(column.get("format"))
+    if fmt and fmt not in PRINTER_COLUMN_FORMATS:
+        errors.append(invalid(f"{path}.format", fmt, "must be one of " + ",".join(PRINTER_COLUMN_FORMATS)))
+    json_path = as_str(column.get("jsonPath"))
     if not json_path:
         errors.append(required(f"{path}.JSONPath"))
     else:
@@ -189,25 +189,25 @@ def _column_errors(column: JSON, path: str) -> list[FieldError]:
 
 
 @dataclass(frozen=True)
-class _SchemaContext:
+class SchemaContext:
     """What ValidateCustomResourceDefinitionOpenAPISchema carries down the schema tree."""
 
     allow_defaults: bool = True
     defaults_reason: str = ""
     inside_meta: bool = False
 
-    def without_defaults(self, reason: str) -> _SchemaContext:
-        return _SchemaContext(False, reason, self.inside_meta)
+    def without_defaults(self, reason: str) -> SchemaContext:
+        return SchemaContext(False, reason, self.inside_meta)
 
-    def in_meta(self) -> _SchemaContext:
-        return _SchemaContext(self.allow_defaults, self.defaults_reason, True)
+    def in_meta(self) -> SchemaContext:
+        return SchemaContext(self.allow_defaults, self.defaults_reason, True)
 
 
-def _openapi_node_errors(schema: JSON, path: str, ctx: _SchemaContext) -> list[FieldError]:
+def _openapi_node_errors(schema: JSON, path: str, ctx: SchemaContext) -> list[FieldError]:
     errors: list[FieldError] = []
     kind = schema.get("type")
-    if isinstance(kind, str) and kind and kind not in _OPENAPI_V3_TYPES:
-        errors.append(not_supported(f"{path}.type", kind, list(_OPENAPI_V3_TYPES)))
+    if isinstance(kind, str) and kind and kind not in OPENAPI_V3_TYPES:
+        errors.append(not_supported(f"{path}.type", kind, list(OPENAPI_V3_TYPES)))
     if schema.get("default") is not None and not ctx.allow_defaults:
         detail = "must not be set" + (f" {ctx.defaults_reason}" if ctx.defaults_reason else "")
         errors.append(forbidden(f"{path}.default", detail))
@@ -234,7 +234,7 @@ def _openapi_node_errors(schema: JSON, path: str, ctx: _SchemaContext) -> list[F
     return errors
 
 
-def _openapi_schema_errors(schema: Any, path: str, ctx: _SchemaContext, *, is_root: bool) -> list[FieldError]:
+def openapi_schema_errors(schema: Any, path: str, ctx: SchemaContext, *, is_root: bool) -> list[FieldError]:
     """apiextensions' ValidateCustomResourceDefinitionOpenAPISchema (without the CEL compilation)."""
     if not isinstance(schema, dict):
         return []
@@ -246,7 +246,7 @@ def _openapi_schema_errors(schema: Any, path: str, ctx: _SchemaContext, *, is_ro
                 "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
             )
         )
-    props = _props(schema)
+    props = properties_of(schema)
     addl = schema.get("additionalProperties")
     if addl is not None:
         if props and (addl is False or isinstance(addl, dict)):
@@ -260,36 +260,36 @@ def _openapi_schema_errors(schema: Any, path: str, ctx: _SchemaContext, *, is_ro
             if ctx.inside_meta
             else ctx
         )
-        errors += _openapi_schema_errors(addl, f"{path}.additionalProperties", sub_ctx, is_root=False)
+        errors += openapi_schema_errors(addl, f"{path}.additionalProperties", sub_ctx, is_root=False)
     embedded = schema.get("x-kubernetes-embedded-resource") is True
     for key in sorted(props):
         sub_ctx = ctx
-        if (is_root or embedded) and key in _META_FIELDS:
+        if (is_root or embedded) and key in META_FIELDS:
             sub_ctx = sub_ctx.in_meta()
             if is_root:
                 sub_ctx = sub_ctx.without_defaults(f"in top-level {key}")
-        errors += _openapi_schema_errors(props[key], f"{path}.properties[{key}]", sub_ctx, is_root=False)
-    errors += _openapi_schema_errors(schema.get("not"), f"{path}.not", ctx, is_root=False)
+        errors += openapi_schema_errors(props[key], f"{path}.properties[{key}]", sub_ctx, is_root=False)
+    errors += openapi_schema_errors(schema.get("not"), f"{path}.not", ctx, is_root=False)
     for junctor in ("allOf", "oneOf", "anyOf"):
-        for index, sub in enumerate(_list(schema.get(junctor))):
-            errors += _openapi_schema_errors(sub, f"{path}.{junctor}[{index}]", ctx, is_root=False)
-    for key, sub in sorted(_dict(schema.get("definitions")).items()):
-        errors += _openapi_schema_errors(sub, f"{path}.definitions[{key}]", ctx, is_root=False)
+        for index, sub in enumerate(as_list(schema.get(junctor))):
+            errors += openapi_schema_errors(sub, f"{path}.{junctor}[{index}]", ctx, is_root=False)
+    for key, sub in sorted(as_dict(schema.get("definitions")).items()):
+        errors += openapi_schema_errors(sub, f"{path}.definitions[{key}]", ctx, is_root=False)
     items = schema.get("items")
     if isinstance(items, dict):
-        errors += _openapi_schema_errors(items, f"{path}.items", ctx, is_root=False)
+        errors += openapi_schema_errors(items, f"{path}.items", ctx, is_root=False)
     elif isinstance(items, list):
         for index, sub in enumerate(items):
-            errors += _openapi_schema_errors(sub, f"{path}.items[{index}]", ctx, is_root=False)
-    for key, sub in sorted(_dict(schema.get("dependencies")).items()):
-        errors += _openapi_schema_errors(sub, f"{path}.dependencies[{key}]", ctx, is_root=False)
+            errors += openapi_schema_errors(sub, f"{path}.items[{index}]", ctx, is_root=False)
+    for key, sub in sorted(as_dict(schema.get("dependencies")).items()):
+        errors += openapi_schema_errors(sub, f"{path}.dependencies[{key}]", ctx, is_root=False)
     errors += _extension_errors(schema, path)
     return errors
 
 
 def _extension_errors(schema: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    kind = _str(schema.get("type"))
+    kind = as_str(schema.get("type"))
     if schema.get("x-kubernetes-preserve-unknown-fields") is False:
         errors.append(
             invalid(f"{path}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined")
@@ -302,7 +302,7 @@ def _extension_errors(schema: JSON, path: str) -> list[FieldError]:
         if map_type not in ("atomic", "granular"):
             errors.append(not_supported(f"{path}.x-kubernetes-map-type", map_type, ["atomic", "granular"]))
     list_type = schema.get("x-kubernetes-list-type")
-    items = _items_schema(schema)
+    items = items_schema(schema)
     if list_type is not None and kind != "array":
         text = "must be array if x-kubernetes-list-type is specified"
         errors.append(required(f"{path}.type", text) if not kind else invalid(f"{path}.type", kind, text))
@@ -326,7 +326,7 @@ def _extension_errors(schema: JSON, path: str) -> list[FieldError]:
             )
     if list_type is not None and list_type not in ("atomic", "set", "map"):
         errors.append(not_supported(f"{path}.x-kubernetes-list-type", list_type, ["atomic", "set", "map"]))
-    map_keys = _list(schema.get("x-kubernetes-list-map-keys"))
+    map_keys = as_list(schema.get("x-kubernetes-list-map-keys"))
     if map_keys:
         text = "must be map if x-kubernetes-list-map-keys is non-empty"
         if list_type is None:
@@ -337,8 +337,8 @@ def _extension_errors(schema: JSON, path: str) -> list[FieldError]:
         errors += _map_list_errors(schema, path, map_keys)
     if list_type in ("set", "map") and items is not None:
         errors += _map_set_item_errors(items, path, list_type, map_keys)
-    for index, rule in enumerate(_list(schema.get("x-kubernetes-validations"))):
-        errors += _rule_errors(_dict(rule), f"{path}.x-kubernetes-validations[{index}]")
+    for index, rule in enumerate(as_list(schema.get("x-kubernetes-validations"))):
+        errors += _rule_errors(as_dict(rule), f"{path}.x-kubernetes-validations[{index}]")
     return errors
 
 
@@ -358,12 +358,12 @@ def _map_list_errors(schema: JSON, path: str, map_keys: list[Any]) -> list[Field
         errors.append(
             invalid(
                 f"{path}.items",
-                _go_struct("&apiextensions.JSONSchemaPropsOrArray"),
+                go_struct("&apiextensions.JSONSchemaPropsOrArray"),
                 "must only have a single schema if x-kubernetes-list-type is map",
             )
         )
         return errors
-    item_kind = _str(raw_items.get("type"))
+    item_kind = as_str(raw_items.get("type"))
     if item_kind != "object":
         errors.append(
             invalid(
@@ -374,11 +374,11 @@ def _map_list_errors(schema: JSON, path: str, map_keys: list[Any]) -> list[Field
         )
         return errors
     seen: set[str] = set()
-    item_props = _props(raw_items)
+    item_props = properties_of(raw_items)
     for key in map_keys:
-        key_text = _str(key)
+        key_text = as_str(key)
         if key_text in item_props:
-            if _dict(item_props[key_text]).get("type") in ("array", "object"):
+            if as_dict(item_props[key_text]).get("type") in ("array", "object"):
                 errors.append(
                     invalid(
                         f"{path}.items.properties[{key_text}].type",
@@ -390,7 +390,7 @@ def _map_list_errors(schema: JSON, path: str, map_keys: list[Any]) -> list[Field
             errors.append(
                 invalid(
                     f"{path}.x-kubernetes-list-map-keys",
-                    _go_strings(map_keys),
+                    go_string_slice(map_keys),
                     "entries must all be names of item properties",
                 )
             )
@@ -398,7 +398,7 @@ def _map_list_errors(schema: JSON, path: str, map_keys: list[Any]) -> list[Field
             errors.append(
                 invalid(
                     f"{path}.x-kubernetes-list-map-keys",
-                    _go_strings(map_keys),
+                    go_string_slice(map_keys),
                     "must not contain duplicate entries",
                 )
             )
@@ -415,10 +415,10 @@ def _map_set_item_errors(items: JSON, path: str, list_type: str, map_keys: list[
             )
         )
     if list_type == "map":
-        required_keys = set(_list(items.get("required")))
-        item_props = _props(items)
+        required_keys = set(as_list(items.get("required")))
+        item_props = properties_of(items)
         for key in map_keys:
-            prop = item_props.get(_str(key))
+            prop = item_props.get(as_str(key))
             if not isinstance(prop, dict):
                 continue
             if key not in required_keys and prop.get("default") is None:
@@ -441,8 +441,8 @@ def _map_set_item_errors(items: JSON, path: str, list_type: str, map_keys: list[
 
 def _rule_errors(rule: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    text = _str(rule.get("rule")).strip()
-    message = _str(rule.get("message"))
+    text = as_str(rule.get("rule")).strip()
+    message = as_str(rule.get("message"))
     if not text:
         errors.append(required(f"{path}.rule", "rule is not specified"))
     elif message and not message.strip():
@@ -451,7 +451,7 @@ def _rule_errors(rule: JSON, path: str) -> list[FieldError]:
         errors.append(invalid(f"{path}.message", message, "message must not contain line breaks"))
     elif re.search(r"[\n\r]", text) and not message.strip():
         errors.append(required(f"{path}.message", "message must be specified if rule contains line breaks"))
-    expression = _str(rule.get("messageExpression"))
+    expression = as_str(rule.get("messageExpression"))
     if expression and not expression.strip():
         errors.append(
             required(f"{path}.messageExpression", "messageExpression must be non-empty if specified")
@@ -465,7 +465,7 @@ def _rule_errors(rule: JSON, path: str) -> list[FieldError]:
     ]
     if reason is not None and reason not in supported_reasons:
         errors.append(not_supported(f"{path}.reason", reason, supported_reasons))
-    field_path = _str(rule.get("fieldPath"))
+    field_path = as_str(rule.get("fieldPath"))
     if field_path and not field_path.strip():
         errors.append(invalid(f"{path}.fieldPath", field_path, "fieldPath must be non-empty if specified"))
     if re.search(r"[\n\r]", field_path):

@@ -12,7 +12,7 @@ from typing import Any
 from runtime.goformat import go_quote
 from runtime.jsoncodec import JSON
 
-from .common import _META_FIELDS, _additional_schema, _has_additional, _items_schema, _props, _truthy
+from .common import META_FIELDS, additional_schema, has_additional, items_schema, properties_of, truthy
 
 
 def prune(schema: JSON, obj: JSON) -> list[str]:
@@ -26,15 +26,15 @@ def prune(schema: JSON, obj: JSON) -> list[str]:
     root = dict(schema)
     root["x-kubernetes-embedded-resource"] = True
     pruned: list[str] = []
-    _prune(obj, root, "", pruned)
+    prune_value(obj, root, "", pruned)
     return sorted(pruned)
 
 
-def _child_path(parent: str, key: str) -> str:
+def child_path(parent: str, key: str) -> str:
     return f"{parent}.{key}" if parent else key
 
 
-def _prune(value: Any, schema: JSON | None, path: str, pruned: list[str]) -> None:
+def prune_value(value: Any, schema: JSON | None, path: str, pruned: list[str]) -> None:
     if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields") is True:
         _prune_known_only(value, schema, path, pruned)
         return
@@ -42,42 +42,42 @@ def _prune(value: Any, schema: JSON | None, path: str, pruned: list[str]) -> Non
         if schema is None:
             # A map where the schema says nothing about the contents: every key is unknown.
             for key in list(value):
-                pruned.append(_child_path(path, key))
+                pruned.append(child_path(path, key))
                 del value[key]
             return
-        props = _props(schema)
-        embedded = _truthy(schema, "x-kubernetes-embedded-resource")
+        props = properties_of(schema)
+        embedded = truthy(schema, "x-kubernetes-embedded-resource")
         for key in list(value):
-            if embedded and key in _META_FIELDS:
+            if embedded and key in META_FIELDS:
                 continue
             if key in props:
-                _prune(value[key], props[key], _child_path(path, key), pruned)
-            elif _has_additional(schema):
-                _prune(value[key], _additional_schema(schema), _child_path(path, key), pruned)
+                prune_value(value[key], props[key], child_path(path, key), pruned)
+            elif has_additional(schema):
+                prune_value(value[key], additional_schema(schema), child_path(path, key), pruned)
             else:
-                pruned.append(_child_path(path, key))
+                pruned.append(child_path(path, key))
                 del value[key]
     elif isinstance(value, list):
-        items = _items_schema(schema)
+        items = items_schema(schema)
         for index, item in enumerate(value):
-            _prune(item, items, f"{path}[{index}]", pruned)
+            prune_value(item, items, f"{path}[{index}]", pruned)
 
 
 def _prune_known_only(value: Any, schema: JSON | None, path: str, pruned: list[str]) -> None:
     if schema is None:
         return
     if isinstance(value, dict):
-        props = _props(schema)
-        embedded = _truthy(schema, "x-kubernetes-embedded-resource")
+        props = properties_of(schema)
+        embedded = truthy(schema, "x-kubernetes-embedded-resource")
         for key in list(value):
-            if embedded and key in _META_FIELDS:
+            if embedded and key in META_FIELDS:
                 continue
             if key in props:
-                _prune(value[key], props[key], _child_path(path, key), pruned)
-            elif _has_additional(schema):
-                _prune(value[key], _additional_schema(schema), _child_path(path, key), pruned)
+                prune_value(value[key], props[key], child_path(path, key), pruned)
+            elif has_additional(schema):
+                prune_value(value[key], additional_schema(schema), child_path(path, key), pruned)
     elif isinstance(value, list):
-        items = _items_schema(schema)
+        items = items_schema(schema)
         for index, item in enumerate(value):
             _prune_known_only(item, items, f"{path}[{index}]", pruned)
 
@@ -92,11 +92,11 @@ def unknown_field_message(path: str) -> str:
 
 
 def _field_schema(schema: JSON | None, key: str) -> JSON | None:
-    props = _props(schema)
+    props = properties_of(schema)
     if key in props:
         sub = props[key]
         return sub if isinstance(sub, dict) else None
-    return _additional_schema(schema)
+    return additional_schema(schema)
 
 
 def drop_non_nullable_nulls(schema: JSON | None, value: Any) -> None:
@@ -113,7 +113,7 @@ def drop_non_nullable_nulls(schema: JSON | None, value: Any) -> None:
             else:
                 drop_non_nullable_nulls(sub, item)
     elif isinstance(value, list):
-        items = _items_schema(schema)
+        items = items_schema(schema)
         for item in value:
             drop_non_nullable_nulls(items, item)
 
@@ -133,13 +133,13 @@ def _default(value: Any, schema: JSON | None) -> None:
     if schema is None:
         return
     if isinstance(value, dict):
-        props = _props(schema)
+        props = properties_of(schema)
         for key, prop in props.items():
             if not isinstance(prop, dict) or prop.get("default") is None:
                 continue
             if key not in value or (value[key] is None and not prop.get("nullable")):
                 value[key] = copy.deepcopy(prop["default"])
-        addl = _additional_schema(schema)
+        addl = additional_schema(schema)
         for key in list(value):
             if key in props:
                 _default(value[key], props[key])
@@ -148,7 +148,7 @@ def _default(value: Any, schema: JSON | None) -> None:
                     value[key] = copy.deepcopy(addl.get("default"))
                 _default(value[key], addl)
     elif isinstance(value, list):
-        items = _items_schema(schema)
+        items = items_schema(schema)
         for index in range(len(value)):
             if value[index] is None and items is not None and not items.get("nullable"):
                 value[index] = copy.deepcopy(items.get("default"))

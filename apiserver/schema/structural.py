@@ -12,9 +12,9 @@ from typing import Any
 from runtime.jsoncodec import JSON
 
 from ..errors import FieldError, forbidden, invalid, required
-from .common import _META_FIELDS, _dict, _go_deep_equal, _is_zero, _items_schema, _list, _props, _str
-from .pruning import _prune
-from .validation import _UNCORRELATED, _go_regexp, _problems_to_errors, _Validator
+from .common import META_FIELDS, as_dict, as_list, as_str, go_deep_equal, is_zero, items_schema, properties_of
+from .pruning import prune_value
+from .validation import UNCORRELATED, Validator, go_regexp, problems_to_errors
 
 _NESTED_FORBIDDEN: tuple[tuple[str, str], ...] = (
     ("default", "must be undefined to be structural"),
@@ -76,18 +76,18 @@ def validate_structural(schema: JSON, path: str) -> list[FieldError]:
 
 
 def _is_int_or_string_any_of(any_of: Any) -> bool:
-    return _list(any_of) == [{"type": "integer"}, {"type": "string"}]
+    return as_list(any_of) == [{"type": "integer"}, {"type": "string"}]
 
 
 def _structural_invariants(schema: JSON, level: str, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    kind = _str(schema.get("type"))
+    kind = as_str(schema.get("type"))
     items = schema.get("items")
     if kind == "array" and items is None:
         errors.append(required(f"{path}.items", "must be specified"))
     if isinstance(items, dict):
         errors += _structural_invariants(items, "item", f"{path}.items")
-    props = _props(schema)
+    props = properties_of(schema)
     for key, sub in props.items():
         if isinstance(sub, dict):
             errors += _structural_invariants(sub, "field", f"{path}.properties[{key}]")
@@ -117,8 +117,8 @@ def _structural_invariants(schema: JSON, level: str, path: str) -> list[FieldErr
             )
         )
     skip_any_of = _is_int_or_string_any_of(schema.get("anyOf"))
-    all_of = _list(schema.get("allOf"))
-    skip_first_all_of_any_of = bool(all_of) and _is_int_or_string_any_of(_dict(all_of[0]).get("anyOf"))
+    all_of = as_list(schema.get("allOf"))
+    skip_first_all_of_any_of = bool(all_of) and _is_int_or_string_any_of(as_dict(all_of[0]).get("anyOf"))
     errors += _value_validation_errors(schema, skip_any_of, skip_first_all_of_any_of, path)
     if embedded and kind != "object":
         text = "must be object if x-kubernetes-embedded-resource is true"
@@ -140,15 +140,17 @@ def _structural_invariants(schema: JSON, level: str, path: str) -> list[FieldErr
         errors.append(invalid(f"{path}.type", kind, "must be object at the root"))
     check_meta = level == "root" or embedded
     for key in ("kind", "apiVersion"):
-        if key in props and check_meta and _dict(props[key]).get("type") != "string":
+        if key in props and check_meta and as_dict(props[key]).get("type") != "string":
             errors.append(
                 invalid(
-                    f"{path}.properties[{key}].type", _str(_dict(props[key]).get("type")), "must be string"
+                    f"{path}.properties[{key}].type",
+                    as_str(as_dict(props[key]).get("type")),
+                    "must be string",
                 )
             )
     if "metadata" in props:
         errors += _metadata_invariants(
-            _dict(props["metadata"]), check_meta, level, f"{path}.properties[metadata]"
+            as_dict(props["metadata"]), check_meta, level, f"{path}.properties[metadata]"
         )
     if embedded and not preserve and not props:
         errors.append(
@@ -164,10 +166,10 @@ def _structural_invariants(schema: JSON, level: str, path: str) -> list[FieldErr
 def _metadata_invariants(meta: JSON, check_meta: bool, level: str, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if check_meta and meta.get("type") != "object":
-        errors.append(invalid(f"{path}.type", _str(meta.get("type")), "must be object"))
+        errors.append(invalid(f"{path}.type", as_str(meta.get("type")), "must be object"))
     if level == "root":
-        remaining = {k: v for k, v in meta.items() if k in _STRUCTURAL_KEYS and not _is_zero(v)}
-        props = _props(meta)
+        remaining = {k: v for k, v in meta.items() if k in _STRUCTURAL_KEYS and not is_zero(v)}
+        props = properties_of(meta)
         if props and set(props) <= {"name", "generateName"}:
             remaining.pop("properties", None)
         if remaining:
@@ -186,19 +188,19 @@ def _value_validation_errors(
 ) -> list[FieldError]:
     errors: list[FieldError] = []
     if not skip_any_of:
-        for index, sub in enumerate(_list(schema.get("anyOf"))):
-            errors += _nested_value_errors(_dict(sub), False, f"{path}.anyOf[{index}]")
-    for index, sub in enumerate(_list(schema.get("allOf"))):
+        for index, sub in enumerate(as_list(schema.get("anyOf"))):
+            errors += _nested_value_errors(as_dict(sub), False, f"{path}.anyOf[{index}]")
+    for index, sub in enumerate(as_list(schema.get("allOf"))):
         errors += _nested_value_errors(
-            _dict(sub), skip_first_all_of_any_of and index == 0, f"{path}.allOf[{index}]"
+            as_dict(sub), skip_first_all_of_any_of and index == 0, f"{path}.allOf[{index}]"
         )
-    for index, sub in enumerate(_list(schema.get("oneOf"))):
-        errors += _nested_value_errors(_dict(sub), False, f"{path}.oneOf[{index}]")
+    for index, sub in enumerate(as_list(schema.get("oneOf"))):
+        errors += _nested_value_errors(as_dict(sub), False, f"{path}.oneOf[{index}]")
     if isinstance(schema.get("not"), dict):
         errors += _nested_value_errors(schema["not"], False, f"{path}.not")
     pattern = schema.get("pattern")
     if isinstance(pattern, str) and pattern:
-        compiled = _go_regexp(pattern)
+        compiled = go_regexp(pattern)
         if isinstance(compiled, str):
             errors.append(
                 invalid(
@@ -212,16 +214,16 @@ def _nested_value_errors(schema: JSON, skip_any_of: bool, path: str) -> list[Fie
     errors = _value_validation_errors(schema, skip_any_of, False, path)
     if isinstance(schema.get("items"), dict):
         errors += _nested_value_errors(schema["items"], False, f"{path}.items")
-    for key, sub in _props(schema).items():
-        errors += _nested_value_errors(_dict(sub), False, f"{path}.properties[{key}]")
+    for key, sub in properties_of(schema).items():
+        errors += _nested_value_errors(as_dict(sub), False, f"{path}.properties[{key}]")
     if schema.get("type"):
         errors.append(forbidden(f"{path}.type", "must be empty to be structural"))
     if schema.get("additionalProperties") is not None:
         errors.append(forbidden(f"{path}.additionalProperties", "must be undefined to be structural"))
     for key, text in _NESTED_FORBIDDEN:
-        if not _is_zero(schema.get(key)):
+        if not is_zero(schema.get(key)):
             errors.append(forbidden(f"{path}.{key}", text))
-    if "metadata" in _props(schema):
+    if "metadata" in properties_of(schema):
         errors.append(forbidden(f"{path}.properties[metadata]", "must not be specified in a nested context"))
     return errors
 
@@ -230,14 +232,14 @@ def _structural_completeness(schema: JSON, path: str) -> list[FieldError]:
     """Every field a value validation (allOf, ...) mentions must also be specified structurally."""
     errors: list[FieldError] = []
     for junctor in ("allOf", "anyOf", "oneOf"):
-        for index, sub in enumerate(_list(schema.get(junctor))):
-            errors += _nested_completeness(_dict(sub), schema, path, f"{path}.{junctor}[{index}]")
+        for index, sub in enumerate(as_list(schema.get(junctor))):
+            errors += _nested_completeness(as_dict(sub), schema, path, f"{path}.{junctor}[{index}]")
     if isinstance(schema.get("not"), dict):
         errors += _nested_completeness(schema["not"], schema, path, f"{path}.not")
     if isinstance(schema.get("items"), dict):
         errors += _structural_completeness(schema["items"], f"{path}.items")
-    for key, sub in _props(schema).items():
-        errors += _structural_completeness(_dict(sub), f"{path}.properties[{key}]")
+    for key, sub in properties_of(schema).items():
+        errors += _structural_completeness(as_dict(sub), f"{path}.properties[{key}]")
     return errors
 
 
@@ -246,16 +248,16 @@ def _nested_completeness(nested: JSON, structural: JSON | None, s_path: str, v_p
         return [required(s_path, f"because it is defined in {v_path}")]
     errors: list[FieldError] = []
     for junctor in ("allOf", "anyOf", "oneOf"):
-        for index, sub in enumerate(_list(nested.get(junctor))):
-            errors += _nested_completeness(_dict(sub), structural, s_path, f"{v_path}.{junctor}[{index}]")
+        for index, sub in enumerate(as_list(nested.get(junctor))):
+            errors += _nested_completeness(as_dict(sub), structural, s_path, f"{v_path}.{junctor}[{index}]")
     if isinstance(nested.get("not"), dict):
         errors += _nested_completeness(nested["not"], structural, s_path, f"{v_path}.not")
     if isinstance(nested.get("items"), dict):
         errors += _nested_completeness(
-            nested["items"], _items_schema(structural), f"{s_path}.items", f"{v_path}.items"
+            nested["items"], items_schema(structural), f"{s_path}.items", f"{v_path}.items"
         )
-    structural_props = _props(structural)
-    for key, sub in _props(nested).items():
+    structural_props = properties_of(structural)
+    for key, sub in properties_of(nested).items():
         if key not in structural_props:
             errors.append(
                 required(
@@ -264,35 +266,33 @@ def _nested_completeness(nested: JSON, structural: JSON | None, s_path: str, v_p
             )
         else:
             errors += _nested_completeness(
-                _dict(sub),
-                _dict(structural_props[key]),
+                as_dict(sub),
+                as_dict(structural_props[key]),
                 f"{s_path}.properties[{key}]",
                 f"{v_path}.properties[{key}]",
             )
     return errors
 
 
-def _defaults_errors(schema: JSON, path: str, *, is_root: bool) -> list[FieldError]:
+def defaults_errors(schema: JSON, path: str, *, is_root: bool) -> list[FieldError]:
     """Every default must validate against its own schema and must survive pruning unchanged."""
     errors: list[FieldError] = []
     default = schema.get("default")
     if default is not None:
-        problems = _problems_to_errors(
-            _Validator().node(schema, default, "", _UNCORRELATED), f"{path}.default"
-        )
+        problems = problems_to_errors(Validator().node(schema, default, "", UNCORRELATED), f"{path}.default")
         if problems:
             errors += problems
         else:
             pruned = copy.deepcopy(default)
-            _prune(pruned, schema, "", [])
-            if not _go_deep_equal(pruned, default):
+            prune_value(pruned, schema, "", [])
+            if not go_deep_equal(pruned, default):
                 errors.append(invalid(f"{path}.default", pruned, "must not have unknown fields"))
     if isinstance(schema.get("items"), dict):
-        errors += _defaults_errors(schema["items"], f"{path}.items", is_root=False)
-    for key, sub in sorted(_props(schema).items()):
-        if is_root and key in _META_FIELDS:
+        errors += defaults_errors(schema["items"], f"{path}.items", is_root=False)
+    for key, sub in sorted(properties_of(schema).items()):
+        if is_root and key in META_FIELDS:
             # Defaults are forbidden in resource meta; that is reported by the OpenAPI checks.
             continue
         if isinstance(sub, dict):
-            errors += _defaults_errors(sub, f"{path}.properties[{key}]", is_root=False)
+            errors += defaults_errors(sub, f"{path}.properties[{key}]", is_root=False)
     return errors

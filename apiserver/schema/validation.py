@@ -19,23 +19,23 @@ from runtime.jsoncodec import JSON
 from ..errors import FieldError, invalid, not_supported, required, type_invalid
 from ..registry import ScaleSpec
 from .common import (
-    _INT32_MAX,
-    _MAX_JSON_INT,
-    _additional_schema,
-    _as_go_number,
-    _dict,
-    _effective_format,
-    _go_deep_equal,
-    _go_type_name,
-    _is_number,
-    _items_schema,
-    _list,
-    _props,
-    _schema_types,
+    INT32_MAX,
+    MAX_JSON_INT,
+    additional_schema,
+    as_dict,
+    as_go_number,
+    as_list,
+    effective_format,
+    go_deep_equal,
     go_json,
+    go_type_name,
+    is_number,
+    items_schema,
+    properties_of,
+    schema_types,
 )
-from .formats import _FORMAT_CHECKS, _KNOWN_FORMATS
-from .pruning import _child_path
+from .formats import FORMAT_CHECKS, KNOWN_FORMATS
+from .pruning import child_path
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class _Problem:
     supported: tuple[str, ...] = ()
 
 
-_UNCORRELATED: Any = object()
+UNCORRELATED: Any = object()
 
 
 def _in_body(name: str, text: str) -> str:
@@ -83,7 +83,7 @@ def _json_type(value: Any) -> tuple[str, str]:
 
 def _is_json_integer(value: float) -> bool:
     """go-openapi's IsFloat64AJSONInteger: integral, or within a 1e-9 relative error of one."""
-    if math.isnan(value) or math.isinf(value) or value < -_MAX_JSON_INT or value > _MAX_JSON_INT:
+    if math.isnan(value) or math.isinf(value) or value < -MAX_JSON_INT or value > MAX_JSON_INT:
         return False
     if value == math.trunc(value):
         return True
@@ -98,7 +98,7 @@ def _is_json_integer(value: float) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _go_regexp(pattern: str) -> re.Pattern[str] | str:
+def go_regexp(pattern: str) -> re.Pattern[str] | str:
     """Compile an RE2 pattern with Python's engine; returns the error text when it does not compile."""
     translated: list[str] = []
     in_class = False
@@ -131,7 +131,7 @@ def _go_regexp(pattern: str) -> re.Pattern[str] | str:
 
 def _enum_matches(value: Any, allowed: Any) -> bool:
     """go-openapi's enum test: convert the value to the enum entry's Go type, then DeepEqual."""
-    value, allowed = _as_go_number(value), _as_go_number(allowed)
+    value, allowed = as_go_number(value), as_go_number(allowed)
     if allowed is None or value is None:
         return False
     if isinstance(allowed, bool) or isinstance(value, bool):
@@ -142,33 +142,33 @@ def _enum_matches(value: Any, allowed: Any) -> bool:
         # float64 -> int64 conversion truncates, so 2.5 "equals" an enum entry 2.
         return isinstance(value, float) and math.isfinite(value) and math.trunc(value) == allowed
     if isinstance(allowed, float):
-        return _is_number(value) and float(value) == allowed
+        return is_number(value) and float(value) == allowed
     if isinstance(allowed, str):
         if isinstance(value, int):
             # Go converts an integer to the string of that code point.
             point = value if 0 <= value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF else 0xFFFD
             return chr(point) == allowed
         return isinstance(value, str) and value == allowed
-    return _go_deep_equal(value, allowed)
+    return go_deep_equal(value, allowed)
 
 
-class _Validator:
+class Validator:
     """kube-openapi's SchemaValidator as apiextensions configures it, with update ratcheting.
 
-    ``old`` is the correlated old value for ratcheting, or ``_UNCORRELATED``. When a node has errors
+    ``old`` is the correlated old value for ratcheting, or ``UNCORRELATED``. When a node has errors
     but equals its old value, its errors are dropped (apiextensions' CRDValidationRatcheting).
     """
 
     def node(self, schema: JSON, value: Any, name: str, old: Any) -> list[_Problem]:
         problems = self._node(schema, value, name, old)
-        if problems and old is not _UNCORRELATED and _go_deep_equal(old, value):
+        if problems and old is not UNCORRELATED and go_deep_equal(old, value):
             return []
         return problems
 
     def _node(self, schema: JSON, value: Any, name: str, old: Any) -> list[_Problem]:
-        value = _as_go_number(value)
-        types = _schema_types(schema)
-        fmt = _effective_format(schema, types)
+        value = as_go_number(value)
+        types = schema_types(schema)
+        fmt = effective_format(schema, types)
         problems: list[_Problem] = []
         if value is None:
             if types and "null" not in types and not schema.get("nullable"):
@@ -181,15 +181,15 @@ class _Validator:
         if isinstance(value, str):
             problems += self._string(schema, value, name)
             normalized = fmt.replace("-", "")
-            if normalized in _KNOWN_FORMATS:
-                check = _FORMAT_CHECKS.get(normalized)
+            if normalized in KNOWN_FORMATS:
+                check = FORMAT_CHECKS.get(normalized)
                 if check is not None and not check(value):
                     problems.append(
                         _Problem(
                             "type", name, value, _in_body(name, f"must be of type {fmt}: {go_quote(value)}")
                         )
                     )
-        elif _is_number(value):
+        elif is_number(value):
             problems += self._number(schema, value, name)
         elif isinstance(value, list):
             problems += self._slice(schema, value, name, old)
@@ -278,7 +278,7 @@ class _Validator:
             ]
         pattern = schema.get("pattern")
         if isinstance(pattern, str) and pattern:
-            compiled = _go_regexp(pattern)
+            compiled = go_regexp(pattern)
             if isinstance(compiled, str):
                 return [
                     _Problem(
@@ -296,19 +296,19 @@ class _Validator:
     def _number(schema: JSON, value: int | float, name: str) -> list[_Problem]:
         problems: list[_Problem] = []
         factor = schema.get("multipleOf")
-        if isinstance(factor, int | float) and _is_number(factor):
+        if isinstance(factor, int | float) and is_number(factor):
             problems += _multiple_of(name, value, float(factor))
         minimum = schema.get("minimum")
-        if isinstance(minimum, int | float) and _is_number(minimum):
+        if isinstance(minimum, int | float) and is_number(minimum):
             problems += _bound(name, value, float(minimum), bool(schema.get("exclusiveMinimum")), lower=True)
         maximum = schema.get("maximum")
-        if isinstance(maximum, int | float) and _is_number(maximum):
+        if isinstance(maximum, int | float) and is_number(maximum):
             problems += _bound(name, value, float(maximum), bool(schema.get("exclusiveMaximum")), lower=False)
         return problems
 
     def _slice(self, schema: JSON, value: list[Any], name: str, old: Any) -> list[_Problem]:
         problems: list[_Problem] = []
-        items = _items_schema(schema)
+        items = items_schema(schema)
         if items is not None:
             for index, item in enumerate(value):
                 old_item = _correlate_item(schema, value, index, old)
@@ -368,7 +368,7 @@ class _Validator:
                 )
             ]
         problems: list[_Problem] = []
-        props = _props(schema)
+        props = properties_of(schema)
         addl = schema.get("additionalProperties")
         if addl is False:
             for key in sorted(value):
@@ -417,32 +417,32 @@ def _property_order(props: JSON) -> list[str]:
 def _old_child(old: Any, key: str) -> Any:
     if isinstance(old, dict) and key in old:
         return old[key]
-    return _UNCORRELATED
+    return UNCORRELATED
 
 
 def _correlate_item(schema: JSON, value: list[Any], index: int, old: Any) -> Any:
     """The old list item ratcheting compares item ``index`` with (by key for map lists, else by index)."""
     if not isinstance(old, list):
-        return _UNCORRELATED
+        return UNCORRELATED
     list_type = schema.get("x-kubernetes-list-type")
     if list_type == "map":
         keys = [k for k in schema.get("x-kubernetes-list-map-keys") or [] if isinstance(k, str)]
         current = value[index]
         if not isinstance(current, dict):
-            return _UNCORRELATED
+            return UNCORRELATED
         for candidate in old:
             if isinstance(candidate, dict) and all(
-                _go_deep_equal(candidate.get(k), current.get(k)) for k in keys
+                go_deep_equal(candidate.get(k), current.get(k)) for k in keys
             ):
                 return candidate
-        return _UNCORRELATED
+        return UNCORRELATED
     if list_type in ("set", "atomic"):
-        return _UNCORRELATED
-    return old[index] if index < len(old) else _UNCORRELATED
+        return UNCORRELATED
+    return old[index] if index < len(old) else UNCORRELATED
 
 
 def _has_duplicates(values: list[Any]) -> bool:
-    return any(_go_deep_equal(a, b) for i, a in enumerate(values) for b in values[i + 1 :])
+    return any(go_deep_equal(a, b) for i, a in enumerate(values) for b in values[i + 1 :])
 
 
 def _number_text(value: int | float) -> str:
@@ -524,7 +524,7 @@ def _problem_to_error(problem: _Problem, prefix: str) -> FieldError:
     return invalid(path, problem.value, problem.message)
 
 
-def _problems_to_errors(problems: list[_Problem], prefix: str) -> list[FieldError]:
+def problems_to_errors(problems: list[_Problem], prefix: str) -> list[FieldError]:
     # kube-openapi keeps each distinct message once.
     seen: set[str] = set()
     errors: list[FieldError] = []
@@ -551,14 +551,14 @@ def validate(
     the cause's field keeps the ``status.`` prefix. ``old`` (the stored object on updates) turns on
     ratcheting: errors inside a value that is unchanged from ``old`` are not reported.
     """
-    validator = _Validator()
+    validator = Validator()
     if root_is_status:
-        status_schema = _props(schema).get("status")
+        status_schema = properties_of(schema).get("status")
         if not isinstance(obj, dict) or "status" not in obj or not isinstance(status_schema, dict):
             return []
-        old_status = old["status"] if isinstance(old, dict) and "status" in old else _UNCORRELATED
-        return _problems_to_errors(validator.node(status_schema, obj["status"], "", old_status), "status")
-    return _problems_to_errors(validator.node(schema, obj, "", _UNCORRELATED if old is None else old), "")
+        old_status = old["status"] if isinstance(old, dict) and "status" in old else UNCORRELATED
+        return problems_to_errors(validator.node(status_schema, obj["status"], "", old_status), "status")
+    return problems_to_errors(validator.node(schema, obj, "", UNCORRELATED if old is None else old), "")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -586,12 +586,12 @@ def _list_type_value(schema: JSON | None, value: Any, path: str) -> list[FieldEr
 
 def _list_type_object(schema: JSON, value: JSON, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    props = _props(schema)
-    addl = _additional_schema(schema)
+    props = properties_of(schema)
+    addl = additional_schema(schema)
     for key in sorted(value):
         sub = props.get(key) if props else addl
         if isinstance(sub, dict):
-            errors += _list_type_value(sub, value[key], _child_path(path, key))
+            errors += _list_type_value(sub, value[key], child_path(path, key))
     return errors
 
 
@@ -599,7 +599,7 @@ def _second_occurrences(values: list[Any]) -> list[int]:
     """Index of the second occurrence of every value that occurs more than once."""
     indices: list[int] = []
     for index, value in enumerate(values):
-        earlier = [v for v in values[:index] if _go_deep_equal(v, value)]
+        earlier = [v for v in values[:index] if go_deep_equal(v, value)]
         if len(earlier) == 1:
             indices.append(index)
     return indices
@@ -612,7 +612,7 @@ def _list_type_array(schema: JSON, value: list[Any], path: str) -> list[FieldErr
         errors += [FieldError("Duplicate", f"{path}[{i}]", value[i]) for i in _second_occurrences(value)]
     elif list_type == "map":
         errors += _list_map_errors(schema, value, path)
-    items = _items_schema(schema)
+    items = items_schema(schema)
     if items is not None:
         for index, item in enumerate(value):
             errors += _list_type_value(items, item, f"{path}[{index}]")
@@ -623,15 +623,15 @@ def _list_map_errors(schema: JSON, value: list[Any], path: str) -> list[FieldErr
     for index, item in enumerate(value):
         if item is not None and not isinstance(item, dict):
             return [invalid(f"{path}[{index}]", item, "must be an object for an array of list-type map")]
-    key_names = [k for k in _list(schema.get("x-kubernetes-list-map-keys")) if isinstance(k, str)]
-    key_schemas = _props(_items_schema(schema))
+    key_names = [k for k in as_list(schema.get("x-kubernetes-list-map-keys")) if isinstance(k, str)]
+    key_schemas = properties_of(items_schema(schema))
     keys: list[JSON] = []
     for item in value:
         key: JSON = {}
         for name in key_names:
             if isinstance(item, dict) and name in item:
                 key[name] = item[name]
-            elif _dict(key_schemas.get(name)).get("default") is not None:
+            elif as_dict(key_schemas.get(name)).get("default") is not None:
                 key[name] = key_schemas[name]["default"]
         keys.append(key)
     return [FieldError("Duplicate", f"{path}[{i}]", keys[i]) for i in _second_occurrences(keys)]
@@ -656,7 +656,7 @@ def _nested_field(obj: JSON, fields: list[str]) -> tuple[Any, bool, str | None]:
             return (
                 None,
                 False,
-                f"{where} accessor error: {go_sprint(current)} is of the type {_go_type_name(current)}, "
+                f"{where} accessor error: {go_sprint(current)} is of the type {go_type_name(current)}, "
                 "expected map[string]interface{}",
             )
         if name not in current:
@@ -669,11 +669,11 @@ def _replicas_errors(path: str, obj: JSON) -> list[FieldError]:
     fields = _json_path_fields(path)
     value, found, error = _nested_field(obj, fields)
     if error is None and found:
-        value = _as_go_number(value)
+        value = as_go_number(value)
         if not isinstance(value, int) or isinstance(value, bool):
             error = (
                 f"{'.' + '.'.join(fields)} accessor error: {go_sprint(value)} is of the type "
-                f"{_go_type_name(value)}, expected int64"
+                f"{go_type_name(value)}, expected int64"
             )
     if error is not None:
         return [invalid(path, 0, error)]
@@ -681,8 +681,8 @@ def _replicas_errors(path: str, obj: JSON) -> list[FieldError]:
         return []
     if value < 0:
         return [invalid(path, value, "should be a non-negative integer")]
-    if value > _INT32_MAX:
-        return [invalid(path, value, f"should be less than or equal to {_INT32_MAX}")]
+    if value > INT32_MAX:
+        return [invalid(path, value, f"should be less than or equal to {INT32_MAX}")]
     return []
 
 
@@ -708,7 +708,7 @@ def scale_accessor_errors(
         if error is None and found and not isinstance(value, str):
             error = (
                 f"{'.' + '.'.join(fields)} accessor error: {go_sprint(value)} is of the type "
-                f"{_go_type_name(value)}, expected string"
+                f"{go_type_name(value)}, expected string"
             )
         if error is not None:
             errors.append(invalid(scale.label_selector_path, "", error))
