@@ -6,12 +6,19 @@ watch streams, and see the same status codes, Status messages, JSON shapes and k
 kube-apiserver v1.32 (the transcripts in ``tests/testdata/kube-apiserver`` are the spec, and
 ``tests/integration/test_reference_transcripts.py`` replays every one of them).
 
-Starting one::
+Starting one, and talking to it with the project's client:
 
-    from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
-
-    async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
-        kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+>>> import asyncio
+>>> from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
+>>> from runtime.client import Client
+>>> async def main() -> None:
+...     async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
+...         kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+...         async with await Client.from_kubeconfig(kubeconfig) as client:
+...             namespaces = await client.list("v1", "Namespace")
+...             print([item["metadata"]["name"] for item in namespaces["items"]])
+>>> asyncio.run(main())
+['default', 'kube-node-lease', 'kube-public', 'kube-system']
 
 or ``cpo dev-apiserver --kubeconfig-out PATH`` from a shell. Tests normally get it through
 :class:`runtime.envtest.Environment`, which picks real binaries or an existing cluster instead
@@ -46,9 +53,11 @@ What it deliberately does not do (as with controller-runtime's envtest)
 * No protobuf or CBOR bodies, and HTTP/1.1 only.
 
 Modules: ``server`` (HTTP, auth, routing), ``handlers`` (verbs), ``store`` (objects, versions,
-watch fan-out), ``registry`` (served types), ``builtins`` / ``schema`` (per-type rules),
-``objectmeta``, ``selectors``, ``patch``, ``decode``, ``discovery``, ``tables``, ``admission``,
-``errors`` (kube's wording).
+watch fan-out), ``registry`` (served types), ``builtins`` (what the handlers ask of a built-in type)
+over the per-type tables of ``builtin_types`` and the Go struct description language of
+``gostruct``, ``schema`` (the CRD structural-schema engine), ``objectmeta``, ``selectors``,
+``patch``, ``decode``, ``discovery``, ``tables``, ``admission``, ``errors`` (kube's wording, on
+:mod:`runtime.fielderrors` and :mod:`runtime.goformat`).
 """
 
 from .server import EmbeddedAPIServer, EmbeddedServerOptions

@@ -17,8 +17,8 @@ Entry points:
   keys, or :class:`JSONSyntaxError` carrying Go's syntax-error text.
 * :func:`parse_int_param`, :func:`go_parse_int`, :func:`go_parse_uint`,
   :func:`parse_bool_param` -- query parameters.
-* :func:`go_sprint` and :func:`strconv_quote` -- Go's ``%v`` and ``%q`` for decoded JSON, which
-  error messages built from Go ``fmt`` calls need.
+
+Go's ``%v`` and ``%q`` for the values in those messages come from :mod:`runtime.goformat`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .errors import JSON, StatusError, bad_request
-from .errors import go_float as go_float_v
+from runtime.goformat import go_float, go_quote
+from runtime.jsoncodec import JSON
+
+from .errors import StatusError, bad_request
 
 if TYPE_CHECKING:
     from .registry import ResourceType
@@ -57,63 +59,6 @@ _KIND_SNIFFER_TYPE = (
 # --------------------------------------------------------------------------------------------
 # Go formatting helpers
 # --------------------------------------------------------------------------------------------
-
-
-def strconv_quote(text: str | bytes) -> str:
-    """Go's ``strconv.Quote`` (and so ``%q``): printable runes kept, the rest escaped Go-style."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="surrogateescape")
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in _SIMPLE_ESCAPES:
-            out.append(_SIMPLE_ESCAPES[ch])
-        elif 0xDC80 <= code <= 0xDCFF:
-            # A byte that was not valid UTF-8 (smuggled through surrogateescape).
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif ch.isprintable():
-            out.append(ch)
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_SIMPLE_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def go_sprint(value: Any) -> str:
-    """Go's ``%v`` for a value decoded from JSON (maps print with sorted keys, ``<nil>`` for null)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float_v(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        inner = " ".join(f"{key}:{go_sprint(value[key])}" for key in sorted(value))
-        return f"map[{inner}]"
-    if isinstance(value, list | tuple):
-        return "[" + " ".join(go_sprint(item) for item in value) + "]"
-    return str(value)
 
 
 def go_type_name(value: Any) -> str:
@@ -161,21 +106,21 @@ def go_parse_int(text: str, bit_size: int = 64) -> int:
     """``strconv.ParseInt(text, 10, bit_size)``: optional sign, ASCII digits, range-checked."""
     digits = text[1:] if text[:1] in ("+", "-") else text
     if not digits or not all("0" <= ch <= "9" for ch in digits):
-        raise GoNumError(f"strconv.ParseInt: parsing {strconv_quote(text)}: invalid syntax")
+        raise GoNumError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
     number = int(text)
     limit = 1 << (bit_size - 1)
     if not -limit <= number < limit:
-        raise GoNumError(f"strconv.ParseInt: parsing {strconv_quote(text)}: value out of range")
+        raise GoNumError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
     return number
 
 
 def go_parse_uint(text: str, bit_size: int = 64) -> int:
     """``strconv.ParseUint(text, 10, bit_size)``: ASCII digits only, no sign."""
     if not text or not all("0" <= ch <= "9" for ch in text):
-        raise GoNumError(f"strconv.ParseUint: parsing {strconv_quote(text)}: invalid syntax")
+        raise GoNumError(f"strconv.ParseUint: parsing {go_quote(text)}: invalid syntax")
     number = int(text)
     if number >= 1 << bit_size:
-        raise GoNumError(f"strconv.ParseUint: parsing {strconv_quote(text)}: value out of range")
+        raise GoNumError(f"strconv.ParseUint: parsing {go_quote(text)}: value out of range")
     return number
 
 
@@ -328,7 +273,7 @@ def _quote_char(byte: int) -> str:
         return "'\"'"
     if byte >= 0x80:
         return f"'\\x{byte:02x}'"
-    return "'" + strconv_quote(chr(byte))[1:-1] + "'"
+    return "'" + go_quote(chr(byte))[1:-1] + "'"
 
 
 _SPACE = frozenset(b" \t\r\n")
@@ -578,7 +523,7 @@ class DecodedObject:
 
     def warnings(self) -> list[str]:
         """The ``Warning`` texts for ``fieldValidation=Warn`` (the default)."""
-        return [f"duplicate field {strconv_quote(path)}" for path in self.duplicates]
+        return [f"duplicate field {go_quote(path)}" for path in self.duplicates]
 
     def strict_problems(self) -> list[str]:
         """The same problems worded for :func:`strict_decoding_error` (``fieldValidation=Strict``)."""
@@ -608,7 +553,7 @@ def cannot_be_handled(body_kind: str, body_version: str, expected_kind: str, rea
     ``Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: ...``; also
     used by typed decoders (e.g. MicroTime parse errors in 17-lease-create-microtime-3digits).
     """
-    version = strconv_quote(body_version)
+    version = go_quote(body_version)
     return bad_request(f"{body_kind} in version {version} cannot be handled as a {expected_kind}: {reason}")
 
 
@@ -824,5 +769,5 @@ def _yaml_key(key: Any) -> str:
     if isinstance(key, bool):
         return "true" if key else "false"
     if isinstance(key, float):
-        return go_float_v(key)
+        return go_float(key)
     return str(key)

@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime import jsoncodec
+from runtime.goformat import go_quote
+from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
 from . import builtins, decode, objectmeta, patch, schema, selectors
@@ -47,8 +49,6 @@ from .errors import (
 )
 from .registry import Registry, ResourceType
 from .store import Store
-
-JSON = dict[str, Any]
 
 SCALE_GROUP_KIND = ("autoscaling", "v1", "Scale")
 # The first item of every accepted watch (see Handlers.watch).
@@ -128,9 +128,7 @@ def _parse_rv(text: str) -> int:
             raise ValueError
         return value
     except ValueError:
-        raise StatusError(
-            500, None, f"strconv.ParseUint: parsing {json.dumps(text)}: invalid syntax"
-        ) from None
+        raise StatusError(500, None, f"strconv.ParseUint: parsing {go_quote(text)}: invalid syntax") from None
 
 
 class Handlers:
@@ -1391,8 +1389,8 @@ def _parse_rv_field(text: str) -> int:
         raise StatusError(
             500,
             None,
-            f"resourceVersion: Invalid value: {json.dumps(text)}: "
-            f"strconv.ParseUint: parsing {json.dumps(text)}: invalid syntax",
+            f"resourceVersion: Invalid value: {go_quote(text)}: "
+            f"strconv.ParseUint: parsing {go_quote(text)}: invalid syntax",
         ) from None
 
 

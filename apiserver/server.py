@@ -6,10 +6,15 @@ certificate signed by that CA, and answers like kube-apiserver -- same paths, st
 messages and JSON shapes -- for everything a controller does. The REST semantics live in
 ``handlers.py``; this module maps HTTP onto them.
 
-Example::
+The kubeconfig it hands out is what kubernetes_asyncio, kubectl or :mod:`runtime.client` need:
 
-    async with EmbeddedAPIServer() as server:
-        kubeconfig = server.kubeconfig()      # hand it to kubernetes_asyncio or kubectl
+>>> import asyncio
+>>> async def main() -> None:
+...     async with EmbeddedAPIServer() as server:
+...         kubeconfig = server.kubeconfig()
+...         print(kubeconfig["clusters"][0]["cluster"]["server"] == server.url, server.url)
+>>> asyncio.run(main())
+True https://127.0.0.1:...
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from multidict import CIMultiDict
 
 from runtime import jsoncodec
 from runtime.envtest import certs
+from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
 from . import builtins, decode, discovery, objectmeta, schema, tables
@@ -38,8 +44,6 @@ from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
 from .store import Store
-
-JSON = dict[str, Any]
 
 # kube-apiserver refuses request bodies above 3 MiB.
 MAX_REQUEST_BODY = 3 * 1024 * 1024
