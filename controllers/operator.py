@@ -28,9 +28,9 @@ Every option is a field of :class:`OperatorOptions`, resolved in one place,
 >>> from controllers.operator import OperatorOptions
 >>> options = OperatorOptions(kubeconfig=kubeconfig, webhooks=False, metrics_bind_address=":0")
 >>> resolved = options.with_defaults()
->>> resolved.metrics_bind_address, resolved.health_probe_bind_address, resolved.leader_elect
+>>> resolved.metrics_bind_address, resolved.health_probe_bind_address, resolved.leader_election
 (':0', ':8081', False)
->>> OperatorOptions(leader_elect=True, kubeconfig=kubeconfig).with_defaults()
+>>> OperatorOptions(leader_election=True, kubeconfig=kubeconfig).with_defaults()
 Traceback (most recent call last):
 ValueError: --leader-elect outside a cluster needs --leader-election-namespace (the Lease's ...
 
