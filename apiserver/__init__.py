@@ -35,9 +35,9 @@ What it serves
   validation of the result, then validating webhooks.
 * Table, PartialObjectMetadata and YAML representations for kubectl.
 * Request bodies in JSON, YAML and -- for the built-ins, as Go clients (kubectl's typed commands,
-  client-go, controller-runtime) send them -- protobuf (``protobuf``; not yet for CRDs and webhook
-  configurations, which answer 415 naming JSON and YAML). Responses are JSON or YAML, so a client
-  must list JSON in its ``Accept`` header (client-go and kubectl do).
+  client-go, controller-runtime) send them -- protobuf (``protobuf``; not yet for CRDs, which
+  answer 415 naming JSON and YAML). Responses are JSON or YAML, so a client must list JSON in its
+  ``Accept`` header (client-go and kubectl do).
 
 What it deliberately does not do (as with controller-runtime's envtest)
 ----------------------------------------------------------------------

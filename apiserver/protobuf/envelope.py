@@ -27,6 +27,12 @@ ROOTS: dict[tuple[str, str, str], str] = {
     ("coordination.k8s.io", "v1", "Lease"): "Lease",
     ("policy", "v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("authentication.k8s.io", "v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"): "MutatingWebhookConfiguration",
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+    ): "ValidatingWebhookConfiguration",
     ("autoscaling", "v1", "Scale"): "Scale",
 }
 

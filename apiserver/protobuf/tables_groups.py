@@ -1,9 +1,10 @@
 """Field tables of the served kinds outside the core group.
 
 coordination.k8s.io/v1 Lease, policy/v1 PodDisruptionBudget, events.k8s.io/v1 Event,
-authentication.k8s.io/v1 SelfSubjectReview and autoscaling/v1 Scale (the body of a ``/scale``
-PUT). The notation is described in :mod:`apiserver.protobuf.schema`; messages shared with the core
-group (ObjectReference, EventSource, EventSeries) are the core tables.
+authentication.k8s.io/v1 SelfSubjectReview, admissionregistration.k8s.io/v1 Mutating- and
+ValidatingWebhookConfiguration, and autoscaling/v1 Scale (the body of a ``/scale`` PUT). The
+notation is described in :mod:`apiserver.protobuf.schema`; messages shared with the core group
+(ObjectReference, EventSource, EventSeries) are the core tables.
 """
 
 from __future__ import annotations
@@ -34,6 +35,25 @@ TABLES: dict[str, str] = {
     "SelfSubjectReview": "1 metadata ObjectMeta; 2 status SelfSubjectReviewStatus",
     "SelfSubjectReviewStatus": "1 userInfo UserInfo",
     "UserInfo": "1 username s; 2 uid s; 3 groups s*; 4 extra {ExtraValue}",
+    "MutatingWebhookConfiguration": "1 metadata ObjectMeta; 2 webhooks MutatingWebhook*",
+    "MutatingWebhook": (
+        "1 name s!; 2 clientConfig WebhookClientConfig; 3 rules RuleWithOperations*; 4 failurePolicy s?;"
+        " 9 matchPolicy s?; 5 namespaceSelector LabelSelector; 11 objectSelector LabelSelector;"
+        " 6 sideEffects s?; 7 timeoutSeconds i?; 8 admissionReviewVersions s*; 10 reinvocationPolicy s?;"
+        " 12 matchConditions MatchCondition*"
+    ),
+    "ValidatingWebhookConfiguration": "1 metadata ObjectMeta; 2 webhooks ValidatingWebhook*",
+    "ValidatingWebhook": (
+        "1 name s!; 2 clientConfig WebhookClientConfig; 3 rules RuleWithOperations*; 4 failurePolicy s?;"
+        " 9 matchPolicy s?; 5 namespaceSelector LabelSelector; 10 objectSelector LabelSelector;"
+        " 6 sideEffects s?; 7 timeoutSeconds i?; 8 admissionReviewVersions s*;"
+        " 11 matchConditions MatchCondition*"
+    ),
+    "RuleWithOperations": "1 operations s*; 2 ^rule Rule",
+    "Rule": "1 apiGroups s*; 2 apiVersions s*; 3 resources s*; 4 scope s?",
+    "WebhookClientConfig": "3 url s?; 1 service ServiceReference; 2 caBundle B",
+    "ServiceReference": "1 namespace s!; 2 name s!; 3 path s?; 4 port i?",
+    "MatchCondition": "1 name s!; 2 expression s!",
     "Scale": "1 metadata ObjectMeta; 2 spec ScaleSpec; 3 status ScaleStatus",
     "ScaleSpec": "1 replicas i",
     "ScaleStatus": "1 replicas i!; 2 selector s",

@@ -205,6 +205,37 @@ MESSAGES: dict[str, list[tuple[str, int, str]]] = {
         ("maxUnavailable", 3, "IntOrString"),
     ],
     "PodDisruptionBudget": [("metadata", 1, "ObjectMeta"), ("spec", 2, "PodDisruptionBudgetSpec")],
+    "ServiceReference": [
+        ("namespace", 1, "string"),
+        ("name", 2, "string"),
+        ("path", 3, "string"),
+        ("port", 4, "int32"),
+    ],
+    "WebhookClientConfig": [
+        ("service", 1, "ServiceReference"),
+        ("caBundle", 2, "bytes"),
+        ("url", 3, "string"),
+    ],
+    "Rule": [
+        ("apiGroups", 1, "repeated string"),
+        ("apiVersions", 2, "repeated string"),
+        ("resources", 3, "repeated string"),
+    ],
+    "RuleWithOperations": [("operations", 1, "repeated string"), ("rule", 2, "Rule")],
+    "ValidatingWebhook": [
+        ("name", 1, "string"),
+        ("clientConfig", 2, "WebhookClientConfig"),
+        ("rules", 3, "repeated RuleWithOperations"),
+        ("failurePolicy", 4, "string"),
+        ("sideEffects", 6, "string"),
+        ("timeoutSeconds", 7, "int32"),
+        ("admissionReviewVersions", 8, "repeated string"),
+        ("objectSelector", 10, "LabelSelector"),
+    ],
+    "ValidatingWebhookConfiguration": [
+        ("metadata", 1, "ObjectMeta"),
+        ("webhooks", 2, "repeated ValidatingWebhook"),
+    ],
     "DeleteOptions": [
         ("gracePeriodSeconds", 1, "int64"),
         ("propagationPolicy", 4, "string"),

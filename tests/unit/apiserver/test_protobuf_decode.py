@@ -422,6 +422,57 @@ def test_managed_fields_carry_fields_v1_as_json() -> None:
     ]
 
 
+def test_validating_webhook_configuration_with_embedded_rule_and_ca_bundle() -> None:
+    config = K8S["ValidatingWebhookConfiguration"](
+        metadata=meta(name="hooks"),
+        webhooks=[
+            K8S["ValidatingWebhook"](
+                name="v.example.dev",
+                clientConfig=K8S["WebhookClientConfig"](
+                    service=K8S["ServiceReference"](
+                        namespace="ops", name="hook", path="/validate", port=9443
+                    ),
+                    caBundle=b"-----BEGIN CERTIFICATE-----",
+                ),
+                rules=[
+                    K8S["RuleWithOperations"](
+                        operations=["CREATE", "UPDATE"],
+                        rule=K8S["Rule"](apiGroups=[""], apiVersions=["v1"], resources=["configmaps"]),
+                    )
+                ],
+                failurePolicy="Fail",
+                sideEffects="None",
+                timeoutSeconds=5,
+                admissionReviewVersions=["v1"],
+                objectSelector=K8S["LabelSelector"](),
+            )
+        ],
+    )
+    raw = envelope("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", config)
+    assert decode_envelope(raw)["webhooks"] == [
+        {
+            "name": "v.example.dev",
+            "clientConfig": {
+                "service": {"namespace": "ops", "name": "hook", "path": "/validate", "port": 9443},
+                "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
+            },
+            "rules": [
+                {
+                    "operations": ["CREATE", "UPDATE"],
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "resources": ["configmaps"],
+                }
+            ],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+            "admissionReviewVersions": ["v1"],
+            "objectSelector": {},
+        }
+    ]
+
+
 def test_delete_options_under_any_group_version() -> None:
     options = K8S["DeleteOptions"](gracePeriodSeconds=0, propagationPolicy="Foreground", dryRun=["All"])
     decoded = decode_envelope(envelope("meta.k8s.io/v1", "DeleteOptions", options), table="DeleteOptions")
