@@ -413,16 +413,21 @@ async def _timed_collect(
     return events, loop.time() - started
 
 
+def _bookmark_watch(resource_version: str, timeout: int) -> dict[str, str]:
+    """Watch parameters that allow bookmarks and match no object (only a BOOKMARK can arrive)."""
+    return {
+        "resourceVersion": resource_version,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": str(timeout),
+        "labelSelector": "nothing-matches-this=1",
+    }
+
+
 async def test_watch_without_changes_sends_no_bookmark_and_ends(kube: KubeHTTP, namespace: str) -> None:
     # Measured on kube-apiserver 1.32: with nothing written to the resource during the watch there is
     # no BOOKMARK at all (timeoutSeconds 3, 4, 5, 6 and 10); the stream just ends at the timeout.
     created = await _create(kube, namespace, "bm", size="small")
-    params = {
-        "resourceVersion": created["metadata"]["resourceVersion"],
-        "allowWatchBookmarks": "true",
-        "timeoutSeconds": "3",
-        "labelSelector": "nothing-matches-this=1",
-    }
+    params = _bookmark_watch(created["metadata"]["resourceVersion"], 3)
     events, lasted = await _timed_collect(kube, widgets_path(namespace), params)
     assert events == []
     assert 2.5 < lasted < 10, lasted
@@ -434,12 +439,7 @@ async def test_watch_sends_bookmark_before_timeout_when_the_resource_moves(
     # The bookmark comes 2 s before the deadline, carrying the resource's new version, when an
     # object the selector does not match was written after the version the watch started from.
     created = await _create(kube, namespace, "bm-start", size="small")
-    params = {
-        "resourceVersion": created["metadata"]["resourceVersion"],
-        "allowWatchBookmarks": "true",
-        "timeoutSeconds": "4",
-        "labelSelector": "nothing-matches-this=1",
-    }
+    params = _bookmark_watch(created["metadata"]["resourceVersion"], 4)
     watching = asyncio.create_task(_timed_collect(kube, widgets_path(namespace), params))
     await asyncio.sleep(0.2)  # allow-sleep: let the watch start; written before it, the result is the same
     other = await _create(kube, namespace, "bm-other", size="small")
@@ -458,12 +458,7 @@ async def test_bookmark_of_a_built_in_is_an_empty_typed_object(kube: KubeHTTP, n
     first = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-a"}})
     second = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-b"}})
     assert first.status == second.status == 201
-    params = {
-        "resourceVersion": first.body["metadata"]["resourceVersion"],
-        "allowWatchBookmarks": "true",
-        "timeoutSeconds": "3",
-        "labelSelector": "nothing-matches-this=1",
-    }
+    params = _bookmark_watch(first.body["metadata"]["resourceVersion"], 3)
     events, _ = await _timed_collect(kube, path, params)
     assert [e["type"] for e in events] == ["BOOKMARK"]
     mark = events[0]["object"]

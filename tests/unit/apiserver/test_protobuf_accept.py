@@ -7,24 +7,8 @@ import pytest
 from apiserver import tables
 from apiserver.errors import StatusError
 from apiserver.registry import ResourceType
+from tests.unit.apiserver.resource_types import CONFIGMAPS, GADGETS
 
-CONFIGMAPS = ResourceType(
-    group="",
-    version="v1",
-    resource="configmaps",
-    kind="ConfigMap",
-    singular="configmap",
-    namespaced=True,
-    builtin=True,
-)
-GADGETS = ResourceType(
-    group="ref.example.dev",
-    version="v1",
-    resource="gadgets",
-    kind="Gadget",
-    singular="gadget",
-    namespaced=True,
-)
 CONFIGMAP = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x"}}
 
 # What client-go (and so kubectl's typed commands) sends since Kubernetes 1.31.

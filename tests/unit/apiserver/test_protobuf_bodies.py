@@ -13,34 +13,9 @@ from apiserver.protobuf import PROTOBUF_MEDIA_TYPE
 from apiserver.protobuf.wire import ProtobufError, iter_fields, read_varint, signed64
 from apiserver.registry import ResourceType
 from tests.unit.apiserver.proto_messages import K8S, envelope
+from tests.unit.apiserver.resource_types import CONFIGMAPS, CRDS, GADGETS, NAMESPACES, PODS
 
 RECORDED = Path(__file__).resolve().parents[2] / "testdata" / "protobuf"
-
-
-def builtin(group: str, version: str, kind: str, resource: str) -> ResourceType:
-    return ResourceType(
-        group=group,
-        version=version,
-        resource=resource,
-        kind=kind,
-        singular=kind.lower(),
-        namespaced=True,
-        builtin=True,
-    )
-
-
-NAMESPACES = builtin("", "v1", "Namespace", "namespaces")
-PODS = builtin("", "v1", "Pod", "pods")
-CONFIGMAPS = builtin("", "v1", "ConfigMap", "configmaps")
-CRDS = builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
-GADGETS = ResourceType(
-    group="ref.example.dev",
-    version="v1",
-    resource="gadgets",
-    kind="Gadget",
-    singular="gadget",
-    namespaced=True,
-)
 
 
 def status_of(raw: bytes, rt: ResourceType, content_type: str = PROTOBUF_MEDIA_TYPE) -> dict[str, Any]:
