@@ -12,7 +12,7 @@ from apiserver.errors import StatusError
 from apiserver.protobuf import PROTOBUF_MEDIA_TYPE
 from apiserver.protobuf.wire import ProtobufError, iter_fields, read_varint, signed64
 from apiserver.registry import ResourceType
-from tests.unit.apiserver.proto_messages import K8S, envelope
+from tests.support.protobuf_messages import K8S, envelope
 from tests.unit.apiserver.resource_types import CONFIGMAPS, CRDS, GADGETS, NAMESPACES, PODS
 
 RECORDED = Path(__file__).resolve().parents[2] / "testdata" / "protobuf"

@@ -3,7 +3,7 @@
 Two encoders independent of :mod:`apiserver.protobuf`: the bodies real kubectl (v1.37) sent for
 ``kubectl create ...`` (``tests/testdata/protobuf/*.pb``, next to the JSON that kubectl prints for
 the same command with ``--dry-run=client -o json``), and the ``protobuf`` package with descriptors
-written by hand in :mod:`tests.unit.apiserver.proto_messages`.
+written by hand in :mod:`tests.support.protobuf_messages`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from apiserver.protobuf import SCHEMA, ProtobufError, UnknownKind, decode_envelope
 from apiserver.protobuf.schema import go_duration, parse_table
-from tests.unit.apiserver.proto_messages import K8S, envelope
+from tests.support.protobuf_messages import K8S, envelope
 
 RECORDED = Path(__file__).resolve().parents[2] / "testdata" / "protobuf"
 

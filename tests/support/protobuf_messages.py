@@ -141,7 +141,14 @@ MESSAGES: dict[str, list[tuple[str, int, str]]] = {
         ("schedulingGates", 38, "repeated PodSchedulingGate"),
         ("mystery", 500, "Quantity"),
     ],
-    "Pod": [("metadata", 1, "ObjectMeta"), ("spec", 2, "PodSpec")],
+    "PodCondition": [
+        ("type", 1, "string"),
+        ("status", 2, "string"),
+        ("lastTransitionTime", 4, "Time"),
+        ("reason", 5, "string"),
+    ],
+    "PodStatus": [("phase", 1, "string"), ("conditions", 2, "repeated PodCondition"), ("podIP", 6, "string")],
+    "Pod": [("metadata", 1, "ObjectMeta"), ("spec", 2, "PodSpec"), ("status", 3, "PodStatus")],
     "Taint": [
         ("key", 1, "string"),
         ("value", 2, "string"),
@@ -191,6 +198,12 @@ MESSAGES: dict[str, list[tuple[str, int, str]]] = {
         ("count", 8, "int32"),
         ("type", 9, "string"),
         ("eventTime", 10, "Time"),
+    ],
+    "ConfigMap": [
+        ("metadata", 1, "ObjectMeta"),
+        ("data", 2, "map<string,string>"),
+        ("binaryData", 3, "map<string,bytes>"),
+        ("immutable", 4, "bool"),
     ],
     "Secret": [
         ("metadata", 1, "ObjectMeta"),
