@@ -352,6 +352,37 @@ def test_core_event_with_time_micro_time_and_references() -> None:
     assert (decoded["reason"], decoded["count"], decoded["type"]) == ("Started", 1, "Normal")
 
 
+def test_events_v1_event_as_client_go_event_recorders_send_it() -> None:
+    event = K8S["EventsV1Event"](
+        metadata=meta(name="p.2", namespace="default"),
+        eventTime=K8S["Time"](seconds=1_700_000_000, nanos=5_000),
+        series=K8S["EventSeries"](count=2, lastObservedTime=K8S["Time"](seconds=1_700_000_060)),
+        reportingController="cpo.dev/controller",
+        reportingInstance="cpo-0",
+        action="Reconcile",
+        reason="Scaled",
+        regarding=K8S["ObjectReference"](kind="ControlPlane", namespace="default", name="cp"),
+        note="scaled to 3",
+        type="Normal",
+        deprecatedCount=0,
+    )
+    decoded = decode_envelope(envelope("events.k8s.io/v1", "Event", event))
+    assert decoded == {
+        "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "metadata": {"name": "p.2", "namespace": "default"},
+        "eventTime": "2023-11-14T22:13:20.000005Z",
+        "series": {"count": 2, "lastObservedTime": "2023-11-14T22:14:20.000000Z"},
+        "reportingController": "cpo.dev/controller",
+        "reportingInstance": "cpo-0",
+        "action": "Reconcile",
+        "reason": "Scaled",
+        "regarding": {"kind": "ControlPlane", "namespace": "default", "name": "cp"},
+        "note": "scaled to 3",
+        "type": "Normal",
+    }
+
+
 def test_secret_bytes_map_is_base64_and_immutable_pointer_is_kept() -> None:
     secret = K8S["Secret"](
         metadata=meta(name="s"),
