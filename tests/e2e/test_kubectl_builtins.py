@@ -76,6 +76,8 @@ async def test_create_commands_that_send_protobuf(env: Any, namespace: str) -> N
     whoami = await k.run("auth", "whoami", "-o", "json")
     assert json.loads(whoami)["status"]["userInfo"]["username"]
 
+    await k.run("delete", "namespace", created, "--wait=false")  # not left behind on a shared cluster
+
 
 async def test_run_label_annotate_edit_and_delete(env: Any, namespace: str, tmp_path: Path) -> None:
     k = Kubectl(env.kubeconfig_path, namespace)
