@@ -651,7 +651,7 @@ def decode_object(raw: bytes, content_type: str | None, rt: ResourceType) -> Dec
         duplicates = []
     elif media_type == protobuf.PROTOBUF_MEDIA_TYPE and decodes_protobuf(rt):
         try:
-            value = protobuf.decode_envelope(raw)
+            value = _served_fields_only(rt, protobuf.decode_envelope(raw))
         except protobuf.ProtobufError as exc:
             raise _unrecognized(kind, str(exc), raw) from None
         duplicates = []
@@ -696,6 +696,24 @@ def decode_object(raw: bytes, content_type: str | None, rt: ResourceType) -> Dec
     filled: JSON = {"kind": body_kind or kind, "apiVersion": merged_api_version}
     filled.update({key: item for key, item in obj.items() if key not in ("kind", "apiVersion")})
     return DecodedObject(filled, duplicates)
+
+
+def _served_fields_only(rt: ResourceType, obj: JSON) -> JSON:
+    """``obj`` without the fields the served version of its type does not have.
+
+    A Go server skips the field numbers its types do not know, silently (no warning, and no error
+    under ``fieldValidation=Strict``: protobuf has no strict mode). The protobuf tables may know
+    fields newer than the built-in types served here, so those are dropped the same way.
+    """
+    from . import builtins  # imported here: builtins depends on the registry, which needs this module
+
+    if obj.get("kind") != rt.kind:
+        return obj  # another kind's fields: left for validation to reject, as for a JSON body
+    try:
+        served, _ = builtins.decode_builtin(rt, obj)
+    except builtins.DecodeError:
+        return obj  # reported by the handler's own decoding, as for a JSON body
+    return served
 
 
 def decodes_protobuf(rt: ResourceType) -> bool:

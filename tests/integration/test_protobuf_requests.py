@@ -132,6 +132,26 @@ async def test_node_and_lease_keep_quantities_and_micro_times(kube: KubeHTTP, na
     }
 
 
+async def test_strict_field_validation_does_not_apply_to_protobuf(kube: KubeHTTP, namespace: str) -> None:
+    # kubectl create sends fieldValidation=Strict; protobuf has no unknown-field detection, so a
+    # field the server does not serve is dropped without an error or a warning.
+    name = f"{namespace}-strict"
+    node = K8S["Node"](
+        metadata=K8S["ObjectMeta"](name=name), status=K8S["NodeStatus"](declaredFeatures=["X"])
+    )
+    reply = await kube.request(
+        "POST",
+        "/api/v1/nodes",
+        raw=envelope("v1", "Node", node),
+        content_type=PROTOBUF,
+        params={"fieldValidation": "Strict"},
+        headers=CLIENT_GO_ACCEPT,
+    )
+    assert reply.status == 201, reply.text
+    assert reply.warnings() == []
+    assert (await kube.delete(f"/api/v1/nodes/{name}")).status == 200
+
+
 async def test_corrupt_protobuf_body_is_a_400(kube: KubeHTTP, namespace: str) -> None:
     raw = envelope("v1", "ConfigMap", K8S["Pod"](metadata=K8S["ObjectMeta"](name="cut")))[:-2]
     reply = await kube.request(

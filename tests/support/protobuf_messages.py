@@ -170,6 +170,7 @@ MESSAGES: dict[str, list[tuple[str, int, str]]] = {
         ("allocatable", 2, "map<string,Quantity>"),
         ("conditions", 4, "repeated NodeCondition"),
         ("addresses", 5, "repeated NodeAddress"),
+        ("declaredFeatures", 14, "repeated string"),
     ],
     "Node": [("metadata", 1, "ObjectMeta"), ("spec", 2, "NodeSpec"), ("status", 3, "NodeStatus")],
     "LeaseSpec": [

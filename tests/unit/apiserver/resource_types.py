@@ -19,6 +19,7 @@ def builtin(group: str, version: str, kind: str, resource: str) -> ResourceType:
 
 NAMESPACES = builtin("", "v1", "Namespace", "namespaces")
 PODS = builtin("", "v1", "Pod", "pods")
+NODES = builtin("", "v1", "Node", "nodes")
 CONFIGMAPS = builtin("", "v1", "ConfigMap", "configmaps")
 CRDS = builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
 GADGETS = ResourceType(
