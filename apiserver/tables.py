@@ -1342,6 +1342,8 @@ _GO_FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infi
 _PRODUCIBLE = (("application", "json"), ("application", "yaml"))
 _ADVERTISED = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 _ADVERTISED_STREAMS = ("application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
+_PRODUCIBLE_TYPES = ("application/json", "application/yaml")
+_PRODUCIBLE_STREAMS = ("application/json;stream=watch",)
 
 
 def _parse_accept(header: str) -> list[_Clause]:
@@ -1471,13 +1473,18 @@ def wants_table(accept: str) -> bool:
     return negotiate(accept).kind == TABLE
 
 
-def not_acceptable_error(*, watch: bool = False) -> StatusError:
+def not_acceptable_error(*, watch: bool = False, builtin: bool = False) -> StatusError:
     """The 406 kube-apiserver gives when no Accept clause can be served.
 
     kube encodes this Status in the first media type of the request (protobuf for 13-get-protobuf-only);
-    this server always answers it as JSON.
+    this server always answers it as JSON. For custom resources the message is the recorded one, which
+    lists protobuf although kube cannot encode custom resources in it either. For built-ins kube would
+    answer protobuf; this server cannot, so its message names only what it can produce.
     """
-    supported = _ADVERTISED_STREAMS if watch else _ADVERTISED
+    if builtin:
+        supported: tuple[str, ...] = _PRODUCIBLE_STREAMS if watch else _PRODUCIBLE_TYPES
+    else:
+        supported = _ADVERTISED_STREAMS if watch else _ADVERTISED
     return StatusError(
         406, "NotAcceptable", "only the following media types are accepted: " + ", ".join(supported)
     )
@@ -1730,7 +1737,7 @@ def render_object(
     if kind == JSON_REPRESENTATION:
         return None
     if kind == NOT_ACCEPTABLE:
-        raise not_acceptable_error(watch=representation.watch)
+        raise not_acceptable_error(watch=representation.watch, builtin=rt.builtin)
     check_shape(representation, rt, is_list=False)
     if kind == YAML_REPRESENTATION:
         return _encode(obj, representation.media_type)
@@ -1754,7 +1761,7 @@ def render_list(
     if kind == JSON_REPRESENTATION:
         return None
     if kind == NOT_ACCEPTABLE:
-        raise not_acceptable_error(watch=representation.watch)
+        raise not_acceptable_error(watch=representation.watch, builtin=rt.builtin)
     check_shape(representation, rt, is_list=True)
     if kind == YAML_REPRESENTATION:
         return _encode(_wire_list(rt, listed), representation.media_type)
