@@ -776,7 +776,7 @@ def compute_status(inputs: StatusInputs) -> JSON:
         if inputs.step is not None and inputs.step.reason == "WaitingForManualDeletion":
             progress_message = inputs.step.message
     if outdated and progressing:
-        progress_message += f"; waiting for {len(outdated)} old replica(s) to be removed"
+        progress_message = f"Waiting for {len(outdated)} old replica(s) to be removed; {progress_message}"
     conditions.append(_condition(CONDITION_PROGRESSING, progressing, progress_reason, progress_message))
 
     degraded: list[tuple[str, str]] = []

@@ -296,22 +296,28 @@ def abc(**fields: Any) -> list[MachineInfo]:
         ([], {"replicas": 1}, ("create", "a", None)),
         ([m("ma"), m("mb", failure_domain="b")], {"domains": []}, ("create", None, None)),
         # scale in: the scale-in choice
-        (abc() + [m("old", age=30, failure_domain="a")], {}, ("delete", None, "old")),
+        ([*abc(), m("old", age=30, failure_domain="a")], {}, ("delete", None, "old")),
         # a deleting Machine is replaced in its domain, never above replicas + 1
-        (abc()[:2] + [m("mc", failure_domain="c", deleting=True)], {}, ("create", "c", None)),
+        ([*abc()[:2], m("mc", failure_domain="c", deleting=True)], {}, ("create", "c", None)),
         (
-            abc()[:1]
-            + [m("x", failure_domain="b", deleting=True), m("y", failure_domain="c", deleting=True)],
+            [
+                *abc()[:1],
+                m("x", failure_domain="b", deleting=True),
+                m("y", failure_domain="c", deleting=True),
+            ],
             {},
             ("create", "b", None),
         ),
         (
-            abc()[:2]
-            + [m("x", failure_domain="b", deleting=True), m("y", failure_domain="c", deleting=True)],
+            [
+                *abc()[:2],
+                m("x", failure_domain="b", deleting=True),
+                m("y", failure_domain="c", deleting=True),
+            ],
             {},
             ("wait", None, None),
         ),
-        (abc() + [m("d", deleting=True)], {}, ("wait", None, None)),
+        ([*abc(), m("d", deleting=True)], {}, ("wait", None, None)),
         # rolling update, maxSurge 1: create in the outdated Machine's domain first
         ([m("ma", age=5, outdated=True), *abc()[1:]], {}, ("create", "a", "ma")),
         # ... then delete the outdated one
@@ -327,7 +333,7 @@ def abc(**fields: Any) -> list[MachineInfo]:
         # OnDelete: outdated Machines are only reported
         ([m("ma", outdated=True), *abc()[1:]], {"strategy": "OnDelete"}, ("none", None, None)),
         (
-            abc()[:2] + [m("mc", failure_domain="c", deleting=True)],
+            [*abc()[:2], m("mc", failure_domain="c", deleting=True)],
             {"strategy": "OnDelete"},
             ("create", "c", None),
         ),
@@ -496,7 +502,7 @@ def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> 
     status = status_of(machines)
     assert status["availableReplicas"] == 2 and status["readyReplicas"] == 3
     assert condition(status, "Available")["message"] == "Missing 1 available replica(s)"
-    assert status_of(abc() + [m("extra")], replicas=1)["unavailableReplicas"] == 0
+    assert status_of([*abc(), m("extra")], replicas=1)["unavailableReplicas"] == 0
 
 
 @pytest.mark.parametrize(
