@@ -50,6 +50,13 @@ PHASE_DELETING = "Deleting"
 PHASE_FAILED = "Failed"
 MACHINE_PHASES = (PHASE_PROVISIONING, PHASE_PROVISIONED, PHASE_RUNNING, PHASE_DELETING, PHASE_FAILED)
 
+# Machine conditions of the MachineHealthCheck → ControlPlane hand-off: for a Machine a ControlPlane
+# controls, the health check sets HealthCheckSucceeded=False and OwnerRemediated=False (reason
+# WaitingForRemediation); the ControlPlane controller remediates it.
+CONDITION_HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
+CONDITION_OWNER_REMEDIATED = "OwnerRemediated"
+REASON_WAITING_FOR_REMEDIATION = "WaitingForRemediation"
+
 LIFECYCLE_HOOK_NAME_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
