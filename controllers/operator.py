@@ -205,9 +205,11 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
 def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> None:
     """THE place controllers join the manager: build each with ``ControllerBuilder(manager)``.
 
-    They run only while this process holds the Lease (when leader election is on). None yet: the
-    controlplane, etcd-quorum-hook and machinehealthcheck controllers land here as they are built.
+    They run only while this process holds the Lease (when leader election is on).
     """
+    from controllers import controlplane
+
+    controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions())
 
 
 def operator_cache_options() -> CacheOptions:
