@@ -277,12 +277,8 @@ class ControlPlaneReconciler:
                 owned.append(adopted)
         nodes = await self.cache.list("v1", "Node")
         by_name = {node["metadata"]["name"]: node for node in nodes}
-        known = {f"{m['metadata'].get('namespace')}/{m['metadata']['name']}" for m in machines}
-        unmanaged = sorted(
-            node["metadata"]["name"]
-            for node in nodes
-            if ((node["metadata"].get("annotations") or {}).get(NODE_MACHINE_ANNOTATION) or "") not in known
-        )
+        known = {f"{namespace}/{m['metadata']['name']}" for m in machines}
+        unmanaged = sorted(node["metadata"]["name"] for node in nodes if _unmanaged(node, namespace, known))
         deleting = {m["metadata"]["name"] for m in owned if m["metadata"].get("deletionTimestamp")}
         stacked = not (spec.etcd is not None and spec.etcd.external)
         view: EtcdView | None = None
@@ -640,6 +636,15 @@ class ControlPlaneReconciler:
         _log.info(message, controlplane=_label(cp), reason=reason)
         if self.recorder is not None:
             self.recorder.event(cp, type_, reason, message)
+
+
+def _unmanaged(node: Mapping[str, Any], namespace: str, known: set[str]) -> bool:
+    """A control-plane Node without a Machine: no Machine annotation, or one naming a Machine of
+    this namespace that does not exist (a Node of another namespace's Machine is not ours to judge)."""
+    ref = ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_MACHINE_ANNOTATION) or ""
+    if not ref:
+        return True
+    return ref.partition("/")[0] == namespace and ref not in known
 
 
 def _label(cp: Mapping[str, Any]) -> str:

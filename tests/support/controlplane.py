@@ -1,0 +1,150 @@
+"""Helpers for the ControlPlane controller tests: its controllers and the local provider in one manager.
+
+:func:`running_controlplane` starts, in this process, a manager scoped to the test's namespace
+(with the operator's control-plane label selectors on Machines and Nodes) that runs the
+``localmachine`` provider, the ControlPlane controller and, when ``hooks`` is true, the
+etcd-quorum-hook controller, with short periods so that a scaling step takes about a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from api.controlplane import API_VERSION as CP_API_VERSION
+from api.machine import API_VERSION
+from controllers.controlplane import ControlPlaneOptions
+from controllers.controlplane import setup_with_manager as setup_controlplane
+from controllers.etcd.client import EtcdClientOptions
+from controllers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
+from controllers.localmachine import setup_with_manager as setup_provider
+from controllers.operator import operator_cache_options
+from runtime.cache import CacheOptions
+from runtime.client import JSON, Client
+from runtime.controller import ControllerOptions
+from runtime.errors import NotFound
+from runtime.manager import Manager, ManagerOptions
+from tests.support.localmachine import eventually
+
+MASTER_LABELS = {"machine.openshift.io/cluster-api-machine-role": "master"}
+
+
+def controlplane_options(**overrides: Any) -> ControlPlaneOptions:
+    """Test timings: quick preflight backoff, waits and resyncs."""
+    options = ControlPlaneOptions(
+        preflight_backoff_initial=0.2,
+        preflight_backoff_max=1.0,
+        wait_period=0.2,
+        resync_period=1.0,
+        etcd=EtcdClientOptions(timeout=1.0),
+        controller=ControllerOptions(skip_name_validation=True),
+    )
+    for name, value in overrides.items():
+        setattr(options, name, value)
+    return options
+
+
+def controlplane(
+    name: str,
+    namespace: str,
+    *,
+    replicas: int = 1,
+    domains: list[str] | None = None,
+    **spec: Any,
+) -> JSON:
+    """A ControlPlane of local machines; each domain sets ``providerSpec.value.failureDomain``."""
+    body: JSON = {
+        "replicas": replicas,
+        "template": {
+            "metadata": {"labels": dict(MASTER_LABELS)},
+            "spec": {"providerSpec": {"value": {"kind": PROVIDER_SPEC_KIND}}},
+        },
+    }
+    if domains:
+        body["failureDomains"] = [
+            {"name": domain, "providerSpec": {"value": {"failureDomain": domain}}} for domain in domains
+        ]
+    body.update(spec)
+    return {
+        "apiVersion": CP_API_VERSION,
+        "kind": "ControlPlane",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
+
+
+@contextlib.asynccontextmanager
+async def running_controlplane(
+    client: Client,
+    namespace: str,
+    provider: LocalMachineOptions,
+    *,
+    options: ControlPlaneOptions | None = None,
+    hooks: bool = False,
+) -> AsyncIterator[Manager]:
+    """The provider and the ControlPlane controller (and the hook controller) until the block ends."""
+    manager = Manager(
+        ManagerOptions(
+            client=client,
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            cache_options=CacheOptions(namespace=namespace, by_object=operator_cache_options().by_object),
+            graceful_shutdown_timeout=10,
+        )
+    )
+    setup_provider(manager, provider)
+    setup_controlplane(manager, options or controlplane_options())
+    if hooks:
+        from tests.support.etcdquorum import setup_hooks  # the etcd-quorum-hook controller
+
+        setup_hooks(manager)
+    stop = asyncio.Event()
+    task = asyncio.create_task(manager.start(stop))
+    try:
+        await eventually(
+            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="manager started"
+        )
+        if task.done():
+            await task
+        yield manager
+    finally:
+        stop.set()
+        await task
+
+
+async def _async(value: Any) -> Any:
+    return value
+
+
+async def get_cp(client: Client, name: str, namespace: str) -> JSON | None:
+    try:
+        return await client.get(CP_API_VERSION, "ControlPlane", name, namespace)
+    except NotFound:
+        return None
+
+
+async def machines_of(client: Client, namespace: str) -> list[JSON]:
+    """Every Machine of the namespace, sorted by name."""
+    listed = await client.list(API_VERSION, "Machine", namespace)
+    return sorted(listed["items"], key=lambda m: m["metadata"]["name"])
+
+
+def owned_by(machine: JSON, cp: JSON) -> bool:
+    return any(
+        ref.get("uid") == cp["metadata"]["uid"] and ref.get("controller")
+        for ref in machine["metadata"].get("ownerReferences") or ()
+    )
+
+
+def cp_condition(cp: JSON | None, type_: str) -> JSON:
+    for condition in ((cp or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return dict(condition)
+    return {}
+
+
+async def events_for(client: Client, namespace: str, name: str) -> list[JSON]:
+    listed = await client.list("v1", "Event", namespace)
+    return [e for e in listed["items"] if (e.get("involvedObject") or {}).get("name") == name]
