@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import string
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,6 +62,8 @@ from runtime.predicate import Funcs
 from runtime.reconcile import Request, Result, TerminalError
 
 CONTROLLER_NAME: Final = "controlplane"
+EXPECTATION_TIMEOUT: Final = 30.0
+"""Seconds to wait for the cache to show our own create or delete before deciding anyway."""
 FINALIZER: Final = "controlplane.cpo.dev/machines"
 """Held until the ControlPlane's Machines are released and its MachineHealthCheck deleted."""
 NODE_MACHINE_ANNOTATION: Final = "machine.openshift.io/machine"
@@ -243,6 +246,7 @@ class ControlPlaneReconciler:
         self.options = options
         self.recorder = recorder
         self._preflight_failures: dict[tuple[str, str], int] = {}
+        self._expected: dict[tuple[str, str], tuple[str, str, float]] = {}
 
     # ------------------------------------------------------------------------------ entry
 
@@ -323,9 +327,30 @@ class ControlPlaneReconciler:
 
     # ------------------------------------------------------------------------------ decide and act
 
+    def _cache_caught_up(self, key: tuple[str, str], infos: Sequence[MachineInfo]) -> bool:
+        """Whether the cache shows our last create or delete (else we would decide on stale facts
+        and, say, create a second Machine before the first is visible)."""
+        expected = self._expected.get(key)
+        if expected is None:
+            return True
+        operation, name, deadline = expected
+        by_name = {info.name: info for info in infos}
+        gone = name not in by_name or by_name[name].deleting
+        seen = (name in by_name) if operation == "create" else gone
+        if seen or time.monotonic() > deadline:
+            del self._expected[key]
+            return True
+        return False
+
+    def _expect(self, key: tuple[str, str], operation: str, name: str) -> None:
+        self._expected[key] = (operation, name, time.monotonic() + EXPECTATION_TIMEOUT)
+
     async def _act(self, facts: _Facts) -> Result:
         cp, spec = facts.cp, facts.spec
         key = (cp["metadata"]["namespace"], cp["metadata"]["name"])
+        if not self._cache_caught_up(key, facts.infos):
+            # The Machine watch event that completes the expectation enqueues us again.
+            return Result(requeue_after=self.options.wait_period)
         stacked = facts.etcd is not None or not (spec.etcd is not None and spec.etcd.external)
         last = (cp.get("status") or {}).get("lastRemediation") or {}
         remediating = bool(last.get("machine")) and any(i.name == last["machine"] for i in facts.infos)
@@ -355,13 +380,14 @@ class ControlPlaneReconciler:
             )
             if decision.allowed:
                 await self._delete_machine(cp, target.name, "Remediating", decision.message, "remediate")
+                self._expect(key, "delete", target.name)
                 last_remediation = {
                     "machine": target.name,
                     "timestamp": format_time(_now()),
                     "retryCount": decision.retry_count,
                 }
                 remediating = True
-                result = Result(requeue=True)
+                result = Result(requeue_after=self.options.wait_period)
             else:
                 if decision.needs_human:
                     failure = (decision.reason, decision.message)
@@ -390,11 +416,12 @@ class ControlPlaneReconciler:
                 else:
                     self._preflight_failures.pop(key, None)
                     if step.action == "create":
-                        await self._create_machine(cp, spec, step)
+                        self._expect(key, "create", await self._create_machine(cp, spec, step))
                     else:
                         assert step.machine is not None
                         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
-                    result = Result(requeue=True)
+                        self._expect(key, "delete", step.machine)
+                    result = Result(requeue_after=self.options.wait_period)
             elif step.action == "wait":
                 result = Result(requeue_after=self.options.wait_period)
 
@@ -418,11 +445,9 @@ class ControlPlaneReconciler:
             status["lastRemediation"] = last_remediation
         self._observe(cp, spec, facts.infos)
         await self._write_status(cp, status)
-        if result.requeue_after == 0 and not result.requeue and not spec.paused:
+        if result.requeue_after == 0 and not spec.paused:
             result = Result(requeue_after=self.options.resync_period)
-        if not result.requeue and self.options.resync_period < result.requeue_after:
-            result = Result(requeue_after=self.options.resync_period)
-        return result
+        return Result(requeue_after=min(result.requeue_after, self.options.resync_period))
 
     def _preflight_failed(
         self, cp: JSON, key: tuple[str, str], failures: Sequence[PreflightFailure]
@@ -458,7 +483,7 @@ class ControlPlaneReconciler:
         self._event(cp, "Normal", "MachineAdopted", f"Adopted Machine {metadata['name']}")
         return adopted
 
-    async def _create_machine(self, cp: JSON, spec: ControlPlaneSpec, step: Step) -> None:
+    async def _create_machine(self, cp: JSON, spec: ControlPlaneSpec, step: Step) -> str:
         desired = rules.desired_machine(spec, step.domain)
         labels = dict(desired["labels"])
         if step.domain is not None:
@@ -481,6 +506,7 @@ class ControlPlaneReconciler:
         )
         OPERATIONS.labels(_label(cp), "create").inc()
         self._event(cp, "Normal", "MachineCreated", f"Created Machine {name}: {step.message}")
+        return name
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
         try:
