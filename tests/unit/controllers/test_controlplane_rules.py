@@ -206,6 +206,7 @@ def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], 
     [
         # class order: outdated+annotation > annotation > outdated+unhealthy > outdated > any
         ([m("any"), m("out", outdated=True), m("ann", delete_annotation=True)], "ann"),
+        ([m("out", age=50, outdated=True, node_ready=False), m("ann", delete_annotation=True)], "ann"),
         ([m("ann", delete_annotation=True), m("both", outdated=True, delete_annotation=True)], "both"),
         ([m("out", age=50, outdated=True), m("sick", outdated=True, node_ready=False)], "sick"),
         ([m("sick", node_ready=False), m("out", outdated=True)], "out"),
