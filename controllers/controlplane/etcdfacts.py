@@ -10,6 +10,7 @@ peer URL is the one the Machine's annotations record (``local.cpo.dev/etcd-membe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,12 @@ class EtcdView:
     voters: set[str] = field(default_factory=set)
     healthy: set[str] = field(default_factory=set)
     with_member: set[str] = field(default_factory=set)
+    leader: str | None = None
+    """Name of the Machine whose member leads, when known."""
+    member_ids: dict[str, int] = field(default_factory=dict)
+    """Member id per Machine name."""
+    client_urls: dict[str, str] = field(default_factory=dict)
+    """A client URL of each Machine's started member."""
 
 
 def etcd_endpoints(explicit: Sequence[str] | None, machines: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -107,7 +114,13 @@ async def gather_etcd_facts(
         voters = [m for m in members if not m.is_learner]
         checked = [m for m in voters if m.client_urls and owners[m.id] not in deleting]
         health = await client.health([m.client_urls[0] for m in checked]) if checked else []
-    healthy_ids = {member.id for member, result in zip(checked, health, strict=True) if result.healthy}
+        healthy_ids = {member.id for member, result in zip(checked, health, strict=True) if result.healthy}
+        leader_id = 0
+        for member in checked:
+            if member.id in healthy_ids:
+                with contextlib.suppress(EtcdError):
+                    leader_id = (await client.endpoint_status(member.client_urls[0])).leader
+                    break
     unhealthy = [
         f"{owners[member.id] or member.name or member.id_hex}: {result.error}"
         for member, result in zip(checked, health, strict=True)
@@ -136,6 +149,9 @@ async def gather_etcd_facts(
     )
     return EtcdView(
         facts,
+        leader=owners.get(leader_id),
+        member_ids={name: member_id for member_id, name in owners.items() if name},
+        client_urls={owners[m.id] or "": m.client_urls[0] for m in members if m.client_urls},
         voters={owners[m.id] or "" for m in voters} - {""},
         healthy={owners[i] or "" for i in healthy_ids} - {""},
         with_member={name for name in owners.values() if name},

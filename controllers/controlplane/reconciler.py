@@ -46,7 +46,7 @@ from controllers.controlplane.rules import (
     StatusInputs,
     Step,
 )
-from controllers.etcd.client import EtcdClientOptions
+from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import JSON, Client
@@ -379,13 +379,17 @@ class ControlPlaneReconciler:
                 now=_now(),
             )
             if decision.allowed:
-                await self._delete_machine(cp, target.name, "Remediating", decision.message, "remediate")
-                self._expect(key, "delete", target.name)
                 last_remediation = {
                     "machine": target.name,
                     "timestamp": format_time(_now()),
                     "retryCount": decision.retry_count,
                 }
+                # Recorded before the delete: a remediation that happened must count for the
+                # retry rules even if this process dies right after the delete.
+                cp = await self._record_remediation(cp, last_remediation)
+                facts.cp = cp
+                await self._delete_machine(cp, target.name, "Remediating", decision.message, "remediate")
+                self._expect(key, "delete", target.name)
                 remediating = True
                 result = Result(requeue_after=self.options.wait_period)
             else:
@@ -419,6 +423,7 @@ class ControlPlaneReconciler:
                         self._expect(key, "create", await self._create_machine(cp, spec, step))
                     else:
                         assert step.machine is not None
+                        await self._forward_leadership(cp, facts, step.machine)
                         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
                         self._expect(key, "delete", step.machine)
                     result = Result(requeue_after=self.options.wait_period)
@@ -508,6 +513,31 @@ class ControlPlaneReconciler:
         self._event(cp, "Normal", "MachineCreated", f"Created Machine {name}: {step.message}")
         return name
 
+    async def _forward_leadership(self, cp: JSON, facts: _Facts, name: str) -> None:
+        """Before deleting the leader's Machine, hand leadership to a healthy, up-to-date voter.
+
+        Removing the leading member costs the cluster an election (no leader for about an
+        election timeout); moving leadership first avoids it. A refusal is reported and the
+        deletion goes on: an election is survivable, a scale-in stuck on it is not.
+        """
+        view = facts.etcd
+        if view is None or view.leader != name or name not in view.client_urls:
+            return
+        candidates = sorted(
+            (i for i in facts.infos if i.name != name and not i.deleting and i.name in view.healthy),
+            key=lambda i: (i.outdated, i.name),
+        )
+        target = next((i for i in candidates if i.name in view.member_ids), None)
+        if target is None:
+            return
+        async with EtcdClient([view.client_urls[name]], self.options.etcd) as etcd:
+            try:
+                await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
+            except EtcdError as err:
+                self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
+                return
+        self._event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")
+
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
         try:
             await self.client.delete(MACHINE_API_VERSION, "Machine", name, cp["metadata"]["namespace"])
@@ -584,6 +614,17 @@ class ControlPlaneReconciler:
             # Someone (the etcd-quorum-hook controller, or our own last write) changed it: the
             # watch brings the new version and the next reconcile recomputes from it.
             return
+
+    async def _record_remediation(self, cp: JSON, last: JSON) -> JSON:
+        """Write ``status.lastRemediation`` (only that field: this controller is its one writer)."""
+        metadata = cp["metadata"]
+        return await self.client.patch_status(
+            CP_API_VERSION,
+            CP_KIND,
+            metadata["name"],
+            {"status": {"lastRemediation": last}},
+            metadata["namespace"],
+        )
 
     async def _add_finalizer(self, cp: JSON) -> JSON:
         metadata = cp["metadata"]
