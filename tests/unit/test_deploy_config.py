@@ -212,6 +212,7 @@ MANAGER_RULES = {
     ("machine.openshift.io", "machinehealthchecks/status"): {"get", "update", "patch"},
     ("", "nodes"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
+    ("", "secrets"): {"get"},
 }
 
 
