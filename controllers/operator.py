@@ -207,7 +207,7 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
 
     They run only while this process holds the Lease (when leader election is on).
     """
-from controllers import controlplane, etcdquorum
+    from controllers import controlplane, etcdquorum
 
     controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions())
     etcdquorum.setup_with_manager(manager, options)
