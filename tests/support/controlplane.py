@@ -18,6 +18,7 @@ from api.machine import API_VERSION
 from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClientOptions
+from controllers.etcdquorum import setup_with_manager as setup_hooks
 from controllers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
 from controllers.localmachine import setup_with_manager as setup_provider
 from controllers.operator import operator_cache_options
@@ -26,6 +27,7 @@ from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
+from tests.support.etcdquorum import quick_options
 from tests.support.localmachine import eventually
 
 MASTER_LABELS = {"machine.openshift.io/cluster-api-machine-role": "master"}
@@ -97,9 +99,7 @@ async def running_controlplane(
     setup_provider(manager, provider)
     setup_controlplane(manager, options or controlplane_options())
     if hooks:
-        from tests.support.etcdquorum import setup_hooks  # the etcd-quorum-hook controller
-
-        setup_hooks(manager)
+        setup_hooks(manager, quick_options())
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     try:
@@ -148,3 +148,85 @@ def cp_condition(cp: JSON | None, type_: str) -> JSON:
 async def events_for(client: Client, namespace: str, name: str) -> list[JSON]:
     listed = await client.list("v1", "Event", namespace)
     return [e for e in listed["items"] if (e.get("involvedObject") or {}).get("name") == name]
+
+
+class MachineCount:
+    """Polls the namespace's Machines every 0.1 s in the background and records the most seen at once."""
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.peak = 0
+        self.deleting_peak = 0
+        """The most Machines seen being deleted at once."""
+        self.history: list[tuple[str, ...]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            machines = await machines_of(self.client, self.namespace)
+            names = tuple(m["metadata"]["name"] for m in machines)
+            self.peak = max(self.peak, len(names))
+            deleting = sum(1 for m in machines if m["metadata"].get("deletionTimestamp"))
+            self.deleting_peak = max(self.deleting_peak, deleting)
+            if not self.history or self.history[-1] != names:
+                self.history.append(names)
+            await asyncio.sleep(0.1)  # allow-sleep: the poll period of a background recorder
+
+    async def __aenter__(self) -> MachineCount:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+async def settled(client: Client, name: str, namespace: str, replicas: int, *, within: float = 60) -> JSON:
+    """Wait until the ControlPlane has exactly ``replicas`` Machines, all updated and available, Running."""
+
+    async def check() -> JSON | None:
+        cp = await get_cp(client, name, namespace)
+        status = (cp or {}).get("status") or {}
+        if cp is None or status.get("observedGeneration") != cp["metadata"].get("generation"):
+            return None
+        counts = [
+            status.get(k) for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+        ]
+        if counts != [replicas] * 4 or status.get("phase") != "Running":
+            return None
+        return cp if len(await machines_of(client, namespace)) == replicas else None
+
+    try:
+        result: JSON = await eventually(
+            check, within=within, what=f"{replicas} up-to-date available replica(s)"
+        )
+    except AssertionError as err:
+        cp = await get_cp(client, name, namespace)
+        machines = [
+            (
+                m["metadata"]["name"],
+                (m.get("status") or {}).get("phase"),
+                m["metadata"].get("deletionTimestamp"),
+            )
+            for m in await machines_of(client, namespace)
+        ]
+        raise AssertionError(f"{err}; status {(cp or {}).get('status')}; machines {machines}") from None
+    return result
+
+
+async def first_client_url(client: Client, namespace: str) -> str:
+    """The etcd client URL of some provisioned Machine of the namespace (for a QuorumMonitor)."""
+    from controllers.localmachine import ETCD_CLIENT_URL_ANNOTATION
+
+    async def url() -> str | None:
+        for machine in await machines_of(client, namespace):
+            found = (machine["metadata"].get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION)
+            if found:
+                return str(found)
+        return None
+
+    result: str = await eventually(url, within=30, what="a provisioned Machine")
+    return result
