@@ -272,3 +272,22 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
             return len(await machines_of(kube, namespace)) == 2
 
         await eventually(scaled, within=15, what="the scale-out goes on once the Node is Ready again")
+
+
+async def test_external_etcd_skips_the_etcd_preflight_and_allows_an_even_count(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        # The local provider still starts a member per Machine; nobody promotes the second one,
+        # which would hold a stacked control plane in preflight (EtcdNoPendingLearner) forever.
+        await kube.create(controlplane(name, namespace, replicas=2, etcd={"external": True}))
+
+        async def two_available() -> bool:
+            cp = await get_cp(kube, name, namespace)
+            status = (cp or {}).get("status") or {}
+            return status.get("availableReplicas") == 2 and status.get("phase") == "Running"
+
+        await eventually(two_available, within=30, what="two available replicas with external etcd")
+        mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        assert mhc["spec"]["maxUnhealthy"] == 0
