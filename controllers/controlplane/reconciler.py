@@ -514,18 +514,21 @@ class ControlPlaneReconciler:
         return name
 
     async def _forward_leadership(self, cp: JSON, facts: _Facts, name: str) -> None:
-        """Before deleting the leader's Machine, hand leadership to a healthy, up-to-date voter.
+        """Before deleting the leader's Machine, hand leadership to the oldest other healthy voter.
 
         Removing the leading member costs the cluster an election (no leader for about an
-        election timeout); moving leadership first avoids it. A refusal is reported and the
-        deletion goes on: an election is survivable, a scale-in stuck on it is not.
+        election timeout); moving leadership first avoids it. The oldest Machine, not the newest:
+        etcd refuses membership changes until the leader has been connected to a quorum for 5 s,
+        so a leader that joined a moment ago would hold up the removal of the old member. A
+        refusal is reported and the deletion goes on: an election is survivable, a scale-in
+        stuck on it is not.
         """
         view = facts.etcd
         if view is None or view.leader != name or name not in view.client_urls:
             return
         candidates = sorted(
             (i for i in facts.infos if i.name != name and not i.deleting and i.name in view.healthy),
-            key=lambda i: (i.outdated, i.name),
+            key=lambda i: (i.created, i.name),
         )
         target = next((i for i in candidates if i.name in view.member_ids), None)
         if target is None:
