@@ -93,6 +93,15 @@ async def test_one_replica_is_created_owned_labelled_and_reported_available(
         reasons = {e["reason"] for e in await events_for(kube, namespace, name)}
         assert {"MachineCreated", "MachineHealthCheckCreated"} <= reasons
 
+        # A settled ControlPlane stays as it is (no condition timestamp churn), although it is
+        # reconciled again every second (resync).
+        version = (await get_cp(kube, name, namespace) or {})["metadata"]["resourceVersion"]
+
+        async def unchanged() -> bool:
+            return (await get_cp(kube, name, namespace) or {})["metadata"]["resourceVersion"] == version
+
+        await holds_for(unchanged, duration=2.5, what="no write to a settled ControlPlane")
+
         # Turning autorepair off deletes the MachineHealthCheck.
         await kube.patch(
             CP_API_VERSION, "ControlPlane", name, {"spec": {"enableAutorepair": False}}, namespace
