@@ -208,6 +208,27 @@ async def test_paused_creates_nothing_until_resumed(
             return not await machines_of(kube, namespace)
 
         await holds_for(no_machine, duration=1.5, what="no Machine while paused")
+
+        # A control-plane Node no Machine accounts for is reported.
+        stray = f"stray-{secrets.token_hex(3)}"
+        await kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": stray, "labels": {"node-role.kubernetes.io/master": ""}},
+            }
+        )
+        try:
+
+            async def unmanaged_reported() -> bool:
+                degraded = cp_condition(await get_cp(kube, name, namespace), "Degraded")
+                return degraded.get("reason") == "UnmanagedNodes" and stray in degraded.get("message", "")
+
+            await eventually(
+                unmanaged_reported, within=10, what="Degraded reason UnmanagedNodes naming the Node"
+            )
+        finally:
+            await kube.delete("v1", "Node", stray)
         await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"paused": False}}, namespace)
 
         async def one_machine() -> bool:
