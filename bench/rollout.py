@@ -250,7 +250,10 @@ async def one_run(heartbeat: float) -> dict[str, Any]:
                     controller=quick,
                 ),
             )
-            setup_hooks(manager, EtcdQuorumOptions(resync_period=1.0, busy_period=0.2, controller=quick))
+            setup_hooks(
+                manager,
+                EtcdQuorumOptions(resync_period=1.0, busy_period=0.2, wait_event_after=1.0, controller=quick),
+            )
             stop = asyncio.Event()
             task = asyncio.create_task(manager.start(stop))
             try:
@@ -283,10 +286,20 @@ async def one_run(heartbeat: float) -> dict[str, Any]:
                 await asyncio.sleep(0.2)  # allow-sleep: the last events reach the recorders
                 for recording in recorders:
                     recording.cancel()
+                events = (await client.list("v1", "Event", NAMESPACE))["items"]
+                waits = sorted(
+                    {
+                        f"{e['reason']}: {e['message']}"
+                        for e in events
+                        if e.get("type") == "Warning" or "failed" in e.get("message", "")
+                    }
+                )
             finally:
                 stop.set()
                 await task
-    return analyse(recorder, old, started, wall, writes)
+    result = analyse(recorder, old, started, wall, writes)
+    result["waits"] = waits
+    return result
 
 
 def analyse(recorder: Recorder, old: list[str], started: float, wall: float, writes: float) -> dict[str, Any]:

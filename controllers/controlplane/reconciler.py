@@ -35,11 +35,18 @@ from api.machine import (
 from api.meta import format_time
 from api.selector import selector_matches, selector_string
 from controllers.controlplane import rules
-from controllers.controlplane.etcdfacts import EtcdView, etcd_endpoints, gather_etcd_facts
+from controllers.controlplane.etcdfacts import (
+    EtcdView,
+    TLSSecretError,
+    etcd_endpoints,
+    gather_etcd_facts,
+    tls_options,
+)
 from controllers.controlplane.rules import (
     DELETE_MACHINE_ANNOTATION,
     FAILURE_DOMAIN_LABEL,
     SPEC_HASH_ANNOTATION,
+    EtcdFacts,
     MachineInfo,
     PreflightFailure,
     RemediationDecision,
@@ -288,7 +295,13 @@ class ControlPlaneReconciler:
         view: EtcdView | None = None
         if stacked and owned:
             endpoints = etcd_endpoints(spec.etcd.endpoints if spec.etcd else None, owned)
-            view = await gather_etcd_facts(endpoints, owned, deleting, self.options.etcd)
+            secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
+            try:
+                options = await tls_options(self.client, namespace, secret, self.options.etcd)
+            except TLSSecretError as err:
+                view = EtcdView(EtcdFacts(reachable=False, error=str(err)))
+            else:
+                view = await gather_etcd_facts(endpoints, owned, deleting, options)
         infos = [self._info(spec, machine, by_name, view) for machine in owned]
         return _Facts(
             cp=cp,

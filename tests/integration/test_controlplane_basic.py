@@ -321,3 +321,28 @@ async def test_external_etcd_skips_the_etcd_preflight_and_allows_an_even_count(
         await eventually(two_available, within=30, what="two available replicas with external etcd")
         mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
         assert mhc["spec"]["maxUnhealthy"] == 0
+
+
+async def test_a_missing_etcd_tls_secret_fails_the_preflight_by_name(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await kube.create(
+            controlplane(name, namespace, replicas=1, etcd={"tlsSecretRef": {"name": "etcd-client"}})
+        )
+
+        async def one_machine() -> bool:
+            return len(await machines_of(kube, namespace)) == 1
+
+        await eventually(one_machine, within=10, what="the first Machine (nothing to ask etcd yet)")
+        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
+
+        async def reported() -> bool:
+            progressing = cp_condition(await get_cp(kube, name, namespace), "Progressing")
+            return (
+                "EtcdReachable" in progressing.get("message", "") and "etcd-client" in progressing["message"]
+            )
+
+        await eventually(reported, within=30, what="EtcdReachable names the missing Secret")
+        assert len(await machines_of(kube, namespace)) == 1
