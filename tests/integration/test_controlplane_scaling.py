@@ -83,6 +83,13 @@ async def test_scaling_1_3_5_3_1_one_machine_at_a_time(
             assert count.deleting_peak <= 1, count.history
             for before, after in zip(count.history, count.history[1:], strict=False):
                 assert len(set(after) - set(before)) <= 1, (before, after)
+
+            # The hook controller's condition survives this controller's status writes.
+            async def etcd_condition_kept() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                return cp_condition(cp, "EtcdClusterHealthy").get("status") == "True"
+
+            await eventually(etcd_condition_kept, within=10, what="EtcdClusterHealthy kept")
         mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
         assert mhc["spec"]["maxUnhealthy"] == 0
 
