@@ -58,7 +58,7 @@ from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import JSON, Client
 from runtime.controller import Controller, ControllerOptions
-from runtime.errors import Conflict, NotFound
+from runtime.errors import AlreadyExists, Conflict, NotFound
 from runtime.event import UpdateEvent
 from runtime.events import EventRecorder
 from runtime.handler import EnqueueRequestsFromMapFunc
@@ -566,7 +566,7 @@ class ControlPlaneReconciler:
         """Create, update or delete the owned MachineHealthCheck to match enableAutorepair."""
         namespace, name = cp["metadata"]["namespace"], cp["metadata"]["name"] + MHC_SUFFIX
         try:
-            current: JSON | None = await self.client.get(
+            current: JSON | None = await self.cache.get(
                 MACHINE_API_VERSION, "MachineHealthCheck", name, namespace
             )
         except NotFound:
@@ -578,33 +578,41 @@ class ControlPlaneReconciler:
             return  # someone else's MachineHealthCheck of that name: leave it alone
         if not spec.enable_autorepair or spec.paused:
             if current is not None and not spec.enable_autorepair:
-                await self._delete_quietly(MACHINE_API_VERSION, "MachineHealthCheck", name, namespace)
+                if not await self._delete_quietly(MACHINE_API_VERSION, "MachineHealthCheck", name, namespace):
+                    return  # already gone; the cache has not seen it yet
                 self._event(
                     cp, "Normal", "MachineHealthCheckDeleted", f"Deleted {name}: enableAutorepair is false"
                 )
             return
         desired = desired_mhc(cp, spec)
         if current is None:
-            await self.client.create(desired)
+            try:
+                await self.client.create(desired)
+            except AlreadyExists:
+                return  # created by our previous pass; the cache has not seen it yet
             self._event(cp, "Normal", "MachineHealthCheckCreated", f"Created MachineHealthCheck {name}")
             return
         if any(current["spec"].get(k) != v for k, v in desired["spec"].items()):
-            await self.client.patch(
-                MACHINE_API_VERSION,
-                "MachineHealthCheck",
-                name,
-                {
-                    "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                    "spec": desired["spec"],
-                },
-                namespace,
-            )
+            # A Conflict means the cache is behind our own last write: its event brings us back.
+            with contextlib.suppress(Conflict):
+                await self.client.patch(
+                    MACHINE_API_VERSION,
+                    "MachineHealthCheck",
+                    name,
+                    {
+                        "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                        "spec": desired["spec"],
+                    },
+                    namespace,
+                )
 
-    async def _delete_quietly(self, api_version: str, kind: str, name: str, namespace: str) -> None:
+    async def _delete_quietly(self, api_version: str, kind: str, name: str, namespace: str) -> bool:
+        """Delete; False when it was already gone."""
         try:
             await self.client.delete(api_version, kind, name, namespace)
         except NotFound:
-            pass
+            return False
+        return True
 
     async def _write_status(self, cp: JSON, status: JSON) -> None:
         """Merge-patch the status subresource when it changed, keeping other writers' conditions."""

@@ -77,6 +77,12 @@ async def test_scaling_1_3_5_3_1_one_machine_at_a_time(
                     )
                 if replicas == 3:
                     assert domains_of(await machines_of(kube, namespace)) == zones
+
+                async def mhc_in_sync(replicas: int = replicas) -> bool:
+                    mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+                    return bool(mhc["spec"]["maxUnhealthy"] == (replicas - 1) // 2)
+
+                await eventually(mhc_in_sync, within=5, what="maxUnhealthy = (replicas - 1) / 2")
             monitor.assert_never_lost_quorum()
             # One change at a time: never two Machines being deleted at once, never two created
             # between two looks 0.1 s apart.
