@@ -278,6 +278,16 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
 
             cp = await eventually(remediating, within=30, what="lastRemediation names the killed Machine")
             assert cp["status"]["lastRemediation"]["retryCount"] == 0
+
+            async def phase_remediating() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                status = (cp or {}).get("status") or {}
+                return (
+                    status.get("phase") == "Remediating"
+                    and cp_condition(cp, "Remediating")["status"] == "True"
+                )
+
+            await eventually(phase_remediating, within=10, what="phase and condition Remediating")
             cp = await settled(kube, name, namespace, 3, within=90)
             names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
             assert victim_name not in names
