@@ -785,8 +785,20 @@ def _map_node(cache: Cache) -> Any:
     for_machine = _map_machine(cache)
 
     def controlplanes_for_node(node: JSON) -> list[Request]:
-        ref = ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_MACHINE_ANNOTATION)
-        machine = cache.informer_for(MACHINE_API_VERSION, "Machine").get_by_key(ref) if ref else None
+        metadata = node.get("metadata") or {}
+        ref = (metadata.get("annotations") or {}).get(NODE_MACHINE_ANNOTATION)
+        informer = cache.informer_for(MACHINE_API_VERSION, "Machine")
+        machine = informer.get_by_key(ref) if ref else None
+        if machine is None:
+            # No (or a stale) annotation: the Machine whose status.nodeRef names this Node.
+            machine = next(
+                (
+                    m
+                    for m in informer.list()
+                    if ((m.get("status") or {}).get("nodeRef") or {}).get("name") == metadata.get("name")
+                ),
+                None,
+            )
         if machine is not None:
             return list(for_machine(machine))
         # A Node without a Machine concerns every ControlPlane (UnmanagedNodes).
