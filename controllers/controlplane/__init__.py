@@ -30,7 +30,9 @@ What it does, in order, on every reconcile
    any; then the most populated domain; then the oldest), or replace an outdated one
    (``RollingUpdate``: maxSurge 1 creates the replacement first, maxSurge 0 deletes first;
    ``OnDelete``: only Machines you delete are replaced). Uneven failure domains are rebalanced
-   through the same replacement. Never more than replicas + 1 Machines exist.
+   through the same replacement. Never more than replicas + 1 Machines exist. Before deleting
+   the Machine whose etcd member leads, the controller hands leadership to the oldest other
+   healthy voter (event ``LeadershipMoved``), so the removal costs no election.
    A Machine is **outdated** when its ``controlplane.cpo.dev/spec-hash`` annotation differs from
    the template's (template labels/annotations and providerSpec merged with its domain's), its
    domain was removed, or it was created before ``spec.rolloutAfter``.
