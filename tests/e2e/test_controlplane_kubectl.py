@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -57,6 +58,17 @@ async def test_kubectl_get_and_describe_a_controlplane(
         header, row = table.splitlines()[:2]
         assert header.split() == ["NAME", "DESIRED", "READY", "UPDATED", "AVAILABLE", "PHASE", "AGE"]
         assert row.split()[:6] == [name, "1", "1", "1", "1", "Running"]
+
+        # The scale subresource carries status.selector, as `kubectl scale` and an HPA need.
+        raw = await k.run(
+            "get",
+            "--raw",
+            f"/apis/controlplane.cpo.dev/v1alpha1/namespaces/{namespace}/controlplanes/{name}/scale",
+        )
+        scale = json.loads(raw)
+        assert scale["spec"]["replicas"] == 1 and scale["status"]["replicas"] == 1
+        assert scale["status"]["selector"] == "machine.openshift.io/cluster-api-machine-role=master"
+        assert "scaled" in await k.run("scale", "cp", name, "--replicas=1")
 
         described = await k.run("describe", "cp", name)
         for text in ("Conditions:", "Available", "Progressing", "MachinesReady", "Events:", "MachineCreated"):
