@@ -64,8 +64,28 @@ async def test_scaling_1_3_5_3_1_one_machine_at_a_time(
                 previous = count.peak
                 since = monitor.mark()
                 count.peak = 0
+                first_deleted = len(count.deleted)
+                marked = None
+                if replicas == 3 and previous == 5:
+                    # The delete annotation beats domain and age: mark the youngest Machine of a
+                    # most populated domain, which would otherwise go last of its class.
+                    in_a = [
+                        m
+                        for m in await machines_of(kube, namespace)
+                        if m["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "zone-a"
+                    ]
+                    marked = max(in_a, key=lambda m: m["metadata"]["creationTimestamp"])["metadata"]["name"]
+                    await kube.patch(
+                        API_VERSION,
+                        "Machine",
+                        marked,
+                        {"metadata": {"annotations": {"machine.openshift.io/delete-machine": "true"}}},
+                        namespace,
+                    )
                 await set_spec(kube, name, namespace, {"replicas": replicas})
                 await settled(kube, name, namespace, replicas, within=90)
+                if marked is not None:
+                    assert count.deleted[first_deleted] == marked, count.deleted
                 high = max(replicas, previous if replicas < previous else 0)
                 assert count.peak <= max(replicas, high) + 1
                 assert monitor.peak("voters", since=since) <= max(replicas, high) + 1

@@ -159,6 +159,8 @@ class MachineCount:
         self.peak = 0
         self.deleting_peak = 0
         """The most Machines seen being deleted at once."""
+        self.deleted: list[str] = []
+        """Machines in the order their deletion was first seen."""
         self.history: list[tuple[str, ...]] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -168,6 +170,9 @@ class MachineCount:
             names = tuple(m["metadata"]["name"] for m in machines)
             self.peak = max(self.peak, len(names))
             deleting = sum(1 for m in machines if m["metadata"].get("deletionTimestamp"))
+            for m in machines:
+                if m["metadata"].get("deletionTimestamp") and m["metadata"]["name"] not in self.deleted:
+                    self.deleted.append(m["metadata"]["name"])
             self.deleting_peak = max(self.deleting_peak, deleting)
             if not self.history or self.history[-1] != names:
                 self.history.append(names)
