@@ -151,7 +151,8 @@ async def events_for(client: Client, namespace: str, name: str) -> list[JSON]:
 
 
 class MachineCount:
-    """Polls the namespace's Machines every 0.1 s in the background and records the most seen at once."""
+    """Polls the namespace's Machines every 0.1 s in the background and records the most seen at
+    once; a watch records the order in which Machines were deleted."""
 
     def __init__(self, client: Client, namespace: str) -> None:
         self.client = client
@@ -162,7 +163,7 @@ class MachineCount:
         self.deleted: list[str] = []
         """Machines in the order their deletion was first seen."""
         self.history: list[tuple[str, ...]] = []
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def _run(self) -> None:
         while True:
@@ -170,23 +171,28 @@ class MachineCount:
             names = tuple(m["metadata"]["name"] for m in machines)
             self.peak = max(self.peak, len(names))
             deleting = sum(1 for m in machines if m["metadata"].get("deletionTimestamp"))
-            for m in machines:
-                if m["metadata"].get("deletionTimestamp") and m["metadata"]["name"] not in self.deleted:
-                    self.deleted.append(m["metadata"]["name"])
             self.deleting_peak = max(self.deleting_peak, deleting)
             if not self.history or self.history[-1] != names:
                 self.history.append(names)
             await asyncio.sleep(0.1)  # allow-sleep: the poll period of a background recorder
 
+    async def _watch(self) -> None:
+        # A watch, not the poll: a Machine can be deleted and gone between two polls.
+        async for event in self.client.watch(API_VERSION, "Machine", self.namespace, timeout_seconds=600):
+            metadata = (event.get("object") or {}).get("metadata") or {}
+            gone = event.get("type") == "DELETED" or metadata.get("deletionTimestamp")
+            if gone and metadata.get("name") not in self.deleted:
+                self.deleted.append(metadata["name"])
+
     async def __aenter__(self) -> MachineCount:
-        self._task = asyncio.create_task(self._run())
+        self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._watch())]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
 
 
 async def settled(client: Client, name: str, namespace: str, replicas: int, *, within: float = 60) -> JSON:
