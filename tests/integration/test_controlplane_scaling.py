@@ -163,7 +163,7 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
             assert not before & {m["metadata"]["name"] for m in after}, "every Machine was replaced"
             assert all(m["metadata"]["annotations"]["cpo.dev/revision"] == "2" for m in after)
             assert domains_of(after) == ["zone-a", "zone-b", "zone-c"], "replacements stay in their domain"
-            assert count.peak <= 4, count.history
+            assert count.peak <= 4, (count.history, count.other_events, count.deleted)
             assert monitor.low("voters", since=since) >= 3 and monitor.peak("voters", since=since) <= 4
             monitor.assert_never_lost_quorum()
             assert cp_condition(cp, "Progressing")["status"] == "False"

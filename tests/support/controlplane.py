@@ -160,6 +160,7 @@ class MachineCount:
         self.peak = 0
         self.deleting_peak = 0
         """The most Machines seen being deleted at once."""
+        self.other_events: list[Any] = []
         self.deleted: list[str] = []
         """Machines in the order their deletion was first seen."""
         self.history: list[tuple[str, ...]] = []
@@ -178,11 +179,26 @@ class MachineCount:
 
     async def _watch(self) -> None:
         # A watch, not the poll: a Machine can be deleted and gone between two polls.
+        live: set[str] = set()
+        deleting: set[str] = set()
         async for event in self.client.watch(API_VERSION, "Machine", self.namespace, timeout_seconds=600):
             metadata = (event.get("object") or {}).get("metadata") or {}
+            name = metadata.get("name")
+            if event.get("type") not in ("ADDED", "MODIFIED", "DELETED") or not name:
+                self.other_events.append(event.get("type"))
+                continue
+            if event.get("type") == "DELETED":
+                live.discard(name)
+                deleting.discard(name)
+            else:
+                live.add(name)
+                if metadata.get("deletionTimestamp"):
+                    deleting.add(name)
             gone = event.get("type") == "DELETED" or metadata.get("deletionTimestamp")
-            if gone and metadata.get("name") not in self.deleted:
-                self.deleted.append(metadata["name"])
+            if gone and name not in self.deleted:
+                self.deleted.append(name)
+            self.peak = max(self.peak, len(live))
+            self.deleting_peak = max(self.deleting_peak, len(deleting))
 
     async def __aenter__(self) -> MachineCount:
         self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._watch())]
