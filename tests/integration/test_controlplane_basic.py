@@ -15,15 +15,18 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
 from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
 from controllers.etcd.client import EtcdClient
+from controllers.etcd.monitor import QuorumMonitor
 from controllers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION, FAULT_ANNOTATION
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.metrics import generate_latest
 from tests.support.controlplane import (
     MASTER_LABELS,
+    MachineCount,
     controlplane,
     cp_condition,
     events_for,
+    first_client_url,
     get_cp,
     machines_of,
     owned_by,
@@ -156,39 +159,49 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
     names = [f"master-{i}" for i in range(3)]
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
         await build_cluster(kube, namespace, names, zones)
-        await kube.create(controlplane(name, namespace, replicas=3, domains=zones))
+        url = (await get_machine(kube, names[0], namespace) or {})["metadata"]["annotations"][
+            ETCD_CLIENT_URL_ANNOTATION
+        ]
+        async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
+            await kube.create(controlplane(name, namespace, replicas=3, domains=zones))
 
-        async def adopted() -> dict | None:
-            cp = await get_cp(kube, name, namespace)
-            status = (cp or {}).get("status") or {}
-            return cp if status.get("availableReplicas") == 3 and status.get("updatedReplicas") == 3 else None
+            async def adopted() -> dict | None:
+                cp = await get_cp(kube, name, namespace)
+                status = (cp or {}).get("status") or {}
+                return (
+                    cp
+                    if status.get("availableReplicas") == 3 and status.get("updatedReplicas") == 3
+                    else None
+                )
 
-        cp = await eventually(adopted, within=30, what="three adopted, up-to-date, available replicas")
-        assert cp["status"]["phase"] == "Running"
-        assert all(owned_by(m, cp) for m in await machines_of(kube, namespace))
+            cp = await eventually(adopted, within=30, what="three adopted, up-to-date, available replicas")
+            assert cp["status"]["phase"] == "Running"
+            assert all(owned_by(m, cp) for m in await machines_of(kube, namespace))
 
-        async def same_three() -> bool:
-            return [m["metadata"]["name"] for m in await machines_of(kube, namespace)] == names
+            async def same_three() -> bool:
+                return [m["metadata"]["name"] for m in await machines_of(kube, namespace)] == names
 
-        await holds_for(same_three, duration=2.0, what="no Machine created or deleted after adoption")
-        reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
-        assert reasons.count("MachineAdopted") == 3
-        mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
-        assert mhc["spec"]["maxUnhealthy"] == 1
+            await holds_for(same_three, duration=2.0, what="no Machine created or deleted after adoption")
+            reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
+            assert reasons.count("MachineAdopted") == 3
+            mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+            assert mhc["spec"]["maxUnhealthy"] == 1
 
-        # Deleting the ControlPlane releases the Machines and deletes only the MachineHealthCheck.
-        await kube.delete(CP_API_VERSION, "ControlPlane", name, namespace)
+            # Deleting the ControlPlane releases the Machines and deletes only the MachineHealthCheck.
+            await kube.delete(CP_API_VERSION, "ControlPlane", name, namespace)
 
-        async def gone() -> bool:
-            return await get_cp(kube, name, namespace) is None
+            async def gone() -> bool:
+                return await get_cp(kube, name, namespace) is None
 
-        await eventually(gone, within=15, what="ControlPlane deleted once its Machines are released")
-        machines = await machines_of(kube, namespace)
-        assert [m["metadata"]["name"] for m in machines] == names
-        assert all(not m["metadata"].get("ownerReferences") for m in machines)
-        assert all(not m["metadata"].get("deletionTimestamp") for m in machines)
-        with pytest.raises(NotFound):
-            await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+            await eventually(gone, within=15, what="ControlPlane deleted once its Machines are released")
+            machines = await machines_of(kube, namespace)
+            assert [m["metadata"]["name"] for m in machines] == names
+            assert all(not m["metadata"].get("ownerReferences") for m in machines)
+            assert all(not m["metadata"].get("deletionTimestamp") for m in machines)
+            with pytest.raises(NotFound):
+                await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        monitor.assert_never_lost_quorum()
+        assert monitor.low("voters") == 3 and monitor.peak("voters") == 3 and count.peak == 3
 
 
 async def test_paused_creates_nothing_until_resumed(
@@ -249,59 +262,63 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
             return ((cp or {}).get("status") or {}).get("availableReplicas") == 1
 
         await eventually(available, within=30, what="one available replica")
-        (first,) = await machines_of(kube, namespace)
-        first_name = first["metadata"]["name"]
-        await kube.patch(
-            API_VERSION,
-            "Machine",
-            first_name,
-            {"metadata": {"annotations": {FAULT_ANNOTATION: "notready"}}},
-            namespace,
-        )
-
-        async def not_ready() -> bool:
-            return ready_condition(await get_node(kube, first_name)).get("status") == "False"
-
-        await eventually(not_ready, within=10, what="the Node NotReady")
-        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
-
-        async def reported() -> dict | None:
-            cp = await get_cp(kube, name, namespace)
-            progressing = cp_condition(cp, "Progressing")
-            return cp if progressing.get("reason") == "PreflightFailed" else None
-
-        cp = await eventually(reported, within=10, what="Progressing reason PreflightFailed")
-        assert "MachineNodesReady" in cp_condition(cp, "Progressing")["message"]
-        assert first_name in cp_condition(cp, "Progressing")["message"]
-
-        async def still_one() -> bool:
-            return len(await machines_of(kube, namespace)) == 1
-
-        await holds_for(still_one, duration=1.5, what="no Machine created while the preflight fails")
-        events = [e for e in await events_for(kube, namespace, name) if e["reason"] == "PreflightFailed"]
-        assert events and events[0]["type"] == "Warning" and "MachineNodesReady" in events[0]["message"]
-        metrics = generate_latest().decode()
-        assert (
-            f'cpo_controlplane_preflight_failures_total{{check="MachineNodesReady",controlplane="{namespace}/{name}"}}'
-            in metrics
-            or (
-                f'cpo_controlplane_preflight_failures_total{{controlplane="{namespace}/{name}",check="MachineNodesReady"}}'
-                in metrics
+        url = await first_client_url(kube, namespace)
+        async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
+            (first,) = await machines_of(kube, namespace)
+            first_name = first["metadata"]["name"]
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                first_name,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: "notready"}}},
+                namespace,
             )
-        )
 
-        await kube.patch(
-            API_VERSION,
-            "Machine",
-            first_name,
-            {"metadata": {"annotations": {FAULT_ANNOTATION: None}}},
-            namespace,
-        )
+            async def not_ready() -> bool:
+                return ready_condition(await get_node(kube, first_name)).get("status") == "False"
 
-        async def scaled() -> bool:
-            return len(await machines_of(kube, namespace)) == 2
+            await eventually(not_ready, within=10, what="the Node NotReady")
+            await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
 
-        await eventually(scaled, within=15, what="the scale-out goes on once the Node is Ready again")
+            async def reported() -> dict | None:
+                cp = await get_cp(kube, name, namespace)
+                progressing = cp_condition(cp, "Progressing")
+                return cp if progressing.get("reason") == "PreflightFailed" else None
+
+            cp = await eventually(reported, within=10, what="Progressing reason PreflightFailed")
+            assert "MachineNodesReady" in cp_condition(cp, "Progressing")["message"]
+            assert first_name in cp_condition(cp, "Progressing")["message"]
+
+            async def still_one() -> bool:
+                return len(await machines_of(kube, namespace)) == 1
+
+            await holds_for(still_one, duration=1.5, what="no Machine created while the preflight fails")
+            events = [e for e in await events_for(kube, namespace, name) if e["reason"] == "PreflightFailed"]
+            assert events and events[0]["type"] == "Warning" and "MachineNodesReady" in events[0]["message"]
+            metrics = generate_latest().decode()
+            assert (
+                f'cpo_controlplane_preflight_failures_total{{check="MachineNodesReady",controlplane="{namespace}/{name}"}}'
+                in metrics
+                or (
+                    f'cpo_controlplane_preflight_failures_total{{controlplane="{namespace}/{name}",check="MachineNodesReady"}}'
+                    in metrics
+                )
+            )
+
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                first_name,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: None}}},
+                namespace,
+            )
+
+            async def scaled() -> bool:
+                return len(await machines_of(kube, namespace)) == 2
+
+            await eventually(scaled, within=15, what="the scale-out goes on once the Node is Ready again")
+        monitor.assert_never_lost_quorum()
+        assert monitor.peak("voters") == 1 and count.peak == 2  # nobody promotes without the hook
 
 
 async def test_external_etcd_skips_the_etcd_preflight_and_allows_an_even_count(
