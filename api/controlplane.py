@@ -188,6 +188,36 @@ class Remediation(StrictKubeModel):
     as a new problem, not a retry. Defaults to 1h."""
 
 
+class HealthCheckCondition(StrictKubeModel):
+    """A Node condition that, held for ``timeout``, makes a control-plane Machine unhealthy."""
+
+    type: str = Field(min_length=1)
+    """Node condition type, e.g. Ready."""
+    status: Literal["True", "False", "Unknown"]
+    """The condition status that counts as unhealthy."""
+    timeout: Duration
+    """How long the condition must hold, e.g. ``5m0s`` (``10s`` for a laptop demo)."""
+
+
+def _default_unhealthy_conditions() -> list[HealthCheckCondition]:
+    return [
+        HealthCheckCondition(type="Ready", status="False", timeout="5m0s"),
+        HealthCheckCondition(type="Ready", status="Unknown", timeout="5m0s"),
+    ]
+
+
+class HealthCheck(StrictKubeModel):
+    """How the MachineHealthCheck the ControlPlane owns (with enableAutorepair) judges its Machines."""
+
+    unhealthy_conditions: list[HealthCheckCondition] = Field(
+        default_factory=_default_unhealthy_conditions, min_length=1
+    )
+    """Node conditions that make a Machine unhealthy (any of them). Defaults to OpenShift's:
+    Ready False or Unknown for 5m0s."""
+    node_startup_timeout: Duration = "10m"
+    """A Machine without a Node after this long is unhealthy. Defaults to 10m."""
+
+
 class EtcdSpec(StrictKubeModel):
     """How to reach the etcd cluster the control plane uses."""
 
@@ -226,6 +256,9 @@ class ControlPlaneSpec(StrictKubeModel):
     """Create and own a MachineHealthCheck so unhealthy machines get replaced. Defaults to true."""
     remediation: Remediation | None = None
     """Limits on automatic replacement of unhealthy machines."""
+    health_check: HealthCheck | None = None
+    """Unhealthy conditions and node startup timeout of the owned MachineHealthCheck. Defaults to
+    OpenShift's: Ready False or Unknown for 5m0s, 10m for a Node to appear."""
     etcd: EtcdSpec | None = None
     """The etcd cluster; stacked on the control-plane machines unless etcd.external is set."""
     paused: bool = False

@@ -218,8 +218,9 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
 
     They run only while this process holds the Lease (when leader election is on).
     """
-    from controllers import etcdquorum, machinehealthcheck
+    from controllers import controlplane, etcdquorum, machinehealthcheck
 
+    controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions())
     etcdquorum.setup_with_manager(manager, options)
     machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 

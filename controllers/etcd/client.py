@@ -586,6 +586,21 @@ class EtcdClient:
             raise Unavailable("no status", errors={normalized: str(err)}) from err
         return EndpointStatus.from_json(normalized, payload)
 
+    async def move_leader(self, leader_endpoint: str, target_id: int) -> None:
+        """Hand leadership to voter ``target_id``; ``leader_endpoint`` must be the current leader's.
+
+        Removing the leader's member forces an election (about one election timeout without a
+        leader); moving leadership first avoids it, as kubeadm's control plane does before a
+        scale-in. etcd refuses the request on a follower.
+        """
+        normalized = normalize_endpoint(leader_endpoint)
+        try:
+            await self._post_one(
+                normalized, "/v3/maintenance/transfer-leadership", {"targetID": str(target_id)}
+            )
+        except _Unreachable as err:
+            raise Unavailable("leadership not moved", errors={normalized: str(err)}) from err
+
     async def alarms(self) -> list[Alarm]:
         payload = await self._post("/v3/maintenance/alarm", {"action": "GET"})
         return [

@@ -36,10 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PENDING_FAMILIES = frozenset(
     {
-        # ControlPlane controller
-        "cpo_controlplane_replicas",
-        "cpo_controlplane_operations_total",
-        "cpo_controlplane_preflight_failures_total",
     }
 )
 """Families the alerts and dashboard use that a controller not yet registered in ``cpo run`` will

@@ -1,0 +1,131 @@
+"""The ControlPlane controller: keeps ``spec.replicas`` up-to-date control-plane Machines, safely.
+
+A ControlPlane (``kubectl get cp``) owns the control-plane Machines its ``spec.selector``
+matches. This controller creates and deletes them **one at a time**, and only after a preflight
+says the cluster can afford the step; the etcd-quorum-hook controller then holds every deleted
+Machine until etcd no longer needs its member. Together they never let etcd lose quorum.
+
+What it does, in order, on every reconcile
+------------------------------------------
+1. **Adopts** Machines matching the selector that no controller owns (event ``MachineAdopted``).
+   A matching Machine owned by another controller is left alone (``Degraded``, reason
+   ``MachinesAlreadyOwned``); a master Node without a Machine is reported (``UnmanagedNodes``).
+2. Keeps the **MachineHealthCheck** ``<name>-mhc`` (with ``spec.enableAutorepair``, the default):
+   the ControlPlane's selector, the unhealthy conditions and node startup timeout of
+   ``spec.healthCheck`` (OpenShift's defaults: Ready False or Unknown for 5m0s, 10m), and
+   ``maxUnhealthy`` = (replicas − 1) / 2, updated on every scale. Turning autorepair off deletes it.
+3. **Remediates** a Machine the health check marked (``HealthCheckSucceeded=False`` and
+   ``OwnerRemediated=False``) when KubeadmControlPlane's safety rules allow it: at least 2
+   Machines (or the control plane not initialised yet), the previous remediation finished,
+   nothing provisioning or being deleted, and a quorum of healthy voters left without its member.
+   Within ``remediation.minHealthyPeriod`` (1h) of the previous remediation it is a retry: it waits
+   ``retryPeriod`` and stops after ``maxRetry`` (then ``failureReason: MaxRetryReached``). The
+   Machine is deleted and its replacement created at once in the same failure domain
+   (add-then-remove: the hook keeps the old member until the new one votes).
+   ``status.lastRemediation`` records it.
+4. Otherwise takes **the next step**: create a Machine when there are too few (into the failure
+   domain with the fewest, ties alphabetical; a deleted Machine's replacement into its own),
+   delete one when there are too many (in this order: outdated with the annotation
+   ``machine.openshift.io/delete-machine``, that annotation, outdated and unhealthy, outdated,
+   any; then the most populated domain; then the oldest), or replace an outdated one
+   (``RollingUpdate``: maxSurge 1 creates the replacement first, maxSurge 0 deletes first;
+   ``OnDelete``: only Machines you delete are replaced). Uneven failure domains are rebalanced
+   through the same replacement. Never more than replicas + 1 Machines exist. Before deleting
+   the Machine whose etcd member leads, the controller hands leadership to the oldest other
+   healthy voter (event ``LeadershipMoved``), so the removal costs no election.
+   A Machine is **outdated** when its ``controlplane.cpo.dev/spec-hash`` annotation differs from
+   the template's (template labels/annotations and providerSpec merged with its domain's), its
+   domain was removed, or it was created before ``spec.rolloutAfter``.
+5. Writes **status** (only when it changed).
+
+Before any create or delete, the **preflight** must pass; each failed check is named in the
+``Progressing`` condition (reason ``PreflightFailed``), a Warning event and the metric
+``cpo_controlplane_preflight_failures_total{check}``, and the controller looks again with a
+backoff (2 s doubling to 60 s). The checks, and what to do when one fails:
+
+``MachineNodesReady``         a Machine is not Running with a Ready Node: wait for it to
+                              provision; if it is stuck, look at the Machine's conditions and the
+                              provider; a Failed Machine must be deleted.
+``EtcdReachable``             no etcd endpoint answered: check the members' processes / network.
+``EtcdMembersMatchMachines``  a member has no Machine, or a Running Machine has no member: an
+                              interrupted join or removal; remove the stray member by hand
+                              (``etcdctl member remove``) once you know which it is.
+``EtcdMemberListsAgree``      members disagree on the membership: wait a few seconds; if it
+                              persists, that member is partitioned.
+``EtcdNoAlarms``              NOSPACE or CORRUPT: defragment / raise the quota, or restore.
+``EtcdVotersHealthy``         a voter does not answer a linearizable read: it is down or cut off;
+                              the health check will mark its Machine for remediation.
+``EtcdNoPendingLearner``      a new member waits for promotion: normal for a few seconds during a
+                              step; if it lasts, check the etcd-quorum-hook controller.
+
+With ``spec.etcd.external`` no etcd check runs and any replica count is allowed.
+
+Phases (``status.phase``, the ``PHASE`` column)
+-----------------------------------------------
+``Pending``       no Machine yet.
+``Provisioning``  Machines exist but none is ready yet.
+``Running``       every Machine is up to date and the count is right: nothing to do.
+``Scaling``       the Machine count differs from ``spec.replicas``, or a Machine is being deleted.
+``Updating``      outdated Machines are being (or, with OnDelete, waiting to be) replaced.
+``Remediating``   an unhealthy Machine is being replaced.
+``Degraded``      a human must act: ``failureReason``/``failureMessage`` say what (a Machine
+                  ``Failed``: fix the cause and delete it; ``MaxRetryReached``: remediation keeps
+                  failing, find out why before deleting the Machine), or matching Machines are
+                  owned by another controller.
+``Deleting``      the ControlPlane is being deleted: its Machines are released, not deleted.
+
+Conditions
+----------
+``Available``         True when ``availableReplicas`` (ready and a healthy etcd voter) reaches
+                      ``spec.replicas``; the message says how many are missing.
+``Progressing``       True while a step is under way or held back; the reason says which
+                      (``ScalingUp``, ``ScalingDown``, ``RollingUpdate``, ``ReplacingMachine``,
+                      ``Rebalancing``, ``WaitingForDeletion``, ``PreflightFailed``), the message
+                      says what is awaited, e.g. "Waiting for 2 old replica(s) to be removed".
+                      False with ``Paused`` while ``spec.paused`` is set.
+``Degraded``          True when a human should look (see the phase ``Degraded``, and
+                      ``UnmanagedNodes``).
+``MachinesReady``     False names the Machines that are not Running with a Ready Node.
+``Remediating``       True while a remediation is under way; False with the reason it may not
+                      start (``EtcdQuorumAtRisk``, ``WaitingForProvisioning``, ...).
+``EtcdClusterHealthy`` written by the etcd-quorum-hook controller, kept as is.
+
+Deleting a ControlPlane never deletes a Machine: the finalizer ``controlplane.cpo.dev/machines``
+drops the ControlPlane's ownerReference from each (event ``MachineReleased``) and deletes the
+MachineHealthCheck. ``spec.paused`` stops every create and delete (adoption and status go on).
+
+Metrics: ``cpo_controlplane_replicas{controlplane,state=desired|current|updated|ready|available}``,
+``cpo_controlplane_operations_total{controlplane,operation=create|delete|adopt|remediate|release}``,
+``cpo_controlplane_preflight_failures_total{controlplane,check}``.
+
+Use it in a manager of your own::
+
+    from controllers.controlplane import ControlPlaneOptions, setup_with_manager
+
+    setup_with_manager(manager, ControlPlaneOptions(resync_period=30))
+
+The decisions live in :mod:`controllers.controlplane.rules` (one function per rule), the etcd
+reads in :mod:`controllers.controlplane.etcdfacts`, the wiring in
+:mod:`controllers.controlplane.reconciler`.
+"""
+
+from controllers.controlplane.reconciler import (
+    CONTROLLER_NAME,
+    FINALIZER,
+    ControlPlaneOptions,
+    ControlPlaneReconciler,
+    ResolvedControlPlaneOptions,
+    setup_with_manager,
+)
+from controllers.controlplane.rules import FAILURE_DOMAIN_LABEL, SPEC_HASH_ANNOTATION
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "FAILURE_DOMAIN_LABEL",
+    "FINALIZER",
+    "SPEC_HASH_ANNOTATION",
+    "ControlPlaneOptions",
+    "ControlPlaneReconciler",
+    "ResolvedControlPlaneOptions",
+    "setup_with_manager",
+]

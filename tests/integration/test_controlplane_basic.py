@@ -1,0 +1,365 @@
+"""The ControlPlane controller on the embedded API server with the local provider (real etcd).
+
+These scenarios need no learner promotion: one replica, adoption of a cluster the test built and
+promoted itself, deletion, pause and a preflight failure.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+from api.controlplane import API_VERSION as CP_API_VERSION
+from api.machine import API_VERSION
+from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
+from controllers.etcd.client import EtcdClient
+from controllers.etcd.monitor import QuorumMonitor
+from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION, FAULT_ANNOTATION
+from runtime.client import Client
+from runtime.errors import NotFound
+from runtime.metrics import generate_latest
+from tests.support.controlplane import (
+    MASTER_LABELS,
+    MachineCount,
+    controlplane,
+    cp_condition,
+    events_for,
+    first_client_url,
+    get_cp,
+    machines_of,
+    owned_by,
+    running_controlplane,
+)
+from tests.support.etcd import promote_when_in_sync
+from tests.support.localmachine import (
+    eventually,
+    get_machine,
+    get_node,
+    holds_for,
+    machine,
+    provider_options,
+    ready_condition,
+)
+
+pytestmark = pytest.mark.slow
+
+
+async def test_one_replica_is_created_owned_labelled_and_reported_available(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await kube.create(controlplane(name, namespace, replicas=1, domains=["zone-a", "zone-b"]))
+
+        async def available() -> dict | None:
+            cp = await get_cp(kube, name, namespace)
+            status = (cp or {}).get("status") or {}
+            return cp if status.get("availableReplicas") == 1 and status.get("phase") == "Running" else None
+
+        cp = await eventually(available, within=30, what="one available replica")
+        machines = await machines_of(kube, namespace)
+        assert len(machines) == 1
+        only = machines[0]
+        assert (
+            only["metadata"]["name"].startswith(f"{name}-") and len(only["metadata"]["name"]) == len(name) + 6
+        )
+        assert owned_by(only, cp)
+        assert only["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "zone-a"  # fewest, then alphabetical
+        assert only["metadata"]["labels"]["machine.openshift.io/cluster-api-machine-role"] == "master"
+        assert only["spec"]["providerSpec"]["value"]["failureDomain"] == "zone-a"
+        assert only["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+        status = cp["status"]
+        assert status["replicas"] == status["readyReplicas"] == status["updatedReplicas"] == 1
+        assert (
+            status["unavailableReplicas"] == 0
+            and status["observedGeneration"] == cp["metadata"]["generation"]
+        )
+        assert status["selector"] == "machine.openshift.io/cluster-api-machine-role=master"
+        assert cp_condition(cp, "Available")["status"] == "True"
+        assert cp_condition(cp, "MachinesReady")["status"] == "True"
+        assert FINALIZER in cp["metadata"]["finalizers"]
+
+        mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        assert mhc["spec"]["maxUnhealthy"] == 0
+        assert mhc["spec"]["selector"] == {"matchLabels": MASTER_LABELS}
+        assert owned_by(mhc, cp)
+        metrics = generate_latest().decode()
+        assert (
+            f'cpo_controlplane_replicas{{controlplane="{namespace}/{name}",state="available"}} 1.0' in metrics
+        )
+        assert (
+            f'cpo_controlplane_operations_total{{controlplane="{namespace}/{name}",operation="create"}} 1.0'
+            in metrics
+        )
+        reasons = {e["reason"] for e in await events_for(kube, namespace, name)}
+        assert {"MachineCreated", "MachineHealthCheckCreated"} <= reasons
+
+        # A settled ControlPlane stays as it is (no condition timestamp churn), although it is
+        # reconciled again every second (resync).
+        version = (await get_cp(kube, name, namespace) or {})["metadata"]["resourceVersion"]
+
+        async def unchanged() -> bool:
+            return (await get_cp(kube, name, namespace) or {})["metadata"]["resourceVersion"] == version
+
+        await holds_for(unchanged, duration=2.5, what="no write to a settled ControlPlane")
+
+        # Turning autorepair off deletes the MachineHealthCheck.
+        await kube.patch(
+            CP_API_VERSION, "ControlPlane", name, {"spec": {"enableAutorepair": False}}, namespace
+        )
+
+        async def mhc_gone() -> bool:
+            try:
+                await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(mhc_gone, within=10, what="MachineHealthCheck deleted with autorepair off")
+
+
+async def build_cluster(kube: Client, namespace: str, names: list[str], zones: list[str]) -> None:
+    """Three Machines as a user would have them, every learner promoted by the test."""
+    for index, (name, zone) in enumerate(zip(names, zones, strict=True)):
+        body = machine(name, namespace, zone=zone)
+        body["metadata"]["labels"] = dict(MASTER_LABELS)
+        await kube.create(body)
+
+        async def provisioned(name: str = name) -> dict | None:
+            obj = await get_machine(kube, name, namespace)
+            annotations = (obj or {}).get("metadata", {}).get("annotations") or {}
+            return obj if annotations.get(ETCD_MEMBER_ID_ANNOTATION) else None
+
+        obj = await eventually(provisioned, within=30, what=f"{name} provisioned")
+        if index:
+            url = obj["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]
+            first = await get_machine(kube, names[0], namespace)
+            assert first is not None
+            async with EtcdClient(
+                [first["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION], url]
+            ) as etcd:
+                await promote_when_in_sync(
+                    etcd, int(obj["metadata"]["annotations"][ETCD_MEMBER_ID_ANNOTATION], 16)
+                )
+
+        async def running(name: str = name) -> bool:
+            obj = await get_machine(kube, name, namespace)
+            return ((obj or {}).get("status") or {}).get("phase") == "Running"
+
+        await eventually(running, within=30, what=f"{name} Running")
+
+
+async def test_three_existing_machines_are_adopted_without_a_rollout_and_released_on_deletion(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    zones = ["zone-a", "zone-b", "zone-c"]
+    names = [f"master-{i}" for i in range(3)]
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await build_cluster(kube, namespace, names, zones)
+        url = (await get_machine(kube, names[0], namespace) or {})["metadata"]["annotations"][
+            ETCD_CLIENT_URL_ANNOTATION
+        ]
+        async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
+            await kube.create(controlplane(name, namespace, replicas=3, domains=zones))
+
+            async def adopted() -> dict | None:
+                cp = await get_cp(kube, name, namespace)
+                status = (cp or {}).get("status") or {}
+                return (
+                    cp
+                    if status.get("availableReplicas") == 3 and status.get("updatedReplicas") == 3
+                    else None
+                )
+
+            cp = await eventually(adopted, within=30, what="three adopted, up-to-date, available replicas")
+            assert cp["status"]["phase"] == "Running"
+            assert all(owned_by(m, cp) for m in await machines_of(kube, namespace))
+
+            async def same_three() -> bool:
+                return [m["metadata"]["name"] for m in await machines_of(kube, namespace)] == names
+
+            await holds_for(same_three, duration=2.0, what="no Machine created or deleted after adoption")
+            reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
+            assert reasons.count("MachineAdopted") == 3
+            mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+            assert mhc["spec"]["maxUnhealthy"] == 1
+
+            # Deleting the ControlPlane releases the Machines and deletes only the MachineHealthCheck.
+            await kube.delete(CP_API_VERSION, "ControlPlane", name, namespace)
+
+            async def gone() -> bool:
+                return await get_cp(kube, name, namespace) is None
+
+            await eventually(gone, within=15, what="ControlPlane deleted once its Machines are released")
+            machines = await machines_of(kube, namespace)
+            assert [m["metadata"]["name"] for m in machines] == names
+            assert all(not m["metadata"].get("ownerReferences") for m in machines)
+            assert all(not m["metadata"].get("deletionTimestamp") for m in machines)
+            with pytest.raises(NotFound):
+                await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        monitor.assert_never_lost_quorum()
+        assert monitor.low("voters") == 3 and monitor.peak("voters") == 3 and count.peak == 3
+
+
+async def test_paused_creates_nothing_until_resumed(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await kube.create(controlplane(name, namespace, replicas=1, paused=True))
+
+        async def paused_reported() -> bool:
+            cp = await get_cp(kube, name, namespace)
+            return cp_condition(cp, "Progressing").get("reason") == "Paused"
+
+        await eventually(paused_reported, within=10, what="Progressing reason Paused")
+
+        async def no_machine() -> bool:
+            return not await machines_of(kube, namespace)
+
+        await holds_for(no_machine, duration=1.5, what="no Machine while paused")
+
+        # A control-plane Node no Machine accounts for is reported.
+        stray = f"stray-{secrets.token_hex(3)}"
+        await kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": stray, "labels": {"node-role.kubernetes.io/master": ""}},
+            }
+        )
+        try:
+
+            async def unmanaged_reported() -> bool:
+                degraded = cp_condition(await get_cp(kube, name, namespace), "Degraded")
+                return degraded.get("reason") == "UnmanagedNodes" and stray in degraded.get("message", "")
+
+            await eventually(
+                unmanaged_reported, within=10, what="Degraded reason UnmanagedNodes naming the Node"
+            )
+        finally:
+            await kube.delete("v1", "Node", stray)
+        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"paused": False}}, namespace)
+
+        async def one_machine() -> bool:
+            return len(await machines_of(kube, namespace)) == 1
+
+        await eventually(one_machine, within=10, what="a Machine once resumed")
+
+
+async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await kube.create(controlplane(name, namespace, replicas=1))
+
+        async def available() -> bool:
+            cp = await get_cp(kube, name, namespace)
+            return ((cp or {}).get("status") or {}).get("availableReplicas") == 1
+
+        await eventually(available, within=30, what="one available replica")
+        url = await first_client_url(kube, namespace)
+        async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
+            (first,) = await machines_of(kube, namespace)
+            first_name = first["metadata"]["name"]
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                first_name,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: "notready"}}},
+                namespace,
+            )
+
+            async def not_ready() -> bool:
+                return ready_condition(await get_node(kube, first_name)).get("status") == "False"
+
+            await eventually(not_ready, within=10, what="the Node NotReady")
+            await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
+
+            async def reported() -> dict | None:
+                cp = await get_cp(kube, name, namespace)
+                progressing = cp_condition(cp, "Progressing")
+                return cp if progressing.get("reason") == "PreflightFailed" else None
+
+            cp = await eventually(reported, within=10, what="Progressing reason PreflightFailed")
+            assert "MachineNodesReady" in cp_condition(cp, "Progressing")["message"]
+            assert first_name in cp_condition(cp, "Progressing")["message"]
+
+            async def still_one() -> bool:
+                return len(await machines_of(kube, namespace)) == 1
+
+            await holds_for(still_one, duration=1.5, what="no Machine created while the preflight fails")
+            events = [e for e in await events_for(kube, namespace, name) if e["reason"] == "PreflightFailed"]
+            assert events and events[0]["type"] == "Warning" and "MachineNodesReady" in events[0]["message"]
+            metrics = generate_latest().decode()
+            assert (
+                f'cpo_controlplane_preflight_failures_total{{check="MachineNodesReady",controlplane="{namespace}/{name}"}}'
+                in metrics
+                or (
+                    f'cpo_controlplane_preflight_failures_total{{controlplane="{namespace}/{name}",check="MachineNodesReady"}}'
+                    in metrics
+                )
+            )
+
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                first_name,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: None}}},
+                namespace,
+            )
+
+            async def scaled() -> bool:
+                return len(await machines_of(kube, namespace)) == 2
+
+            await eventually(scaled, within=15, what="the scale-out goes on once the Node is Ready again")
+        monitor.assert_never_lost_quorum()
+        assert monitor.peak("voters") == 1 and count.peak == 2  # nobody promotes without the hook
+
+
+async def test_external_etcd_skips_the_etcd_preflight_and_allows_an_even_count(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        # The local provider still starts a member per Machine; nobody promotes the second one,
+        # which would hold a stacked control plane in preflight (EtcdNoPendingLearner) forever.
+        await kube.create(controlplane(name, namespace, replicas=2, etcd={"external": True}))
+
+        async def two_available() -> bool:
+            cp = await get_cp(kube, name, namespace)
+            status = (cp or {}).get("status") or {}
+            return status.get("availableReplicas") == 2 and status.get("phase") == "Running"
+
+        await eventually(two_available, within=30, what="two available replicas with external etcd")
+        mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        assert mhc["spec"]["maxUnhealthy"] == 0
+
+
+async def test_a_missing_etcd_tls_secret_fails_the_preflight_by_name(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await kube.create(
+            controlplane(name, namespace, replicas=1, etcd={"tlsSecretRef": {"name": "etcd-client"}})
+        )
+
+        async def one_machine() -> bool:
+            return len(await machines_of(kube, namespace)) == 1
+
+        await eventually(one_machine, within=10, what="the first Machine (nothing to ask etcd yet)")
+        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
+
+        async def reported() -> bool:
+            progressing = cp_condition(await get_cp(kube, name, namespace), "Progressing")
+            return (
+                "EtcdReachable" in progressing.get("message", "") and "etcd-client" in progressing["message"]
+            )
+
+        await eventually(reported, within=30, what="EtcdReachable names the missing Secret")
+        assert len(await machines_of(kube, namespace)) == 1

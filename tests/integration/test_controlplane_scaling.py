@@ -1,0 +1,347 @@
+"""The ControlPlane controller with the etcd-quorum-hook controller on real etcd: scaling, rollouts,
+remediation and rebalancing, each watched over its whole length by a quorum monitor.
+
+Every test asserts the invariants of the pair: never more than replicas + 1 Machines, never more
+than desired + 1 voters, etcd never without a healthy quorum.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api.controlplane import API_VERSION as CP_API_VERSION
+from api.machine import (
+    API_VERSION,
+    CONDITION_HEALTH_CHECK_SUCCEEDED,
+    CONDITION_OWNER_REMEDIATED,
+    REASON_WAITING_FOR_REMEDIATION,
+)
+from controllers.controlplane import FAILURE_DOMAIN_LABEL
+from controllers.etcd.monitor import QuorumMonitor
+from providers.localmachine import FAULT_ANNOTATION
+from runtime.client import JSON, Client
+from tests.support.controlplane import (
+    MachineCount,
+    controlplane,
+    cp_condition,
+    events_for,
+    first_client_url,
+    get_cp,
+    machines_of,
+    running_controlplane,
+    settled,
+)
+from tests.support.localmachine import eventually, get_node, holds_for, provider_options, ready_condition
+
+pytestmark = pytest.mark.slow
+
+
+def domains_of(machines: list[JSON]) -> list[str]:
+    return sorted(m["metadata"]["labels"].get(FAILURE_DOMAIN_LABEL, "") for m in machines)
+
+
+async def set_spec(kube: Client, name: str, namespace: str, spec: dict[str, Any]) -> None:
+    await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": spec}, namespace)
+
+
+async def test_scaling_1_3_5_3_1_one_machine_at_a_time(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    zones = ["zone-a", "zone-b", "zone-c"]
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        await kube.create(controlplane(name, namespace, replicas=1, domains=zones))
+        async with (
+            QuorumMonitor([await first_client_url(kube, namespace)]) as monitor,
+            MachineCount(kube, namespace) as count,
+        ):
+            await settled(kube, name, namespace, 1)
+            for replicas in (3, 5, 3, 1):
+                previous = count.peak
+                since = monitor.mark()
+                count.peak = 0
+                first_deleted = len(count.deleted)
+                marked = None
+                if replicas == 3 and previous == 5:
+                    # The delete annotation beats domain and age: mark the youngest Machine of a
+                    # most populated domain, which would otherwise go last of its class.
+                    in_a = [
+                        m
+                        for m in await machines_of(kube, namespace)
+                        if m["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "zone-a"
+                    ]
+                    marked = max(in_a, key=lambda m: m["metadata"]["creationTimestamp"])["metadata"]["name"]
+                    await kube.patch(
+                        API_VERSION,
+                        "Machine",
+                        marked,
+                        {"metadata": {"annotations": {"machine.openshift.io/delete-machine": "true"}}},
+                        namespace,
+                    )
+                await set_spec(kube, name, namespace, {"replicas": replicas})
+                await settled(kube, name, namespace, replicas, within=90)
+                if marked is not None:
+                    assert count.deleted[first_deleted] == marked, count.deleted
+                high = max(replicas, previous if replicas < previous else 0)
+                assert count.peak <= max(replicas, high) + 1
+                assert monitor.peak("voters", since=since) <= max(replicas, high) + 1
+                assert monitor.peak("learners", since=since) <= 1, "one Machine joins at a time"
+                if replicas == 5:
+                    # Spread evenly: 2 + 2 + 1, ties alphabetical.
+                    assert domains_of(await machines_of(kube, namespace)) == sorted(
+                        ["zone-a", "zone-a", "zone-b", "zone-b", "zone-c"]
+                    )
+                if replicas == 3:
+                    assert domains_of(await machines_of(kube, namespace)) == zones
+
+                async def mhc_in_sync(replicas: int = replicas) -> bool:
+                    mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+                    return bool(mhc["spec"]["maxUnhealthy"] == (replicas - 1) // 2)
+
+                await eventually(mhc_in_sync, within=5, what="maxUnhealthy = (replicas - 1) / 2")
+            monitor.assert_never_lost_quorum()
+            # One change at a time: never two Machines being deleted at once, never two created
+            # between two looks 0.1 s apart.
+            assert count.deleting_peak <= 1, count.history
+            for before, after in zip(count.history, count.history[1:], strict=False):
+                assert len(set(after) - set(before)) <= 1, (before, after)
+
+            # The hook controller's condition survives this controller's status writes.
+            async def etcd_condition_kept() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                return cp_condition(cp, "EtcdClusterHealthy").get("status") == "True"
+
+            await eventually(etcd_condition_kept, within=10, what="EtcdClusterHealthy kept")
+        mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        assert mhc["spec"]["maxUnhealthy"] == 0
+
+
+async def scaled_to_three(kube: Client, name: str, namespace: str, **spec: Any) -> QuorumMonitor:
+    await kube.create(
+        controlplane(name, namespace, replicas=3, domains=["zone-a", "zone-b", "zone-c"], **spec)
+    )
+    monitor = QuorumMonitor([await first_client_url(kube, namespace)])
+    await monitor.__aenter__()
+    await settled(kube, name, namespace, 3, within=90)
+    return monitor
+
+
+NEW_TEMPLATE = {
+    "template": {
+        "metadata": {
+            "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
+            "annotations": {"cpo.dev/revision": "2"},
+        },
+        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+    }
+}
+
+
+async def test_rolling_update_of_three_replicas_then_on_delete(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        monitor = await scaled_to_three(kube, name, namespace)
+        try:
+            before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+            since = monitor.mark()
+            async with MachineCount(kube, namespace) as count:
+                await set_spec(kube, name, namespace, NEW_TEMPLATE)
+
+                async def updating() -> bool:
+                    cp = await get_cp(kube, name, namespace)
+                    return ((cp or {}).get("status") or {}).get("phase") == "Updating"
+
+                await eventually(updating, within=10, what="phase Updating")
+                cp = await settled(kube, name, namespace, 3, within=120)
+            after = await machines_of(kube, namespace)
+            assert not before & {m["metadata"]["name"] for m in after}, "every Machine was replaced"
+            assert all(m["metadata"]["annotations"]["cpo.dev/revision"] == "2" for m in after)
+            assert domains_of(after) == ["zone-a", "zone-b", "zone-c"], "replacements stay in their domain"
+            assert count.peak <= 4, (count.history, count.other_events, count.deleted)
+            assert monitor.low("voters", since=since) >= 3 and monitor.peak("voters", since=since) <= 4
+            monitor.assert_never_lost_quorum()
+            assert cp_condition(cp, "Progressing")["status"] == "False"
+
+            # OnDelete: a template change replaces nothing until a Machine is deleted.
+            await set_spec(kube, name, namespace, {"strategy": {"type": "OnDelete"}})
+            await set_spec(kube, name, namespace, {"rolloutAfter": "2099-01-01T00:00:00Z"})
+            current = await machines_of(kube, namespace)
+
+            async def outdated_reported() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                status = (cp or {}).get("status") or {}
+                return status.get("updatedReplicas") == 0 and status.get("phase") == "Updating"
+
+            await eventually(outdated_reported, within=10, what="three outdated replicas reported")
+
+            async def unchanged() -> bool:
+                return [m["metadata"]["name"] for m in await machines_of(kube, namespace)] == [
+                    m["metadata"]["name"] for m in current
+                ]
+
+            await holds_for(unchanged, duration=2.0, what="OnDelete replaces nothing on its own")
+            victim = current[0]
+            await kube.delete(API_VERSION, "Machine", victim["metadata"]["name"], namespace)
+
+            async def replaced() -> list[JSON] | None:
+                machines = await machines_of(kube, namespace)
+                names = {m["metadata"]["name"] for m in machines}
+                ready = victim["metadata"]["name"] not in names and len(machines) == 3
+                return machines if ready else None
+
+            machines = await eventually(replaced, within=60, what="the deleted Machine replaced")
+            new = [
+                m for m in machines if m["metadata"]["name"] not in {c["metadata"]["name"] for c in current}
+            ]
+            assert len(new) == 1
+            assert (
+                new[0]["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
+                == victim["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
+            )
+            monitor.assert_never_lost_quorum()
+        finally:
+            await monitor.__aexit__(None, None, None)
+
+
+async def test_max_surge_zero_deletes_first_then_replaces(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        monitor = await scaled_to_three(
+            kube, name, namespace, strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}
+        )
+        try:
+            since = monitor.mark()
+            async with MachineCount(kube, namespace) as count:
+                await set_spec(kube, name, namespace, NEW_TEMPLATE)
+                await settled(kube, name, namespace, 3, within=120)
+            # Each replacement appeared only after its predecessor was marked for deletion: the
+            # controller never created a 4th Machine while 3 were active.
+            first_new = next(i for i, names in enumerate(count.history) if len(names) == 4)
+            events = [
+                e
+                for e in await events_for(kube, namespace, name)
+                if e["reason"] in ("MachineDeleted", "MachineCreated")
+            ]
+            ordered = sorted(events, key=lambda e: e.get("firstTimestamp") or "")
+            assert ordered and ordered[0]["reason"] == "MachineCreated"  # the initial scale-out
+            rollout = [
+                e["reason"] for e in ordered if "outdated" in e["message"] or "replacement" in e["message"]
+            ]
+            assert rollout[:2] == ["MachineDeleted", "MachineCreated"], rollout
+            assert first_new > 0 and count.peak <= 4
+            assert monitor.low("voters", since=since) >= 3
+            monitor.assert_never_lost_quorum()
+        finally:
+            await monitor.__aexit__(None, None, None)
+
+
+async def test_a_killed_machine_is_remediated_add_then_remove(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        monitor = await scaled_to_three(kube, name, namespace)
+        try:
+            since = monitor.mark()
+            victim = (await machines_of(kube, namespace))[1]
+            victim_name = victim["metadata"]["name"]
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                victim_name,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: "kill"}}},
+                namespace,
+            )
+
+            async def node_unknown() -> bool:
+                return ready_condition(await get_node(kube, victim_name)).get("status") == "Unknown"
+
+            await eventually(node_unknown, within=15, what="the killed Machine's Node Ready=Unknown")
+            # What the MachineHealthCheck controller does for a Machine a ControlPlane owns.
+            conditions = [
+                {
+                    "type": CONDITION_HEALTH_CHECK_SUCCEEDED,
+                    "status": "False",
+                    "reason": "UnhealthyNode",
+                    "message": "Condition Ready on Node is Unknown since 1s",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                },
+                {
+                    "type": CONDITION_OWNER_REMEDIATED,
+                    "status": "False",
+                    "reason": REASON_WAITING_FOR_REMEDIATION,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                },
+            ]
+            fresh = await kube.get(API_VERSION, "Machine", victim_name, namespace)
+            kept = [
+                c
+                for c in fresh["status"].get("conditions") or []
+                if c["type"] not in {c["type"] for c in conditions}
+            ]
+            await kube.patch_status(
+                API_VERSION, "Machine", victim_name, {"status": {"conditions": kept + conditions}}, namespace
+            )
+
+            async def remediating() -> JSON | None:
+                cp = await get_cp(kube, name, namespace)
+                status = (cp or {}).get("status") or {}
+                return cp if (status.get("lastRemediation") or {}).get("machine") == victim_name else None
+
+            cp = await eventually(remediating, within=30, what="lastRemediation names the killed Machine")
+            assert cp["status"]["lastRemediation"]["retryCount"] == 0
+
+            async def phase_remediating() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                status = (cp or {}).get("status") or {}
+                return (
+                    status.get("phase") == "Remediating"
+                    and cp_condition(cp, "Remediating")["status"] == "True"
+                )
+
+            await eventually(phase_remediating, within=10, what="phase and condition Remediating")
+            cp = await settled(kube, name, namespace, 3, within=90)
+            names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+            assert victim_name not in names
+            assert domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-b", "zone-c"]
+            assert monitor.peak("voters", since=since) <= 4
+            monitor.assert_never_lost_quorum()
+            reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
+            assert "MachineRemediated" in reasons
+        finally:
+            await monitor.__aexit__(None, None, None)
+
+
+async def test_an_added_failure_domain_is_rebalanced_through_a_replacement(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        await kube.create(controlplane(name, namespace, replicas=3, domains=["zone-a", "zone-b"]))
+        async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
+            await settled(kube, name, namespace, 3, within=90)
+            assert domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-a", "zone-b"]
+            since = monitor.mark()
+            async with MachineCount(kube, namespace) as count:
+                three = [
+                    {"name": z, "providerSpec": {"value": {"failureDomain": z}}}
+                    for z in ("zone-a", "zone-b", "zone-c")
+                ]
+                await set_spec(kube, name, namespace, {"failureDomains": three})
+
+                async def rebalanced() -> bool:
+                    return domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-b", "zone-c"]
+
+                await eventually(rebalanced, within=90, what="one Machine per domain")
+                await settled(kube, name, namespace, 3, within=60)
+            assert count.peak <= 4
+            assert monitor.low("voters", since=since) >= 3
+            monitor.assert_never_lost_quorum()

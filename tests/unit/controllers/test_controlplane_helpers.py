@@ -1,0 +1,138 @@
+"""The ControlPlane controller's small pure helpers: the owned MachineHealthCheck, the remediation
+hand-off, Machine names, etcd endpoints and which Machine a member runs on."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from api.controlplane import ControlPlane
+from controllers.controlplane.etcdfacts import etcd_endpoints, member_owner
+from controllers.controlplane.reconciler import (
+    ControlPlaneOptions,
+    controller_ref,
+    desired_mhc,
+    machine_name,
+    marked_for_remediation,
+)
+from controllers.etcd.client import Member
+
+CP: dict[str, Any] = {
+    "apiVersion": "controlplane.cpo.dev/v1alpha1",
+    "kind": "ControlPlane",
+    "metadata": {"name": "cluster", "namespace": "ns", "uid": "u-1"},
+    "spec": {"template": {"spec": {"providerSpec": {"value": {}}}}},
+}
+
+
+def spec_with(**fields: Any) -> Any:
+    return ControlPlane.from_dict({**CP, "spec": {**CP["spec"], **fields}}).spec
+
+
+@pytest.mark.parametrize(("replicas", "max_unhealthy"), [(1, 0), (2, 0), (3, 1), (5, 2), (7, 3)])
+def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
+    replicas: int, max_unhealthy: int
+) -> None:
+    assert desired_mhc(CP, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
+
+
+def test_the_mhc_takes_openshift_defaults_and_the_controlplane_settings() -> None:
+    mhc = desired_mhc(CP, spec_with())
+    assert mhc["metadata"]["name"] == "cluster-mhc" and mhc["metadata"]["ownerReferences"] == [
+        controller_ref(CP)
+    ]
+    assert mhc["spec"]["unhealthyConditions"] == [
+        {"type": "Ready", "status": "False", "timeout": "5m0s"},
+        {"type": "Ready", "status": "Unknown", "timeout": "5m0s"},
+    ]
+    assert mhc["spec"]["nodeStartupTimeout"] == "10m"
+    assert mhc["spec"]["selector"] == {
+        "matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}
+    }
+    demo = desired_mhc(
+        CP,
+        spec_with(
+            healthCheck={
+                "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "5s"}],
+                "nodeStartupTimeout": "30s",
+            }
+        ),
+    )
+    assert demo["spec"]["unhealthyConditions"] == [{"type": "Ready", "status": "Unknown", "timeout": "5s"}]
+    assert demo["spec"]["nodeStartupTimeout"] == "30s"
+
+
+def conditions(*pairs: tuple[str, str]) -> dict[str, Any]:
+    return {"status": {"conditions": [{"type": t, "status": s} for t, s in pairs]}}
+
+
+@pytest.mark.parametrize(
+    ("machine", "marked"),
+    [
+        (conditions(("HealthCheckSucceeded", "False"), ("OwnerRemediated", "False")), True),
+        (conditions(("HealthCheckSucceeded", "False")), False),
+        (conditions(("HealthCheckSucceeded", "True"), ("OwnerRemediated", "False")), False),
+        (conditions(("HealthCheckSucceeded", "False"), ("OwnerRemediated", "True")), False),
+        ({}, False),
+    ],
+)
+def test_marked_for_remediation_needs_both_conditions(machine: dict[str, Any], marked: bool) -> None:
+    assert marked_for_remediation(machine) is marked
+
+
+def test_machine_names_are_the_controlplane_name_and_five_random_characters() -> None:
+    names = {machine_name("cluster") for _ in range(50)}
+    assert all(re.fullmatch(r"cluster-[a-z0-9]{5}", name) for name in names)
+    assert len(names) > 45
+
+
+def machine(name: str, **extra: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": name, "annotations": extra.pop("annotations", {})},
+        "status": {},
+    }
+    obj["status"].update(extra)
+    return obj
+
+
+def test_etcd_endpoints_prefer_the_spec_then_the_annotation_then_the_internal_ip() -> None:
+    machines = [
+        machine("a", annotations={"local.cpo.dev/etcd-client-url": "http://127.0.0.1:2001"}),
+        machine(
+            "b",
+            addresses=[{"type": "Hostname", "address": "b"}, {"type": "InternalIP", "address": "10.0.0.2"}],
+        ),
+        machine("c"),
+    ]
+    assert etcd_endpoints(["https://etcd:2379"], machines) == ["https://etcd:2379"]
+    assert etcd_endpoints(None, machines) == ["http://127.0.0.1:2001", "https://10.0.0.2:2379"]
+
+
+def test_a_member_belongs_to_the_machine_by_name_node_id_or_peer_url() -> None:
+    machines = [
+        machine("by-name"),
+        machine("by-node", nodeRef={"name": "ip-10-0-0-5"}),
+        machine("by-id", annotations={"local.cpo.dev/etcd-member-id": "ff"}),
+        machine("by-peer", annotations={"local.cpo.dev/etcd-peer-url": "http://127.0.0.1:3001"}),
+    ]
+
+    def member(name: str = "", id_: int = 1, peer: str = "http://x:1") -> Member:
+        return Member(id=id_, name=name, peer_urls=(peer,), client_urls=(), is_learner=False)
+
+    assert member_owner(member("by-name"), machines) == "by-name"
+    assert member_owner(member("ip-10-0-0-5"), machines) == "by-node"
+    assert member_owner(member(id_=255), machines) == "by-id"  # an unstarted learner has no name
+    assert member_owner(member(peer="http://127.0.0.1:3001"), machines) == "by-peer"
+    assert member_owner(member("stranger"), machines) is None
+
+
+def test_options_defaults_and_checks() -> None:
+    resolved = ControlPlaneOptions().with_defaults()
+    assert (resolved.preflight_backoff_initial, resolved.preflight_backoff_max) == (2.0, 60.0)
+    assert (resolved.wait_period, resolved.resync_period) == (5.0, 60.0)
+    with pytest.raises(ValueError, match="wait_period"):
+        ControlPlaneOptions(wait_period=0).with_defaults()
+    with pytest.raises(ValueError, match="preflight_backoff_max"):
+        ControlPlaneOptions(preflight_backoff_initial=10, preflight_backoff_max=1).with_defaults()

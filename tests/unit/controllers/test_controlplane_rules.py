@@ -1,0 +1,557 @@
+"""The ControlPlane controller's decision functions, one table per rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from api.controlplane import ControlPlaneSpec
+from controllers.controlplane.rules import (
+    CHECK_ETCD_MEMBER_LISTS_AGREE,
+    CHECK_ETCD_MEMBERS_MATCH,
+    CHECK_ETCD_NO_ALARMS,
+    CHECK_ETCD_NO_PENDING_LEARNER,
+    CHECK_ETCD_REACHABLE,
+    CHECK_ETCD_VOTERS_REACHABLE,
+    CHECK_MACHINES_READY,
+    FAILURE_DOMAIN_LABEL,
+    SPEC_HASH_ANNOTATION,
+    EtcdFacts,
+    MachineInfo,
+    PreflightFailure,
+    StatusInputs,
+    Step,
+    choose_failure_domain,
+    classify_machines,
+    compute_status,
+    desired_machine,
+    is_outdated,
+    merge_conditions,
+    next_step,
+    preflight,
+    remediation_decision,
+    select_for_scale_in,
+    template_hash,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+UID = "cp-uid"
+SELECTOR = {"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}}
+MASTER = {"machine.openshift.io/cluster-api-machine-role": "master"}
+
+
+def spec(**extra: Any) -> ControlPlaneSpec:
+    raw: dict[str, Any] = {
+        "replicas": 3,
+        "template": {"spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}}},
+        "failureDomains": [
+            {"name": "a", "providerSpec": {"value": {"failureDomain": "a"}}},
+            {"name": "b", "providerSpec": {"value": {"failureDomain": "b"}}},
+        ],
+    }
+    raw.update(extra)
+    return ControlPlaneSpec.model_validate(raw)
+
+
+def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
+    """A healthy Running Machine with a voting member, created ``age`` minutes before T0 + 1h."""
+    defaults: dict[str, Any] = {
+        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
+        "phase": "Running",
+        "node_ready": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
+        "failure_domain": "a",
+    }
+    defaults.update(fields)
+    return MachineInfo(name=name, **defaults)
+
+
+# ---------------------------------------------------------------------------------------------- ownership
+
+
+def raw_machine(
+    name: str, labels: dict[str, str] | None = None, owner: str | None = None, **meta: Any
+) -> Any:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": labels if labels is not None else dict(MASTER),
+        **meta,
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "X", "name": "x"}]
+    return {"metadata": metadata, "spec": {}}
+
+
+def test_classify_machines_owned_adoptable_and_owned_by_others() -> None:
+    machines = [
+        raw_machine("mine", owner=UID),
+        raw_machine("mine-relabelled", labels={}, owner=UID),
+        raw_machine("orphan"),
+        raw_machine("orphan-dying", deletionTimestamp="2026-01-01T00:00:00Z"),
+        raw_machine("theirs", owner="other"),
+        raw_machine("worker", labels={"machine.openshift.io/cluster-api-machine-role": "worker"}),
+        raw_machine("worker-theirs", labels={}, owner="other"),
+    ]
+    result = classify_machines(UID, SELECTOR, machines)
+    assert [x["metadata"]["name"] for x in result.owned] == ["mine", "mine-relabelled"]
+    assert [x["metadata"]["name"] for x in result.adoptable] == ["orphan"]
+    assert [x["metadata"]["name"] for x in result.owned_by_others] == ["theirs"]
+
+
+# ---------------------------------------------------------------------------------------------- outdated
+
+
+def created_machine(
+    s: ControlPlaneSpec, domain: str, created: str = "2026-01-01T00:00:00Z"
+) -> dict[str, Any]:
+    wanted = desired_machine(s, domain)
+    return {
+        "metadata": {
+            "name": "x",
+            "creationTimestamp": created,
+            "labels": {**wanted["labels"], FAILURE_DOMAIN_LABEL: domain},
+            "annotations": {**wanted["annotations"], SPEC_HASH_ANNOTATION: template_hash(s, domain)},
+        },
+        "spec": {"providerSpec": wanted["providerSpec"]},
+    }
+
+
+def test_desired_machine_merges_the_domain_over_the_template() -> None:
+    s = spec()
+    assert desired_machine(s, "b")["providerSpec"]["value"] == {
+        "kind": "LocalMachineProviderSpec",
+        "size": 1,
+        "failureDomain": "b",
+    }
+    assert desired_machine(s, "b")["labels"] == MASTER  # defaults to the selector's matchLabels
+    assert template_hash(s, "a") != template_hash(s, "b")
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({}, None),
+        (
+            {
+                "template": {
+                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 2}}}
+                }
+            },
+            "its spec differs from the template",
+        ),
+        (
+            {
+                "template": {
+                    "metadata": {"labels": MASTER, "annotations": {"team": "x"}},
+                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}},
+                }
+            },
+            "its spec differs from the template",
+        ),
+        (
+            {
+                "failureDomains": [
+                    {"name": "a", "providerSpec": {"value": {"failureDomain": "a", "rack": 7}}},
+                    {"name": "b"},
+                ]
+            },
+            "its spec differs from the template",
+        ),
+        (
+            {"failureDomains": [{"name": "b"}, {"name": "c"}]},
+            "failure domain a is not in spec.failureDomains",
+        ),
+        ({"rolloutAfter": "2026-01-02T00:00:00Z"}, "it was created before spec.rolloutAfter"),
+        ({"rolloutAfter": "2025-12-31T00:00:00Z"}, None),
+    ],
+)
+def test_is_outdated(change: dict[str, Any], why: str | None) -> None:
+    machine = created_machine(spec(), "a")
+    assert is_outdated(spec(**change), machine) == why
+
+
+def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> None:
+    s = spec()
+    machine = created_machine(s, "b")
+    del machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
+    assert is_outdated(s, machine) is None
+    machine["spec"]["providerSpec"]["value"]["size"] = 5
+    assert is_outdated(s, machine) is not None
+
+
+# ---------------------------------------------------------------------------------------------- placement
+
+
+@pytest.mark.parametrize(
+    ("domains", "machines", "expected"),
+    [
+        ([], [], None),
+        (["b", "a"], [], "a"),  # tie: alphabetical
+        (["a", "b"], [m("1", failure_domain="a")], "b"),
+        (["a", "b", "c"], [m("1", failure_domain="a"), m("2", failure_domain="c")], "b"),
+        (["a", "b"], [m("1", failure_domain="a"), m("2", failure_domain="b", deleting=True)], "b"),
+        (["a", "b"], [m("1", failure_domain="b"), m("2", failure_domain="gone")], "a"),
+    ],
+)
+def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], expected: str | None) -> None:
+    assert choose_failure_domain(domains, machines) == expected
+
+
+@pytest.mark.parametrize(
+    ("machines", "expected"),
+    [
+        # class order: outdated+annotation > annotation > outdated+unhealthy > outdated > any
+        ([m("any"), m("out", outdated=True), m("ann", delete_annotation=True)], "ann"),
+        ([m("out", age=50, outdated=True, node_ready=False), m("ann", delete_annotation=True)], "ann"),
+        ([m("ann", delete_annotation=True), m("both", outdated=True, delete_annotation=True)], "both"),
+        ([m("out", age=50, outdated=True), m("sick", outdated=True, node_ready=False)], "sick"),
+        ([m("sick", node_ready=False), m("out", outdated=True)], "out"),
+        ([m("sick", marked_unhealthy=True), m("out", outdated=True, marked_unhealthy=True)], "out"),
+        # within a class: most populated domain, then oldest
+        (
+            [m("a1", age=1), m("a2", age=2), m("b1", age=50, failure_domain="b")],
+            "a2",
+        ),
+        ([m("young", age=1), m("old", age=9)], "old"),
+        ([m("gone", deleting=True, delete_annotation=True), m("x")], "x"),
+    ],
+)
+def test_select_for_scale_in(machines: list[MachineInfo], expected: str) -> None:
+    chosen = select_for_scale_in(machines)
+    assert chosen is not None and chosen.name == expected
+
+
+# ---------------------------------------------------------------------------------------------- preflight
+
+
+HEALTHY = EtcdFacts(member_names=("m1", "m2", "m3"))
+
+
+@pytest.mark.parametrize(
+    ("machines", "etcd", "checks"),
+    [
+        ([m("m1"), m("m2"), m("m3")], HEALTHY, []),
+        ([m("m1"), m("m2"), m("m3")], None, []),
+        ([m("m1"), m("m2", node_ready=False), m("m3")], HEALTHY, [CHECK_MACHINES_READY]),
+        ([m("m1"), m("m2", phase="Provisioning"), m("m3")], None, [CHECK_MACHINES_READY]),
+        ([m("m1"), m("m2", deleting=True, node_ready=False), m("m3")], HEALTHY, []),
+        ([m("m1"), m("m2"), m("m3")], EtcdFacts(reachable=False, error="refused"), [CHECK_ETCD_REACHABLE]),
+        ([m("m1"), m("m2"), m("m3")], EtcdFacts(member_names=("m1", "m2")), [CHECK_ETCD_MEMBERS_MATCH]),
+        (
+            [m("m1"), m("m2"), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3", "ghost")),
+            [CHECK_ETCD_MEMBERS_MATCH],
+        ),
+        (
+            [m("m1"), m("m2"), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3"), disagreeing=("https://m3",)),
+            [CHECK_ETCD_MEMBER_LISTS_AGREE],
+        ),
+        (
+            [m("m1"), m("m2"), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3"), alarms=("NOSPACE@m1",)),
+            [CHECK_ETCD_NO_ALARMS],
+        ),
+        (
+            [m("m1"), m("m2"), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=("m2: timeout",)),
+            [CHECK_ETCD_VOTERS_REACHABLE],
+        ),
+        (
+            [m("m1"), m("m2"), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3"), learners=("m3",)),
+            [CHECK_ETCD_NO_PENDING_LEARNER],
+        ),
+    ],
+)
+def test_preflight_names_every_failed_check(
+    machines: list[MachineInfo], etcd: EtcdFacts | None, checks: list[str]
+) -> None:
+    failures = preflight(machines, etcd, hosting_etcd=[x.name for x in machines])
+    assert [f.check for f in failures] == checks
+    assert all(f.message for f in failures)
+
+
+# ---------------------------------------------------------------------------------------------- next step
+
+
+def step(machines: list[MachineInfo], replicas: int = 3, **kw: Any) -> Step:
+    args: dict[str, Any] = {"strategy": "RollingUpdate", "max_surge": 1, "domains": ["a", "b", "c"]}
+    args.update(kw)
+    return next_step(replicas=replicas, machines=machines, **args)
+
+
+def abc(**fields: Any) -> list[MachineInfo]:
+    return [m(f"m{d}", failure_domain=d, **fields) for d in "abc"]
+
+
+@pytest.mark.parametrize(
+    ("machines", "kw", "expected"),
+    [
+        # scale out into the emptiest domain, one at a time
+        ([m("ma", failure_domain="a")], {}, ("create", "b", None)),
+        ([], {"replicas": 1}, ("create", "a", None)),
+        ([m("ma"), m("mb", failure_domain="b")], {"domains": []}, ("create", None, None)),
+        # scale in: the scale-in choice
+        ([*abc(), m("old", age=30, failure_domain="a")], {}, ("delete", None, "old")),
+        # a deleting Machine is replaced in its domain, never above replicas + 1
+        ([*abc()[:2], m("mc", failure_domain="c", deleting=True)], {}, ("create", "c", None)),
+        (
+            [
+                *abc()[:1],
+                m("x", failure_domain="b", deleting=True),
+                m("y", failure_domain="c", deleting=True),
+            ],
+            {},
+            ("create", "b", None),
+        ),
+        (
+            [
+                *abc()[:2],
+                m("x", failure_domain="b", deleting=True),
+                m("y", failure_domain="c", deleting=True),
+            ],
+            {},
+            ("wait", None, None),
+        ),
+        ([*abc(), m("d", deleting=True)], {}, ("wait", None, None)),
+        # rolling update, maxSurge 1: create in the outdated Machine's domain first
+        ([m("ma", age=5, outdated=True), *abc()[1:]], {}, ("create", "a", "ma")),
+        # ... then delete the outdated one
+        (
+            [m("ma", age=5, outdated=True), m("new", failure_domain="a"), *abc()[1:]],
+            {},
+            ("delete", None, "ma"),
+        ),
+        # maxSurge 0 with 3 replicas: delete first
+        ([m("ma", age=5, outdated=True), *abc()[1:]], {"max_surge": 0}, ("delete", None, "ma")),
+        # maxSurge 0 with 1 replica would lose etcd: surge anyway
+        ([m("ma", outdated=True)], {"max_surge": 0, "replicas": 1}, ("create", "a", "ma")),
+        # OnDelete: outdated Machines are only reported
+        ([m("ma", outdated=True), *abc()[1:]], {"strategy": "OnDelete"}, ("none", None, None)),
+        (
+            [*abc()[:2], m("mc", failure_domain="c", deleting=True)],
+            {"strategy": "OnDelete"},
+            ("create", "c", None),
+        ),
+        # rebalancing a new domain through a replacement
+        (
+            [m("a1", failure_domain="a"), m("a2", failure_domain="a"), m("b1", failure_domain="b")],
+            {},
+            ("create", "c", None),
+        ),
+        (
+            [m("a1", failure_domain="a"), m("a2", age=5, failure_domain="a"), m("b1", failure_domain="b")],
+            {"max_surge": 0},
+            ("delete", None, "a2"),
+        ),
+        (abc(), {}, ("none", None, None)),
+    ],
+)
+def test_next_step(machines: list[MachineInfo], kw: dict[str, Any], expected: tuple[Any, ...]) -> None:
+    result = step(machines, **kw)
+    assert (result.action, result.domain, result.machine) == expected
+    assert result.message
+
+
+# ---------------------------------------------------------------------------------------------- remediation
+
+
+def decide(target: MachineInfo, machines: list[MachineInfo], **kw: Any) -> Any:
+    args: dict[str, Any] = {
+        "initialized": True,
+        "stacked_etcd": True,
+        "last_machine": None,
+        "last_time": None,
+        "last_retry_count": 0,
+        "max_retry": None,
+        "retry_period": None,
+        "min_healthy_period": None,
+        "now": T0,
+    }
+    args.update(kw)
+    return remediation_decision(target=target, machines=machines, **args)
+
+
+SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
+
+
+@pytest.mark.parametrize(
+    ("machines", "kw", "allowed", "reason"),
+    [
+        ([SICK, m("m2"), m("m3")], {}, True, "Remediating"),
+        ([SICK], {}, False, "CannotRemediateLastMachine"),
+        ([SICK], {"initialized": False}, True, "Remediating"),
+        ([SICK, m("m2"), m("m3")], {"last_machine": "m3"}, False, "WaitingForPreviousRemediation"),
+        ([SICK, m("m2"), m("m3", deleting=True)], {}, False, "WaitingForDeletion"),
+        (
+            [SICK, m("m2"), m("m3", phase="Provisioning", node_ready=False)],
+            {},
+            False,
+            "WaitingForProvisioning",
+        ),
+        ([SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)], {}, False, "EtcdQuorumAtRisk"),
+        (
+            [SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)],
+            {"stacked_etcd": False},
+            True,
+            "Remediating",
+        ),
+        # a retry: within minHealthyPeriod of the previous remediation
+        (
+            [SICK, m("m2"), m("m3")],
+            {
+                "last_machine": "gone",
+                "last_time": T0 - timedelta(minutes=5),
+                "last_retry_count": 1,
+                "max_retry": 1,
+            },
+            False,
+            "MaxRetryReached",
+        ),
+        (
+            [SICK, m("m2"), m("m3")],
+            {"last_machine": "gone", "last_time": T0 - timedelta(minutes=5), "retry_period": "10m"},
+            False,
+            "WaitingForRetryPeriod",
+        ),
+        (
+            [SICK, m("m2"), m("m3")],
+            {
+                "last_machine": "gone",
+                "last_time": T0 - timedelta(minutes=5),
+                "retry_period": "1m",
+                "max_retry": 1,
+            },
+            True,
+            "Remediating",
+        ),
+        # healthy longer than minHealthyPeriod: a new problem, not a retry
+        (
+            [SICK, m("m2"), m("m3")],
+            {
+                "last_machine": "gone",
+                "last_time": T0 - timedelta(hours=2),
+                "last_retry_count": 5,
+                "max_retry": 1,
+                "retry_period": "10h",
+            },
+            True,
+            "Remediating",
+        ),
+    ],
+)
+def test_remediation_decision(
+    machines: list[MachineInfo], kw: dict[str, Any], allowed: bool, reason: str
+) -> None:
+    decision = decide(SICK, machines, **kw)
+    assert (decision.allowed, decision.reason) == (allowed, reason), decision.message
+
+
+def test_remediation_retry_counts() -> None:
+    machines = [SICK, m("m2"), m("m3")]
+    assert decide(SICK, machines).retry_count == 0
+    retry = decide(
+        SICK, machines, last_machine="gone", last_time=T0 - timedelta(minutes=1), last_retry_count=2
+    )
+    assert retry.retry_count == 3
+    exhausted = decide(SICK, machines, last_machine="gone", last_time=T0, last_retry_count=2, max_retry=2)
+    assert exhausted.needs_human
+    waiting = decide(
+        SICK, machines, last_machine="gone", last_time=T0 - timedelta(seconds=30), retry_period="1m"
+    )
+    assert waiting.requeue_after == pytest.approx(30)
+
+
+# ---------------------------------------------------------------------------------------------- status
+
+
+def status_of(machines: list[MachineInfo], **kw: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"replicas": 3, "selector": "role=master", "generation": 4, "machines": machines}
+    args.update(kw)
+    return compute_status(StatusInputs(**args))
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == type_)
+
+
+def test_status_counts_and_running_phase() -> None:
+    status = status_of(abc())
+    assert {k: status[k] for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")} == {
+        "replicas": 3,
+        "updatedReplicas": 3,
+        "readyReplicas": 3,
+        "availableReplicas": 3,
+    }
+    assert status["unavailableReplicas"] == 0
+    assert (status["phase"], status["observedGeneration"], status["selector"]) == (
+        "Running",
+        4,
+        "role=master",
+    )
+    assert condition(status, "Available")["status"] == "True"
+    assert condition(status, "Degraded")["status"] == "False"
+
+
+def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> None:
+    machines = [*abc()[:2], m("mc", failure_domain="c", etcd_voter=False)]
+    status = status_of(machines)
+    assert status["availableReplicas"] == 2 and status["readyReplicas"] == 3
+    assert condition(status, "Available")["message"] == "Missing 1 available replica(s)"
+    assert status_of([*abc(), m("extra")], replicas=1)["unavailableReplicas"] == 0
+
+
+@pytest.mark.parametrize(
+    ("machines", "kw", "phase"),
+    [
+        ([], {}, "Pending"),
+        ([m("x", phase="Provisioning", node_ready=False)], {}, "Provisioning"),
+        ([m("x", outdated=True), *abc()[1:]], {}, "Updating"),
+        (abc()[:2], {}, "Scaling"),
+        (abc(), {"deleting": True}, "Deleting"),
+        (abc(), {"remediating": True}, "Remediating"),
+        (abc(), {"owned_by_others": ["theirs"]}, "Degraded"),
+        ([*abc()[:2], m("f", phase="Failed", node_ready=False)], {}, "Degraded"),
+    ],
+)
+def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: str) -> None:
+    assert status_of(machines, **kw)["phase"] == phase
+
+
+def test_status_messages_say_what_is_going_on() -> None:
+    outdated = [m("ma", outdated=True), m("mb", outdated=True, failure_domain="b"), m("mc")]
+    status = status_of(outdated, step=step(outdated))
+    assert "Waiting for 2 old replica(s) to be removed" in condition(status, "Progressing")["message"]
+    failed = status_of(abc(), preflight_failures=[PreflightFailure(CHECK_ETCD_NO_ALARMS, "NOSPACE@m1")])
+    assert condition(failed, "Progressing")["reason"] == "PreflightFailed"
+    assert "EtcdNoAlarms: NOSPACE@m1" in condition(failed, "Progressing")["message"]
+    owned = status_of(abc(), owned_by_others=["theirs"], unmanaged_nodes=["stray"])
+    degraded = condition(owned, "Degraded")
+    assert degraded["reason"] == "MachinesAlreadyOwned" and "stray" in degraded["message"]
+    broken = status_of([*abc()[:2], m("f", phase="Failed", node_ready=False)])
+    assert broken["failureReason"] == "MachineFailed" and "f" in broken["failureMessage"]
+    human = status_of(abc(), failure=("MaxRetryReached", "find the cause"))
+    assert human["failureReason"] == "MaxRetryReached"
+    paused = status_of(abc(), paused=True)
+    assert condition(paused, "Progressing")["reason"] == "Paused"
+
+
+def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> None:
+    previous = [
+        {"type": "Available", "status": "True", "reason": "A", "message": "", "lastTransitionTime": "old"},
+        {"type": "Degraded", "status": "False", "reason": "A", "message": "", "lastTransitionTime": "old"},
+        {"type": "EtcdClusterHealthy", "status": "True", "reason": "H", "lastTransitionTime": "old"},
+    ]
+    computed = [
+        {"type": "Available", "status": "True", "reason": "B", "message": "x"},
+        {"type": "Degraded", "status": "True", "reason": "C", "message": "y"},
+    ]
+    merged = {c["type"]: c for c in merge_conditions(previous, computed, "now")}
+    assert merged["Available"]["lastTransitionTime"] == "old"
+    assert merged["Degraded"]["lastTransitionTime"] == "now"
+    assert merged["EtcdClusterHealthy"] == previous[2]
