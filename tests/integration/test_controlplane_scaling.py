@@ -16,12 +16,10 @@ import pytest
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import (
     API_VERSION,
-    CONDITION_HEALTH_CHECK_SUCCEEDED,
-    CONDITION_OWNER_REMEDIATED,
-    REASON_WAITING_FOR_REMEDIATION,
 )
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
 from controllers.etcd.monitor import QuorumMonitor
+from controllers.machinehealthcheck.controller import EVENT_MACHINE_MARKED
 from providers.localmachine import FAULT_ANNOTATION
 from runtime.client import JSON, Client
 from tests.support.controlplane import (
@@ -35,7 +33,7 @@ from tests.support.controlplane import (
     running_controlplane,
     settled,
 )
-from tests.support.localmachine import eventually, get_node, holds_for, provider_options, ready_condition
+from tests.support.localmachine import eventually, holds_for, provider_options
 
 pytestmark = pytest.mark.slow
 
@@ -243,12 +241,25 @@ async def test_max_surge_zero_deletes_first_then_replaces(
             await monitor.__aexit__(None, None, None)
 
 
+SECONDS_HEALTH_CHECK = {
+    "unhealthyConditions": [
+        {"type": "Ready", "status": "Unknown", "timeout": "2s"},
+        {"type": "Ready", "status": "False", "timeout": "2s"},
+    ],
+    "nodeStartupTimeout": "60s",
+}
+"""The owned MachineHealthCheck's conditions, in seconds instead of OpenShift's minutes."""
+
+
 async def test_a_killed_machine_is_remediated_add_then_remove(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
+    """End to end: the member dies, its Node turns Unknown, the ControlPlane's own
+    MachineHealthCheck marks the Machine, and the ControlPlane replaces it."""
     name = f"cp{secrets.token_hex(3)}"
-    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
-        monitor = await scaled_to_three(kube, name, namespace)
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
+        monitor = await scaled_to_three(kube, name, namespace, healthCheck=SECONDS_HEALTH_CHECK)
         try:
             since = monitor.mark()
             victim = (await machines_of(kube, namespace))[1]
@@ -259,36 +270,6 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
                 victim_name,
                 {"metadata": {"annotations": {FAULT_ANNOTATION: "kill"}}},
                 namespace,
-            )
-
-            async def node_unknown() -> bool:
-                return ready_condition(await get_node(kube, victim_name)).get("status") == "Unknown"
-
-            await eventually(node_unknown, within=15, what="the killed Machine's Node Ready=Unknown")
-            # What the MachineHealthCheck controller does for a Machine a ControlPlane owns.
-            conditions = [
-                {
-                    "type": CONDITION_HEALTH_CHECK_SUCCEEDED,
-                    "status": "False",
-                    "reason": "UnhealthyNode",
-                    "message": "Condition Ready on Node is Unknown since 1s",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                },
-                {
-                    "type": CONDITION_OWNER_REMEDIATED,
-                    "status": "False",
-                    "reason": REASON_WAITING_FOR_REMEDIATION,
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                },
-            ]
-            fresh = await kube.get(API_VERSION, "Machine", victim_name, namespace)
-            kept = [
-                c
-                for c in fresh["status"].get("conditions") or []
-                if c["type"] not in {c["type"] for c in conditions}
-            ]
-            await kube.patch_status(
-                API_VERSION, "Machine", victim_name, {"status": {"conditions": kept + conditions}}, namespace
             )
 
             async def remediating() -> JSON | None:
@@ -316,6 +297,8 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
             monitor.assert_never_lost_quorum()
             reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
             assert "MachineRemediated" in reasons
+            marked = [e["reason"] for e in await events_for(kube, namespace, victim_name)]
+            assert EVENT_MACHINE_MARKED in marked, marked
         finally:
             await monitor.__aexit__(None, None, None)
 

@@ -19,6 +19,8 @@ from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
+from controllers.machinehealthcheck import MachineHealthCheckOptions
+from controllers.machinehealthcheck import setup_with_manager as setup_health_checks
 from controllers.operator import operator_cache_options
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
 from providers.localmachine import setup_with_manager as setup_provider
@@ -85,8 +87,10 @@ async def running_controlplane(
     *,
     options: ControlPlaneOptions | None = None,
     hooks: bool = False,
+    health_checks: bool = False,
 ) -> AsyncIterator[Manager]:
-    """The provider and the ControlPlane controller (and the hook controller) until the block ends."""
+    """The provider and the ControlPlane controller (and the hook controller, and the
+    MachineHealthCheck controller) until the block ends."""
     manager = Manager(
         ManagerOptions(
             client=client,
@@ -100,6 +104,8 @@ async def running_controlplane(
     setup_controlplane(manager, options or controlplane_options())
     if hooks:
         setup_hooks(manager, quick_options())
+    if health_checks:
+        setup_health_checks(manager, MachineHealthCheckOptions())
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     try:
