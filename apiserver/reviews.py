@@ -84,9 +84,8 @@ def subject_access_review(body: JSON, store: Store) -> JSON:
             name=str(resource.get("name") or ""),
         )
     else:
-        attrs = Attributes(
-            user, groups, str(non_resource.get("verb") or ""), path=str(non_resource.get("path") or "")
-        )
+        url: JSON = non_resource or {}
+        attrs = Attributes(user, groups, str(url.get("verb") or ""), path=str(url.get("path") or ""))
     allowed, reason = authorize(store, attrs)
     status: JSON = {"allowed": allowed}
     if reason:
