@@ -56,7 +56,8 @@ class EmbeddedServerOptions:
     """How to run the embedded server. Every field has a working default."""
 
     host: str = "127.0.0.1"
-    """Address to listen on. Keep loopback: the server has no authorization beyond its token."""
+    """Address to listen on. Keep loopback: unless ``enforce_rbac`` is on, any valid token may do
+    everything."""
     port: int = 0
     """TCP port; 0 picks a free one (read it back from ``EmbeddedAPIServer.url``)."""
     anonymous_auth: bool = True
