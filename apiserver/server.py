@@ -703,7 +703,8 @@ class EmbeddedAPIServer:
     ) -> web.Response:
         account = self.handlers.get(rt, namespace, name)  # 404 when the account does not exist
         raw = await self._read_body(request)
-        body: JSON = json.loads(raw) if raw.strip() else {}
+        content_type = request.headers.get("Content-Type")
+        body = decode.decode_object(raw, content_type, _TOKEN_REQUEST_TYPE).value if raw.strip() else {}
         answer = reviews.token_request(
             body, namespace, name, account, self.service_account_token(namespace, name)
         )
@@ -790,6 +791,10 @@ class EmbeddedAPIServer:
         return response
 
 
+# The body of POST .../serviceaccounts/<name>/token, decoded (JSON, YAML or protobuf) but not stored.
+_TOKEN_REQUEST_TYPE = ResourceType(
+    "authentication.k8s.io", "v1", "tokenrequests", "TokenRequest", "tokenrequest", True, builtin=True
+)
 _SCALE_TYPE = ResourceType(
     group="autoscaling",
     version="v1",
