@@ -93,7 +93,7 @@ def subject_access_review(body: JSON, store: Store) -> JSON:
     return _answer(body, "SubjectAccessReview", "authorization.k8s.io/v1", status)
 
 
-def token_request(body: JSON, namespace: str, name: str, service_account: JSON, token: str) -> JSON:
+def token_request(body: JSON, namespace: str, name: str, token: str) -> JSON:
     """The TokenRequest answered with ``token``, which the caller has registered for the account."""
     spec = dict(body.get("spec") or {})
     seconds = spec.get("expirationSeconds")
@@ -114,7 +114,6 @@ def token_request(body: JSON, namespace: str, name: str, service_account: JSON, 
         "namespace": namespace,
         "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    del service_account  # the account's existence is what matters; its fields are not copied
     return {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",

@@ -701,13 +701,11 @@ class EmbeddedAPIServer:
     async def _token_request(
         self, request: web.Request, rt: ResourceType, namespace: str, name: str, caller: Caller
     ) -> web.Response:
-        account = self.handlers.get(rt, namespace, name)  # 404 when the account does not exist
+        self.handlers.get(rt, namespace, name)  # 404 when the account does not exist
         raw = await self._read_body(request)
         content_type = request.headers.get("Content-Type")
         body = decode.decode_object(raw, content_type, _TOKEN_REQUEST_TYPE).value if raw.strip() else {}
-        answer = reviews.token_request(
-            body, namespace, name, account, self.service_account_token(namespace, name)
-        )
+        answer = reviews.token_request(body, namespace, name, self.service_account_token(namespace, name))
         return _json(answer, status=201, headers=_warning_headers(caller))
 
     @staticmethod
