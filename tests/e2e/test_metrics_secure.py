@@ -79,11 +79,12 @@ async def test_metrics_answer_401_without_a_token_403_without_the_role_200_to_th
     binding = manifest("prometheus/metrics_reader_binding.yaml")
     (subject,) = binding["subjects"]
     async with KubeHTTP(env.kubeconfig) as kube, await Client.from_kubeconfig(env.kubeconfig) as client:
-        for obj in (manifest("rbac/metrics_reader_role.yaml"), manifest("rbac/metrics_auth_role.yaml")):
-            try:
-                await client.create(obj)
-            except AlreadyExists:
-                pass
+        reader = manifest("rbac/metrics_reader_role.yaml")
+        created_reader = True
+        try:
+            await client.create(reader)
+        except AlreadyExists:
+            created_reader = False  # another test's, the same file
         # The ServiceMonitor's identity: the binding of config/, its subject moved to this test's namespace.
         binding["metadata"]["name"] = f"{binding['metadata']['name']}-{namespace}"
         binding["subjects"] = [{**subject, "namespace": namespace}]
@@ -136,3 +137,5 @@ async def test_metrics_answer_401_without_a_token_403_without_the_role_200_to_th
             await client.delete(
                 "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding["metadata"]["name"]
             )
+            if created_reader:
+                await client.delete("rbac.authorization.k8s.io/v1", "ClusterRole", reader["metadata"]["name"])
