@@ -48,6 +48,6 @@ ENV PATH=/opt/cpo/bin:$PATH \
 USER 65532:65532
 WORKDIR /
 
-# Ports: 9443 webhooks, 8080 metrics, 8081 probes (the `cpo run` defaults).
-EXPOSE 9443 8080 8081
+# Ports: 9443 webhooks, 8443 metrics (HTTPS), 8081 probes (the `cpo run` defaults).
+EXPOSE 9443 8443 8081
 ENTRYPOINT ["cpo", "run"]

@@ -29,7 +29,8 @@ What it serves
 * Discovery (``/api``, ``/apis``, aggregated discovery v2, ``/version``, ``/openapi/v3``) for the
   built-ins a controller uses -- namespaces, nodes, pods, events, secrets, configmaps, services,
   serviceaccounts, leases, poddisruptionbudgets, events.k8s.io events, CRDs, admission webhook
-  configurations, selfsubjectreviews -- and every installed CRD.
+  configurations, RBAC Roles, ClusterRoles and their bindings, selfsubjectreviews, tokenreviews,
+  subjectaccessreviews -- and every installed CRD.
 * create / get / update / patch (merge, JSON, strategic for built-ins, apply) / delete /
   deletecollection with uid, generateName, generation, one global resourceVersion, optimistic
   concurrency, finalizers and deletionTimestamp, preconditions, dryRun, fieldValidation and
@@ -40,6 +41,14 @@ What it serves
 * Validating and mutating admission webhooks called over TLS with the configured ``caBundle``,
   in kube-apiserver's order: mutating webhooks (each non-empty patch is defaulted again), then
   validation of the result, then validating webhooks.
+* Identities and access: the admin token (``system:masters``), client certificates signed by its
+  CA, and service-account tokens, minted with ``POST .../serviceaccounts/<name>/token`` (``kubectl
+  create token``) or :meth:`EmbeddedAPIServer.service_account_token`. ``TokenReview`` says whose a
+  token is; ``SubjectAccessReview`` evaluates the stored RBAC objects (:mod:`apiserver.rbac`).
+  RBAC is enforced on the requests of the identities named with
+  :meth:`EmbeddedAPIServer.enforce_rbac` (or all but the admin with
+  ``EmbeddedServerOptions.enforce_rbac``), and :meth:`EmbeddedAPIServer.record_access` records
+  every (verb, group, resource, subresource, namespace) one identity asks for.
 * Table, PartialObjectMetadata and YAML representations for kubectl.
 * Request bodies in JSON, YAML and -- for the built-ins, as Go clients (kubectl's typed commands,
   client-go, controller-runtime) send them -- protobuf (``protobuf``; not yet for CRDs, which
@@ -52,8 +61,9 @@ What it deliberately does not do (as with controller-runtime's envtest)
   deletions leave their finalizer in place until a client removes it.
 * No namespace controller: a deleted namespace stays Terminating until ``/finalize`` clears its
   ``spec.finalizers``; the objects inside are not removed.
-* No kubelet, scheduler or controllers of any kind; no RBAC (every authenticated user may do
-  everything; anonymous requests may read only ``/version`` and the health endpoints).
+* No kubelet, scheduler or controllers of any kind (so no ClusterRole aggregation either). RBAC
+  is off unless asked for (see above): every authenticated user may do everything; anonymous
+  requests may read only ``/version`` and the health endpoints.
 * No protobuf bodies for custom resources (kube-apiserver cannot decode them either), no
   protobuf responses, no CBOR, and HTTP/1.1 only.
 
@@ -62,7 +72,8 @@ watch fan-out), ``registry`` (served types), ``builtins`` (what the handlers ask
 over the per-type tables of ``builtin_types`` and the Go struct description language of
 ``gostruct``, ``schema`` (the CRD structural-schema engine), ``objectmeta``, ``selectors``,
 ``patch``, ``decode`` (bodies; ``protobuf`` for protobuf ones), ``discovery``, ``tables``,
-``admission``, ``errors`` (kube's wording, on :mod:`runtime.fielderrors` and
+``admission``, ``rbac`` (who may do what) and ``reviews`` (TokenReview, SubjectAccessReview,
+TokenRequest), ``errors`` (kube's wording, on :mod:`runtime.fielderrors` and
 :mod:`runtime.goformat`).
 """
 

@@ -39,7 +39,7 @@ from runtime.envtest import certs
 from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
-from . import builtins, decode, discovery, objectmeta, schema, tables
+from . import builtins, decode, discovery, objectmeta, rbac, reviews, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
@@ -56,7 +56,8 @@ class EmbeddedServerOptions:
     """How to run the embedded server. Every field has a working default."""
 
     host: str = "127.0.0.1"
-    """Address to listen on. Keep loopback: the server has no authorization beyond its token."""
+    """Address to listen on. Keep loopback: unless ``enforce_rbac`` is on, any valid token may do
+    everything."""
     port: int = 0
     """TCP port; 0 picks a free one (read it back from ``EmbeddedAPIServer.url``)."""
     anonymous_auth: bool = True
@@ -68,6 +69,11 @@ class EmbeddedServerOptions:
     """Seconds between BOOKMARK events on watches that allow them (kube-apiserver: about a minute)."""
     admin_token: str = ""
     """Bearer token of the admin user; empty generates a random one."""
+    enforce_rbac: bool = False
+    """Authorize every request with RBAC (the stored Roles, ClusterRoles and bindings), like
+    ``--authorization-mode=RBAC``; the admin token is in ``system:masters`` and may do everything.
+    False (the default) lets every authenticated identity do everything, except those named with
+    :meth:`EmbeddedAPIServer.enforce_rbac`."""
 
     def new_server(self) -> EmbeddedAPIServer:
         """A server with these options, not yet started (what ``runtime.envtest`` asks for)."""
@@ -117,6 +123,8 @@ class EmbeddedAPIServer:
         self.handlers.bookmark_interval = self.options.bookmark_interval
         self.admin_token = self.options.admin_token or secrets.token_urlsafe(24)
         self._tokens: dict[str, User] = {self.admin_token: User("admin", ["system:masters"], "admin")}
+        self._rbac_users: set[str] = set()
+        self._recorders: dict[str, rbac.AccessRecorder] = {}
         self.ca = certs.CertificateAuthority.new("cpo-embedded-apiserver-ca")
         self.ca_pem: bytes = self.ca.cert_pem
         self._runner: web.AppRunner | None = None
@@ -193,6 +201,28 @@ class EmbeddedAPIServer:
     def add_token(self, token: str, username: str, groups: list[str] | None = None, uid: str = "") -> None:
         """Accept another bearer token (e.g. to test a non-admin identity)."""
         self._tokens[token] = User(username, list(groups or []), uid)
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A new bearer token of the ServiceAccount ``namespace/name`` (which need not exist yet),
+        authenticating as ``system:serviceaccount:<namespace>:<name>``; what ``POST
+        .../serviceaccounts/<name>/token`` (``kubectl create token``) hands out too."""
+        token = secrets.token_urlsafe(32)
+        username, groups = rbac.service_account_user(namespace, name)
+        account = self.store.get(("", "serviceaccounts"), (namespace, name)) or {}
+        self._tokens[token] = User(username, groups, str((account.get("metadata") or {}).get("uid") or ""))
+        return token
+
+    def enforce_rbac(self, username: str) -> None:
+        """Authorize ``username``'s requests with RBAC from now on (403 when no binding grants them),
+        whatever ``EmbeddedServerOptions.enforce_rbac`` says; a service account's username is
+        ``system:serviceaccount:<namespace>:<name>``."""
+        self._rbac_users.add(username)
+
+    def record_access(self, username: str) -> rbac.AccessRecorder:
+        """Start recording every access ``username`` asks for (allowed or not); the recorder's
+        ``used`` grows as requests arrive."""
+        recorder = self._recorders.setdefault(username, rbac.AccessRecorder(username))
+        return recorder
 
     def map_service(self, namespace: str, name: str, port: int, host: str, local_port: int) -> None:
         """Route webhook calls for ``service {namespace, name, port}`` to a local address."""
@@ -342,6 +372,7 @@ class EmbeddedAPIServer:
             if path in ANONYMOUS_PATHS:
                 return await self._non_resource(request, path)
             raise self._forbidden_anonymous(request)
+        self._authorize(request, user)
         if not path.startswith("/api"):
             return await self._non_resource(request, path)
         accept = request.headers.get("Accept", "")
@@ -383,6 +414,59 @@ class EmbeddedAPIServer:
         if info.namespace is None and info.name and rt.namespaced and not info.legacy_watch:
             raise page_not_found()
         return await self._resource(request, user, rt, info)
+
+    def _authorize(self, request: web.Request, user: User) -> None:
+        """Record the access for a recorded identity; 403 when RBAC is enforced and denies it."""
+        recorder = self._recorders.get(user.name)
+        enforced = user.name in self._rbac_users or self.options.enforce_rbac
+        if recorder is None and not enforced:
+            return
+        attrs = self._attributes(request, user)
+        if recorder is not None:
+            recorder.record(attrs)
+        if enforced and not rbac.authorize(self.store, attrs)[0]:
+            details: JSON = {}
+            if attrs.name:
+                details["name"] = attrs.name
+            if attrs.group:
+                details["group"] = attrs.group
+            if attrs.resource:
+                details["kind"] = attrs.resource
+            raise StatusError(403, "Forbidden", rbac.forbidden_message(attrs), details)
+
+    def _attributes(self, request: web.Request, user: User) -> rbac.Attributes:
+        """The request as the authorizer sees it (kube's RequestInfo: verb, resource, namespace...)."""
+        path = request.path
+        parts = [unquote(p) for p in path.strip("/").split("/")]
+        info: RequestInfo | None = None
+        try:
+            if parts[0] == "api" and len(parts) >= 3:
+                info = self._request_info("", parts[1], parts[2:])
+            elif parts[0] == "apis" and len(parts) >= 4:
+                info = self._request_info(parts[1], parts[2], parts[3:])
+        except StatusError:
+            info = None
+        method = request.method
+        if info is None:
+            return rbac.Attributes(user.name, user.groups, method.lower(), path=path)
+        if method == "GET":
+            watch = info.legacy_watch or request.query.get("watch") in ("1", "true")
+            verb = "get" if info.name and not watch else ("watch" if watch else "list")
+        elif method == "DELETE":
+            verb = "delete" if info.name else "deletecollection"
+        else:
+            verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+        namespace = info.namespace or (info.name if info.resource == "namespaces" and not info.group else "")
+        return rbac.Attributes(
+            user.name,
+            user.groups,
+            verb,
+            group=info.group,
+            resource=info.resource,
+            subresource=info.subresource,
+            namespace=namespace or "",
+            name=info.name or "",
+        )
 
     def _forbidden_anonymous(self, request: web.Request) -> StatusError:
         path = request.path
@@ -543,11 +627,16 @@ class EmbeddedAPIServer:
             listed = await h.list(rt, info.namespace if rt.namespaced else None, query)
             return self._list_response(rt, listed, accept, query)
         if method == "POST":
+            if sub == "token" and rt.key == ("", "serviceaccounts") and info.name:
+                return await self._token_request(request, rt, ns, info.name, caller)
             if info.name and rt.builtin and not (rt.resource == "namespaces" and sub == "finalize"):
                 raise method_not_allowed()
             body = await self._read_body(request)
             decoded = decode.decode_object(body, request.headers.get("Content-Type"), rt)
             self._note_duplicates(decoded, rt, caller)
+            review = self._review(rt, decoded.value)
+            if review is not None:
+                return self._object_response(rt, review, accept, caller, status=201)
             created = await h.create(rt, ns, decoded.value, caller)
             return self._object_response(rt, created, accept, caller, status=201)
         if method == "PUT":
@@ -592,6 +681,32 @@ class EmbeddedAPIServer:
                 return _json(result, headers=_warning_headers(caller))
             return self._object_response(rt, result, accept, caller)
         raise method_not_allowed()
+
+    def _review(self, rt: ResourceType, body: JSON) -> JSON | None:
+        """The answer to a TokenReview or SubjectAccessReview (None for any other type)."""
+        if rt.key == ("authentication.k8s.io", "tokenreviews"):
+
+            def lookup(token: str) -> reviews.UserInfo | None:
+                user = self._tokens.get(token)
+                if user is None:
+                    return None
+                user = _authenticated(user)
+                return user.name, user.groups, user.uid
+
+            return reviews.token_review(body, lookup)
+        if rt.key == ("authorization.k8s.io", "subjectaccessreviews"):
+            return reviews.subject_access_review(body, self.store)
+        return None
+
+    async def _token_request(
+        self, request: web.Request, rt: ResourceType, namespace: str, name: str, caller: Caller
+    ) -> web.Response:
+        self.handlers.get(rt, namespace, name)  # 404 when the account does not exist
+        raw = await self._read_body(request)
+        content_type = request.headers.get("Content-Type")
+        body = decode.decode_object(raw, content_type, _TOKEN_REQUEST_TYPE).value if raw.strip() else {}
+        answer = reviews.token_request(body, namespace, name, self.service_account_token(namespace, name))
+        return _json(answer, status=201, headers=_warning_headers(caller))
 
     @staticmethod
     def _note_duplicates(decoded: decode.DecodedObject, rt: ResourceType, caller: Caller) -> None:
@@ -674,6 +789,10 @@ class EmbeddedAPIServer:
         return response
 
 
+# The body of POST .../serviceaccounts/<name>/token, decoded (JSON, YAML or protobuf) but not stored.
+_TOKEN_REQUEST_TYPE = ResourceType(
+    "authentication.k8s.io", "v1", "tokenrequests", "TokenRequest", "tokenrequest", True, builtin=True
+)
 _SCALE_TYPE = ResourceType(
     group="autoscaling",
     version="v1",
@@ -700,6 +819,8 @@ def _subresources(rt: ResourceType) -> set[str]:
         subs.add("scale")
     if rt.builtin and rt.resource == "namespaces" and not rt.group:
         subs.add("finalize")
+    if rt.builtin and rt.resource == "serviceaccounts" and not rt.group:
+        subs.add("token")
     return subs
 
 

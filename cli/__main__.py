@@ -271,7 +271,22 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-bind-address",
         metavar="ADDR",
-        help="where /metrics is served, host:port or :port; '0' disables it (default: :8080)",
+        help="where /metrics is served, host:port or :port; '0' disables it (default: :8443)",
+    )
+    parser.add_argument(
+        "--metrics-secure",
+        nargs="?",
+        const=True,
+        type=_flag_bool,
+        metavar="BOOL",
+        help="serve /metrics over HTTPS to callers whose bearer token the API server authenticates "
+        "and authorises (get on /metrics); --metrics-secure=false serves plain HTTP (default: true)",
+    )
+    parser.add_argument(
+        "--metrics-cert-dir",
+        metavar="DIR",
+        help="folder with tls.crt and tls.key of the metrics server, reloaded when they change "
+        "(default: none, a self-signed certificate generated at start)",
     )
     parser.add_argument(
         "--health-probe-bind-address",
@@ -341,12 +356,24 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _flag_bool(text: str) -> bool:
+    """A boolean flag's value as Go's flag package reads it: ``--flag=false``, ``--flag=true``."""
+    value = text.strip().lower()
+    if value in ("1", "t", "true"):
+        return True
+    if value in ("0", "f", "false"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean: use true or false")
+
+
 def _run_operator(args: argparse.Namespace) -> int:
     from controllers.operator import OperatorOptions, run_operator
 
     options = OperatorOptions(
         kubeconfig=args.kubeconfig,
         metrics_bind_address=args.metrics_bind_address,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir,
         health_probe_bind_address=args.health_probe_bind_address,
         leader_election=args.leader_elect,
         leader_election_id=args.leader_election_id,

@@ -2,7 +2,11 @@
 
 What runs, and on which ports (the defaults match ``config/manager/manager.yaml``):
 
-* ``/metrics`` on ``:8080`` (Prometheus text: controller-runtime's metric families and the operator's own);
+* ``/metrics`` on ``:8443`` (Prometheus text: controller-runtime's metric families and the operator's own),
+  over HTTPS (the pair in ``--metrics-cert-dir``, else a self-signed certificate generated at start),
+  readable only with a bearer token the API server authenticates (TokenReview) and authorises to
+  ``get`` the non-resource URL ``/metrics`` (SubjectAccessReview), as kubebuilder projects serve it;
+  ``--metrics-secure=false`` serves plain HTTP for local use;
 * ``/healthz`` and ``/readyz`` on ``:8081``; ``/readyz`` passes once the caches are synced and
   the webhook server completes a TLS handshake;
 * the admission webhook server on ``:9443`` (HTTPS, key and certificate read from
@@ -52,7 +56,7 @@ if TYPE_CHECKING:
 
 LogFormat = Literal["json", "console"]
 
-DEFAULT_METRICS_BIND_ADDRESS: Final = ":8080"
+DEFAULT_METRICS_BIND_ADDRESS: Final = ":8443"
 DEFAULT_HEALTH_PROBE_BIND_ADDRESS: Final = ":8081"
 DEFAULT_LEADER_ELECTION_ID: Final = "controlplane-operator.cpo.dev"
 DEFAULT_WEBHOOK_PORT: Final = 9443
@@ -85,8 +89,15 @@ class OperatorOptions:
     """Kubeconfig file to reach the API server with. Defaults to ``$KUBECONFIG``, else the pod's
     service account."""
     metrics_bind_address: str | None = None
-    """Where ``/metrics`` is served, ``host:port`` or ``:port``. Defaults to ``":8080"``; ``"0"``
+    """Where ``/metrics`` is served, ``host:port`` or ``:port``. Defaults to ``":8443"``; ``"0"``
     disables it and ``":0"`` picks a free port."""
+    metrics_secure: bool | None = None
+    """Serve ``/metrics`` over HTTPS to authenticated, authorised callers only (TokenReview and
+    SubjectAccessReview of their bearer token). Defaults to True; False serves plain HTTP to anyone
+    (local runs, tests)."""
+    metrics_cert_dir: str | None = None
+    """Directory holding the metrics server's ``tls.crt`` and ``tls.key`` (reloaded when they
+    change). Defaults to none: a self-signed certificate generated at start."""
     health_probe_bind_address: str | None = None
     """Where ``/healthz`` and ``/readyz`` are served. Defaults to ``":8081"``; ``"0"`` disables them."""
     leader_election: bool | None = None
@@ -146,9 +157,14 @@ class OperatorOptions:
         )
         if grace < 0:
             raise ValueError(f"graceful shutdown timeout must be ≥ 0 seconds, got {grace}")
+        metrics_secure = True if self.metrics_secure is None else self.metrics_secure
+        if self.metrics_cert_dir and not metrics_secure:
+            raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
+            metrics_secure=metrics_secure,
+            metrics_cert_dir=self.metrics_cert_dir or None,
             health_probe_bind_address=self.health_probe_bind_address or DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
             leader_election=leader_election,
             leader_election_id=self.leader_election_id or DEFAULT_LEADER_ELECTION_ID,
@@ -170,6 +186,8 @@ class ResolvedOperatorOptions:
 
     kubeconfig: str | None
     metrics_bind_address: str
+    metrics_secure: bool
+    metrics_cert_dir: str | None
     health_probe_bind_address: str
     leader_election: bool
     leader_election_id: str
@@ -246,6 +264,8 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
             kubeconfig=options.kubeconfig,
             cache_options=operator_cache_options(),
             metrics_bind_address=options.metrics_bind_address,
+            metrics_secure=options.metrics_secure,
+            metrics_cert_dir=options.metrics_cert_dir,
             health_probe_bind_address=options.health_probe_bind_address,
             leader_election=options.leader_election,
             leader_election_id=options.leader_election_id,
@@ -273,8 +293,9 @@ async def run_operator(options: OperatorOptions) -> int:
         return 1
     configure_logging(format=resolved.log_format, level=resolved.log_level)
     log.info(
-        "starting controlplane-operator (metrics %s, probes %s, webhooks %s, leader election %s)",
+        "starting controlplane-operator (metrics %s%s, probes %s, webhooks %s, leader election %s)",
         resolved.metrics_bind_address,
+        " over HTTPS, authenticated" if resolved.metrics_secure else " over plain HTTP",
         resolved.health_probe_bind_address,
         f"port {resolved.webhook_port}, certs {resolved.webhook_cert_dir}" if resolved.webhooks else "off",
         f"on, Lease {resolved.leader_election_id}" if resolved.leader_election else "off",

@@ -776,3 +776,124 @@ def order_json_schema(schema: Any) -> Any:
             value = [order_json_schema(v) for v in value]
         out[key] = value
     return out
+
+
+# rbac.authorization.k8s.io/v1
+POLICY_RULE = struct(
+    "PolicyRule",
+    F("verbs", STR_LIST, ALWAYS),
+    F("apiGroups", STR_LIST),
+    F("resources", STR_LIST),
+    F("resourceNames", STR_LIST),
+    F("nonResourceURLs", STR_LIST),
+)
+RULES = F("rules", ListOf(POLICY_RULE), ALWAYS)
+RBAC_SUBJECT = struct(
+    "Subject", F("kind", STR, ALWAYS), F("apiGroup", STR), F("name", STR, ALWAYS), F("namespace", STR)
+)
+ROLE_REF = struct("RoleRef", F("apiGroup", STR, ALWAYS), F("kind", STR, ALWAYS), F("name", STR, ALWAYS))
+ROLE = struct("Role", *META_TOP, METADATA, RULES)
+CLUSTER_ROLE = struct(
+    "ClusterRole",
+    *META_TOP,
+    METADATA,
+    RULES,
+    F(
+        "aggregationRule",
+        struct("AggregationRule", F("clusterRoleSelectors", ListOf(LABEL_SELECTOR))),
+        POINTER,
+    ),
+)
+_BINDING_FIELDS = (F("subjects", ListOf(RBAC_SUBJECT)), F("roleRef", ROLE_REF, ALWAYS))
+ROLE_BINDING = struct("RoleBinding", *META_TOP, METADATA, *_BINDING_FIELDS)
+CLUSTER_ROLE_BINDING = struct("ClusterRoleBinding", *META_TOP, METADATA, *_BINDING_FIELDS)
+
+# authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews answered, never stored
+USER_INFO = struct(
+    "UserInfo", F("username", STR), F("uid", STR), F("groups", STR_LIST), F("extra", MapOf(STR_LIST))
+)
+TOKEN_REVIEW = struct(
+    "TokenReview",
+    *META_TOP,
+    METADATA,
+    F("spec", struct("TokenReviewSpec", F("token", STR), F("audiences", STR_LIST)), ALWAYS),
+    F(
+        "status",
+        struct(
+            "TokenReviewStatus",
+            F("authenticated", BOOL),
+            F("user", USER_INFO, ALWAYS),
+            F("audiences", STR_LIST),
+            F("error", STR),
+        ),
+        ALWAYS,
+    ),
+)
+TOKEN_REQUEST = struct(
+    "TokenRequest",
+    *META_TOP,
+    METADATA,
+    F(
+        "spec",
+        struct(
+            "TokenRequestSpec",
+            F("audiences", STR_LIST, ALWAYS),
+            F("expirationSeconds", I64, POINTER),
+            F("boundObjectRef", ANY, POINTER),
+        ),
+        ALWAYS,
+    ),
+    F(
+        "status",
+        struct("TokenRequestStatus", F("token", STR, ALWAYS), F("expirationTimestamp", TIME, ALWAYS)),
+        ALWAYS,
+    ),
+)
+SUBJECT_ACCESS_REVIEW = struct(
+    "SubjectAccessReview",
+    *META_TOP,
+    METADATA,
+    F(
+        "spec",
+        struct(
+            "SubjectAccessReviewSpec",
+            F(
+                "resourceAttributes",
+                struct(
+                    "ResourceAttributes",
+                    F("namespace", STR),
+                    F("verb", STR),
+                    F("group", STR),
+                    F("version", STR),
+                    F("resource", STR),
+                    F("subresource", STR),
+                    F("name", STR),
+                    F("fieldSelector", ANY, POINTER),
+                    F("labelSelector", ANY, POINTER),
+                ),
+                POINTER,
+            ),
+            F(
+                "nonResourceAttributes",
+                struct("NonResourceAttributes", F("path", STR), F("verb", STR)),
+                POINTER,
+            ),
+            F("user", STR),
+            F("groups", STR_LIST),
+            F("extra", MapOf(STR_LIST)),
+            F("uid", STR),
+        ),
+        ALWAYS,
+    ),
+    F(
+        "status",
+        struct(
+            "SubjectAccessReviewStatus",
+            F("allowed", BOOL, ALWAYS),
+            F("denied", BOOL),
+            F("reason", STR),
+            F("evaluationError", STR),
+        ),
+        ALWAYS,
+    ),
+)

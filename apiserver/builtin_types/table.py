@@ -24,6 +24,8 @@ from .defaulting import (
 )
 from .events import CohabitingResourceType
 from .structs import (
+    CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
     CONFIG_MAP,
     CORE_EVENT,
     CUSTOM_RESOURCE_DEFINITION,
@@ -34,10 +36,14 @@ from .structs import (
     NODE,
     POD,
     POD_DISRUPTION_BUDGET,
+    ROLE,
+    ROLE_BINDING,
     SECRET,
     SELF_SUBJECT_REVIEW,
     SERVICE,
     SERVICE_ACCOUNT,
+    SUBJECT_ACCESS_REVIEW,
+    TOKEN_REVIEW,
     VALIDATING_WEBHOOK_CONFIGURATION,
 )
 from .validation import (
@@ -288,6 +294,32 @@ def builtin_types() -> list[ResourceType]:
         ),
         _register(
             ResourceType(
+                "authentication.k8s.io",
+                "v1",
+                "tokenreviews",
+                "TokenReview",
+                "tokenreview",
+                False,
+                verbs=["create"],
+                tracks_generation=False,
+            ),
+            TOKEN_REVIEW,
+        ),
+        _register(
+            ResourceType(
+                "authorization.k8s.io",
+                "v1",
+                "subjectaccessreviews",
+                "SubjectAccessReview",
+                "subjectaccessreview",
+                False,
+                verbs=["create"],
+                tracks_generation=False,
+            ),
+            SUBJECT_ACCESS_REVIEW,
+        ),
+        _register(
+            ResourceType(
                 "policy",
                 "v1",
                 "poddisruptionbudgets",
@@ -300,6 +332,58 @@ def builtin_types() -> list[ResourceType]:
             ),
             POD_DISRUPTION_BUDGET,
             subresources=[_STATUS],
+        ),
+        _register(
+            ResourceType(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                "clusterrolebinding",
+                False,
+                verbs=list(ALL_VERBS),
+                tracks_generation=False,
+            ),
+            CLUSTER_ROLE_BINDING,
+        ),
+        _register(
+            ResourceType(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterroles",
+                "ClusterRole",
+                "clusterrole",
+                False,
+                verbs=list(ALL_VERBS),
+                tracks_generation=False,
+            ),
+            CLUSTER_ROLE,
+        ),
+        _register(
+            ResourceType(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "rolebindings",
+                "RoleBinding",
+                "rolebinding",
+                True,
+                verbs=list(ALL_VERBS),
+                tracks_generation=False,
+            ),
+            ROLE_BINDING,
+        ),
+        _register(
+            ResourceType(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "roles",
+                "Role",
+                "role",
+                True,
+                verbs=list(ALL_VERBS),
+                tracks_generation=False,
+            ),
+            ROLE,
         ),
         _register(
             ResourceType(

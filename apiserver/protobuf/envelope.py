@@ -27,6 +27,13 @@ ROOTS: dict[tuple[str, str, str], str] = {
     ("coordination.k8s.io", "v1", "Lease"): "Lease",
     ("policy", "v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("authentication.k8s.io", "v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("authentication.k8s.io", "v1", "TokenReview"): "TokenReview",
+    ("authentication.k8s.io", "v1", "TokenRequest"): "TokenRequest",
+    ("authorization.k8s.io", "v1", "SubjectAccessReview"): "SubjectAccessReview",
+    **{
+        ("rbac.authorization.k8s.io", "v1", kind): kind
+        for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+    },
     ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"): "MutatingWebhookConfiguration",
     (
         "admissionregistration.k8s.io",

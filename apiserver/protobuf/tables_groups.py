@@ -1,7 +1,9 @@
 """Field tables of the served kinds outside the core group.
 
 coordination.k8s.io/v1 Lease, policy/v1 PodDisruptionBudget, events.k8s.io/v1 Event,
-authentication.k8s.io/v1 SelfSubjectReview, admissionregistration.k8s.io/v1 Mutating- and
+authentication.k8s.io/v1 SelfSubjectReview, TokenReview and TokenRequest, authorization.k8s.io/v1
+SubjectAccessReview, rbac.authorization.k8s.io/v1 Role, ClusterRole and their bindings,
+admissionregistration.k8s.io/v1 Mutating- and
 ValidatingWebhookConfiguration, and autoscaling/v1 Scale (the body of a ``/scale`` PUT). The
 notation is described in :mod:`apiserver.protobuf.schema`; messages shared with the core group
 (ObjectReference, EventSource, EventSeries) are the core tables.
@@ -33,6 +35,33 @@ TABLES: dict[str, str] = {
         " 13 deprecatedFirstTimestamp Time; 14 deprecatedLastTimestamp Time; 15 deprecatedCount i"
     ),
     "SelfSubjectReview": "1 metadata ObjectMeta; 2 status SelfSubjectReviewStatus",
+    "TokenReview": "1 metadata ObjectMeta; 2 spec TokenReviewSpec; 3 status TokenReviewStatus",
+    "TokenReviewSpec": "1 token s; 2 audiences s*",
+    "TokenReviewStatus": "1 authenticated b; 2 user UserInfo; 3 error s; 4 audiences s*",
+    "TokenRequest": "1 metadata ObjectMeta; 2 spec TokenRequestSpec; 3 status TokenRequestStatus",
+    "TokenRequestSpec": "1 audiences s*; 4 expirationSeconds i?; 3 boundObjectRef BoundObjectReference",
+    "BoundObjectReference": "1 kind s; 2 apiVersion s; 3 name s; 4 uid s",
+    "TokenRequestStatus": "1 token s!; 2 expirationTimestamp Time",
+    "SubjectAccessReview": (
+        "1 metadata ObjectMeta; 2 spec SubjectAccessReviewSpec; 3 status SubjectAccessReviewStatus"
+    ),
+    "SubjectAccessReviewSpec": (
+        "1 resourceAttributes ResourceAttributes; 2 nonResourceAttributes NonResourceAttributes;"
+        " 3 user s; 4 groups s*; 5 extra {ExtraValue}; 6 uid s"
+    ),
+    "ResourceAttributes": (
+        "1 namespace s; 2 verb s; 3 group s; 4 version s; 5 resource s; 6 subresource s; 7 name s"
+    ),
+    "NonResourceAttributes": "1 path s; 2 verb s",
+    "SubjectAccessReviewStatus": "1 allowed b!; 4 denied b; 2 reason s; 3 evaluationError s",
+    "Role": "1 metadata ObjectMeta; 2 rules PolicyRule*",
+    "ClusterRole": "1 metadata ObjectMeta; 2 rules PolicyRule*; 3 aggregationRule AggregationRule",
+    "AggregationRule": "1 clusterRoleSelectors LabelSelector*",
+    "PolicyRule": "1 verbs s*; 2 apiGroups s*; 3 resources s*; 4 resourceNames s*; 5 nonResourceURLs s*",
+    "RoleBinding": "1 metadata ObjectMeta; 2 subjects Subject*; 3 roleRef RoleRef",
+    "ClusterRoleBinding": "1 metadata ObjectMeta; 2 subjects Subject*; 3 roleRef RoleRef",
+    "Subject": "1 kind s!; 2 apiGroup s; 3 name s!; 4 namespace s",
+    "RoleRef": "1 apiGroup s!; 2 kind s!; 3 name s!",
     "SelfSubjectReviewStatus": "1 userInfo UserInfo",
     "UserInfo": "1 username s; 2 uid s; 3 groups s*; 4 extra {ExtraValue}",
     "MutatingWebhookConfiguration": "1 metadata ObjectMeta; 2 webhooks MutatingWebhook*",

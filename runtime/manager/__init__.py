@@ -5,7 +5,10 @@ runs it. The manager starts everything in controller-runtime's order and stops i
 
 1. **HTTP servers**: ``/metrics`` (Prometheus text of :mod:`runtime.metrics`) and the probe
    server (``/healthz``, ``/readyz``, see :mod:`runtime.healthz`). They come first so kubelet
-   probes and scrapes work during start-up.
+   probes and scrapes work during start-up. With ``metrics_secure=True`` ``/metrics`` is HTTPS
+   (``metrics_cert_dir``'s pair, else a self-signed one) and only callers whose bearer token
+   passes a TokenReview and a SubjectAccessReview (``get`` on the path) may read it; the filter
+   is pluggable (``metrics_filter_provider``, see :mod:`runtime.manager.filters`).
 2. **Webhook-like runnables** (objects with a ``started_checker`` method): before the caches,
    because a conversion webhook served by this process may be needed for the caches to sync.
 3. **Caches** (objects with ``wait_for_cache_sync``: the manager's own :attr:`Manager.cache`,
@@ -58,6 +61,12 @@ stopped, Lease released
 """
 
 from ..leaderelection import LeaderElectionLost
+from .filters import (
+    AuthenticationAndAuthorization,
+    Filter,
+    FilterProvider,
+    with_authentication_and_authorization,
+)
 from .manager import GracefulShutdownTimeout, Manager
 from .options import (
     CACHES_SYNCED_CHECK,
@@ -77,11 +86,15 @@ __all__ = [
     "DEFAULT_HEALTH_PROBE_BIND_ADDRESS",
     "DEFAULT_METRICS_BIND_ADDRESS",
     "IN_CLUSTER_NAMESPACE_FILE",
+    "AuthenticationAndAuthorization",
     "CacheLike",
+    "Filter",
+    "FilterProvider",
     "GracefulShutdownTimeout",
     "LeaderElectionLost",
     "Manager",
     "ManagerOptions",
     "ResolvedManagerOptions",
     "parse_bind_address",
+    "with_authentication_and_authorization",
 ]

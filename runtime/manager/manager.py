@@ -223,7 +223,18 @@ class Manager:
     async def _start_servers(self) -> None:
         opts = self.options
         if opts.metrics_bind is not None:
-            self.metrics_port = await self._serve("metrics", "metrics", metrics_app(), opts.metrics_bind)
+            provider = opts.metrics_filter_provider
+            app = metrics_app(provider(self.client) if provider is not None else None)
+            server = _HTTPServer(
+                "metrics",
+                app,
+                opts.metrics_bind,
+                tls_dir=opts.metrics_cert_dir,
+                tls_self_signed=opts.metrics_secure and opts.metrics_cert_dir is None,
+            )
+            self.metrics_port = await self._start_server(
+                server, "metrics", " (HTTPS, authenticated and authorised)" if opts.metrics_secure else ""
+            )
         if opts.health_probe_bind is not None:
             app = probes_app(self._healthz, self._readyz)
             self.health_probe_port = await self._serve(
@@ -234,10 +245,12 @@ class Manager:
         self, name: str, what: str, app: web.Application, bind: tuple[str | None, int]
     ) -> int | None:
         """Start one HTTP server (stopped at shutdown); the port it listens on."""
-        server = _HTTPServer(name, app, bind)
+        return await self._start_server(_HTTPServer(name, app, bind), what)
+
+    async def _start_server(self, server: _HTTPServer, what: str, how: str = "") -> int | None:
         await server.start()
         self._servers.append(server)
-        self.log.info("serving %s on port %s", what, server.port)
+        self.log.info("serving %s on port %s%s", what, server.port, how)
         return server.port
 
     def _start_leading(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Final
 from ..cache import Cache, CacheOptions
 from ..client import Client
 from ..leaderelection import LeaderElectionOptions
+from .filters import FilterProvider, with_authentication_and_authorization
 
 DEFAULT_METRICS_BIND_ADDRESS: Final = ":8080"
 DEFAULT_HEALTH_PROBE_BIND_ADDRESS: Final = ":8081"
@@ -49,6 +50,17 @@ class ManagerOptions:
     """Context of ``kubeconfig`` to use. Defaults to its current context."""
     metrics_bind_address: str | None = None
     """Where ``/metrics`` is served. Defaults to ``":8080"``; ``"0"`` disables it."""
+    metrics_secure: bool | None = None
+    """Serve ``/metrics`` over HTTPS, each request checked by ``metrics_filter_provider``'s filter.
+    Defaults to False: plain HTTP, readable by anyone who reaches the port."""
+    metrics_cert_dir: str | os.PathLike[str] | None = None
+    """With ``metrics_secure``: the directory holding ``tls.crt`` and ``tls.key`` (reloaded when
+    they change). Defaults to none: a self-signed certificate generated at start."""
+    metrics_filter_provider: FilterProvider | None = None
+    """With ``metrics_secure``: builds the request filter from the manager's client. Defaults to
+    :func:`~runtime.manager.filters.with_authentication_and_authorization` (TokenReview, then a
+    SubjectAccessReview for ``get`` on the path); ``metrics_secure`` without a filter is not
+    offered, as TLS alone would let anyone read the metrics."""
     health_probe_bind_address: str | None = None
     """Where ``/healthz`` and ``/readyz`` are served. Defaults to ``":8081"``; ``"0"`` disables it."""
     leader_election: bool | None = None
@@ -92,6 +104,15 @@ class ManagerOptions:
             else self.health_probe_bind_address
         )
         metrics_bind = parse_bind_address(metrics_address, "metrics_bind_address")
+        metrics_secure = bool(self.metrics_secure)
+        if not metrics_secure and (self.metrics_cert_dir is not None or self.metrics_filter_provider):
+            raise ValueError("metrics_cert_dir and metrics_filter_provider need metrics_secure=True")
+        metrics_cert_dir = os.fspath(self.metrics_cert_dir) if self.metrics_cert_dir is not None else None
+        filter_provider = (
+            (self.metrics_filter_provider or with_authentication_and_authorization)
+            if metrics_secure
+            else None
+        )
         probe_bind = parse_bind_address(probe_address, "health_probe_bind_address")
         grace = (
             DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
@@ -130,6 +151,9 @@ class ManagerOptions:
             kubeconfig=kubeconfig,
             kubeconfig_context=self.kubeconfig_context,
             metrics_bind=metrics_bind,
+            metrics_secure=metrics_secure,
+            metrics_cert_dir=metrics_cert_dir,
+            metrics_filter_provider=filter_provider,
             health_probe_bind=probe_bind,
             leader_election=leader_election,
             leader_election_id=self.leader_election_id or "",
@@ -150,6 +174,9 @@ class ResolvedManagerOptions:
     kubeconfig: str | os.PathLike[str] | Mapping[str, Any] | None
     kubeconfig_context: str | None
     metrics_bind: tuple[str | None, int] | None
+    metrics_secure: bool
+    metrics_cert_dir: str | None
+    metrics_filter_provider: FilterProvider | None
     health_probe_bind: tuple[str | None, int] | None
     leader_election: bool
     leader_election_id: str

@@ -91,6 +91,7 @@ def cpo_run_argv(kubeconfig: Path, cert_dir: Path, lease_namespace: str | None =
         str(kubeconfig),
         "--metrics-bind-address",
         "127.0.0.1:0",
+        "--metrics-secure=false",  # scraped over plain HTTP; the secure server has its own test
         "--health-probe-bind-address",
         "127.0.0.1:0",
         "--webhook-host",

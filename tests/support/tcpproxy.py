@@ -8,8 +8,9 @@ any back end. The faults are the ones networks produce:
 * :meth:`TCPProxy.stall` stops forwarding on the open connections while they stay open (a hung
   stream: the client waits forever unless it has a read timeout).
 
-:func:`proxied_kubeconfig` rewrites a kubeconfig to go through the proxy, keeping the server's
-name for TLS verification (``tls-server-name``).
+:class:`ServiceProxy` spreads connections over several endpoints and skips one that refuses, as
+kube-proxy does for a Service. :func:`proxied_kubeconfig` rewrites a kubeconfig to go through the
+proxy, keeping the server's name for TLS verification (``tls-server-name``).
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ class TCPProxy:
         except OSError:
             writer.transport.abort()
             return
+        await self._forward(reader, writer, up_reader, up_writer)
+
+    async def _forward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+    ) -> None:
         self.connections += 1
         link = _Link(writer, up_writer)
         self._links.add(link)
@@ -117,3 +127,28 @@ def proxied_kubeconfig(kubeconfig: dict[str, Any], proxy_port: int) -> dict[str,
     cluster.setdefault("tls-server-name", url.hostname)
     cluster["server"] = urlunsplit((url.scheme, f"127.0.0.1:{proxy_port}", url.path, "", ""))
     return proxied
+
+
+class ServiceProxy(TCPProxy):
+    """A Service's virtual IP as kube-proxy plays it: each new connection goes to one of several
+    endpoints, in turn, and to the next one when an endpoint refuses (its pod is gone)."""
+
+    def __init__(self, endpoints: list[tuple[str, int]]) -> None:
+        super().__init__(*endpoints[0])
+        self.endpoints = list(endpoints)
+        self.served_by: list[tuple[str, int]] = []
+        """The endpoint of every connection forwarded, in order."""
+        self._next = 0
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for attempt in range(len(self.endpoints)):
+            endpoint = self.endpoints[(self._next + attempt) % len(self.endpoints)]
+            try:
+                probe_reader, probe_writer = await asyncio.open_connection(*endpoint)
+            except OSError:
+                continue
+            self._next = (self._next + attempt + 1) % len(self.endpoints)
+            self.served_by.append(endpoint)
+            await self._forward(reader, writer, probe_reader, probe_writer)
+            return
+        writer.transport.abort()  # no endpoint left: the connection is refused

@@ -72,6 +72,8 @@ def resolved_from_deployment() -> Any:
     return OperatorOptions(
         kubeconfig=args.kubeconfig,
         metrics_bind_address=args.metrics_bind_address,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir,
         health_probe_bind_address=args.health_probe_bind_address,
         leader_election=args.leader_elect,
         webhook_port=args.webhook_port,
@@ -148,9 +150,10 @@ def test_webhook_configurations_call_the_paths_cpo_run_registers(in_cluster: Non
 def test_services_reach_the_ports_the_process_listens_on(in_cluster: None) -> None:
     options = resolved_from_deployment()
     ports = {p["name"]: p["containerPort"] for p in manager_container()["ports"]}
-    assert ports == {"webhook-server": options.webhook_port, "metrics": 8080, "health": 8081}
+    assert ports == {"webhook-server": options.webhook_port, "metrics": 8443, "health": 8081}
     assert options.webhook_port == DEFAULT_WEBHOOK_PORT
-    assert options.metrics_bind_address == DEFAULT_METRICS_BIND_ADDRESS == ":8080"
+    assert options.metrics_bind_address == DEFAULT_METRICS_BIND_ADDRESS == ":8443"
+    assert options.metrics_secure and options.metrics_cert_dir is None  # HTTPS, self-signed
     assert options.health_probe_bind_address == DEFAULT_HEALTH_PROBE_BIND_ADDRESS == ":8081"
 
     webhook_service = one("Service", "webhook")
@@ -168,11 +171,37 @@ def test_services_reach_the_ports_the_process_listens_on(in_cluster: None) -> No
 
     metrics_service = one("Service", "manager")
     (metrics_port,) = metrics_service["spec"]["ports"]
-    assert metrics_port["targetPort"] == 8080 and metrics_service["spec"]["selector"] == POD_LABELS
+    assert metrics_port["targetPort"] == 8443 and metrics_service["spec"]["selector"] == POD_LABELS
     monitor = one("ServiceMonitor", "prometheus")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics_service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == metrics_port["name"]
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
+def test_service_monitor_scrapes_over_https_as_an_identity_allowed_to_read_metrics() -> None:
+    (endpoint,) = one("ServiceMonitor", "prometheus")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    roles = {d["metadata"]["name"]: d for d in objects("rbac")}
+    reader = roles["cpo-metrics-reader"]
+    assert reader["kind"] == "ClusterRole"
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    binding = one("ClusterRoleBinding", "prometheus")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "cpo-metrics-reader",
+    }
+    (subject,) = binding["subjects"]
+    assert subject["kind"] == "ServiceAccount"
+
+
+def test_manager_may_review_tokens_and_access_for_its_metrics_server() -> None:
+    roles = {d["metadata"]["name"]: d for d in objects("rbac")}
+    assert flatten(roles["cpo-metrics-auth-role"]["rules"]) == {
+        ("authentication.k8s.io", "tokenreviews"): {"create"},
+        ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
+    }
 
 
 def test_deployment_probes_certificate_and_security(in_cluster: None) -> None:
@@ -257,7 +286,11 @@ def test_bindings_give_the_roles_to_the_deployment_service_account() -> None:
     assert account["metadata"]["namespace"] == deployment["metadata"]["namespace"]
     roles = {(d["kind"], d["metadata"]["name"]) for d in objects("rbac")}
     bindings = [d for d in objects("rbac") if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]
-    assert {b["roleRef"]["name"] for b in bindings} == {"cpo-manager-role", "cpo-leader-election-role"}
+    assert {b["roleRef"]["name"] for b in bindings} == {
+        "cpo-manager-role",
+        "cpo-leader-election-role",
+        "cpo-metrics-auth-role",
+    }
     for binding in bindings:
         assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in roles
         assert binding["subjects"] == [

@@ -1,0 +1,161 @@
+"""Admission survives the loss of the replica it was talking to: two `cpo run` behind one Service.
+
+As the Deployment runs it (config/manager): two replicas, both serving the webhooks, leader
+election deciding which one runs the controllers. The API server calls the validating webhook
+through a Service (``clientConfig.service``, ``failurePolicy: Fail``, the shipped
+``timeoutSeconds``); the embedded API server maps that Service to a :class:`ServiceProxy`, which
+plays kube-proxy: new connections go to either replica, and to the other when one refuses. The
+replica that answered is killed (SIGKILL: no graceful stop), and the next write is still judged by
+the validator, well within the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+import yaml
+
+from runtime.client import Client
+from runtime.errors import APIError
+from tests.e2e.test_operator_process import (
+    CP,
+    ODD,
+    OperatorProcess,
+    child_environment,
+    controlplane,
+    cpo_run_argv,
+    shipped_webhook_paths,
+    wait_ready,
+)
+from tests.support.tcpproxy import ServiceProxy
+from tests.support.webhooks import ServingCerts
+
+ROOT = Path(__file__).resolve().parents[2]
+WEBHOOK = ROOT / "config" / "webhook"
+
+
+def shipped_timeout() -> int:
+    docs = [d for d in yaml.safe_load_all((WEBHOOK / "manifests.yaml").read_text()) if d]
+    (timeout,) = {hook["timeoutSeconds"] for doc in docs for hook in doc["webhooks"]}
+    return int(timeout)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def replicas(
+    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
+) -> AsyncIterator[tuple[list[tuple[OperatorProcess, int]], ServingCerts]]:
+    """Two `cpo run`: (process, webhook port) each, sharing the serving pair of the Service."""
+    await env.install_crds([ROOT / "config" / "crd"])
+    service = yaml.safe_load((WEBHOOK / "service.yaml").read_text())["metadata"]["name"]
+    certs = ServingCerts(tmp_path / "certs")
+    certs.write(certs.ca.serving_cert(["127.0.0.1", f"{service}.{namespace}.svc"]))
+    started: list[tuple[OperatorProcess, asyncio.Task[None]]] = []
+    try:
+        for index in range(2):
+            proc = await asyncio.create_subprocess_exec(
+                *cpo_run_argv(kubeconfig_path, certs.directory, namespace),
+                cwd=tmp_path,
+                env=child_environment(),
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            process = OperatorProcess(proc)
+            started.append((process, asyncio.create_task(process.read_logs(), name=f"replica-{index}")))
+        ports = []
+        async with aiohttp.ClientSession() as session:
+            for process, _ in started:
+                probe = await process.port_from_log(r"serving health probes on port (\d+)")
+                await wait_ready(session, f"http://127.0.0.1:{probe}/readyz", process)
+                ports.append(await process.port_from_log(r"webhook server listening on \S+ port (\d+)"))
+        yield [(process, port) for (process, _), port in zip(started, ports, strict=True)], certs
+    finally:
+        for process, reader in started:
+            if process.proc.returncode is None:
+                process.proc.kill()
+                await process.proc.wait()
+            await reader
+
+
+async def test_admission_answers_through_the_other_replica_when_the_one_serving_is_killed(
+    env: Any, replicas: tuple[list[tuple[OperatorProcess, int]], ServingCerts], namespace: str
+) -> None:
+    server: Any = getattr(env, "embedded_server", None)
+    if server is None or not hasattr(server, "map_service"):
+        pytest.skip("mapping a Service to local endpoints is a feature of the embedded API server")
+    processes, certs = replicas
+    service = yaml.safe_load((WEBHOOK / "service.yaml").read_text())
+    (service_port,) = service["spec"]["ports"]
+    name = service["metadata"]["name"]
+    proxy = ServiceProxy([("127.0.0.1", port) for _, port in processes])
+    await proxy.start()
+    server.map_service(namespace, name, service_port["port"], "127.0.0.1", proxy.port)
+    timeout = shipped_timeout()
+    configuration = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": f"vcontrolplane-failover.{namespace}.cpo.dev"},
+        "webhooks": [
+            {
+                "name": "vcontrolplane.cpo.dev",
+                "clientConfig": {
+                    "service": {
+                        "namespace": namespace,
+                        "name": name,
+                        "port": service_port["port"],
+                        "path": shipped_webhook_paths()["ValidatingWebhookConfiguration"],
+                    },
+                    "caBundle": base64.b64encode(certs.ca.cert_pem).decode(),
+                },
+                "rules": [
+                    {
+                        "apiGroups": [CP.split("/")[0]],
+                        "apiVersions": [CP.split("/")[1]],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["controlplanes"],
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail",
+                "timeoutSeconds": timeout,
+            }
+        ],
+    }
+    async with await Client.from_kubeconfig(env.kubeconfig) as client:
+        created = await client.create(configuration)
+        try:
+
+            async def refused_as_even(cp_name: str) -> float:
+                started = time.monotonic()
+                try:
+                    await client.create(controlplane(cp_name, namespace, 4))
+                    raise AssertionError(f"{cp_name}: an even replica count was admitted")
+                except APIError as err:
+                    # The validator's verdict, not a failed call (which failurePolicy Fail also refuses).
+                    assert f"spec.replicas: Invalid value: 4: {ODD}" in err.message, err.message
+                return time.monotonic() - started
+
+            await refused_as_even("before")
+            serving = proxy.served_by[-1]
+            victim = next(p for p, port in processes if port == serving[1])
+            victim.proc.send_signal(signal.SIGKILL)
+            await victim.proc.wait()
+
+            took = await refused_as_even("after")
+            assert took < timeout, f"admission took {took:.1f} s, past the webhook timeout of {timeout} s"
+            assert proxy.served_by[-1] != serving, proxy.served_by
+            # Every later call lands on the survivor: kube-proxy would have dropped the endpoint too.
+            assert (await refused_as_even("later")) < timeout
+        finally:
+            await client.delete(created["apiVersion"], created["kind"], created["metadata"]["name"])
+            await proxy.stop()
