@@ -1,25 +1,50 @@
-# The operator image: `cpo run` as a non-root user (config/manager/manager.yaml runs it with a
-# read-only root filesystem).  Build:  docker build -t controlplane-operator:latest .
-FROM python:3.11-slim
+# The operator image: `cpo run` as UID 65532 on a read-only root filesystem
+# (config/manager/manager.yaml). Build:  docker build -t controlplane-operator:latest .
+#
+# Two stages. The first has a compiler and pip: it builds the operator and every dependency into
+# wheels and installs them into a virtual environment. The second is the slim Python image with
+# pip, setuptools and wheel removed, which receives only that environment: no compiler, no package
+# manager for Python, no source tree.
 
-ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
+FROM python:3.11-bookworm AS build
+
+ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
 # The product and nothing else: runtime/, api/, controllers/, webhooks/, cli/ and the metadata
-# (the API-server stand-in and the local machine provider are development tools, left out).
+# (the API-server stand-in and the local machine provider are development tools, left out by
+# .dockerignore).
 COPY pyproject.toml README.md ./
 COPY runtime ./runtime
 COPY api ./api
 COPY controllers ./controllers
 COPY webhooks ./webhooks
 COPY cli ./cli
-RUN pip install .[uvloop] && rm -rf /src
+RUN pip wheel --wheel-dir /wheels '.[uvloop]'
+# --without-pip: the environment copied into the runtime stage has no pip of its own either.
+RUN python -m venv --without-pip /opt/cpo \
+    && pip --python /opt/cpo/bin/python install --no-index --find-links /wheels 'controlplane-operator[uvloop]' \
+    && /opt/cpo/bin/python -m compileall -q /opt/cpo/lib
 
-# A numeric UID, so the kubelet can check runAsNonRoot without reading /etc/passwd.
-RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin cpo
+# Same Python build as the first stage (same tag, slim variant), so the environment's interpreter
+# link resolves.
+FROM python:3.11-slim-bookworm
+
+RUN python -m pip uninstall --yes pip setuptools wheel \
+    && rm -rf /root/.cache
+
+COPY --from=build /opt/cpo /opt/cpo
+
+# PYTHONDONTWRITEBYTECODE: the root filesystem is read-only (the bytecode was compiled above).
+# HOME points at a folder that does not exist: `cpo run` writes nothing there, and must not.
+ENV PATH=/opt/cpo/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/nonexistent
+
+# A numeric UID, so the kubelet can check runAsNonRoot without reading /etc/passwd (distroless's
+# "nonroot" user; no passwd entry needed).
 USER 65532:65532
 WORKDIR /
 

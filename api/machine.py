@@ -50,6 +50,32 @@ PHASE_DELETING = "Deleting"
 PHASE_FAILED = "Failed"
 MACHINE_PHASES = (PHASE_PROVISIONING, PHASE_PROVISIONED, PHASE_RUNNING, PHASE_DELETING, PHASE_FAILED)
 
+# Machine conditions of the health-check hand-off: the MachineHealthCheck controller marks a
+# Machine owned by a ControlPlane with both (status False); the ControlPlane controller remediates
+# it and clears them.
+CONDITION_HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
+CONDITION_OWNER_REMEDIATED = "OwnerRemediated"
+REASON_WAITING_FOR_REMEDIATION = "WaitingForRemediation"
+
+# Reasons of HealthCheckSucceeded=False: which check failed.
+REASON_MACHINE_HAS_FAILURE = "MachineHasFailure"
+REASON_NODE_STARTUP_TIMEOUT = "NodeStartupTimeout"
+REASON_NODE_NOT_FOUND = "NodeNotFound"
+REASON_UNHEALTHY_NODE = "UnhealthyNode"
+
+# MachineHealthCheck status conditions and their reasons.
+CONDITION_REMEDIATION_ALLOWED = "RemediationAllowed"
+REASON_TOO_MANY_UNHEALTHY = "TooManyUnhealthy"
+CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE = "ExternalRemediationTemplateAvailable"
+REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND = "ExternalRemediationTemplateNotFound"
+CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE = "ExternalRemediationRequestAvailable"
+REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED = "ExternalRemediationRequestCreationFailed"
+
+# Condition severities (only with status False).
+SEVERITY_ERROR = "Error"
+SEVERITY_WARNING = "Warning"
+SEVERITY_INFO = "Info"
+
 LIFECYCLE_HOOK_NAME_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"

@@ -1988,32 +1988,6 @@ def prepare_for_update(rt: ResourceType, new: JSON, old: JSON, subresource: str 
             new.pop("spec", None)
 
 
-def establish_crd(crd: JSON, now: str) -> JSON:
-    """The CRD as its controllers leave it moments after creation: names accepted, Established."""
-    out = dict(crd)
-    status = dict(_spec(crd, "status"))
-    names = _spec(_spec(crd), "names")
-    status["conditions"] = [
-        {
-            "type": "NamesAccepted",
-            "status": "True",
-            "lastTransitionTime": now,
-            "reason": "NoConflicts",
-            "message": "no conflicts found",
-        },
-        {
-            "type": "Established",
-            "status": "True",
-            "lastTransitionTime": now,
-            "reason": "InitialNamesAccepted",
-            "message": "the initial names have been accepted",
-        },
-    ]
-    status["acceptedNames"] = reorder(CRD_NAMES, dict(names))
-    out["status"] = reorder(CUSTOM_RESOURCE_DEFINITION.get("status").type, status)  # type: ignore[union-attr]
-    return out
-
-
 # ------------------------------------------------------------------ events: two API versions
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
@@ -829,7 +828,3 @@ def encode_event(rt: ResourceType, kind: str, obj: JSON, encoded: EncodedObjects
     else:
         body = encode_object(rt, obj)
     return b'{"type":"' + kind.encode() + b'","object":' + body + b"}\n"
-
-
-def dump_yaml(doc: Any) -> str:
-    return yaml.safe_dump(doc, sort_keys=False)

@@ -64,7 +64,7 @@ def _run_dev_apiserver(args: argparse.Namespace) -> int:
 
 async def _serve_dev_apiserver(args: argparse.Namespace) -> int:
     from apiserver.server import EmbeddedServerOptions
-    from runtime.envtest.environment import Environment, EnvironmentOptions
+    from runtime.envtest import Environment, EnvironmentOptions
     from runtime.envtest.kubeconfig import write_kubeconfig
 
     stop = asyncio.Event()
@@ -298,7 +298,7 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         "--webhooks",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="serve the ControlPlane admission webhooks (default: on)",
+        help="serve the admission webhooks (ControlPlane, MachineHealthCheck) (default: on)",
     )
     parser.add_argument(
         "--webhook-host", metavar="ADDR", help="address of the webhook server (default: every interface)"
@@ -348,7 +348,7 @@ def _run_operator(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
-        leader_elect=args.leader_elect,
+        leader_election=args.leader_elect,
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace,
         webhooks=args.webhooks,

@@ -8,8 +8,10 @@ What runs, and on which ports (the defaults match ``config/manager/manager.yaml`
 * the admission webhook server on ``:9443`` (HTTPS, key and certificate read from
   ``--webhook-cert-dir`` and reloaded when they change): the ControlPlane validator at
   ``/validate-controlplane-cpo-dev-v1alpha1-controlplane`` (which also sees
-  ``controlplanes/scale``) and the defaulter at ``/mutate-controlplane-cpo-dev-v1alpha1-controlplane``,
-  the paths ``config/webhook/manifests.yaml`` names;
+  ``controlplanes/scale``), the defaulter at ``/mutate-controlplane-cpo-dev-v1alpha1-controlplane``
+  and the MachineHealthCheck validator at
+  ``/validate-machine-openshift-io-v1beta1-machinehealthcheck``, the paths
+  ``config/webhook/manifests.yaml`` names;
 * leader election on the Lease ``controlplane-operator.cpo.dev``, on by default inside a cluster
   (in the pod's namespace), off elsewhere: only the leader runs controllers, every replica serves
   webhooks;
@@ -83,7 +85,7 @@ class OperatorOptions:
     disables it and ``":0"`` picks a free port."""
     health_probe_bind_address: str | None = None
     """Where ``/healthz`` and ``/readyz`` are served. Defaults to ``":8081"``; ``"0"`` disables them."""
-    leader_elect: bool | None = None
+    leader_election: bool | None = None
     """Run controllers only while holding the Lease. Defaults to True inside a cluster (so a
     second replica waits instead of fighting), False elsewhere."""
     leader_election_id: str | None = None
@@ -117,9 +119,9 @@ class OperatorOptions:
                 "no API server to talk to: pass --kubeconfig PATH or set KUBECONFIG (inside a pod "
                 "the service account is used)"
             )
-        leader_elect = cluster if self.leader_elect is None else self.leader_elect
+        leader_election = cluster if self.leader_election is None else self.leader_election
         namespace = self.leader_election_namespace
-        if leader_elect and not namespace and not cluster:
+        if leader_election and not namespace and not cluster:
             raise ValueError(
                 "--leader-elect outside a cluster needs --leader-election-namespace (the Lease's "
                 "namespace); or run without --leader-elect"
@@ -144,7 +146,7 @@ class OperatorOptions:
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
             health_probe_bind_address=self.health_probe_bind_address or DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
-            leader_elect=leader_elect,
+            leader_election=leader_election,
             leader_election_id=self.leader_election_id or DEFAULT_LEADER_ELECTION_ID,
             # None inside a cluster: the manager reads the pod's namespace from the service account.
             leader_election_namespace=namespace or None,
@@ -165,7 +167,7 @@ class ResolvedOperatorOptions:
     kubeconfig: str | None
     metrics_bind_address: str
     health_probe_bind_address: str
-    leader_elect: bool
+    leader_election: bool
     leader_election_id: str
     leader_election_namespace: str | None
     webhooks: bool
@@ -184,8 +186,12 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     through the manager's cache, whose ControlPlane informer is created here so that ``/readyz``
     waits for it; without one (tests of the paths) the validator assumes stacked etcd.
     """
+    from api.machine import GROUP as MACHINE_GROUP
+    from api.machine import VERSION as MACHINE_VERSION
     from runtime.webhook import WebhookServer, WebhookServerOptions
     from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
+    from webhooks.machinehealthcheck import KIND as MHC_KIND
+    from webhooks.machinehealthcheck import MachineHealthCheckValidator
 
     server = WebhookServer(
         WebhookServerOptions(
@@ -199,15 +205,19 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     group, version = CONTROLPLANE_API_VERSION.split("/")
     server.register_validator(group, version, CONTROLPLANE_KIND, ControlPlaneValidator(getter))
     server.register_defaulter(group, version, CONTROLPLANE_KIND, ControlPlaneDefaulter())
+    server.register_validator(MACHINE_GROUP, MACHINE_VERSION, MHC_KIND, MachineHealthCheckValidator())
     return server
 
 
 def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> None:
     """THE place controllers join the manager: build each with ``ControllerBuilder(manager)``.
 
-    They run only while this process holds the Lease (when leader election is on). None yet: the
-    controlplane, etcd-quorum-hook and machinehealthcheck controllers land here as they are built.
+    They run only while this process holds the Lease (when leader election is on).
     """
+    from controllers import etcdquorum, machinehealthcheck
+
+    etcdquorum.setup_with_manager(manager, options)
+    machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 
 
 def operator_cache_options() -> CacheOptions:
@@ -232,7 +242,7 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
             cache_options=operator_cache_options(),
             metrics_bind_address=options.metrics_bind_address,
             health_probe_bind_address=options.health_probe_bind_address,
-            leader_election=options.leader_elect,
+            leader_election=options.leader_election,
             leader_election_id=options.leader_election_id,
             leader_election_namespace=options.leader_election_namespace,
             graceful_shutdown_timeout=options.graceful_shutdown_timeout,
@@ -262,7 +272,7 @@ async def run_operator(options: OperatorOptions) -> int:
         resolved.metrics_bind_address,
         resolved.health_probe_bind_address,
         f"port {resolved.webhook_port}, certs {resolved.webhook_cert_dir}" if resolved.webhooks else "off",
-        f"on, Lease {resolved.leader_election_id}" if resolved.leader_elect else "off",
+        f"on, Lease {resolved.leader_election_id}" if resolved.leader_election else "off",
     )
     try:
         manager = await build_manager(resolved)

@@ -3,9 +3,9 @@
 The runtime speaks HTTP itself (:mod:`runtime.client`) and needs ``kubernetes_asyncio`` only to
 *load credentials*: ``Configuration`` and the kubeconfig / in-cluster loaders of
 ``kubernetes_asyncio.config``. Imported the ordinary way those drag in the generated client: the
-``__init__`` of ``kubernetes_asyncio.client`` imports its 65 API modules and ~770 OpenAPI model
-modules: ~850 modules and ~32 MiB of RSS (``import runtime.client`` peaked at 79 MiB with them,
-47 MiB without), for classes the runtime never uses.
+``__init__`` of ``kubernetes_asyncio.client`` imports every generated API and OpenAPI model
+module, hundreds of modules and tens of MiB of memory (``docs/performance.md``), for classes the
+runtime never uses.
 
 This module is the one place the runtime imports kubernetes_asyncio for credentials. First, it
 registers ``kubernetes_asyncio.client`` and ``kubernetes_asyncio.client.models`` in
@@ -42,12 +42,16 @@ One difference remains visible: until something asks for a generated name, the p
 module's dict directly bypasses ``__getattr__``. Attribute access, ``from ... import``,
 ``import *``, ``dir()`` and ``getattr`` all behave as with a plain import.
 
-Usage (inside ``runtime`` only; the names are kubernetes_asyncio's own)::
+Usage (inside ``runtime`` only; the names are kubernetes_asyncio's own):
 
-    from ._kube_credentials import Configuration, load_kube_config_from_dict
-
-    configuration = Configuration()
-    await load_kube_config_from_dict(kubeconfig_dict, client_configuration=configuration)
+>>> import asyncio, yaml
+>>> from runtime._kube_credentials import Configuration, load_kube_config_from_dict
+>>> with open(kubeconfig) as file:
+...     document = yaml.safe_load(file)
+>>> configuration = Configuration()
+>>> _ = asyncio.run(load_kube_config_from_dict(document, client_configuration=configuration))
+>>> configuration.host.startswith("https://")
+True
 """
 
 from __future__ import annotations

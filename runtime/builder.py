@@ -1,20 +1,47 @@
 """The controller builder: declare what a controller watches, get a running controller.
 
 The builder wires the common shapes in one statement, like controller-runtime's
-``ctrl.NewControllerManagedBy(mgr)``::
+``ctrl.NewControllerManagedBy(mgr)``. Here ConfigMaps are reconciled, the Secrets they own wake
+them, and every Namespace wakes its ConfigMap ``settings``:
 
-    from runtime.builder import ControllerBuilder
-    from runtime.handler import EnqueueRequestsFromMapFunc
-    from runtime.predicate import GenerationChangedPredicate
-
-    controller = (
-        ControllerBuilder(manager)
-        .for_("cpo.dev/v1alpha1", "ControlPlane", GenerationChangedPredicate())
-        .owns("machine.openshift.io/v1beta1", "Machine")
-        .watches("v1", "Node", EnqueueRequestsFromMapFunc(control_plane_for_node))
-        .with_options(ControllerOptions(max_concurrent_reconciles=2))
-        .complete(ControlPlaneReconciler(manager.client, manager.cache))
-    )
+>>> import asyncio
+>>> from runtime.builder import ControllerBuilder
+>>> from runtime.client import Client
+>>> from runtime.controller import ControllerOptions
+>>> from runtime.handler import EnqueueRequestsFromMapFunc
+>>> from runtime.manager import Manager, ManagerOptions
+>>> from runtime.predicate import GenerationChangedPredicate
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> def settings_of_namespace(namespace: dict) -> list[Request]:
+...     return [Request("settings", namespace["metadata"]["name"])]
+>>> async def main() -> Request:
+...     wanted = Request("settings", "default")
+...     reconciled = asyncio.Event()
+...
+...     async def reconcile(request: Request) -> Result:
+...         if request == wanted:
+...             reconciled.set()
+...         return Result()
+...
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         servers_off = {"metrics_bind_address": "0", "health_probe_bind_address": "0"}
+...         manager = Manager(ManagerOptions(client=client, **servers_off))
+...         (
+...             ControllerBuilder(manager)
+...             .for_("v1", "ConfigMap", GenerationChangedPredicate())
+...             .owns("v1", "Secret")
+...             .watches("v1", "Namespace", EnqueueRequestsFromMapFunc(settings_of_namespace))
+...             .with_options(ControllerOptions(max_concurrent_reconciles=2))
+...             .complete(reconciler_func(reconcile))
+...         )
+...         stop = asyncio.Event()
+...         running = asyncio.create_task(manager.start(stop))
+...         await asyncio.wait_for(reconciled.wait(), timeout=30)
+...         stop.set()
+...         await running
+...     return wanted
+>>> asyncio.run(main())
+Request(name='settings', namespace='default')
 
 What each call means:
 
@@ -42,6 +69,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
+from runtime.apiversion import group_of
 from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
 from runtime.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
@@ -72,10 +100,6 @@ class _KindWatch:
 
 
 _NO_HANDLER: EventHandler = EnqueueRequestForObject()  # replaced before use
-
-
-def _group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
 
 
 class ControllerBuilder:
@@ -158,7 +182,7 @@ class ControllerBuilder:
         options = self._options
         if primary is not None:
             log_values = {
-                "controllerGroup": _group_of(primary.api_version),
+                "controllerGroup": group_of(primary.api_version),
                 "controllerKind": primary.kind,
                 **(options.log_values or {}),
             }
@@ -183,13 +207,6 @@ class ControllerBuilder:
         self._manager.add(controller)
         self._completed = True
         return controller
-
-    build = complete
-
-
-def new_controller_managed_by(manager: Manager) -> ControllerBuilder:
-    """``ControllerBuilder(manager)``, under controller-runtime's name."""
-    return ControllerBuilder(manager)
 
 
 def _check_type(api_version: str, kind: str, where: str) -> None:

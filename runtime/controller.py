@@ -2,35 +2,35 @@
 
 A :class:`Controller` is a :class:`~runtime.runnable.Runnable` that runs only while this process
 is the leader (unless told otherwise). Usually the :class:`~runtime.builder.ControllerBuilder` makes
-one; by hand it looks like this::
+one; by hand it looks like this:
 
-    import asyncio
-    from runtime.controller import Controller, ControllerOptions
-    from runtime.event import GenericEvent
-    from runtime.handler import EnqueueRequestForObject
-    from runtime.reconcile import Request, Result, reconciler_func
-    from runtime.source import Channel
-
-    async def main() -> None:
-        done = asyncio.Event()
-
-        async def reconcile(request: Request) -> Result:
-            print("reconciling", request)          # reconciling default/a
-            done.set()
-            return Result()
-
-        events: asyncio.Queue[GenericEvent] = asyncio.Queue()
-        controller = Controller("demo", reconciler_func(reconcile),
-                                ControllerOptions(max_concurrent_reconciles=2))
-        controller.watch(Channel(events, EnqueueRequestForObject()))
-        stop = asyncio.Event()
-        running = asyncio.create_task(controller.start(stop))
-        events.put_nowait(GenericEvent.for_request(Request("a", "default")))
-        await done.wait()
-        stop.set()
-        await running
-
-    asyncio.run(main())
+>>> import asyncio
+>>> from runtime.controller import Controller, ControllerOptions
+>>> from runtime.event import GenericEvent
+>>> from runtime.handler import EnqueueRequestForObject
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> from runtime.source import Channel
+>>> async def main() -> None:
+...     done = asyncio.Event()
+...
+...     async def reconcile(request: Request) -> Result:
+...         print("reconciling", request)
+...         done.set()
+...         return Result()
+...
+...     events: asyncio.Queue[GenericEvent] = asyncio.Queue()
+...     controller = Controller(
+...         "demo", reconciler_func(reconcile), ControllerOptions(max_concurrent_reconciles=2)
+...     )
+...     controller.watch(Channel(events, EnqueueRequestForObject()))
+...     stop = asyncio.Event()
+...     running = asyncio.create_task(controller.start(stop))
+...     events.put_nowait(GenericEvent.for_request(Request("a", "default")))
+...     await done.wait()
+...     stop.set()
+...     await running
+>>> asyncio.run(main())
+reconciling default/a
 
 What happens to a request
 -------------------------
@@ -95,6 +95,7 @@ from runtime.log import (
 )
 from runtime.reconcile import Reconciler, Request, Result, TerminalError
 from runtime.source import Source, StoppableSource
+from runtime.waiting import wait_for_any
 from runtime.workqueue import Clock, QueueShutDown, RateLimiter, WorkQueue, WorkQueueOptions
 
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 1
@@ -392,13 +393,7 @@ class Controller:
             self._failed.set()
 
     async def _wait_for_stop(self, stop: asyncio.Event) -> None:
-        loop = asyncio.get_running_loop()
-        waits = [loop.create_task(stop.wait()), loop.create_task(self._failed.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
+        await wait_for_any(stop, self._failed)
 
     # --- workers ---
 

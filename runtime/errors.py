@@ -2,12 +2,20 @@
 
 Controllers branch on *what* went wrong (not found: ignore; conflict: requeue; invalid: give up),
 so each well-known ``Status.reason`` gets its own exception class, the Python counterpart of
-apimachinery's ``errors.IsNotFound``/``IsConflict``/... helpers::
+apimachinery's ``errors.IsNotFound``/``IsConflict``/... helpers:
 
-    try:
-        await client.get("v1", "ConfigMap", "cfg", namespace="ns")
-    except NotFound:
-        ...
+>>> import asyncio
+>>> from runtime.client import Client
+>>> from runtime.errors import NotFound
+>>> async def read_missing() -> str:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         try:
+...             await client.get("v1", "ConfigMap", "no-such-config", namespace="default")
+...         except NotFound as err:
+...             return f"{err.status} {err.reason}"
+...     return "found"
+>>> asyncio.run(read_missing())
+'404 NotFound'
 
 :func:`from_status` picks the class by ``reason`` first (the server's own classification) and falls
 back to the HTTP status code for bodies that carry no known reason (proxies, aggregated servers).
@@ -21,7 +29,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-JSON = dict[str, Any]
+from .jsoncodec import JSON
 
 
 class APIError(Exception):

@@ -5,12 +5,13 @@ A :class:`~runtime.source.Kind` source turns an informer's callbacks into :class
 :class:`GenericEvent` for changes that happen outside the API server (an etcd member list, a
 timer, a cloud API). Objects are JSON dicts **owned by the cache**: read them, never change them.
 
-Example::
+Example: a change seen outside the API server, naming the object to reconcile (put it on the
+queue of a :class:`~runtime.source.Channel` source):
 
-    from runtime.event import GenericEvent
-    from runtime.reconcile import Request
-
-    events.put_nowait(GenericEvent.for_request(Request("cp", namespace="openshift-machine-api")))
+>>> from runtime.event import GenericEvent
+>>> from runtime.reconcile import Request
+>>> GenericEvent.for_request(Request("cp", namespace="openshift-machine-api"))
+GenericEvent(object={'metadata': {'name': 'cp', 'namespace': 'openshift-machine-api'}})
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.jsoncodec import JSON
 from runtime.reconcile import Request
-
-JSON = dict[str, Any]
 
 
 @dataclass(slots=True)

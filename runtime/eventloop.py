@@ -2,19 +2,18 @@
 
 uvloop (the ``uvloop`` extra: ``pip install 'controlplane-operator[uvloop]'``) is a drop-in event
 loop on libuv. The runtime's per-event work is the same on either loop, but every wake-up of the
-process (a watch event arriving alone, a timer) costs less on uvloop: measured on the 2-core
-benchmark machine, an idle asyncio reader woken 200 times a second by a 2 KB line used ~140 µs of
-CPU per wake-up on asyncio's loop and ~46 µs on uvloop (see ``docs/performance.md``). kopf's CLI
-makes the same choice. ``cpo run`` uses :func:`run`; your own ``main`` can too::
+process (a watch event arriving alone, a timer) costs less on uvloop (``docs/performance.md``
+has the figures). kopf's CLI makes the same choice. ``cpo run`` uses :func:`run`; your own
+``main`` can too (an operator's ``main`` would build a manager and ``return await manager.run()``,
+and the program end with ``raise SystemExit(run(main()))``):
 
-    from runtime.eventloop import run
-
-    async def main() -> int:
-        manager = await Manager.create(ManagerOptions())
-        return await manager.run()
-
-    raise SystemExit(run(main()))                      # uvloop if importable
-    # run(main(), loop="asyncio") forces the standard loop; loop="uvloop" requires uvloop.
+>>> from runtime.eventloop import loop_name, run
+>>> async def main() -> str:
+...     return loop_name()
+>>> run(main()) in ("uvloop", "asyncio")  # uvloop when importable
+True
+>>> run(main(), loop="asyncio")  # forces the standard loop; loop="uvloop" requires uvloop
+'asyncio'
 
 Nothing in the runtime depends on the loop: timers are scheduled relative to the loop's own clock
 (uvloop's ``loop.time()`` has another origin than ``time.monotonic``).

@@ -22,11 +22,28 @@ replaces it with ``series`` and is served from the same storage, so nothing is l
 The Event goes in the involved object's namespace (``default`` for cluster-scoped objects) and is
 named ``<object name>.<hex nanoseconds>`` like client-go's.
 
-Example::
+Example:
 
-    recorder = EventRecorder(client, "controlplane")   # component name shown as the source
-    recorder.eventf(cp, "Normal", "ScalingUp", "creating machine %s", name)
-    await recorder.sink.close()                        # flush what is queued, then stop
+>>> import asyncio
+>>> from runtime.client import Client
+>>> from runtime.events import EventRecorder
+>>> async def record() -> list[str]:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         metadata = {"generateName": "events-", "namespace": "default"}
+...         cm = await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+...         recorder = EventRecorder(client, "example")  # the component shown as the source
+...         for _ in range(3):
+...             recorder.eventf(cm, "Normal", "Scaled", "replicas now %d", 3)
+...         await recorder.sink.close()  # flush what is queued, then stop
+...         events = await client.list("v1", "Event", "default")
+...         await client.delete("v1", "ConfigMap", cm["metadata"]["name"], namespace="default")
+...         return [
+...             f"{e['reason']}: {e['message']} (x{e['count']}, from {e['source']['component']})"
+...             for e in events["items"]
+...             if e["involvedObject"]["name"] == cm["metadata"]["name"]
+...         ]
+>>> asyncio.run(record())
+['Scaled: replicas now 3 (x3, from example)']
 
 In a manager, use ``manager.get_event_recorder("controlplane")``: its recorders share one
 :class:`EventSink`, which the manager flushes and closes when it stops.
@@ -45,8 +62,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from .client import JSON, Client
+from .client import Client
 from .errors import APIError, NotFound
+from .jsoncodec import JSON
 
 EVENT_TYPE_NORMAL: Final = "Normal"
 EVENT_TYPE_WARNING: Final = "Warning"

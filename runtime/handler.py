@@ -20,19 +20,27 @@ Each event enqueues a request at most once (the handlers dedupe within the event
 dedupes across events). Handlers run synchronously inside the informer's callbacks, so they must
 be quick and must not block; they see the cache's own objects and must not change them.
 
-Example::
+Example: a Node wakes the Machine its annotation names (a controller would say
+``builder.watches("v1", "Node", EnqueueRequestsFromMapFunc(machine_for_node))``; here a list
+stands in for the controller's queue):
 
-    from runtime.handler import EnqueueRequestsFromMapFunc
-    from runtime.reconcile import Request
-
-    def machine_for_node(node: dict) -> list[Request]:
-        ref = node["metadata"].get("annotations", {}).get("machine.openshift.io/machine")
-        if not ref:
-            return []
-        namespace, _, name = ref.partition("/")
-        return [Request(name, namespace)]
-
-    builder.watches("v1", "Node", EnqueueRequestsFromMapFunc(machine_for_node))
+>>> from runtime.event import CreateEvent
+>>> from runtime.handler import EnqueueRequestsFromMapFunc
+>>> from runtime.reconcile import Request
+>>> def machine_for_node(node: dict) -> list[Request]:
+...     ref = node["metadata"].get("annotations", {}).get("machine.openshift.io/machine")
+...     if not ref:
+...         return []
+...     namespace, _, name = ref.partition("/")
+...     return [Request(name, namespace)]
+>>> class Queue(list):
+...     add = list.append
+>>> queue = Queue()
+>>> annotations = {"machine.openshift.io/machine": "openshift-machine-api/master-0"}
+>>> node = {"metadata": {"name": "node-a", "annotations": annotations}}
+>>> EnqueueRequestsFromMapFunc(machine_for_node).create(CreateEvent(node), queue)
+>>> queue
+[Request(name='master-0', namespace='openshift-machine-api')]
 """
 
 from __future__ import annotations
@@ -40,7 +48,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, request_for
+from runtime.apiversion import group_of
+from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent, request_for
+from runtime.jsoncodec import JSON
 from runtime.log import get_logger
 from runtime.reconcile import Request
 
@@ -99,10 +109,6 @@ class EnqueueRequestForObject:
 # --- owners -------------------------------------------------------------------------------------
 
 
-def _group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
-
-
 class EnqueueRequestForOwner:
     """Enqueues the owner of type ``owner_api_version``/``owner_kind`` named in ``ownerReferences``.
 
@@ -132,7 +138,7 @@ class EnqueueRequestForOwner:
                 f"('apps/v1', 'ReplicaSet'); got ({owner_api_version!r}, {owner_kind!r})"
             )
         self.owner_api_version = owner_api_version
-        self._group = _group_of(owner_api_version)
+        self._group = group_of(owner_api_version)
         self._kind = owner_kind
         self._only_controller = only_controller
         self._owner_namespaced = owner_namespaced
@@ -172,7 +178,7 @@ class EnqueueRequestForOwner:
                 continue
             if self._only_controller and ref.get("controller") is not True:
                 continue
-            if ref.get("kind") != self._kind or _group_of(str(ref.get("apiVersion", ""))) != self._group:
+            if ref.get("kind") != self._kind or group_of(str(ref.get("apiVersion", ""))) != self._group:
                 continue
             name = ref.get("name")
             if not name:

@@ -20,17 +20,31 @@ With no checks registered, the endpoint reports a built-in ``ping`` check that a
 Checks run concurrently, each bounded by ``check_timeout`` seconds (a hung check is a failure, not
 a hung probe).
 
-Example::
+Example:
 
-    from aiohttp import web
-
-    ready = HealthHandler("readyz")
-    async def caches_synced(request: web.Request) -> None:
-        if not cache_synced:
-            raise RuntimeError("caches not synced")
-    ready.add_check("informers", caches_synced)
-    app = web.Application()
-    ready.add_routes(app)                     # GET /readyz and /readyz/{name}
+>>> import asyncio
+>>> from aiohttp import web
+>>> from aiohttp.test_utils import TestClient, TestServer
+>>> from runtime.healthz import HealthHandler
+>>> synced = asyncio.Event()
+>>> async def caches_synced(request: web.Request) -> None:
+...     if not synced.is_set():
+...         raise RuntimeError("caches not synced")
+>>> ready = HealthHandler("readyz")
+>>> ready.add_check("informers", caches_synced)
+>>> app = web.Application()
+>>> ready.add_routes(app)  # GET /readyz and /readyz/{name}
+>>> async def probe_before_and_after_sync() -> None:
+...     async with TestClient(TestServer(app)) as client:
+...         before = await client.get("/readyz")
+...         print(before.status, (await before.text()).strip())
+...         synced.set()
+...         after = await client.get("/readyz")
+...         print(after.status, await after.text())
+>>> asyncio.run(probe_before_and_after_sync())
+500 [-]informers failed: reason withheld
+healthz check failed
+200 ok
 """
 
 from __future__ import annotations

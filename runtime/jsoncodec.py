@@ -2,17 +2,20 @@
 
 Every watch event is decoded once, stored once as compact JSON and decoded again for each read,
 and the embedded API server copies and encodes every object it writes, so JSON is the largest
-single cost per event on both sides (see ``docs/performance.md``). orjson does the same work
-3-5x faster than the ``json`` module: on a 2 KB object ~5 µs to decode instead of ~20 µs and
-~2 µs to encode compactly instead of ~15 µs. Use it like ``json``::
+single cost per event on both sides. orjson does the same work several times faster than the
+``json`` module (``docs/performance.md`` has the figures). Use it like ``json``:
 
-    from runtime.jsoncodec import clone, dumps, freeze, loads, thaw
-
-    text = dumps({"metadata": {"name": "a"}})     # b'{"metadata":{"name":"a"}}': compact UTF-8 bytes
-    assert loads(text) == {"metadata": {"name": "a"}}
-    dumps({"b": 1, "a": 2}, sort_keys=True)       # b'{"a":2,"b":1}'
-    copy = clone({"spec": {"replicas": 3}})       # a deep copy, in native code
-    assert thaw(freeze(copy)) == copy             # compact storage that keeps every value exactly
+>>> from runtime.jsoncodec import clone, dumps, freeze, loads, thaw
+>>> text = dumps({"metadata": {"name": "a"}})  # compact UTF-8 bytes
+>>> text
+b'{"metadata":{"name":"a"}}'
+>>> loads(text)
+{'metadata': {'name': 'a'}}
+>>> dumps({"b": 1, "a": 2}, sort_keys=True)
+b'{"a":2,"b":1}'
+>>> copy = clone({"spec": {"replicas": 3}})  # a deep copy, in native code
+>>> thaw(freeze(copy)) == copy  # compact storage that keeps every value exactly
+True
 
 What differs from ``json`` (none of it changes what the API server's objects look like):
 
@@ -37,9 +40,12 @@ from typing import Any, TypeVar
 
 import orjson
 
-__all__ = ["JSONDecodeError", "clone", "dumps", "freeze", "loads", "thaw"]
+__all__ = ["JSON", "JSONDecodeError", "clone", "dumps", "freeze", "loads", "thaw"]
 
 T = TypeVar("T")
+
+JSON = dict[str, Any]
+"""A decoded JSON object: how the runtime holds every Kubernetes object, request and answer."""
 
 JSONDecodeError = json.JSONDecodeError
 """What :func:`loads` raises on malformed input (orjson raises a subclass of it)."""
@@ -65,8 +71,8 @@ def _fallback(obj: Any, sort_keys: bool) -> bytes:
 def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
     """``obj`` as compact UTF-8 JSON bytes (keys sorted when ``sort_keys``)."""
     try:
-        # orjson's bytes keep its whole output buffer (8 KB held for a 2 KB object); the copy,
-        # 0.2 µs, holds just the text: the informer cache keeps one of these per object.
+        # orjson's bytes keep its whole output buffer, several times the text; the cheap copy
+        # holds just the text: the informer cache keeps one of these per object.
         return memoryview(_orjson_dumps(obj, option=_SORTED_OPTIONS if sort_keys else _OPTIONS)).tobytes()
     except TypeError:
         return _fallback(obj, sort_keys)

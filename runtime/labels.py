@@ -14,12 +14,16 @@ language the server speaks in ``?labelSelector=``:
 ``k>3`` / ``k<3``   ``k`` exists and, read as an integer, is greater / less
 ==================  =====================================================
 
-Terms are joined by commas and all must hold. Example::
+Terms are joined by commas and all must hold. Example:
 
-    selector = parse_selector("role=master,zone in (a,b)")
-    selector.matches({"role": "master", "zone": "a"})     # True
-    str(as_selector({"app": "web"}))                       # "app=web"
-    str(from_label_selector({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}))  # "tier"
+>>> from runtime.labels import as_selector, from_label_selector, parse_selector
+>>> selector = parse_selector("role=master,zone in (a,b)")
+>>> selector.matches({"role": "master", "zone": "a"})
+True
+>>> str(as_selector({"app": "web"}))
+'app=web'
+>>> str(from_label_selector({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}))
+'tier'
 
 A selector that does not parse raises :class:`ValueError` saying which term is wrong. Keys and
 values are checked against the label syntax (a DNS-subdomain prefix, a name of at most 63
@@ -29,7 +33,7 @@ characters), so a typo is caught here rather than as a 400 from the server.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,20 +206,21 @@ def selector_from_set(labels: Mapping[str, str]) -> Selector:
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def _key_problem(key: str) -> str | None:
+def _problem(check: Callable[[str, str], None], text: str) -> str | None:
+    """What ``check`` (:func:`_check_key` or :func:`_check_value`) finds wrong with ``text``."""
     try:
-        _check_key(key, key)
+        check(text, text)
     except ValueError as err:
         return str(err).partition(": ")[2]
     return None
+
+
+def _key_problem(key: str) -> str | None:
+    return _problem(_check_key, key)
 
 
 def _value_problem(value: str) -> str | None:
-    try:
-        _check_value(value, value)
-    except ValueError as err:
-        return str(err).partition(": ")[2]
-    return None
+    return _problem(_check_value, value)
 
 
 def label_selector_problems(selector: Mapping[str, Any] | None) -> list[str]:

@@ -32,17 +32,32 @@ On a clean stop the leader *releases* the Lease (``holderIdentity`` cleared, ``l
 1); watching candidates see that and take over within milliseconds, polling ones at their next
 retry. ``leader_election_master_status{name}`` reports 1 while leading, 0 otherwise.
 
-Example::
+Example: campaign, lead, then stop cleanly (``run`` raises :class:`LeaderElectionLost` instead
+when the Lease is lost: the process must then stop acting at once and exit, a new leader is
+coming):
 
-    elector = LeaderElector(
-        client, "my-operator", "kube-system",
-        on_started_leading=lambda: print("leading"),
-        on_stopped_leading=lambda: print("stopped leading"),
-    )
-    try:
-        await elector.run(stop)          # returns once stop is set (after releasing the Lease)
-    except LeaderElectionLost:
-        sys.exit(1)                      # lost it: stop acting now, a new leader is coming
+>>> import asyncio
+>>> from runtime.client import Client
+>>> from runtime.leaderelection import LeaderElector
+>>> async def lead_once() -> None:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         stop = asyncio.Event()
+...
+...         def started() -> None:
+...             print("leading")
+...             stop.set()  # done with the work: release the Lease
+...
+...         elector = LeaderElector(
+...             client,
+...             "leaderelection-example",
+...             "default",
+...             on_started_leading=started,
+...             on_stopped_leading=lambda: print("stopped leading"),
+...         )
+...         await elector.run(stop)  # returns once stop is set, after releasing the Lease
+>>> asyncio.run(lead_once())
+leading
+stopped leading
 """
 
 from __future__ import annotations
@@ -61,8 +76,10 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from . import metrics
-from .client import JSON, Client
+from .client import Client
 from .errors import APIError, Conflict, NotFound
+from .jsoncodec import JSON
+from .waiting import wait_for_any
 
 LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
 DEFAULT_LEASE_DURATION: Final = 15.0
@@ -99,7 +116,7 @@ class LeaderElectionOptions:
     request_timeout: float | None = None
     """Timeout of one Lease API call, seconds; must be below ``renew_deadline``. Defaults to half
     the renew deadline."""
-    release_on_stop: bool | None = None
+    release_on_cancel: bool | None = None
     """Release the Lease when stopped cleanly, so a successor need not wait out the lease.
     Defaults to True."""
     watch_lease: bool | None = None
@@ -143,7 +160,7 @@ class LeaderElectionOptions:
             retry_period=retry,
             identity=identity,
             request_timeout=timeout,
-            release_on_stop=True if self.release_on_stop is None else self.release_on_stop,
+            release_on_cancel=True if self.release_on_cancel is None else self.release_on_cancel,
             watch_lease=True if self.watch_lease is None else self.watch_lease,
         )
 
@@ -157,7 +174,7 @@ class ResolvedLeaderElectionOptions:
     retry_period: float
     identity: str
     request_timeout: float
-    release_on_stop: bool
+    release_on_cancel: bool
     watch_lease: bool
 
 
@@ -245,7 +262,7 @@ class LeaderElector:
             if stop.is_set():
                 # Stopped first: leading ends here, then the Lease is handed back.
                 self._set_leading(False)
-                if self.options.release_on_stop:
+                if self.options.release_on_cancel:
                     await self.release()
                 return
             raise LeaderElectionLost(f"leader election lost: Lease {self.namespace}/{self.name}")
@@ -483,13 +500,7 @@ async def _wait_either(stop: asyncio.Event, wake: asyncio.Event, seconds: float)
         return True
     if wake.is_set() or seconds <= 0:
         return False
-    waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())}
-    try:
-        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
+    await wait_for_any(stop, wake, within=seconds)
     return stop.is_set()
 
 

@@ -1,13 +1,15 @@
 """Structured logs on stdlib :mod:`logging`, with per-reconcile keys carried in context variables.
 
 Every line a controller writes while it reconciles one object carries the same keys, whoever
-emits it (the controller, your reconciler, a library it calls)::
+emits it (the controller, your reconciler, a library it calls):
 
-    controller   the controller's name
-    object       "namespace/name" (or "name" for cluster-scoped objects)
-    namespace    the object's namespace ("" for cluster-scoped objects)
-    name         the object's name
-    reconcileID  a fresh UUID per reconcile, to tell one pass from the next
+===============  ===================================================================
+``controller``   the controller's name
+``object``       ``"namespace/name"`` (or ``"name"`` for cluster-scoped objects)
+``namespace``    the object's namespace (``""`` for cluster-scoped objects)
+``name``         the object's name
+``reconcileID``  a fresh UUID per reconcile, to tell one pass from the next
+===============  ===================================================================
 
 The keys live in a :class:`contextvars.ContextVar`, so they follow the reconcile's task and every
 task it creates, and never leak into a concurrent reconcile of another worker. Use
@@ -24,17 +26,20 @@ Loggers
 -------
 Plain ``logging.getLogger(__name__)`` loggers get the context keys (the handler installed by
 :func:`configure_logging` adds them). :func:`get_logger` returns a :class:`Logger` that also takes
-keys per call, like logr's ``WithValues`` and key/value pairs::
+keys per call, like logr's ``WithValues`` and key/value pairs (an operator's ``main`` calls
+``configure_logging(format="json")`` once, for the root logger and stderr):
 
-    import logging
-    from runtime.log import configure_logging, get_logger, log_context
-
-    configure_logging(format="json", level="info")
-    log = get_logger("example").with_values(component="demo")
-    with log_context(controller="demo", reconcileID="0f6e…"):
-        log.info("Scaling up", replicas=3)
-    # {"ts": "...", "level": "info", "logger": "example", "msg": "Scaling up",
-    #  "controller": "demo", "reconcileID": "0f6e…", "component": "demo", "replicas": 3}
+>>> import io, json, logging
+>>> from runtime.log import configure_logging, get_logger, log_context
+>>> out = io.StringIO()
+>>> handler = configure_logging(format="json", level="info", stream=out, logger="example")
+>>> log = get_logger("example").with_values(component="demo")
+>>> with log_context(controller="demo", reconcileID="0f6e"):
+...     log.info("Scaling up", replicas=3)
+>>> print(out.getvalue())  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+{"ts": "...", "level": "info", "logger": "example", "msg": "Scaling up",
+ "controller": "demo", "reconcileID": "0f6e", "component": "demo", "replicas": 3}
+>>> logging.getLogger("example").removeHandler(handler)
 
 Key precedence, lowest first: context keys, a :class:`Logger`'s ``with_values``, the call's keys.
 A key that collides with a field of the line itself (``ts``, ``level``, ``logger``, ``msg``,

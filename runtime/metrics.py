@@ -10,6 +10,11 @@ apart. Render it with :func:`generate_latest`; serve it with :data:`CONTENT_TYPE
 
 Families
 --------
+The controller, leader-election, REST-client and process families are defined here; the work
+queue, webhook and cert-watcher families beside their code (:mod:`runtime.workqueue.metrics`,
+:mod:`runtime.webhook.metrics`, :mod:`runtime.certwatcher`), registered in the same registry
+when that code is imported, and their names are also served by this module.
+
 Controller (``controller`` label; see :func:`init_controller_metrics`):
 ``controller_runtime_reconcile_total{controller,result}``, ``…_reconcile_errors_total``,
 ``…_terminal_reconcile_errors_total``, ``…_reconcile_panics_total``,
@@ -17,8 +22,8 @@ Controller (``controller`` label; see :func:`init_controller_metrics`):
 ``…_max_concurrent_reconciles``, ``…_active_workers``.
 
 Workqueue (``name`` and ``controller`` labels, both the controller's name; see
-:func:`init_workqueue_metrics`): ``workqueue_depth`` (plus ``priority``, always ``""`` for our
-classic queue, as controller-runtime ≥ v0.21 labels it), ``workqueue_adds_total``,
+:func:`runtime.workqueue.init_workqueue_metrics`): ``workqueue_depth`` (plus ``priority``,
+always ``""`` for our classic queue, as controller-runtime ≥ v0.21 labels it), ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds`` and ``workqueue_work_duration_seconds`` (12 exponential
 buckets 1e-8 … 1e3 s), ``workqueue_unfinished_work_seconds``,
 ``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``.
@@ -28,7 +33,7 @@ Leader election: ``leader_election_master_status{name}``.
 REST client: ``rest_client_requests_total{code,method,host}`` and
 ``rest_client_request_duration_seconds{verb,host}``.
 
-Webhooks (``webhook`` = the served path; see :func:`init_webhook_metrics`):
+Webhooks (``webhook`` = the served path; see :func:`runtime.webhook.init_webhook_metrics`):
 ``controller_runtime_webhook_requests_total{webhook,code}``,
 ``controller_runtime_webhook_latency_seconds{webhook}`` (the v0.23 exponential buckets),
 ``controller_runtime_webhook_requests_in_flight{webhook}``,
@@ -42,24 +47,25 @@ Process: ``process_*`` (CPU, memory, file descriptors, start time), ``python_inf
 
 Performance
 -----------
-A prometheus_client ``labels(...)`` lookup costs about 2.5 µs, more than the update it precedes, so
-the ``init_*`` helpers look every child up once and hand back objects holding them. Callers keep
+A prometheus_client ``labels(...)`` lookup costs more than the update it precedes, so the
+``init_*`` helpers look every child up once and hand back objects holding them. Callers keep
 those objects for their lifetime instead of calling ``labels`` per event.
 
 The controller and workqueue families change a dozen times per watch event, always from the
 event loop's thread, so they are :class:`LoopFamily` collectors of plain-float series
-(:class:`LoopCounter`, :class:`LoopGauge`, :class:`LoopHistogram`: no lock, no checks; an
-update costs ~0.1–0.4 µs instead of prometheus_client's 1–2.8 µs) that render the same
+(:class:`LoopCounter`, :class:`LoopGauge`, :class:`LoopHistogram`: no lock, no checks, several
+times cheaper per update than prometheus_client's; ``docs/performance.md``) that render the same
 exposition. Update them from the event loop only; the other families are prometheus_client's own
 and thread-safe.
 """
 
 from __future__ import annotations
 
+import importlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import prometheus_client
 from prometheus_client import (
@@ -118,21 +124,14 @@ RECONCILE_TIME_BUCKETS: Final = (
 )
 """controller_runtime_reconcile_time_seconds: 40 bounds, 5 ms … 60 s."""
 
-WORKQUEUE_DURATION_BUCKETS: Final = exponential_buckets(10e-9, 10, 12)
-"""workqueue_{queue,work}_duration_seconds: 12 bounds, 10 ns … 1000 s."""
-
-WEBHOOK_LATENCY_BUCKETS: Final = exponential_buckets(10e-9, 10, 12)
-"""controller_runtime_webhook_latency_seconds since v0.23 (Prometheus' default buckets before)."""
-
 REST_CLIENT_LATENCY_BUCKETS: Final = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 """rest_client_request_duration_seconds."""
 
 # --- event-loop metrics -------------------------------------------------------------------------
 #
 # The controller and workqueue families change several times per watch event. prometheus_client
-# takes a lock and runs two checks per update (about 1 µs per counter step and 2.8 µs per
-# histogram observation, 12 steps and 3 observations per event: a fifth of the runtime's CPU per
-# event). Those families are only ever updated from the event loop's thread, so they keep plain
+# takes a lock and runs two checks per update, which added up to a large share of the runtime's
+# CPU per event. Those families are only ever updated from the event loop's thread, so they keep plain
 # floats instead and build their samples when scraped.
 
 
@@ -307,60 +306,6 @@ active_workers: Final = LoopFamily(
     registry=registry,
 )
 
-# --- workqueue ----------------------------------------------------------------------------------
-
-workqueue_depth: Final = LoopFamily(
-    "workqueue_depth",
-    "Items waiting in the workqueue, per queue and priority.",
-    ["name", "controller", "priority"],
-    LoopGauge,
-    registry=registry,
-)
-workqueue_adds_total: Final = LoopFamily(
-    "workqueue_adds_total",
-    "Adds the workqueue accepted (an add of an item already waiting is not counted).",
-    ["name", "controller"],
-    LoopCounter,
-    registry=registry,
-)
-workqueue_queue_duration_seconds: Final = LoopFamily(
-    "workqueue_queue_duration_seconds",
-    "Seconds an item waited in the workqueue, from its first add until a worker took it.",
-    ["name", "controller"],
-    LoopHistogram,
-    buckets=WORKQUEUE_DURATION_BUCKETS,
-    registry=registry,
-)
-workqueue_work_duration_seconds: Final = LoopFamily(
-    "workqueue_work_duration_seconds",
-    "Seconds a worker spent on an item, from taking it until marking it done.",
-    ["name", "controller"],
-    LoopHistogram,
-    buckets=WORKQUEUE_DURATION_BUCKETS,
-    registry=registry,
-)
-workqueue_unfinished_work_seconds: Final = LoopFamily(
-    "workqueue_unfinished_work_seconds",
-    "Summed age of the items workers hold and have not finished; steady growth means stuck workers.",
-    ["name", "controller"],
-    LoopGauge,
-    registry=registry,
-)
-workqueue_longest_running_processor_seconds: Final = LoopFamily(
-    "workqueue_longest_running_processor_seconds",
-    "Age of the oldest item a worker holds and has not finished.",
-    ["name", "controller"],
-    LoopGauge,
-    registry=registry,
-)
-workqueue_retries_total: Final = LoopFamily(
-    "workqueue_retries_total",
-    "Delayed and rate-limited adds the workqueue received.",
-    ["name", "controller"],
-    LoopCounter,
-    registry=registry,
-)
-
 # --- leader election ----------------------------------------------------------------------------
 
 leader_election_master_status: Final = Gauge(
@@ -383,46 +328,6 @@ rest_client_request_duration_seconds: Final = Histogram(
     "Seconds per HTTP request to the API server, by verb and host.",
     ["verb", "host"],
     buckets=REST_CLIENT_LATENCY_BUCKETS,
-    registry=registry,
-)
-
-# --- webhooks -----------------------------------------------------------------------------------
-
-webhook_requests_total: Final = Counter(
-    "controller_runtime_webhook_requests_total",
-    "Admission requests served per webhook path and HTTP status code.",
-    ["webhook", "code"],
-    registry=registry,
-)
-webhook_latency_seconds: Final = Histogram(
-    "controller_runtime_webhook_latency_seconds",
-    "Seconds to serve an admission request, per webhook path.",
-    ["webhook"],
-    buckets=WEBHOOK_LATENCY_BUCKETS,
-    registry=registry,
-)
-webhook_requests_in_flight: Final = Gauge(
-    "controller_runtime_webhook_requests_in_flight",
-    "Admission requests being served right now, per webhook path.",
-    ["webhook"],
-    registry=registry,
-)
-webhook_panics_total: Final = Counter(
-    "controller_runtime_webhook_panics_total",
-    "Admission requests whose handler raised an unexpected exception.",
-    registry=registry,
-)
-
-# --- cert watcher -----------------------------------------------------------------------------
-
-certwatcher_read_certificate_total: Final = Counter(
-    "certwatcher_read_certificate_total",
-    "Certificate and key pairs read and loaded successfully.",
-    registry=registry,
-)
-certwatcher_read_certificate_errors_total: Final = Counter(
-    "certwatcher_read_certificate_errors_total",
-    "Certificate and key pairs that could not be read or loaded; the previous pair stays in use.",
     registry=registry,
 )
 
@@ -489,66 +394,6 @@ def init_controller_metrics(controller: str, *, max_concurrent: int | None = Non
     return ControllerMetrics(controller, max_concurrent)
 
 
-class WorkqueueMetrics:
-    """One workqueue's label children, looked up once."""
-
-    __slots__ = (
-        "adds",
-        "depth",
-        "longest_running_processor_seconds",
-        "queue_duration",
-        "retries",
-        "unfinished_work_seconds",
-        "work_duration",
-    )
-
-    def __init__(self, name: str, controller: str) -> None:
-        self.depth: LoopGauge = workqueue_depth.labels(name, controller, "")
-        self.adds: LoopCounter = workqueue_adds_total.labels(name, controller)
-        self.queue_duration: LoopHistogram = workqueue_queue_duration_seconds.labels(name, controller)
-        self.work_duration: LoopHistogram = workqueue_work_duration_seconds.labels(name, controller)
-        self.unfinished_work_seconds: LoopGauge = workqueue_unfinished_work_seconds.labels(name, controller)
-        self.longest_running_processor_seconds: LoopGauge = (
-            workqueue_longest_running_processor_seconds.labels(name, controller)
-        )
-        self.retries: LoopCounter = workqueue_retries_total.labels(name, controller)
-
-
-def init_workqueue_metrics(name: str, controller: str | None = None) -> WorkqueueMetrics:
-    """Create the series of the workqueue ``name`` and return its cached children.
-
-    ``controller`` defaults to ``name``: controller-runtime names a controller's queue after the
-    controller and puts that one string in both labels.
-    """
-    return WorkqueueMetrics(name, name if controller is None else controller)
-
-
-class WebhookMetrics:
-    """One webhook path's label children; the 200 and 500 request counters start at zero."""
-
-    __slots__ = ("_requests_by_code", "in_flight", "latency", "path")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.latency: Histogram = webhook_latency_seconds.labels(path)
-        self.in_flight: Gauge = webhook_requests_in_flight.labels(path)
-        self._requests_by_code: dict[int, Counter] = {
-            code: webhook_requests_total.labels(path, str(code)) for code in (200, 500)
-        }
-
-    def requests(self, code: int) -> Counter:
-        """The request counter for HTTP status ``code`` (cached after the first call)."""
-        child = self._requests_by_code.get(code)
-        if child is None:
-            child = self._requests_by_code[code] = webhook_requests_total.labels(self.path, str(code))
-        return child
-
-
-def init_webhook_metrics(path: str) -> WebhookMetrics:
-    """Create the series of the webhook served at ``path`` and return its cached children."""
-    return WebhookMetrics(path)
-
-
 def set_leader_status(lease_name: str, is_leader: bool) -> None:
     """Report whether this process holds the lease ``lease_name``."""
     leader_election_master_status.labels(lease_name).set(1.0 if is_leader else 0.0)
@@ -584,3 +429,77 @@ class _WithoutCreatedSeries:
 def generate_latest(source: Collector = registry) -> bytes:
     """Render ``source`` (default: the runtime :data:`registry`) in the Prometheus text format."""
     return prometheus_client.generate_latest(_WithoutCreatedSeries(source))
+
+
+# --- families of the subsystems -----------------------------------------------------------------
+#
+# The workqueue, webhook and cert-watcher families are defined beside the code that updates them,
+# registered in this module's registry. Their names are also served here, resolved on first use,
+# so that reading them through this module does not make every import of it load those subsystems.
+
+_DEFINED_IN: Final = {
+    **dict.fromkeys(
+        (
+            "WORKQUEUE_DURATION_BUCKETS",
+            "WorkqueueMetrics",
+            "init_workqueue_metrics",
+            "workqueue_adds_total",
+            "workqueue_depth",
+            "workqueue_longest_running_processor_seconds",
+            "workqueue_queue_duration_seconds",
+            "workqueue_retries_total",
+            "workqueue_unfinished_work_seconds",
+            "workqueue_work_duration_seconds",
+        ),
+        "runtime.workqueue.metrics",
+    ),
+    **dict.fromkeys(
+        (
+            "WEBHOOK_LATENCY_BUCKETS",
+            "WebhookMetrics",
+            "init_webhook_metrics",
+            "webhook_latency_seconds",
+            "webhook_panics_total",
+            "webhook_requests_in_flight",
+            "webhook_requests_total",
+        ),
+        "runtime.webhook.metrics",
+    ),
+    **dict.fromkeys(
+        ("certwatcher_read_certificate_errors_total", "certwatcher_read_certificate_total"),
+        "runtime.certwatcher",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+if TYPE_CHECKING:
+    from .certwatcher import (
+        certwatcher_read_certificate_errors_total as certwatcher_read_certificate_errors_total,
+    )
+    from .certwatcher import certwatcher_read_certificate_total as certwatcher_read_certificate_total
+    from .webhook.metrics import WEBHOOK_LATENCY_BUCKETS as WEBHOOK_LATENCY_BUCKETS
+    from .webhook.metrics import WebhookMetrics as WebhookMetrics
+    from .webhook.metrics import init_webhook_metrics as init_webhook_metrics
+    from .webhook.metrics import webhook_latency_seconds as webhook_latency_seconds
+    from .webhook.metrics import webhook_panics_total as webhook_panics_total
+    from .webhook.metrics import webhook_requests_in_flight as webhook_requests_in_flight
+    from .webhook.metrics import webhook_requests_total as webhook_requests_total
+    from .workqueue.metrics import WORKQUEUE_DURATION_BUCKETS as WORKQUEUE_DURATION_BUCKETS
+    from .workqueue.metrics import WorkqueueMetrics as WorkqueueMetrics
+    from .workqueue.metrics import init_workqueue_metrics as init_workqueue_metrics
+    from .workqueue.metrics import workqueue_adds_total as workqueue_adds_total
+    from .workqueue.metrics import workqueue_depth as workqueue_depth
+    from .workqueue.metrics import (
+        workqueue_longest_running_processor_seconds as workqueue_longest_running_processor_seconds,
+    )
+    from .workqueue.metrics import workqueue_queue_duration_seconds as workqueue_queue_duration_seconds
+    from .workqueue.metrics import workqueue_retries_total as workqueue_retries_total
+    from .workqueue.metrics import workqueue_unfinished_work_seconds as workqueue_unfinished_work_seconds
+    from .workqueue.metrics import workqueue_work_duration_seconds as workqueue_work_duration_seconds

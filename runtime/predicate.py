@@ -19,13 +19,19 @@ Ready-made predicates (each passes every event kind it does not mention):
 :func:`and_`, :func:`or_`, :func:`not_`  combinations
 =====================================  =========================================================
 
-Example::
+Example: reconcile on spec changes or label changes, but not on status-only writes (pass the
+predicate to ``ControllerBuilder.for_``, ``owns`` or ``watches``):
 
-    from runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate, or_
-
-    # Reconcile on spec changes or label changes, but not on status-only writes.
-    builder.for_("cpo.dev/v1alpha1", "ControlPlane",
-                 or_(GenerationChangedPredicate(), LabelChangedPredicate()))
+>>> from runtime.event import UpdateEvent
+>>> from runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate, or_
+>>> spec_or_labels = or_(GenerationChangedPredicate(), LabelChangedPredicate())
+>>> before = {"metadata": {"generation": 1, "labels": {"tier": "etcd"}}}
+>>> status_only = {"metadata": {"generation": 1, "labels": {"tier": "etcd"}}, "status": {"ready": 3}}
+>>> spec_or_labels.update(UpdateEvent(before, status_only))
+False
+>>> relabelled = {"metadata": {"generation": 1, "labels": {"tier": "control-plane"}}}
+>>> spec_or_labels.update(UpdateEvent(before, relabelled))
+True
 
 An update event that lacks its old or new object passes none of the "changed" predicates
 (controller-runtime logs it and returns false too); sources never produce one.
@@ -36,7 +42,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.jsoncodec import JSON
 from runtime.labels import from_label_selector
 
 
@@ -73,6 +80,19 @@ def _metadata(obj: JSON | None) -> Mapping[str, Any] | None:
     return metadata if isinstance(metadata, Mapping) else None
 
 
+def _metadata_changed(event: UpdateEvent, key: str, *, empty_is_absent: bool = False) -> bool:
+    """Whether ``metadata[key]`` differs between the old and the new object; an update that lacks
+    either object passes none of the "changed" predicates."""
+    old = _metadata(event.object_old)
+    new = _metadata(event.object_new)
+    if old is None or new is None:
+        return False
+    before, after = old.get(key), new.get(key)
+    if empty_is_absent:
+        return (before or {}) != (after or {})
+    return bool(before != after)
+
+
 class GenerationChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.generation``.
 
@@ -84,44 +104,28 @@ class GenerationChangedPredicate(Funcs):
     """
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return old.get("generation") != new.get("generation")
+        return _metadata_changed(event, "generation")
 
 
 class ResourceVersionChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.resourceVersion`` (drops resync no-op updates)."""
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return old.get("resourceVersion") != new.get("resourceVersion")
+        return _metadata_changed(event, "resourceVersion")
 
 
 class LabelChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.labels`` (absent and empty count as equal)."""
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return (old.get("labels") or {}) != (new.get("labels") or {})
+        return _metadata_changed(event, "labels", empty_is_absent=True)
 
 
 class AnnotationChangedPredicate(Funcs):
     """Passes updates that changed ``metadata.annotations`` (absent and empty count as equal)."""
 
     def update(self, event: UpdateEvent) -> bool:
-        old = _metadata(event.object_old)
-        new = _metadata(event.object_new)
-        if old is None or new is None:
-            return False
-        return (old.get("annotations") or {}) != (new.get("annotations") or {})
+        return _metadata_changed(event, "annotations", empty_is_absent=True)
 
 
 class _PredicateFuncs:
@@ -187,42 +191,26 @@ def new_predicate_funcs(filter: Callable[[JSON], bool]) -> Predicate:
     return _ObjectFilter(filter)
 
 
-class _All:
-    __slots__ = ("_predicates",)
+class _Combined:
+    """``and_`` (``combine=all``) or ``or_`` (``combine=any``) of predicates."""
 
-    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
+    __slots__ = ("_combine", "_predicates")
+
+    def __init__(self, predicates: tuple[Predicate, ...], combine: Callable[[Iterable[bool]], bool]) -> None:
         self._predicates = predicates
+        self._combine = combine
 
     def create(self, event: CreateEvent) -> bool:
-        return all(p.create(event) for p in self._predicates)
+        return self._combine(p.create(event) for p in self._predicates)
 
     def update(self, event: UpdateEvent) -> bool:
-        return all(p.update(event) for p in self._predicates)
+        return self._combine(p.update(event) for p in self._predicates)
 
     def delete(self, event: DeleteEvent) -> bool:
-        return all(p.delete(event) for p in self._predicates)
+        return self._combine(p.delete(event) for p in self._predicates)
 
     def generic(self, event: GenericEvent) -> bool:
-        return all(p.generic(event) for p in self._predicates)
-
-
-class _Any:
-    __slots__ = ("_predicates",)
-
-    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
-        self._predicates = predicates
-
-    def create(self, event: CreateEvent) -> bool:
-        return any(p.create(event) for p in self._predicates)
-
-    def update(self, event: UpdateEvent) -> bool:
-        return any(p.update(event) for p in self._predicates)
-
-    def delete(self, event: DeleteEvent) -> bool:
-        return any(p.delete(event) for p in self._predicates)
-
-    def generic(self, event: GenericEvent) -> bool:
-        return any(p.generic(event) for p in self._predicates)
+        return self._combine(p.generic(event) for p in self._predicates)
 
 
 class _Not:
@@ -244,12 +232,13 @@ class _Not:
         return not self._predicate.generic(event)
 
 
-def _check(predicates: Iterable[object], what: str) -> tuple[Predicate, ...]:
+def check_predicates(predicates: Iterable[object], where: str) -> tuple[Predicate, ...]:
+    """``predicates`` as a tuple, or :class:`TypeError` naming ``where`` and the first non-predicate."""
     checked = tuple(predicates)
     for p in checked:
         if not isinstance(p, Predicate):
             raise TypeError(
-                f"{what}: {p!r} is not a predicate (it needs create, update, delete and generic "
+                f"{where}: {p!r} is not a predicate (it needs create, update, delete and generic "
                 "methods; wrap a function with predicate_funcs or new_predicate_funcs)"
             )
     return checked  # type: ignore[return-value]
@@ -257,17 +246,17 @@ def _check(predicates: Iterable[object], what: str) -> tuple[Predicate, ...]:
 
 def and_(*predicates: Predicate) -> Predicate:
     """Passes an event when every predicate does (no predicates: everything passes)."""
-    return _All(_check(predicates, "and_"))
+    return _Combined(check_predicates(predicates, "and_"), all)
 
 
 def or_(*predicates: Predicate) -> Predicate:
     """Passes an event when at least one predicate does (no predicates: nothing passes)."""
-    return _Any(_check(predicates, "or_"))
+    return _Combined(check_predicates(predicates, "or_"), any)
 
 
 def not_(predicate: Predicate) -> Predicate:
     """Passes exactly the events ``predicate`` drops."""
-    return _Not(_check((predicate,), "not_")[0])
+    return _Not(check_predicates((predicate,), "not_")[0])
 
 
 # --- label selectors ----------------------------------------------------------------------------

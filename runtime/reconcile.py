@@ -16,16 +16,17 @@ raise an exception                     not done; logged with its traceback, requ
 raise :class:`TerminalError`           failed in a way retrying cannot fix; logged, not requeued
 =====================================  ==========================================================
 
-Example::
+Example (a controller calls the reconciler; ``Controller("configmaps", reconciler)`` would):
 
-    from runtime.reconcile import Request, Result, reconciler_func
-
-    async def reconcile(request: Request) -> Result:
-        obj = await cache.get("v1", "ConfigMap", request.name, namespace=request.namespace)
-        ...
-        return Result()
-
-    controller = Controller("configmaps", reconciler_func(reconcile))
+>>> import asyncio
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> async def reconcile(request: Request) -> Result:
+...     print("looking at", request)  # read the object from the cache, compare, act
+...     return Result(requeue_after=30)
+>>> reconciler = reconciler_func(reconcile)
+>>> asyncio.run(reconciler.reconcile(Request("cfg", namespace="default")))
+looking at default/cfg
+Result(requeue=False, requeue_after=30)
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ class Reconciler(Protocol):
 class TerminalError(Exception):
     """A reconcile failure that retrying cannot fix: counted and logged, but not requeued.
 
-    The object is reconciled again on its next event. Wrap the cause::
-
-        raise TerminalError("spec.providerSpec.value is not a LocalMachineProviderSpec") from err
+    The object is reconciled again on its next event. Wrap the cause, as in
+    ``raise TerminalError("spec.providerSpec.value is not a LocalMachineProviderSpec") from err``:
+    the controller looks for a terminal error along the ``__cause__`` chain.
     """
 
 

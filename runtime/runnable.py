@@ -11,19 +11,27 @@ Optional capabilities are separate one-method protocols, checked with ``isinstan
   only while this process holds the leader lease. Controllers do (the default for anything that
   does not say); caches, webhook and metrics servers do not.
 
-Example::
+Example (``manager.add(Ticker())`` would run it with the manager's stop event):
 
-    class Ticker:
-        async def start(self, stop: asyncio.Event) -> None:
-            while not stop.is_set():
-                print("tick")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=1.0)
-
-        def need_leader_election(self) -> bool:
-            return False
-
-    manager.add(Ticker())
+>>> import asyncio, contextlib
+>>> from runtime.runnable import needs_leader_election
+>>> class Ticker:
+...     async def start(self, stop: asyncio.Event) -> None:
+...         while not stop.is_set():
+...             print("tick")
+...             with contextlib.suppress(TimeoutError):
+...                 await asyncio.wait_for(stop.wait(), timeout=1.0)
+...
+...     def need_leader_election(self) -> bool:
+...         return False
+>>> needs_leader_election(Ticker())
+False
+>>> async def run_until_stopped() -> None:
+...     stop = asyncio.Event()
+...     asyncio.get_running_loop().call_later(0.1, stop.set)
+...     await Ticker().start(stop)
+>>> asyncio.run(run_until_stopped())
+tick
 """
 
 from __future__ import annotations

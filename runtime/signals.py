@@ -5,12 +5,21 @@ first SIGTERM (or Ctrl-C) sets a stop event the manager is waiting on, so it sto
 finishes what is in flight and releases its Lease. A second signal means the operator (or a
 human) does not want to wait: the process exits with status 1 right away.
 
-Example::
+Example (an operator's ``main`` passes ``stop`` to ``manager.start(stop)``; ``Manager.run`` does
+all of this itself; here SIGUSR1 stands in for the default SIGTERM and SIGINT):
 
-    async def main() -> int:
-        stop = setup_signal_handler()
-        await manager.start(stop)
-        return 0
+>>> import asyncio, os, signal
+>>> from runtime.signals import remove_signal_handler, setup_signal_handler
+>>> async def main() -> str:
+...     stop = setup_signal_handler(signals=[signal.SIGUSR1])
+...     try:
+...         os.kill(os.getpid(), signal.SIGUSR1)
+...         await asyncio.wait_for(stop.wait(), timeout=5)
+...         return "stopping gracefully"
+...     finally:
+...         remove_signal_handler(signals=[signal.SIGUSR1])
+>>> asyncio.run(main())
+'stopping gracefully'
 """
 
 from __future__ import annotations

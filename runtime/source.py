@@ -14,19 +14,41 @@ Sources are started by :meth:`runtime.controller.Controller.start` (or by ``watc
 controller runs); a source that holds resources also implements :class:`StoppableSource`, and the
 controller stops it when it stops.
 
-Example::
+Example: one controller fed by the cache's Namespaces and by a queue of outside events:
 
-    import asyncio
-    from runtime.event import GenericEvent
-    from runtime.handler import EnqueueRequestForObject
-    from runtime.reconcile import Request
-    from runtime.source import Channel, Kind
-
-    member_changes: asyncio.Queue[GenericEvent] = asyncio.Queue()
-    controller.watch(Kind(manager.cache, "machine.openshift.io/v1beta1", "Machine",
-                          EnqueueRequestForObject()))
-    controller.watch(Channel(member_changes, EnqueueRequestForObject()))
-    member_changes.put_nowait(GenericEvent.for_request(Request("cp", "openshift-machine-api")))
+>>> import asyncio
+>>> from runtime.cache import Cache
+>>> from runtime.client import Client
+>>> from runtime.controller import Controller
+>>> from runtime.event import GenericEvent
+>>> from runtime.handler import EnqueueRequestForObject
+>>> from runtime.reconcile import Request, Result, reconciler_func
+>>> from runtime.source import Channel, Kind
+>>> async def main() -> list[str]:
+...     reconciled: set[str] = set()
+...     both = asyncio.Event()
+...
+...     async def reconcile(request: Request) -> Result:
+...         reconciled.add(request.name)
+...         if {"default", "cp"} <= reconciled:
+...             both.set()
+...         return Result()
+...
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         cache = Cache(client)
+...         controller = Controller("sources-example", reconciler_func(reconcile))
+...         member_changes: asyncio.Queue[GenericEvent] = asyncio.Queue()
+...         controller.watch(Kind(cache, "v1", "Namespace", EnqueueRequestForObject()))
+...         controller.watch(Channel(member_changes, EnqueueRequestForObject()))
+...         stop = asyncio.Event()
+...         running = [asyncio.create_task(r.start(stop)) for r in (cache, controller)]
+...         member_changes.put_nowait(GenericEvent.for_request(Request("cp", "openshift-machine-api")))
+...         await asyncio.wait_for(both.wait(), timeout=30)
+...         stop.set()
+...         await asyncio.gather(*running)
+...     return sorted({"default", "cp"} & reconciled)
+>>> asyncio.run(main())
+['cp', 'default']
 """
 
 from __future__ import annotations
@@ -36,10 +58,11 @@ import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.event import JSON, CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from runtime.handler import EventHandler, RequestQueue
+from runtime.jsoncodec import JSON
 from runtime.log import get_logger
-from runtime.predicate import Predicate
+from runtime.predicate import Predicate, check_predicates
 from runtime.reconcile import Request
 
 _log = get_logger("runtime.source")
@@ -81,16 +104,6 @@ class InformerCache(Protocol):
     def informer_for(self, api_version: str, kind: str) -> Informer: ...
 
 
-def _check_predicates(predicates: tuple[object, ...], where: str) -> tuple[Predicate, ...]:
-    for p in predicates:
-        if not isinstance(p, Predicate):
-            raise TypeError(
-                f"{where}: {p!r} is not a predicate (it needs create, update, delete and generic "
-                "methods; see runtime.predicate)"
-            )
-    return predicates  # type: ignore[return-value]
-
-
 def _check_handler(handler: object, where: str) -> EventHandler:
     if not isinstance(handler, EventHandler):
         raise TypeError(
@@ -114,51 +127,32 @@ class _Dispatch:
         self._queue = queue
 
     def on_add(self, obj: JSON, is_in_initial_list: bool) -> None:
-        event = CreateEvent(obj, is_in_initial_list)
-        try:
-            for predicate in self._predicates:
-                if not predicate.create(event):
-                    return
-            self._handler.create(event, self._queue)
-        except Exception as err:
-            self._failed("create", obj, err)
+        self._deliver("create", CreateEvent(obj, is_in_initial_list), obj)
 
     def on_update(self, old: JSON, new: JSON) -> None:
-        self._update(UpdateEvent(old, new))
+        self._deliver("update", UpdateEvent(old, new), new)
 
     def on_update_deferred(self, load_old: Callable[[], JSON], new: JSON) -> None:
         """The informer's cheaper form: the old state is decoded only if something reads it."""
-        self._update(UpdateEvent.deferred(load_old, new))
-
-    def _update(self, event: UpdateEvent) -> None:
-        new = event.object_new
-        try:
-            for predicate in self._predicates:
-                if not predicate.update(event):
-                    return
-            self._handler.update(event, self._queue)
-        except Exception as err:
-            self._failed("update", new, err)
+        self._deliver("update", UpdateEvent.deferred(load_old, new), new)
 
     def on_delete(self, obj: JSON) -> None:
-        event = DeleteEvent(obj)
-        try:
-            for predicate in self._predicates:
-                if not predicate.delete(event):
-                    return
-            self._handler.delete(event, self._queue)
-        except Exception as err:
-            self._failed("delete", obj, err)
+        self._deliver("delete", DeleteEvent(obj), obj)
 
     def on_generic(self, obj: JSON) -> None:
-        event = GenericEvent(obj)
+        self._deliver("generic", GenericEvent(obj), obj)
+
+    def _deliver(
+        self, kind: str, event: CreateEvent | UpdateEvent | DeleteEvent | GenericEvent, obj: JSON
+    ) -> None:
+        """Ask each predicate's ``kind`` method, then the handler's; a failure is logged, not raised."""
         try:
             for predicate in self._predicates:
-                if not predicate.generic(event):
+                if not getattr(predicate, kind)(event):
                     return
-            self._handler.generic(event, self._queue)
+            getattr(self._handler, kind)(event, self._queue)
         except Exception as err:
-            self._failed("generic", obj, err)
+            self._failed(kind, obj, err)
 
     def _failed(self, kind: str, obj: JSON | None, err: Exception) -> None:
         # A bug in a predicate or map function must cost one event, not the informer.
@@ -200,7 +194,7 @@ class Kind:
         self.api_version = api_version
         self.kind = kind
         self.handler = _check_handler(handler, f"Kind({api_version}, {kind})")
-        self.predicates = _check_predicates(predicates, f"Kind({api_version}, {kind})")
+        self.predicates = check_predicates(predicates, f"Kind({api_version}, {kind})")
         self._informer: Informer | None = None
         self._registration: Any = None
 
@@ -254,7 +248,7 @@ class Channel:
             )
         self.events = events
         self.handler = _check_handler(handler, "Channel")
-        self.predicates = _check_predicates(predicates, "Channel")
+        self.predicates = check_predicates(predicates, "Channel")
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, queue: RequestQueue) -> None:

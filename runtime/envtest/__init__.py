@@ -24,17 +24,27 @@ Choosing the back end
 
 Using it directly
 -----------------
-::
+``EnvironmentOptions(crd_paths=["config/crd"], embedded=apiserver.EmbeddedServerOptions())``
+starts the project's embedded server with the CRDs installed; here the environment attaches to
+the API server of ``kubeconfig`` instead:
 
-    from apiserver import EmbeddedServerOptions
-    from runtime.envtest import Environment, EnvironmentOptions
+>>> import asyncio
+>>> from runtime.envtest import Environment, EnvironmentOptions, unique_namespace_name
+>>> async def main() -> None:
+...     options = EnvironmentOptions(backend="existing", existing_kubeconfig=kubeconfig)
+...     async with Environment(options) as env:
+...         namespace = await env.create_namespace(unique_namespace_name("envtest example"))
+...         print(env.backend, env.owns_cluster, namespace["metadata"]["name"].startswith("envtest-example-"))
+...         print(env.url.startswith("https://"), env.kubeconfig_path.is_file())
+...         async with env.client() as api:  # a kubernetes_asyncio ApiClient
+...             print(type(api).__name__)
+...     # Stopped: the namespaces it created are deleted; an existing cluster stays up.
+>>> asyncio.run(main())
+existing False True
+True True
+ApiClient
 
-    options = EnvironmentOptions(crd_paths=["config/crd"], embedded=EmbeddedServerOptions())
-    async with Environment(options) as env:
-        async with env.client() as api:           # a kubernetes_asyncio ApiClient
-            ...
-        subprocess.run(["kubectl", "--kubeconfig", env.kubeconfig_path, "get", "crds"])
-
+``env.kubeconfig_path`` is what subprocesses need (``kubectl --kubeconfig <path> get crds``).
 ``env.install_crds(...)`` returns once the CRDs are Established *and* listed in discovery, so a
 client may use them at once; ``env.install_webhook_configurations(...)``,
 ``env.create_namespace(...)`` and ``env.uninstall_crds(...)`` complete the set.
@@ -54,22 +64,20 @@ durations, real binaries), ``KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true`` (sho
 logs instead of keeping them in the working folder).
 """
 
-from .binaries import ControlPlaneBinaries, ProcessStartError
-from .environment import (
+from .backends import (
     BackendChoice,
     BackendName,
     BackendSelectionError,
     EmbeddedServer,
     EmbeddedServerFactory,
-    Environment,
-    EnvironmentOptions,
-    ResolvedOptions,
     find_binaries,
-    load_manifests,
     select_backend,
-    unique_namespace_name,
 )
+from .binaries import ControlPlaneBinaries, ProcessStartError
+from .environment import Environment, unique_namespace_name
 from .kubeconfig import KubeconfigError, build_kubeconfig, load_kubeconfig, write_kubeconfig
+from .manifests import load_manifests
+from .options import EnvironmentOptions, ResolvedOptions
 
 __all__ = [
     "BackendChoice",

@@ -84,34 +84,7 @@ class CertificateAuthority:
     ) -> CertificateAuthority:
         key = _new_key()
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.now(UTC)
-        public_key = key.public_key()
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _CLOCK_SKEW)
-            .not_valid_after(now + valid_for)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
-            .sign(key, hashes.SHA256())
-        )
+        cert = _builder(name, name, key.public_key(), valid_for, ca=True).sign(key, hashes.SHA256())
         return cls(key, cert, valid_for)
 
     def serving_cert(self, hosts: list[str] | None = None) -> CertPair:
@@ -134,33 +107,9 @@ class CertificateAuthority:
         self, subject: x509.Name, usage: x509.ObjectIdentifier, alternative_names: list[x509.GeneralName]
     ) -> CertPair:
         key = _new_key()
-        public_key = key.public_key()
-        now = datetime.now(UTC)
         builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(self._cert.subject)
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _CLOCK_SKEW)
-            .not_valid_after(now + self._valid_for)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
+            _builder(subject, self._cert.subject, key.public_key(), self._valid_for, ca=False)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False
             )
@@ -169,3 +118,41 @@ class CertificateAuthority:
             builder = builder.add_extension(x509.SubjectAlternativeName(alternative_names), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
         return CertPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    valid_for: timedelta,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What a CA and the certificates it issues have in common: names, key, validity from a little
+    in the past, basic constraints and key usage (a CA signs certificates, a leaf only handshakes)."""
+    now = datetime.now(UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _CLOCK_SKEW)
+        .not_valid_after(now + valid_for)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+    )

@@ -1,11 +1,10 @@
-"""The test environment: pick an API server back end, start it, and hand out clients and helpers.
+"""The test environment: start the chosen API server back end and hand out clients and helpers.
 
-:class:`Environment` is the one object tests talk to. It chooses among three back ends with
-:func:`select_backend` (real binaries, an existing cluster, or the embedded server), starts the
-chosen one, and offers what an operator test needs around it: a kubeconfig dict and file, a
+:class:`Environment` is the one object tests talk to. It starts the back end its options choose
+(real binaries, an existing cluster, or the embedded server; see :mod:`runtime.envtest.backends`)
+and offers what an operator test needs around it: a kubeconfig dict and file, a
 ``kubernetes_asyncio`` client, and CRD / webhook-configuration / namespace helpers that wait until
-the API server really serves what was installed. :class:`EnvironmentOptions` holds every knob;
-:meth:`EnvironmentOptions.resolve` is the single place where unset knobs get their defaults.
+the API server really serves what was installed.
 """
 
 from __future__ import annotations
@@ -13,44 +12,28 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import os
 import re
 import secrets
 import shutil
 import tempfile
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
-import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import load_kube_config_from_dict
 
-from ..localproc import FlagOverrides
-from .binaries import KUBE_APISERVER, BinaryControlPlane, ControlPlaneBinaries
+from ..jsoncodec import JSON
+from .backends import BackendName, EmbeddedServer, EmbeddedServerThread
+from .binaries import BinaryControlPlane
 from .kubeconfig import Kubeconfig, load_kubeconfig, server_url, write_kubeconfig
+from .manifests import ManifestSource, load_manifests
+from .options import DEFAULT_CRD_INSTALL_TIMEOUT, EnvironmentOptions, ResolvedOptions
 
 log = logging.getLogger(__name__)
 
-BackendName = Literal["binaries", "existing", "embedded"]
-BACKENDS: tuple[BackendName, ...] = ("binaries", "existing", "embedded")
 
-# Environment variables, controller-runtime's names where it has one.
-KUBEBUILDER_ASSETS = "KUBEBUILDER_ASSETS"
-TEST_KUBECONFIG = "CPO_TEST_KUBECONFIG"
-ETCD_BINARY = "ETCD_BINARY"
-TEST_ASSET_KUBE_APISERVER = "TEST_ASSET_KUBE_APISERVER"
-TEST_ASSET_ETCD = "TEST_ASSET_ETCD"
-START_TIMEOUT = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
-STOP_TIMEOUT = "KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT"
-ATTACH_OUTPUT = "KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT"
-
-DEFAULT_START_TIMEOUT = 60.0
-DEFAULT_STOP_TIMEOUT = 20.0
-DEFAULT_CRD_INSTALL_TIMEOUT = 30.0
 # How often the helpers re-check the API server while waiting for something to become true.
 POLL_INTERVAL = 0.05
 _REQUEST_TIMEOUT = 30
@@ -60,231 +43,10 @@ _WEBHOOK_CONFIGURATION_PATHS = {
     "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
     "ValidatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
 }
-_MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 _MAX_NAMESPACE_LENGTH = 63
 _UPDATE_ATTEMPTS = 5
-
-JSON = dict[str, Any]
-ManifestSource = str | os.PathLike[str] | Mapping[str, Any]
-
-
-class EmbeddedServer(Protocol):
-    """An in-process API server the embedded back end runs (the project's stand-in is one)."""
-
-    async def start(self) -> None:
-        """Listen; return once clients can connect."""
-
-    async def stop(self) -> None:
-        """Close every connection and stop listening."""
-
-    def kubeconfig(self) -> Kubeconfig:
-        """A self-contained kubeconfig for an administrator of this server."""
-
-
-class EmbeddedServerFactory(Protocol):
-    """What :attr:`EnvironmentOptions.embedded` holds: the options of a server, able to build it.
-
-    The environment calls :meth:`new_server` on the loop that will serve it (its own thread's loop
-    with ``embedded_in_thread``), so whatever asyncio objects the server makes belong to that loop.
-    """
-
-    def new_server(self) -> EmbeddedServer:
-        """A new, not yet started server."""
-
-
-class BackendSelectionError(RuntimeError):
-    """The environment asks for a back end that cannot run (e.g. a binary is missing)."""
-
-
-@dataclass(frozen=True)
-class BackendChoice:
-    """Which back end to start, why, and what it needs."""
-
-    backend: BackendName
-    reason: str
-    """Human-readable: which setting decided (logged at start, handy when a suite behaves oddly)."""
-    binaries: ControlPlaneBinaries | None = None
-    """For ``binaries``: the kube-apiserver and etcd to run."""
-    kubeconfig_path: Path | None = None
-    """For ``existing``: the kubeconfig of the cluster to attach to."""
-
-
-def select_backend(environ: Mapping[str, str]) -> BackendChoice:
-    """Choose the back end from environment variables, in DESIGN §6's order of preference.
-
-    1. ``KUBEBUILDER_ASSETS`` is set: real binaries from that folder (etcd may come from
-       ``ETCD_BINARY`` instead). A folder without them is an error, never a silent fallback.
-    2. ``CPO_TEST_KUBECONFIG`` is set: attach to the cluster of that kubeconfig.
-    3. Otherwise: the embedded API server.
-
-    Empty variables count as unset. Only the file system is consulted, nothing is started.
-    """
-    if environ.get(KUBEBUILDER_ASSETS):
-        binaries = find_binaries(environ)
-        return BackendChoice(
-            "binaries",
-            f"{KUBEBUILDER_ASSETS}={environ[KUBEBUILDER_ASSETS]} (kube-apiserver {binaries.kube_apiserver}, "
-            f"etcd {binaries.etcd})",
-            binaries=binaries,
-        )
-    if environ.get(TEST_KUBECONFIG):
-        path = _existing_file(Path(environ[TEST_KUBECONFIG]).expanduser(), TEST_KUBECONFIG)
-        return BackendChoice("existing", f"{TEST_KUBECONFIG}={path}", kubeconfig_path=path)
-    return BackendChoice("embedded", f"neither {KUBEBUILDER_ASSETS} nor {TEST_KUBECONFIG} is set")
-
-
-def find_binaries(environ: Mapping[str, str]) -> ControlPlaneBinaries:
-    """Locate kube-apiserver and etcd for the real back end, or explain precisely what is missing.
-
-    kube-apiserver: ``TEST_ASSET_KUBE_APISERVER``, else ``$KUBEBUILDER_ASSETS/kube-apiserver``.
-    etcd: ``ETCD_BINARY``, else ``TEST_ASSET_ETCD``, else ``$KUBEBUILDER_ASSETS/etcd``.
-    """
-    assets = environ.get(KUBEBUILDER_ASSETS, "")
-    problems: list[str] = []
-    folder = Path(assets).expanduser() if assets else None
-    if folder is not None and not folder.is_dir():
-        problems.append(f"{KUBEBUILDER_ASSETS}={assets} is not a folder")
-
-    def locate(name: str, overrides: Sequence[str]) -> Path | None:
-        for variable in overrides:
-            if environ.get(variable):
-                candidate = _on_path(environ[variable], environ.get("PATH"))
-                if _is_executable(candidate):
-                    return candidate.absolute()
-                problems.append(f"{variable}={environ[variable]} is not an executable file")
-                return None
-        if folder is None:
-            problems.append(f"no {name}: set {KUBEBUILDER_ASSETS} or {' / '.join(overrides)}")
-            return None
-        candidate = folder / name
-        if _is_executable(candidate):
-            return candidate.absolute()
-        if folder.is_dir():
-            problems.append(f"{KUBEBUILDER_ASSETS}={assets} holds no executable {name!r}")
-        return None
-
-    kube_apiserver = locate(KUBE_APISERVER, [TEST_ASSET_KUBE_APISERVER])
-    etcd = locate("etcd", [ETCD_BINARY, TEST_ASSET_ETCD])
-    if problems or kube_apiserver is None or etcd is None:
-        raise BackendSelectionError(
-            "cannot use the real-binaries back end: "
-            + "; ".join(problems)
-            + f" (install them with `setup-envtest use -p path`, or unset {KUBEBUILDER_ASSETS})"
-        )
-    return ControlPlaneBinaries(kube_apiserver=kube_apiserver, etcd=etcd)
-
-
-@dataclass
-class EnvironmentOptions:
-    """How to build an :class:`Environment`. Every field may stay unset; see :meth:`resolve`."""
-
-    crd_paths: Sequence[str | os.PathLike[str]] = ()
-    """Files or folders (non-recursive; ``.yaml``, ``.yml``, ``.json``) of CRDs installed at start."""
-    crds: Sequence[Mapping[str, Any]] = ()
-    """CRD objects installed at start, in addition to ``crd_paths``."""
-    error_if_crd_path_missing: bool = True
-    """A ``crd_paths`` entry that does not exist fails the start (False: it is skipped)."""
-    crd_install_timeout: float | None = None
-    """Seconds to wait for CRDs to be Established and served. Default 30."""
-    backend: BackendName | None = None
-    """Force a back end. Default: :func:`select_backend` decides from the environment variables."""
-    use_existing_cluster: bool = False
-    """Attach to an existing cluster (controller-runtime's flag); the same as ``backend="existing"``.
-    Nothing is torn down at stop except the namespaces made with :meth:`Environment.create_namespace`."""
-    existing_kubeconfig: str | os.PathLike[str] | None = None
-    """Kubeconfig of the existing cluster. Default ``CPO_TEST_KUBECONFIG``, else the first file of
-    ``KUBECONFIG``, else ``~/.kube/config``."""
-    existing_context: str | None = None
-    """Context of ``existing_kubeconfig`` to use. Default: its current-context."""
-    start_timeout: float | None = None
-    """Seconds each real binary may take to become ready. Default
-    ``KUBEBUILDER_CONTROLPLANE_START_TIMEOUT`` (a Go duration such as ``90s``), else 60."""
-    stop_timeout: float | None = None
-    """Seconds a real binary gets after SIGTERM before SIGKILL. Default
-    ``KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT``, else 20."""
-    attach_control_plane_output: bool | None = None
-    """Let the real binaries write to our stdout/stderr instead of log files. Default
-    ``KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true``, else False."""
-    kube_apiserver_flags: FlagOverrides = field(default_factory=dict)
-    """Real kube-apiserver only: flags to add or replace (``{"v": "4"}``); ``None`` drops a default."""
-    embedded: EmbeddedServerFactory | None = None
-    """The embedded back end's server (its options, e.g. ``apiserver.EmbeddedServerOptions()``).
-    The framework ships no API server of its own: without this the embedded back end is refused
-    with an error saying which back ends remain."""
-    embedded_in_thread: bool = True
-    """Embedded back end only: serve from a background thread with its own event loop, so test code
-    that blocks (``subprocess.run(["kubectl", ...])``, a synchronous test) cannot stall the server.
-    False serves from the caller's loop, which must then keep running while clients wait."""
-    environ: Mapping[str, str] | None = None
-    """The environment variables consulted. Default ``os.environ``."""
-
-    def resolve(self) -> ResolvedOptions:
-        """Fill every unset field: explicit option, then environment variable, then built-in default."""
-        environ = dict(os.environ if self.environ is None else self.environ)
-        if self.use_existing_cluster and self.backend not in (None, "existing"):
-            raise ValueError(f"use_existing_cluster=True contradicts backend={self.backend!r}")
-        wanted: BackendName | None = "existing" if self.use_existing_cluster else self.backend
-        if wanted is not None and wanted not in BACKENDS:
-            raise ValueError(f"unknown back end {wanted!r}; expected one of {', '.join(BACKENDS)}")
-        if wanted is None:
-            choice = select_backend(environ)
-        elif wanted == "binaries":
-            choice = BackendChoice("binaries", "requested by EnvironmentOptions", find_binaries(environ))
-        elif wanted == "embedded":
-            choice = BackendChoice("embedded", "requested by EnvironmentOptions")
-        else:
-            choice = BackendChoice("existing", "requested by EnvironmentOptions")
-        if choice.backend == "existing" and (
-            self.existing_kubeconfig is not None or choice.kubeconfig_path is None
-        ):
-            path, source = _existing_kubeconfig(self.existing_kubeconfig, environ)
-            choice = BackendChoice(
-                "existing", f"{choice.reason}; kubeconfig {path} ({source})", kubeconfig_path=path
-            )
-
-        embedded = self.embedded
-        if embedded is None and choice.backend == "embedded":
-            raise BackendSelectionError(
-                f"the embedded back end was chosen ({choice.reason}) but EnvironmentOptions.embedded "
-                f"names no server: pass one (e.g. apiserver.EmbeddedServerOptions()), or set "
-                f"{KUBEBUILDER_ASSETS} (real binaries) or {TEST_KUBECONFIG} (an existing cluster)"
-            )
-        return ResolvedOptions(
-            choice=choice,
-            crd_sources=(*self.crd_paths, *self.crds),
-            error_if_crd_path_missing=self.error_if_crd_path_missing,
-            crd_install_timeout=_first(self.crd_install_timeout, None, DEFAULT_CRD_INSTALL_TIMEOUT),
-            start_timeout=_first(
-                self.start_timeout, _duration(environ, START_TIMEOUT), DEFAULT_START_TIMEOUT
-            ),
-            stop_timeout=_first(self.stop_timeout, _duration(environ, STOP_TIMEOUT), DEFAULT_STOP_TIMEOUT),
-            attach_control_plane_output=(
-                self.attach_control_plane_output
-                if self.attach_control_plane_output is not None
-                else environ.get(ATTACH_OUTPUT, "").lower() == "true"
-            ),
-            kube_apiserver_flags=dict(self.kube_apiserver_flags),
-            embedded=embedded,
-            embedded_in_thread=self.embedded_in_thread,
-            existing_context=self.existing_context,
-        )
-
-
-@dataclass(frozen=True)
-class ResolvedOptions:
-    """:class:`EnvironmentOptions` with every default filled in; what :class:`Environment` runs on."""
-
-    choice: BackendChoice
-    crd_sources: tuple[ManifestSource, ...]
-    error_if_crd_path_missing: bool
-    crd_install_timeout: float
-    start_timeout: float
-    stop_timeout: float
-    attach_control_plane_output: bool
-    kube_apiserver_flags: FlagOverrides
-    embedded: EmbeddedServerFactory | None
-    embedded_in_thread: bool
-    existing_context: str | None
 
 
 class Environment:
@@ -322,7 +84,7 @@ class Environment:
         """Start (or attach to) the API server, write the kubeconfig, install the configured CRDs."""
         if self._api is not None:
             raise RuntimeError("the environment is already started")
-        resolved = self.resolved = self.options.resolve()
+        resolved = self.resolved = self.options.with_defaults()
         choice = resolved.choice
         log.info("envtest back end %s: %s", choice.backend, choice.reason)
         self._workdir = Path(tempfile.mkdtemp(prefix="cpo-envtest-env-"))
@@ -642,198 +404,12 @@ class Environment:
             await asyncio.sleep(POLL_INTERVAL)
 
 
-class EmbeddedServerThread:
-    """The embedded API server on its own event loop in a daemon thread.
-
-    The server's loop keeps answering while the test's loop is blocked or between tests, which is
-    what kubectl subprocesses and synchronous tests need. Clients talk to it over TCP as to any
-    API server, so nothing is shared across the two loops but the server object itself.
-    """
-
-    def __init__(self, factory: EmbeddedServerFactory) -> None:
-        self.factory = factory
-        self.server: EmbeddedServer | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    async def start(self) -> EmbeddedServer:
-        """Start the thread and the server in it; returns once the server listens."""
-        if self._loop is not None:
-            raise RuntimeError("the embedded server thread is already started")
-        loop = self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._serve_forever, args=(loop,), name="cpo-embedded-apiserver", daemon=True
-        )
-        self._thread.start()
-        try:
-            self.server = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._create(), loop))
-        except BaseException:
-            await self.stop()
-            raise
-        return self.server
-
-    async def stop(self) -> None:
-        """Stop the server, then its loop, and join the thread. Safe to call twice."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            if self.server is not None:
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.server.stop(), loop))
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            await asyncio.to_thread(thread.join)
-            self._loop = self._thread = self.server = None
-
-    async def _create(self) -> EmbeddedServer:
-        # Built inside its own loop, so any asyncio object the server makes belongs to that loop.
-        server = self.factory.new_server()
-        await server.start()
-        return server
-
-    @staticmethod
-    def _serve_forever(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_forever()
-        finally:
-            # Whatever the server left running (e.g. a watch stream mid-write) is cancelled and
-            # awaited, so the loop closes without "task was destroyed but it is pending".
-            leftovers = asyncio.all_tasks(loop)
-            for task in leftovers:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-
-# ------------------------------------------------------------------------------- manifests
-
-
-def load_manifests(
-    sources: Iterable[ManifestSource], *, kinds: set[str], error_if_missing: bool = True
-) -> list[JSON]:
-    """The objects of ``kinds`` among ``sources``: objects as they are, files and folders parsed.
-
-    Folders are read non-recursively, files with a ``.yaml``/``.yml``/``.json`` suffix, in name
-    order; multi-document YAML and ``kind: List`` are unpacked. Objects are copied, never shared.
-    """
-    if isinstance(sources, (str, os.PathLike, Mapping)):
-        sources = [sources]
-    found: list[JSON] = []
-    for source in sources:
-        if isinstance(source, Mapping):
-            documents: list[Any] = [source]
-        else:
-            documents = _read_manifest_path(Path(source), error_if_missing)
-        for document in _unpack_lists(documents):
-            if document.get("kind") in kinds:
-                found.append(copy.deepcopy(dict(document)))
-    return found
-
-
-def _read_manifest_path(path: Path, error_if_missing: bool) -> list[Any]:
-    if not path.exists():
-        if error_if_missing:
-            raise FileNotFoundError(f"manifest path {path} does not exist")
-        return []
-    files = (
-        sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _MANIFEST_SUFFIXES)
-        if path.is_dir()
-        else [path]
-    )
-    documents: list[Any] = []
-    for file in files:
-        try:
-            documents.extend(doc for doc in yaml.safe_load_all(file.read_text(encoding="utf-8")) if doc)
-        except yaml.YAMLError as err:
-            raise ValueError(f"{file} is not valid YAML/JSON: {err}") from err
-    return documents
-
-
-def _unpack_lists(documents: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
-    for document in documents:
-        if not isinstance(document, Mapping):
-            continue
-        if document.get("kind") == "List" or str(document.get("kind", "")).endswith("List"):
-            yield from _unpack_lists(document.get("items") or [])
-        else:
-            yield document
-
-
-# ------------------------------------------------------------------------------- helpers
-
-
 def unique_namespace_name(hint: str) -> str:
     """A fresh, valid namespace name derived from ``hint`` (e.g. a test name) plus a random suffix."""
     suffix = secrets.token_hex(3)
     stem = re.sub(r"[^a-z0-9-]+", "-", hint.lower())
     stem = re.sub(r"-{2,}", "-", stem).strip("-")[: _MAX_NAMESPACE_LENGTH - len(suffix) - 1].rstrip("-")
     return f"{stem or 'test'}-{suffix}"
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go-style duration (``90s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
-    text = text.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)", text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise ValueError(f"invalid duration {text!r}")
-    return sum(float(number) * units[unit] for number, unit in parts)
-
-
-def _duration(environ: Mapping[str, str], variable: str) -> float | None:
-    value = environ.get(variable)
-    if not value:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as err:
-        raise ValueError(f"{variable}: {err}") from None
-
-
-def _first(*values: float | None) -> float:
-    for value in values:
-        if value is not None:
-            return value
-    raise ValueError("no value")
-
-
-def _existing_kubeconfig(
-    explicit: str | os.PathLike[str] | None, environ: Mapping[str, str]
-) -> tuple[Path, str]:
-    if explicit is not None:
-        return _existing_file(Path(explicit).expanduser(), "existing_kubeconfig"), "existing_kubeconfig"
-    for variable in (TEST_KUBECONFIG, "KUBECONFIG"):
-        value = environ.get(variable, "")
-        first = value.split(os.pathsep)[0] if value else ""
-        if first:
-            return _existing_file(Path(first).expanduser(), variable), variable
-    home = environ.get("HOME") or str(Path.home())
-    return _existing_file(Path(home) / ".kube" / "config", "the default kubeconfig"), "~/.kube/config"
-
-
-def _existing_file(path: Path, origin: str) -> Path:
-    if not path.is_file():
-        raise BackendSelectionError(f"{origin}: kubeconfig {path} does not exist")
-    return path
-
-
-def _on_path(value: str, search_path: str | None) -> Path:
-    """A binary given as a bare name (``etcd``) is looked up on ``search_path``, as a shell would."""
-    if os.sep not in value:
-        found = shutil.which(value, path=search_path)
-        if found:
-            return Path(found)
-    return Path(value).expanduser()
-
-
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
 
 
 def _name(obj: Mapping[str, Any]) -> str:

@@ -79,20 +79,16 @@ def child_environment() -> dict[str, str]:
     return child
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def operator(
-    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
-) -> AsyncIterator[tuple[OperatorProcess, ServingCerts]]:
-    await env.install_crds([ROOT / "config" / "crd"])
-    certs = ServingCerts(tmp_path / "certs")
-    certs.write()
-    proc = await asyncio.create_subprocess_exec(
+def cpo_run_argv(kubeconfig: Path, cert_dir: Path, lease_namespace: str | None = None) -> list[str]:
+    """``python -m cli run`` on loopback with kernel-picked ports (read back from the JSON logs);
+    leader election on, in ``lease_namespace``, when one is given."""
+    argv = [
         sys.executable,
         "-m",
         "cli",
         "run",
         "--kubeconfig",
-        str(kubeconfig_path),
+        str(kubeconfig),
         "--metrics-bind-address",
         "127.0.0.1:0",
         "--health-probe-bind-address",
@@ -102,12 +98,22 @@ async def operator(
         "--webhook-port",
         "0",
         "--webhook-cert-dir",
-        str(certs.directory),
-        "--leader-elect",
-        "--leader-election-namespace",
-        namespace,
-        "--log-format",
-        "json",
+        str(cert_dir),
+    ]
+    if lease_namespace is not None:
+        argv += ["--leader-elect", "--leader-election-namespace", lease_namespace]
+    return [*argv, "--log-format", "json"]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def operator(
+    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
+) -> AsyncIterator[tuple[OperatorProcess, ServingCerts]]:
+    await env.install_crds([ROOT / "config" / "crd"])
+    certs = ServingCerts(tmp_path / "certs")
+    certs.write()
+    proc = await asyncio.create_subprocess_exec(
+        *cpo_run_argv(kubeconfig_path, certs.directory, namespace),
         cwd=tmp_path,
         env=child_environment(),
         stdout=asyncio.subprocess.DEVNULL,

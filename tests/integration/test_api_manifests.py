@@ -60,8 +60,18 @@ async def test_samples_are_accepted_by_the_api_server(client: Client, namespace:
 
 def test_webhook_configurations_name_our_paths_and_the_scale_subresource() -> None:
     by_kind = {d["kind"]: d for d in _documents(CONFIG / "webhook" / "manifests.yaml")}
-    (validating,) = by_kind["ValidatingWebhookConfiguration"]["webhooks"]
+    validating_hooks = {
+        h["rules"][0]["resources"][0]: h for h in by_kind["ValidatingWebhookConfiguration"]["webhooks"]
+    }
+    assert set(validating_hooks) == {"controlplanes", "machinehealthchecks"}
+    validating = validating_hooks["controlplanes"]
     (mutating,) = by_kind["MutatingWebhookConfiguration"]["webhooks"]
+    mhc = validating_hooks["machinehealthchecks"]
+    assert mhc["clientConfig"]["service"]["path"] == webhook.validate_path(
+        "machine.openshift.io", "v1beta1", "MachineHealthCheck"
+    )
+    assert mhc["rules"][0]["resources"] == ["machinehealthchecks"]
+    assert mhc["failurePolicy"] == "Fail" and mhc["sideEffects"] == "None"
     assert validating["clientConfig"]["service"]["path"] == _kubebuilder_path("validate")
     assert mutating["clientConfig"]["service"]["path"] == _kubebuilder_path("mutate")
     assert validating["rules"][0]["resources"] == ["controlplanes", "controlplanes/scale"]

@@ -15,7 +15,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 from pydantic import BaseModel, ConfigDict, Field
 
-import runtime.client as client_module
+import runtime.client.transport as client_module
 from runtime import metrics
 from runtime.client import Client, ClientOptions, ObjectList
 from runtime.envtest import Environment

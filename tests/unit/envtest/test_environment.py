@@ -37,8 +37,8 @@ from runtime.envtest.binaries import (
     ProcessStartError,
     etcd_flags,
 )
-from runtime.envtest.environment import parse_duration
 from runtime.envtest.kubeconfig import server_url
+from runtime.envtest.options import parse_duration
 from runtime.localproc import render_flags
 
 
@@ -146,7 +146,9 @@ def test_test_kubeconfig_naming_a_missing_file_is_an_error(tmp_path: Path) -> No
 
 
 def test_resolve_fills_the_built_in_defaults() -> None:
-    resolved = EnvironmentOptions(backend="existing", existing_kubeconfig=__file__, environ={}).resolve()
+    resolved = EnvironmentOptions(
+        backend="existing", existing_kubeconfig=__file__, environ={}
+    ).with_defaults()
     assert (resolved.start_timeout, resolved.stop_timeout, resolved.crd_install_timeout) == (60.0, 20.0, 30.0)
     assert resolved.attach_control_plane_output is False
     assert resolved.error_if_crd_path_missing is True
@@ -160,7 +162,7 @@ def test_resolve_reads_controller_runtime_variables_and_explicit_options_win() -
     }
     from_environ = EnvironmentOptions(
         backend="existing", existing_kubeconfig=__file__, environ=environ
-    ).resolve()
+    ).with_defaults()
     assert (from_environ.start_timeout, from_environ.stop_timeout) == (90.0, 5.0)
     assert from_environ.attach_control_plane_output is True
     explicit = EnvironmentOptions(
@@ -169,7 +171,7 @@ def test_resolve_reads_controller_runtime_variables_and_explicit_options_win() -
         environ=environ,
         start_timeout=7.0,
         attach_control_plane_output=False,
-    ).resolve()
+    ).with_defaults()
     assert explicit.start_timeout == 7.0
     assert explicit.attach_control_plane_output is False
 
@@ -177,26 +179,26 @@ def test_resolve_reads_controller_runtime_variables_and_explicit_options_win() -
 def test_forced_backend_ignores_the_variables(assets: Path) -> None:
     resolved = EnvironmentOptions(
         backend="existing", existing_kubeconfig=__file__, environ={"KUBEBUILDER_ASSETS": str(assets)}
-    ).resolve()
+    ).with_defaults()
     assert resolved.choice.backend == "existing"
     assert resolved.choice.kubeconfig_path == Path(__file__)
 
 
 def test_use_existing_cluster_falls_back_to_kubeconfig_variable(kubeconfig_file: Path) -> None:
     environ = {"KUBECONFIG": f"{kubeconfig_file}{os.pathsep}/ignored"}
-    resolved = EnvironmentOptions(use_existing_cluster=True, environ=environ).resolve()
+    resolved = EnvironmentOptions(use_existing_cluster=True, environ=environ).with_defaults()
     assert resolved.choice.backend == "existing"
     assert resolved.choice.kubeconfig_path == kubeconfig_file
 
 
 def test_use_existing_cluster_contradicting_backend_is_rejected() -> None:
     with pytest.raises(ValueError, match="contradicts"):
-        EnvironmentOptions(use_existing_cluster=True, backend="embedded", environ={}).resolve()
+        EnvironmentOptions(use_existing_cluster=True, backend="embedded", environ={}).with_defaults()
 
 
 def test_forcing_binaries_without_assets_explains_what_is_missing() -> None:
     with pytest.raises(BackendSelectionError, match="KUBEBUILDER_ASSETS"):
-        EnvironmentOptions(backend="binaries", environ={}).resolve()
+        EnvironmentOptions(backend="binaries", environ={}).with_defaults()
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ from runtime.cache import (
     CacheOptions,
     Informer,
     InformerOptions,
-    _Backoff,
     object_key,
 )
+from runtime.cache.reflector import _Backoff
 from runtime.client import Client
 from runtime.labels import as_selector, from_label_selector, parse_selector
 
@@ -307,7 +307,7 @@ class DeferredEvents(Events):
 async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
     offline_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runtime.cache as cache_module
+    import runtime.cache.informer as cache_module
 
     decoded: list[bytes] = []
     real_decode = cache_module._decode
@@ -344,7 +344,7 @@ async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
 async def test_a_relist_decodes_only_what_changed(
     offline_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runtime.cache as cache_module
+    import runtime.cache.informer as cache_module
 
     decoded: list[bytes] = []
     real_decode = cache_module._decode

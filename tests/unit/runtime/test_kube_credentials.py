@@ -289,8 +289,8 @@ async def test_threads_asking_for_the_full_client_at_once_all_get_it() -> None:
 
 
 def test_the_deferral_is_the_only_kubernetes_asyncio_import_of_the_runtime_client() -> None:
-    """runtime/client.py gets kubernetes_asyncio's names through the deferring module only."""
-    source = (REPO / "runtime" / "client.py").read_text()
+    """runtime/client/ gets kubernetes_asyncio's names through the deferring module only."""
+    source = "\n".join(path.read_text() for path in sorted((REPO / "runtime" / "client").glob("*.py")))
     imports = [
         line.strip()
         for line in source.splitlines()
@@ -298,6 +298,6 @@ def test_the_deferral_is_the_only_kubernetes_asyncio_import_of_the_runtime_clien
     ]
     assert imports == [], textwrap.dedent(
         f"""\
-        runtime/client.py imports kubernetes_asyncio directly: {imports}.
+        runtime/client/ imports kubernetes_asyncio directly: {imports}.
         Import its names from runtime._kube_credentials, which keeps the generated client unloaded."""
     )

@@ -17,7 +17,7 @@ def test_leader_election_defaults_are_controller_runtimes() -> None:
     resolved = LeaderElectionOptions().with_defaults()
     assert (resolved.lease_duration, resolved.renew_deadline, resolved.retry_period) == (15, 10, 2)
     assert resolved.request_timeout == 5
-    assert resolved.release_on_stop is True
+    assert resolved.release_on_cancel is True
     host, _, suffix = resolved.identity.rpartition("_")
     assert host and len(suffix) == 36
 

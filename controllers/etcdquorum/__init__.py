@@ -1,0 +1,120 @@
+"""The etcd-quorum-hook controller: no change to the control-plane Machines may cost etcd its quorum.
+
+etcd commits a write only when a majority (the *quorum*) of its voting members agrees: 2 of 3,
+3 of 5. Lose the majority and the API server stops writing. Machines are drained and terminated
+by the Machine API, which knows nothing about etcd; this controller is what stands between a
+deleted control-plane Machine and the etcd member running on it. It runs inside ``cpo run``
+under the name ``etcd-quorum-hook`` (leader only) and works per ControlPlane.
+
+Which Machines, which etcd
+--------------------------
+A ControlPlane's Machines are those of its namespace matched by ``spec.selector``; they form one
+etcd cluster, and ``spec.replicas`` is the number of voters it should have (the *desired*
+count). A ControlPlane with ``spec.etcd.external: true`` is left alone entirely: no hooks, no
+condition. etcd is reached at ``spec.etcd.endpoints`` (client certificate and CA from the Secret
+``spec.etcd.tlsSecretRef``: ``tls.crt``, ``tls.key``, ``ca.crt``), else at each Machine's
+``local.cpo.dev/etcd-client-url`` annotation, else at ``https://<InternalIP>:2379``.
+
+A member belongs to a Machine when its peer URL equals the Machine's
+``local.cpo.dev/etcd-peer-url`` annotation or, for a Machine without that annotation, when the
+host of its peer URL is one of the Machine's InternalIP addresses (IPv4 or IPv6).
+
+The rules
+---------
+**The hook.** Every control-plane Machine that is not being deleted carries the preDrain
+lifecycle hook ``{name: EtcdQuorumOperator, owner: clusteroperator/etcd}``. While a preDrain hook
+is present the Machine API does not drain or terminate the Machine, so its etcd member keeps
+running until this controller lets go. Hooks are placed only once the Machine API works (at
+least one control-plane Machine ``Running``). A hook of that name with another owner is set
+back; other hooks are never touched.
+
+**Promotion.** New members join as *learners*: they copy the data but do not vote, so they
+cannot weaken the quorum. A learner is promoted to voter only when its Machine carries the hook
+and is not being deleted, one promotion at a time, and never beyond *desired + 1* voters (room
+for exactly one replacement). etcd itself refuses a learner that has not caught up
+(``LearnerNotInSync``); the controller asks again with a growing backoff.
+
+**Removal.** When a Machine with the hook is deleted, its member is removed, one member per pass
+across the whole cluster, and only if that is safe:
+
+* a learner is removed at once (it holds no vote);
+* a healthy voter only when the voters left still include at least *desired* healthy ones (so
+  its replacement must have been promoted first) and a healthy quorum of themselves;
+* an unhealthy voter when the healthy voters left still hold a quorum of the voters left
+  (removing a dead member lowers the quorum it was failing to help with);
+* nothing while the cluster has lost quorum: the controller never tries to repair a cluster that
+  has lost quorum; it reports it and waits for a human (restore members, or recover from backup).
+
+Membership changes (promotions and removals) are made one at a time and at least 2 seconds
+apart, each decided from a fresh member list and fresh health reads. When several deleting
+Machines qualify, the one whose failure domain hosts another voter goes first, then unhealthy
+members, then by name. A removal that must wait says why: the
+``EtcdClusterHealthy`` condition's message names the check (``HealthyVotersBelowDesired``,
+``QuorumAfterRemoval``, ``QuorumLost``, ``EtcdUnreachable``...) and the members concerned; after
+a minute the Machine and the ControlPlane get a Warning event with the same text.
+
+**Hook removal.** The hook comes off a deleting Machine only once a member list read from etcd
+shows no member, voter or learner, belonging to it. Then the Machine API drains and terminates
+it. If etcd cannot be read, the hook stays.
+
+**Members of no Machine** are reported in the condition (``MembersWithoutMachine``) and left
+alone, with one exception: a learner that was added but never started (it has no name), belongs
+to no Machine and has been seen so for 5 minutes. That is what a provider leaves behind when it
+crashes between adding a member and starting it; it would block every later join.
+
+The escape hatch
+----------------
+A member that can never be replaced (its data is gone, its replacement cannot join) holds its
+Machine's deletion forever. Remove the ``EtcdQuorumOperator`` hook from that deleting Machine by
+hand: the controller never puts it back on a Machine being deleted, says so in a
+``HookRemovedByOthers`` event, and the Machine is drained and terminated. Its member stays in
+the cluster: remove it with ``etcdctl member remove <id>`` once you are sure.
+
+What to watch
+-------------
+* Condition ``EtcdClusterHealthy`` on the ControlPlane: ``True``/``EtcdHealthy``, or ``False``
+  with ``QuorumLost``, ``MembersUnhealthy``, ``AlarmsActive``, ``MembersWithoutMachine`` or
+  ``EtcdUnreachable``. The message counts members, voters and learners and names unhealthy
+  members, alarms and every wait. Only this condition is written, by a status merge patch that
+  carries the resourceVersion, so other controllers' conditions are kept.
+* Events (``kubectl describe machine``/``controlplane``): ``HookAdded``, ``HookRepaired``,
+  ``LearnerPromoted``, ``MemberRemoved``, ``HookRemoved``, ``AbandonedLearnerRemoved``,
+  ``HookRemovedByOthers`` and, for waits longer than a minute, the wait's reason.
+* Metrics, labelled ``controlplane="<namespace>/<name>"``: ``cpo_etcd_members{role}``,
+  ``cpo_etcd_healthy_voters``, ``cpo_etcd_quorum_margin`` (healthy voters − quorum; alert on
+  ``< 1``), ``cpo_etcd_learner_promotions_total``, ``cpo_etcd_member_removals_total``,
+  ``cpo_etcd_hook_waits{reason}``; plus the controller's own ``controller_runtime_*`` and
+  ``workqueue_*`` series under ``controller="etcd-quorum-hook"``.
+
+Restarts
+--------
+Nothing is kept in memory that decides anything: each pass re-reads the Machines and etcd. A
+process killed at any point (after a promotion, after a removal, before the hook came off) is
+finished by the next one. The timings are :class:`EtcdQuorumOptions`; in Python::
+
+    from controllers.etcdquorum import EtcdQuorumOptions, setup_with_manager
+
+    setup_with_manager(manager, EtcdQuorumOptions(busy_period=1.0, abandoned_learner_grace=300))
+
+The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules`, the reconciler
+in :mod:`controllers.etcdquorum.reconciler`, the metrics in :mod:`controllers.etcdquorum.metrics`.
+"""
+
+from controllers.etcdquorum.reconciler import (
+    CONTROLLER_NAME,
+    EtcdQuorumOptions,
+    EtcdQuorumReconciler,
+    ResolvedEtcdQuorumOptions,
+    setup_with_manager,
+)
+from controllers.etcdquorum.rules import HOOK_NAME, HOOK_OWNER
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "HOOK_NAME",
+    "HOOK_OWNER",
+    "EtcdQuorumOptions",
+    "EtcdQuorumReconciler",
+    "ResolvedEtcdQuorumOptions",
+    "setup_with_manager",
+]

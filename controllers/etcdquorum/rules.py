@@ -1,0 +1,517 @@
+"""The etcd-quorum-hook rules as pure functions: no I/O, one rule per function, each table-tested.
+
+The reconciler (:mod:`controllers.etcdquorum.reconciler`) reads the Machines and the etcd member
+list, turns them into :class:`MachineInfo` and :class:`MemberState`, and asks these functions
+what to do. Keeping the rules free of I/O is what lets a unit test walk every case of the quorum
+arithmetic, and lets an SRE read each rule in one place:
+
+* :func:`member_belongs_to` / :func:`map_members`: which Machine hosts which etcd member;
+* :func:`machine_api_functional` and :func:`hook_action`: where the preDrain hook goes;
+* :func:`promotion_decision`: which learner may become a voter now;
+* :func:`removal_decision`: which deleting Machine's member may be removed now, or why not;
+* :func:`is_abandoned_learner`: the one kind of member that maps to no Machine and is cleaned up;
+* :func:`hook_removable`: when a deleting Machine's hook may go;
+* :func:`cluster_health`: what the ``EtcdClusterHealthy`` condition says.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from controllers.etcd.client import Member
+
+HOOK_NAME: Final = "EtcdQuorumOperator"
+"""Name of the preDrain lifecycle hook this controller owns (the name OpenShift's etcd operator uses)."""
+HOOK_OWNER: Final = "clusteroperator/etcd"
+"""Owner written in the hook."""
+
+PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
+"""Machine annotation naming its member's peer URL exactly (written by the local provider)."""
+CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
+"""Machine annotation naming its member's client URL (written by the local provider)."""
+ZONE_LABEL: Final = "machine.openshift.io/zone"
+"""Machine label OpenShift's machine controllers set to the instance's zone."""
+DEFAULT_CLIENT_PORT: Final = 2379
+
+# Names of the checks a removal or a promotion can wait on: the reason label of
+# cpo_etcd_hook_waits, the reason of the wait events, and the word in the condition message.
+WAIT_QUORUM_LOST: Final = "QuorumLost"
+WAIT_HEALTHY_VOTERS: Final = "HealthyVotersBelowDesired"
+WAIT_QUORUM_AFTER_REMOVAL: Final = "QuorumAfterRemoval"
+WAIT_ONE_CHANGE_PER_PASS: Final = "OneMemberChangeAtATime"
+WAIT_ETCD_UNREACHABLE: Final = "EtcdUnreachable"
+WAIT_MEMBER_PRESENT: Final = "MemberStillListed"
+WAIT_HOOK_MISSING: Final = "HookMissing"
+WAIT_VOTERS_AT_MAXIMUM: Final = "VotersAtMaximum"
+WAIT_LEARNER_NOT_IN_SYNC: Final = "LearnerNotInSync"
+WAIT_REASONS: Final = (
+    WAIT_QUORUM_LOST,
+    WAIT_HEALTHY_VOTERS,
+    WAIT_QUORUM_AFTER_REMOVAL,
+    WAIT_ONE_CHANGE_PER_PASS,
+    WAIT_ETCD_UNREACHABLE,
+    WAIT_MEMBER_PRESENT,
+    WAIT_HOOK_MISSING,
+    WAIT_VOTERS_AT_MAXIMUM,
+    WAIT_LEARNER_NOT_IN_SYNC,
+)
+
+
+def quorum(voters: int) -> int:
+    """Votes a cluster of ``voters`` voting members needs to commit anything: a strict majority."""
+    return voters // 2 + 1
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True)
+class MachineInfo:
+    """What the rules need of one control-plane Machine."""
+
+    name: str
+    deleting: bool = False
+    """It has a deletionTimestamp."""
+    running: bool = False
+    """``status.phase`` is ``Running``."""
+    hook_owner: str | None = None
+    """Owner of its preDrain hook named :data:`HOOK_NAME`; None when it has no such hook."""
+    peer_url: str | None = None
+    """The :data:`PEER_URL_ANNOTATION` value, when present."""
+    internal_ips: tuple[str, ...] = ()
+    """Its ``status.addresses`` of type InternalIP."""
+    failure_domain: str | None = None
+    client_url: str | None = None
+    """Where its member answers clients: the annotation, else ``https://<first InternalIP>:2379``."""
+
+    @property
+    def has_hook(self) -> bool:
+        """It carries a preDrain hook named :data:`HOOK_NAME`, whoever is written as owner."""
+        return self.hook_owner is not None
+
+    @property
+    def has_our_hook(self) -> bool:
+        """It carries :data:`HOOK_NAME` with :data:`HOOK_OWNER` as owner."""
+        return self.hook_owner == HOOK_OWNER
+
+
+@dataclass(frozen=True, slots=True)
+class MemberState:
+    """One etcd member with what the controller learnt about it."""
+
+    member: Member
+    machine: str | None
+    """The Machine it belongs to (:func:`map_members`); None when none."""
+    healthy: bool
+    """It answered a health read (a linearizable read for a voter)."""
+
+    @property
+    def label(self) -> str:
+        """How messages name it: ``<name> (<hex id>)``, or the id and peer URL before it started."""
+        if self.member.name:
+            return f"{self.member.name} ({self.member.id_hex})"
+        return f"{self.member.id_hex} (not started, {', '.join(self.member.peer_urls)})"
+
+
+def machine_failure_domain(machine: Mapping[str, Any]) -> str | None:
+    """The zone of a Machine: the ``machine.openshift.io/zone`` label, else ``providerSpec.value``'s
+    ``failureDomain``, ``zone`` or ``placement.availabilityZone``; None when none is set."""
+    labels = (machine.get("metadata") or {}).get("labels") or {}
+    if labels.get(ZONE_LABEL):
+        return str(labels[ZONE_LABEL])
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    if not isinstance(value, Mapping):
+        return None
+    for key in ("failureDomain", "zone"):
+        if isinstance(value.get(key), str) and value[key]:
+            return str(value[key])
+    placement = value.get("placement")
+    if isinstance(placement, Mapping) and isinstance(placement.get("availabilityZone"), str):
+        return str(placement["availabilityZone"]) or None
+    return None
+
+
+def _url_with_host(host: str, port: int) -> str:
+    try:
+        literal = f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        literal = host
+    return f"https://{literal}:{port}"
+
+
+def machine_info(machine: Mapping[str, Any]) -> MachineInfo:
+    """Read a Machine (wire dict) into a :class:`MachineInfo`."""
+    metadata = machine.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    spec = machine.get("spec") or {}
+    status = machine.get("status") or {}
+    hooks = (spec.get("lifecycleHooks") or {}).get("preDrain") or []
+    owner = next((str(h.get("owner") or "") for h in hooks if h.get("name") == HOOK_NAME), None)
+    ips = tuple(
+        str(address.get("address"))
+        for address in status.get("addresses") or ()
+        if address.get("type") == "InternalIP" and address.get("address")
+    )
+    client_url = annotations.get(CLIENT_URL_ANNOTATION) or (
+        _url_with_host(ips[0], DEFAULT_CLIENT_PORT) if ips else None
+    )
+    return MachineInfo(
+        name=str(metadata.get("name") or ""),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        running=status.get("phase") == "Running",
+        hook_owner=owner,
+        peer_url=annotations.get(PEER_URL_ANNOTATION) or None,
+        internal_ips=ips,
+        failure_domain=machine_failure_domain(machine),
+        client_url=client_url,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- mapping
+
+
+def _normalized_ip(text: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        return None
+
+
+def _peer_host(url: str) -> str | None:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return None
+    return _normalized_ip(host) if host else None
+
+
+def member_belongs_to(member: Member, machine: MachineInfo) -> bool:
+    """Whether ``member`` runs on ``machine``.
+
+    A Machine that names its member's peer URL (annotation ``local.cpo.dev/etcd-peer-url``) owns
+    exactly the member with that peer URL. Otherwise a member belongs to it when the host of one of
+    its peer URLs is one of the Machine's InternalIP addresses, IPv4 or IPv6, compared as addresses
+    (``[fd00::0001]`` equals ``fd00::1``), as OpenShift's etcd operator matches them. A Machine with
+    neither annotation nor InternalIP owns no member yet.
+    """
+    if machine.peer_url is not None:
+        return machine.peer_url.rstrip("/") in (url.rstrip("/") for url in member.peer_urls)
+    ips = {ip for ip in (_normalized_ip(address) for address in machine.internal_ips) if ip}
+    return any(_peer_host(url) in ips for url in member.peer_urls)
+
+
+def map_members(members: Sequence[Member], machines: Sequence[MachineInfo]) -> dict[int, str | None]:
+    """Member id → name of the Machine it belongs to (:func:`member_belongs_to`), or None.
+
+    An exact peer-URL match wins over an address match, and a Machine that is not being deleted
+    wins over one that is (a replacement that reuses a deleted machine's address); ties go to the
+    first name in alphabetical order, so the answer never depends on list order.
+    """
+    ordered = sorted(machines, key=lambda m: (m.peer_url is None, m.deleting, m.name))
+    return {
+        member.id: next((m.name for m in ordered if member_belongs_to(member, m)), None) for member in members
+    }
+
+
+# ---------------------------------------------------------------------------------------------- hooks
+
+
+def machine_api_functional(machines: Sequence[MachineInfo]) -> bool:
+    """The Machine API works when at least one control-plane Machine is ``Running``; before that no
+    hook is placed (a cluster still being installed has nothing to protect and nothing to drain)."""
+    return any(machine.running for machine in machines)
+
+
+HookAction = Literal["add", "repair"]
+
+
+def hook_action(machine: MachineInfo, api_functional: bool) -> HookAction | None:
+    """What the preDrain hook of ``machine`` needs: ``add``, ``repair`` (our name, someone else's
+    owner), or None.
+
+    A Machine being deleted never gets the hook, neither added nor rewritten: whoever took it
+    off a deleting Machine did so on purpose (the escape hatch).
+    """
+    if machine.deleting or not api_functional:
+        return None
+    if machine.hook_owner is None:
+        return "add"
+    if machine.hook_owner != HOOK_OWNER:
+        return "repair"
+    return None
+
+
+def hooks_with_ours(hooks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``hooks`` (a preDrain list) with ours present and owned by us; every other hook kept as is."""
+    kept = [dict(hook) for hook in hooks if hook.get("name") != HOOK_NAME]
+    return [*kept, {"name": HOOK_NAME, "owner": HOOK_OWNER}]
+
+
+def hooks_without_ours(hooks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``hooks`` without ours; every other hook kept as is."""
+    return [dict(hook) for hook in hooks if hook.get("name") != HOOK_NAME]
+
+
+def hook_removable(machine: MachineInfo, members: Sequence[Member]) -> bool:
+    """The hook of a deleting Machine may go once no member, voter or learner, belongs to it any
+    more (:func:`member_belongs_to`). ``members`` must be a member list just read from etcd."""
+    return (
+        machine.deleting
+        and machine.has_hook
+        and not any(member_belongs_to(member, machine) for member in members)
+    )
+
+
+# ---------------------------------------------------------------------------------------------- decisions
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A change that must wait: which Machine, which check, and a sentence saying why."""
+
+    machine: str | None
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """At most one member change for this pass, and the changes that wait."""
+
+    member: MemberState | None = None
+    """The member to promote or remove now; None when nothing may change."""
+    why: str = ""
+    """For an event: why this change is safe."""
+    waits: tuple[Wait, ...] = field(default_factory=tuple)
+
+
+def _voters(members: Sequence[MemberState]) -> list[MemberState]:
+    return [m for m in members if not m.member.is_learner]
+
+
+def _names(members: Sequence[MemberState]) -> str:
+    return ", ".join(m.label for m in members) or "none"
+
+
+def quorum_lost(members: Sequence[MemberState]) -> bool:
+    """Fewer healthy voters than a quorum of the voters: etcd cannot commit; change nothing."""
+    voters = _voters(members)
+    return bool(voters) and sum(m.healthy for m in voters) < quorum(len(voters))
+
+
+def promotion_decision(
+    members: Sequence[MemberState], machines: Mapping[str, MachineInfo], desired: int
+) -> Decision:
+    """Which learner to promote now, if any (one per pass: never two promotions at once).
+
+    A learner is promoted only when its Machine carries our hook (so its member cannot be drained
+    away without this controller's say), is not being deleted, and the member has started; never
+    when the cluster has lost quorum, and never when one more voter would exceed the desired
+    count + 1 (room for exactly one replacement at a time). etcd itself then refuses a learner
+    that has not caught up (the reconciler retries with a backoff). Learners are taken in name
+    order.
+    """
+    learners = sorted((m for m in members if m.member.is_learner), key=lambda m: m.label)
+    if not learners:
+        return Decision()
+    if quorum_lost(members):
+        return Decision(waits=(Wait(None, WAIT_QUORUM_LOST, "etcd has lost quorum: no promotion"),))
+    voters = len(_voters(members))
+    waits: list[Wait] = []
+    for learner in learners:
+        machine = machines.get(learner.machine) if learner.machine else None
+        if machine is None or machine.deleting or not learner.member.started:
+            continue  # unmapped, going away, or not started: reported elsewhere, never promoted
+        if not machine.has_our_hook:
+            waits.append(
+                Wait(machine.name, WAIT_HOOK_MISSING, f"learner {learner.label} waits for its Machine's hook")
+            )
+            continue
+        if voters + 1 > desired + 1:
+            waits.append(
+                Wait(
+                    machine.name,
+                    WAIT_VOTERS_AT_MAXIMUM,
+                    f"promoting learner {learner.label} would make {voters + 1} voters, more than "
+                    f"{desired} desired + 1",
+                )
+            )
+            continue
+        return Decision(
+            member=learner,
+            why=f"its Machine {machine.name} carries the {HOOK_NAME} hook; voters {voters} → {voters + 1}",
+            waits=tuple(waits),
+        )
+    return Decision(waits=tuple(waits))
+
+
+def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desired: int) -> Wait | None:
+    """Why removing voter ``candidate`` must wait, or None when it keeps the cluster safe."""
+    healthy_after = sum(m.healthy for m in voters if m is not candidate)
+    remaining = len(voters) - 1
+    unhealthy_others = [m for m in voters if m is not candidate and not m.healthy]
+    also = f"; unhealthy voters: {_names(unhealthy_others)}" if unhealthy_others else ""
+    if healthy_after < quorum(remaining):
+        return Wait(
+            candidate.machine,
+            WAIT_QUORUM_AFTER_REMOVAL,
+            f"removing member {candidate.label} would leave {healthy_after} healthy of {remaining} "
+            f"voters, less than their quorum of {quorum(remaining)}{also}",
+        )
+    if candidate.healthy and healthy_after < desired:
+        return Wait(
+            candidate.machine,
+            WAIT_HEALTHY_VOTERS,
+            f"removing member {candidate.label} would leave {healthy_after} healthy voters, fewer "
+            f"than the {desired} desired: waiting for a replacement to be promoted{also}",
+        )
+    return None
+
+
+def removal_decision(
+    members: Sequence[MemberState], machines: Mapping[str, MachineInfo], desired: int
+) -> Decision:
+    """Which member of a deleting Machine to remove now, or why each one waits.
+
+    Only members of Machines that are being deleted *and* carry the hook are candidates (without
+    the hook, a human took over: see :func:`hook_action`). Then, one member per pass:
+
+    1. a **learner** is removed at once: it holds no vote;
+    2. nothing else while the cluster has **lost quorum** (it cannot commit a change anyway);
+    3. a **healthy voter** only when the voters left keep at least the desired number of healthy
+       voters (so a replacement must have been promoted first) and a quorum of themselves;
+    4. an **unhealthy voter** when the healthy voters left still hold a quorum of the voters left
+       (removing a dead member only lowers the quorum it was failing to help with).
+
+    Several allowed: first the one whose failure domain hosts another voter too, then the
+    unhealthy ones, then by name. The others wait with reason ``OneMemberChangeAtATime``.
+    """
+    candidates = sorted(
+        (
+            m
+            for m in members
+            if m.machine is not None
+            and m.machine in machines
+            and machines[m.machine].deleting
+            and machines[m.machine].has_hook
+        ),
+        key=lambda m: m.label,
+    )
+    if not candidates:
+        return Decision()
+    learners = [m for m in candidates if m.member.is_learner]
+    if learners:
+        chosen_learner = learners[0]
+        return Decision(
+            member=chosen_learner,
+            why="it is a learner of a deleting Machine: it holds no vote",
+            waits=tuple(
+                Wait(m.machine, WAIT_ONE_CHANGE_PER_PASS, f"member {chosen_learner.label} is removed first")
+                for m in candidates
+                if m is not chosen_learner
+            ),
+        )
+    voters = _voters(members)
+    if quorum_lost(members):
+        healthy = sum(m.healthy for m in voters)
+        message = (
+            f"etcd has lost quorum ({healthy} healthy of {len(voters)} voters, quorum "
+            f"{quorum(len(voters))}; unhealthy: {_names([m for m in voters if not m.healthy])}): "
+            "no member is removed, restore the unhealthy members or recover etcd from a backup"
+        )
+        return Decision(waits=tuple(Wait(m.machine, WAIT_QUORUM_LOST, message) for m in candidates))
+    allowed: list[MemberState] = []
+    waits: list[Wait] = []
+    for candidate in candidates:
+        wait = _removal_check(candidate, voters, desired)
+        if wait is None:
+            allowed.append(candidate)
+        else:
+            waits.append(wait)
+    if not allowed:
+        return Decision(waits=tuple(waits))
+    domains = Counter(
+        machines[m.machine].failure_domain for m in voters if m.machine is not None and m.machine in machines
+    )
+
+    def preference(m: MemberState) -> tuple[bool, bool, str]:
+        domain = machines[m.machine].failure_domain if m.machine else None
+        return (not (domain is not None and domains[domain] > 1), m.healthy, m.label)
+
+    chosen, *others = sorted(allowed, key=preference)
+    healthy_after = sum(m.healthy for m in voters if m is not chosen)
+    waits.extend(
+        Wait(m.machine, WAIT_ONE_CHANGE_PER_PASS, f"member {chosen.label} is removed first") for m in others
+    )
+    return Decision(
+        member=chosen,
+        why=(
+            f"{healthy_after} healthy of {len(voters) - 1} voters remain (desired {desired}, "
+            f"quorum {quorum(len(voters) - 1)})"
+        ),
+        waits=tuple(waits),
+    )
+
+
+def is_abandoned_learner(member: MemberState, first_seen: float, now: float, grace: float) -> bool:
+    """A learner that was added but never started (it has no name), belongs to no Machine, and has
+    been seen so for ``grace`` seconds: a provider crashed between its member add and the start.
+    It blocks further joins (etcd allows one learner before 3.6) and holds no data: remove it.
+    Every other member that belongs to no Machine is only reported."""
+    return (
+        member.member.is_learner
+        and not member.member.started
+        and member.machine is None
+        and now - first_seen >= grace
+    )
+
+
+# ---------------------------------------------------------------------------------------------- reporting
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The ``EtcdClusterHealthy`` condition's status, reason and message."""
+
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str
+
+
+def cluster_health(
+    members: Sequence[MemberState], alarms: Sequence[str], waits: Sequence[Wait] = ()
+) -> Health:
+    """What ``EtcdClusterHealthy`` says: False when quorum is lost, a voter is unhealthy, an alarm
+    is active or a member belongs to no Machine; True otherwise. The message always counts
+    members, voters and learners, names unhealthy endpoints and alarms, and adds every wait."""
+    voters = _voters(members)
+    learners = [m for m in members if m.member.is_learner]
+    healthy = [m for m in voters if m.healthy]
+    unhealthy = [m for m in members if not m.healthy]
+    unmapped = [m for m in members if m.machine is None]
+    parts = [
+        f"{len(members)} members: {len(voters)} voters ({len(healthy)} healthy, quorum "
+        f"{quorum(len(voters)) if voters else 0}), {len(learners)} learners"
+    ]
+    if unhealthy:
+        parts.append(f"unhealthy: {_names(unhealthy)}")
+    if alarms:
+        parts.append(f"alarms: {', '.join(alarms)}")
+    if unmapped:
+        parts.append(f"no Machine for: {_names(unmapped)}")
+    parts.extend(f"waiting ({wait.reason}): {wait.message}" for wait in waits)
+    message = "; ".join(parts)
+    if quorum_lost(members):
+        return Health("False", "QuorumLost", message)
+    if any(not m.healthy for m in voters):
+        return Health("False", "MembersUnhealthy", message)
+    if alarms:
+        return Health("False", "AlarmsActive", message)
+    if unmapped:
+        return Health("False", "MembersWithoutMachine", message)
+    return Health("True", "EtcdHealthy", message)

@@ -1,0 +1,127 @@
+"""The ``machinehealthcheck`` controller: OpenShift MachineHealthChecks, with a quorum-safe hand-off.
+
+A MachineHealthCheck (``machine.openshift.io/v1beta1``, short name ``mhc``) watches the Machines
+its ``spec.selector`` matches in its namespace (an empty selector matches them all) and
+remediates the unhealthy ones, with the machine-api-operator's semantics, except that a Machine
+owned by a ControlPlane is only *marked*: the ControlPlane replaces it when that keeps etcd quorum.
+Example::
+
+    apiVersion: machine.openshift.io/v1beta1
+    kind: MachineHealthCheck
+    metadata: {name: masters, namespace: openshift-machine-api}
+    spec:
+      selector:
+        matchLabels: {machine.openshift.io/cluster-api-machine-role: master}
+      unhealthyConditions:
+      - {type: Ready, status: "False", timeout: 300s}
+      - {type: Ready, status: Unknown, timeout: 300s}
+      maxUnhealthy: 1
+      nodeStartupTimeout: 25m
+
+When is a Machine unhealthy?
+----------------------------
+Any one of (see :mod:`controllers.machinehealthcheck.health`, one function per rule):
+
+* its ``status.phase`` is ``Failed`` — at once;
+* it has no ``status.nodeRef`` and ``status.lastUpdated`` + ``nodeStartupTimeout`` (default
+  ``10m``; ``"0"`` turns the check off) has passed;
+* its ``status.nodeRef`` names a Node that does not exist — at once;
+* a Node condition has the ``type`` and ``status`` of an ``unhealthyConditions`` entry for longer
+  than that entry's ``timeout``, counted from the condition's ``lastTransitionTime``.
+
+A Machine that will turn unhealthy if nothing changes (a condition matched but not for long
+enough yet) is looked at again at exactly that moment (+1 s), not polled.
+
+A Machine counts as **healthy** (``status.currentHealthy``) when it is not being deleted, has its
+Node, and neither is unhealthy nor is waiting on a timeout, nor carries the
+``host.metal3.io/external-remediation`` annotation.
+
+Short-circuit (``maxUnhealthy``)
+--------------------------------
+``maxUnhealthy`` is a count (``2`` or ``"2"``) or a percentage of the Machines checked, rounded
+down (``"40%"`` of 5 is 2). Default ``100%``; ``0``/``"0%"`` stops all remediation; a value that
+is neither (``"foo%50"``) stops it too and the condition says why. When more Machines than that
+are not healthy (``expectedMachines - currentHealthy``), nothing is remediated: many unhealthy
+Machines at once usually means the fault is elsewhere (network, control plane), and replacing
+Machines would make it worse. You then see
+
+* condition ``RemediationAllowed=False``, reason ``TooManyUnhealthy``, message
+  ``Remediation is not allowed, the number of not started or unhealthy machines exceeds
+  maxUnhealthy (total: 5, unhealthy: 3, maxUnhealthy: 40%)``;
+* ``status.remediationsAllowed: 0``;
+* a Warning event ``RemediationRestricted`` on the MachineHealthCheck;
+* ``mapi_machinehealthcheck_short_circuit{name,namespace} 1`` (the alert
+  ``MachineHealthCheckUnterminatedShortCircuit`` fires after 30 minutes).
+
+It lifts by itself once enough Machines are healthy again.
+
+Remediation
+-----------
+For each unhealthy Machine, when remediation is allowed:
+
+* **owned (controller ownerReference) by a ControlPlane**: the Machine gets the conditions
+  ``HealthCheckSucceeded=False`` (reason ``MachineHasFailure``, ``NodeStartupTimeout``,
+  ``NodeNotFound`` or ``UnhealthyNode``; the message says what and since when) and
+  ``OwnerRemediated=False`` (reason ``WaitingForRemediation``), plus a Warning event
+  ``MachineMarkedUnhealthy``. It is never deleted here: the ControlPlane controller replaces it
+  when etcd quorum allows and clears the conditions. If the Machine recovers before that,
+  ``HealthCheckSucceeded`` turns True and the waiting ``OwnerRemediated`` is removed.
+* **with ``spec.remediationTemplate``**: a remediation request is created from the template
+  (kind = the template's kind without ``Template``, named after the Machine, owned by it) for an
+  external remediator; it is deleted once the Machine is healthy again. The MachineHealthCheck
+  conditions ``ExternalRemediationTemplateAvailable`` and ``ExternalRemediationRequestAvailable``
+  say whether that worked. The operator needs RBAC on the remediation kinds for this (grant it
+  alongside the remediator's own).
+* **another controller owner** (a MachineSet, …): the Machine is deleted (event
+  ``MachineDeleted``; ``MachineDeletionFailed`` when the API refuses) and its owner replaces it.
+* **no controller owner**: event ``SkippedNoController``, nothing else.
+
+A Machine already being deleted is left alone. The annotation ``cluster.x-k8s.io/paused`` on the
+MachineHealthCheck stops every remediation; the status is still kept up to date.
+
+Status and metrics
+------------------
+``status.expectedMachines``, ``currentHealthy``, ``remediationsAllowed`` and ``conditions`` are
+written through the status subresource, only when something changed. The metrics carry the
+machine-api-operator's names and labels (:mod:`controllers.machinehealthcheck.metrics`):
+``mapi_machinehealthcheck_nodes_covered``, ``mapi_machinehealthcheck_remediation_success_total``
+and ``mapi_machinehealthcheck_short_circuit``, all ``{name, namespace}``; a deleted
+MachineHealthCheck's series are removed.
+
+What the operator sees
+----------------------
+``cpo run`` caches control-plane Machines (label
+``machine.openshift.io/cluster-api-machine-role=master``) and Nodes
+(``node-role.kubernetes.io/master``) only, so its MachineHealthChecks act on control-plane
+Machines; worker MachineHealthChecks stay with the machine-api-operator.
+
+Wiring::
+
+    from controllers.machinehealthcheck import setup_with_manager
+
+    setup_with_manager(manager)   # controller "machinehealthcheck"
+"""
+
+from controllers.machinehealthcheck.controller import (
+    CONTROLLER_NAME,
+    EVENT_MACHINE_DELETED,
+    EVENT_MACHINE_MARKED,
+    EVENT_REMEDIATION_RESTRICTED,
+    EVENT_SKIPPED_NO_CONTROLLER,
+    PAUSED_ANNOTATION,
+    MachineHealthCheckOptions,
+    MachineHealthCheckReconciler,
+    setup_with_manager,
+)
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "EVENT_MACHINE_DELETED",
+    "EVENT_MACHINE_MARKED",
+    "EVENT_REMEDIATION_RESTRICTED",
+    "EVENT_SKIPPED_NO_CONTROLLER",
+    "PAUSED_ANNOTATION",
+    "MachineHealthCheckOptions",
+    "MachineHealthCheckReconciler",
+    "setup_with_manager",
+]

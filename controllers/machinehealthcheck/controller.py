@@ -1,0 +1,577 @@
+"""The MachineHealthCheck reconciler and its wiring into a manager (controller ``machinehealthcheck``).
+
+One reconcile looks at one MachineHealthCheck: it lists the Machines its selector matches (in its
+namespace, from the cache), judges each with :func:`~controllers.machinehealthcheck.health.target_health`,
+decides the short-circuit, remediates the unhealthy ones when allowed, writes the status when it
+changed, and asks to be called again at the moment the next pending timeout expires.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+from api.machine import (
+    API_VERSION,
+    CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
+    CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
+    CONDITION_HEALTH_CHECK_SUCCEEDED,
+    CONDITION_REMEDIATION_ALLOWED,
+    REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED,
+    REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND,
+    REASON_TOO_MANY_UNHEALTHY,
+    SEVERITY_ERROR,
+    SEVERITY_WARNING,
+)
+from api.selector import selector_matches
+from runtime.builder import ControllerBuilder
+from runtime.cache import INDEX_NAMESPACE, Cache
+from runtime.client import Client
+from runtime.controller import Controller, ControllerOptions
+from runtime.errors import APIError, NotFound
+from runtime.event import UpdateEvent
+from runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
+from runtime.handler import EnqueueRequestsFromMapFunc
+from runtime.predicate import Funcs
+from runtime.reconcile import Request, Result
+
+from . import metrics
+from .health import (
+    Verdict,
+    counts_as_healthy,
+    earliest_recheck,
+    format_max_unhealthy,
+    remediation_decision,
+    target_health,
+)
+from .remediation import (
+    cleared_for_healthy,
+    controller_owner,
+    external_remediation_request,
+    find_condition,
+    is_deleting,
+    is_owned_by_controlplane,
+    machine_conditions,
+    marked_for_owner,
+    request_kind,
+    same_conditions,
+    set_condition,
+    status_changed,
+)
+
+JSON = dict[str, Any]
+Clock = Callable[[], datetime]
+
+CONTROLLER_NAME: Final = "machinehealthcheck"
+MHC_KIND: Final = "MachineHealthCheck"
+MACHINE_KIND: Final = "Machine"
+PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
+NODE_NAME_INDEX: Final = "machinehealthcheck/status.nodeRef.name"
+"""Index of the Machine informer: the Node name in ``status.nodeRef``."""
+
+# Event reasons (the machine-api-operator's).
+EVENT_REMEDIATION_RESTRICTED: Final = "RemediationRestricted"
+EVENT_MACHINE_DELETED: Final = "MachineDeleted"
+EVENT_MACHINE_DELETION_FAILED: Final = "MachineDeletionFailed"
+EVENT_SKIPPED_NO_CONTROLLER: Final = "SkippedNoController"
+EVENT_MACHINE_MARKED: Final = "MachineMarkedUnhealthy"
+EVENT_EXTERNAL_REMEDIATION_CREATED: Final = "ExternalRemediationRequestCreated"
+
+log = logging.getLogger("cpo.machinehealthcheck")
+
+
+def utc_now() -> datetime:
+    """The wall clock, as an aware UTC datetime (the default :data:`Clock`)."""
+    return datetime.now(UTC)
+
+
+class Manager(Protocol):
+    """What :func:`setup_with_manager` needs of a manager (``runtime.manager.Manager`` has it)."""
+
+    @property
+    def client(self) -> Client: ...
+
+    @property
+    def cache(self) -> Cache: ...
+
+    def add(self, runnable: Any) -> object: ...
+
+    def get_event_recorder(self, name: str) -> EventRecorder: ...
+
+
+@dataclass
+class MachineHealthCheckOptions:
+    """How the controller runs; every field has a working default."""
+
+    controller: ControllerOptions = field(default_factory=ControllerOptions)
+    """Workers, rate limiter, … of the controller. Defaults to ``ControllerOptions()``."""
+    clock: Clock = utc_now
+    """Where "now" comes from for the health decision. Defaults to the wall clock (UTC)."""
+
+
+@dataclass
+class _Target:
+    machine: JSON
+    node: JSON | None
+    verdict: Verdict
+
+    @property
+    def name(self) -> str:
+        return str(self.machine["metadata"]["name"])
+
+    def describe(self, mhc: Mapping[str, Any]) -> str:
+        """``namespace/mhc/machine/node``, the machine-api-operator's target string."""
+        meta = mhc["metadata"]
+        node = ((self.machine.get("status") or {}).get("nodeRef") or {}).get("name", "")
+        return f"{meta.get('namespace')}/{meta.get('name')}/{self.name}/{node}"
+
+
+# ------------------------------------------------------------------------------------ mapping
+
+
+def machine_node_name(machine: JSON) -> list[str]:
+    """Index function: the Node the Machine's ``status.nodeRef`` names (none without nodeRef)."""
+    name = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
+    return [name] if isinstance(name, str) and name else []
+
+
+def node_conditions_changed(old: JSON | None, new: JSON | None) -> bool:
+    """Whether a Node update changes anything a health check reads.
+
+    Kubelets rewrite every condition's ``lastHeartbeatTime`` every few seconds; those updates
+    cannot change a verdict, so they do not wake the MachineHealthChecks.
+    """
+
+    def health(node: JSON | None) -> list[tuple[Any, Any, Any]]:
+        conditions = ((node or {}).get("status") or {}).get("conditions") or ()
+        return sorted(
+            (str(c.get("type")), c.get("status"), c.get("lastTransitionTime"))
+            for c in conditions
+            if isinstance(c, Mapping)
+        )
+
+    return health(old) != health(new)
+
+
+class _NodeHealthChanged(Funcs):
+    """Node updates pass only when conditions change (creates and deletes always pass)."""
+
+    def update(self, event: UpdateEvent) -> bool:
+        return node_conditions_changed(event.object_old, event.object_new)
+
+
+class _Mapper:
+    """Map functions from Machines and Nodes to the MachineHealthChecks that select them."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.mhcs = cache.informer_for(API_VERSION, MHC_KIND)
+        self.machines = cache.informer_for(API_VERSION, MACHINE_KIND)
+
+    def for_machine(self, machine: JSON) -> list[Request]:
+        """Every MachineHealthCheck of the Machine's namespace whose selector matches it."""
+        meta = machine.get("metadata") or {}
+        namespace = meta.get("namespace") or ""
+        labels = meta.get("labels") or {}
+        return [
+            Request(mhc["metadata"]["name"], namespace)
+            for mhc in self.mhcs.by_index(INDEX_NAMESPACE, namespace)
+            if selector_matches((mhc.get("spec") or {}).get("selector"), labels)
+        ]
+
+    def for_node(self, node: JSON) -> list[Request]:
+        """The MachineHealthChecks of the Machine(s) whose ``status.nodeRef`` names the Node."""
+        name = (node.get("metadata") or {}).get("name") or ""
+        requests: list[Request] = []
+        for machine in self.machines.by_index(NODE_NAME_INDEX, name):
+            requests.extend(self.for_machine(machine))
+        return requests
+
+
+# ---------------------------------------------------------------------------------- reconciler
+
+
+class MachineHealthCheckReconciler:
+    """Reconciles one MachineHealthCheck; see the package docstring for the behaviour."""
+
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, clock: Clock = utc_now) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.clock = clock
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            mhc = await self.cache.get(API_VERSION, MHC_KIND, request.name, request.namespace)
+        except NotFound:
+            metrics.forget(request.name, request.namespace)
+            return Result()
+        spec = mhc.get("spec") or {}
+        now = self.clock()
+        targets = [
+            _Target(machine, node, target_health(machine, node, spec, now))
+            for machine, node in await self._machines_and_nodes(mhc)
+        ]
+        expected = len(targets)
+        healthy = [t for t in targets if counts_as_healthy(t.machine, t.node, t.verdict)]
+        decision = remediation_decision(spec.get("maxUnhealthy"), expected, len(healthy))
+        paused = PAUSED_ANNOTATION in ((mhc["metadata"].get("annotations")) or {})
+        status = mhc.get("status") or {}
+        conditions: list[JSON] = [dict(c) for c in status.get("conditions") or ()]
+        errors: list[str] = []
+
+        if decision.allowed:
+            conditions = set_condition(conditions, CONDITION_REMEDIATION_ALLOWED, "True", now)
+        else:
+            conditions = set_condition(
+                conditions,
+                CONDITION_REMEDIATION_ALLOWED,
+                "False",
+                now,
+                reason=REASON_TOO_MANY_UNHEALTHY,
+                message=decision.message,
+                severity=SEVERITY_WARNING,
+            )
+            log.warning("%s/%s: short-circuited: %s", request.namespace, request.name, decision.message)
+            self.recorder.eventf(
+                mhc,
+                EVENT_TYPE_WARNING,
+                EVENT_REMEDIATION_RESTRICTED,
+                "Remediation restricted due to exceeded number of unhealthy machines "
+                "(total: %s, unhealthy: %s, maxUnhealthy: %s)",
+                expected,
+                decision.unhealthy,
+                format_max_unhealthy(spec.get("maxUnhealthy")),
+            )
+
+        if paused:
+            log.info("%s/%s: paused (%s): no remediation", request.namespace, request.name, PAUSED_ANNOTATION)
+        else:
+            if decision.allowed:
+                for target in targets:
+                    if target.verdict.unhealthy:
+                        conditions = await self._remediate(mhc, target, conditions, now, errors)
+            for target in healthy:
+                await self._after_recovery(mhc, target, now, errors)
+
+        metrics.observe(
+            request.name, request.namespace, covered=expected, short_circuited=not decision.allowed
+        )
+        await self._write_status(
+            mhc,
+            {
+                "expectedMachines": expected,
+                "currentHealthy": len(healthy),
+                "remediationsAllowed": decision.remediations_allowed,
+                "conditions": conditions,
+            },
+        )
+        if errors:
+            raise RuntimeError(f"{request}: " + "; ".join(errors))
+        recheck = earliest_recheck(t.verdict for t in targets)
+        return Result(requeue_after=recheck) if recheck is not None else Result()
+
+    # -------------------------------------------------------------------------------- reading
+
+    async def _machines_and_nodes(self, mhc: JSON) -> list[tuple[JSON, JSON | None]]:
+        """The Machines the selector matches (empty selector: all in the namespace) and their Nodes."""
+        namespace = mhc["metadata"].get("namespace") or ""
+        selector = (mhc.get("spec") or {}).get("selector")
+        machines = [
+            m
+            for m in await self.cache.list(API_VERSION, MACHINE_KIND, namespace=namespace)
+            if selector_matches(selector, (m.get("metadata") or {}).get("labels"))
+        ]
+        return [(machine, await self._node_of(machine)) for machine in machines]
+
+    async def _node_of(self, machine: JSON) -> JSON | None:
+        """The Node of ``status.nodeRef``, or None when there is none or it does not exist.
+
+        The cache holds control-plane Nodes only; before calling a Node missing (which remediates
+        at once), the API server is asked, so a Node without the role label is not mistaken for
+        a deleted one.
+        """
+        names = machine_node_name(machine)
+        if not names:
+            return None
+        try:
+            return await self.cache.get("v1", "Node", names[0])
+        except NotFound:
+            pass
+        try:
+            return await self.client.get("v1", "Node", names[0])
+        except NotFound:
+            return None
+
+    # ---------------------------------------------------------------------------- remediation
+
+    async def _remediate(
+        self, mhc: JSON, target: _Target, conditions: list[JSON], now: datetime, errors: list[str]
+    ) -> list[JSON]:
+        """Remediate one unhealthy target; returns the MHC conditions (external remediation sets some)."""
+        machine = target.machine
+        if is_deleting(machine):
+            return conditions  # already on its way out: never deleted (or marked) twice
+        try:
+            if is_owned_by_controlplane(machine):
+                await self._mark_for_owner(mhc, target, now)
+            elif (mhc.get("spec") or {}).get("remediationTemplate"):
+                conditions = await self._external_remediation(mhc, target, conditions, now, errors)
+            elif controller_owner(machine) is None:
+                self.recorder.eventf(
+                    machine,
+                    EVENT_TYPE_NORMAL,
+                    EVENT_SKIPPED_NO_CONTROLLER,
+                    "Machine %s has no controller owner, skipping remediation",
+                    target.describe(mhc),
+                )
+            else:
+                await self._delete(mhc, target)
+        except APIError as err:
+            errors.append(f"remediating Machine {target.name}: {err}")
+        return conditions
+
+    async def _mark_for_owner(self, mhc: JSON, target: _Target, now: datetime) -> None:
+        """Mark a ControlPlane-owned Machine ``HealthCheckSucceeded=False`` / ``OwnerRemediated=False``.
+
+        Never deleted here: the ControlPlane replaces it when that keeps etcd quorum. Written
+        with the Machine's resourceVersion (a conflict retries the reconcile).
+        """
+        machine = target.machine
+        marked = marked_for_owner(machine, target.verdict, now)
+        if same_conditions(marked, machine_conditions(machine)):
+            return
+        await self.client.patch_status(
+            API_VERSION,
+            MACHINE_KIND,
+            target.name,
+            {
+                "metadata": {"resourceVersion": machine["metadata"]["resourceVersion"]},
+                "status": {"conditions": marked},
+            },
+            machine["metadata"].get("namespace"),
+        )
+        meta = mhc["metadata"]
+        metrics.remediation_started(meta["name"], meta["namespace"])
+        self.recorder.eventf(
+            machine,
+            EVENT_TYPE_WARNING,
+            EVENT_MACHINE_MARKED,
+            "Machine %s is unhealthy (%s: %s); its ControlPlane will remediate it",
+            target.describe(mhc),
+            target.verdict.reason,
+            target.verdict.message,
+        )
+
+    async def _delete(self, mhc: JSON, target: _Target) -> None:
+        """Delete a Machine its controller owner (a MachineSet, …) will replace.
+
+        The Machine is read from the API server first and deleted with its uid and
+        resourceVersion as preconditions, so one already deleting is never deleted again.
+        """
+        machine = target.machine
+        namespace = machine["metadata"].get("namespace")
+        try:
+            current = await self.client.get(API_VERSION, MACHINE_KIND, target.name, namespace)
+        except NotFound:
+            return
+        if is_deleting(current):
+            return
+        try:
+            await self.client.delete(
+                API_VERSION,
+                MACHINE_KIND,
+                target.name,
+                namespace,
+                preconditions={
+                    "uid": current["metadata"]["uid"],
+                    "resourceVersion": current["metadata"]["resourceVersion"],
+                },
+            )
+        except NotFound:
+            return
+        except APIError as err:
+            self.recorder.eventf(
+                machine,
+                EVENT_TYPE_WARNING,
+                EVENT_MACHINE_DELETION_FAILED,
+                "Machine %s remediation failed: unable to delete Machine object: %s",
+                target.describe(mhc),
+                err,
+            )
+            raise
+        meta = mhc["metadata"]
+        metrics.remediation_started(meta["name"], meta["namespace"])
+        self.recorder.eventf(
+            machine,
+            EVENT_TYPE_NORMAL,
+            EVENT_MACHINE_DELETED,
+            "Machine %s has been remediated by requesting to delete Machine object (%s: %s)",
+            target.describe(mhc),
+            target.verdict.reason,
+            target.verdict.message,
+        )
+
+    def _request_ref(self, mhc: JSON) -> tuple[str, str, str, str]:
+        """(apiVersion, template kind, template name, template namespace) of ``spec.remediationTemplate``."""
+        ref = (mhc.get("spec") or {}).get("remediationTemplate") or {}
+        namespace = ref.get("namespace") or mhc["metadata"].get("namespace") or ""
+        return (
+            str(ref.get("apiVersion") or ""),
+            str(ref.get("kind") or ""),
+            str(ref.get("name") or ""),
+            namespace,
+        )
+
+    async def _external_remediation(
+        self, mhc: JSON, target: _Target, conditions: list[JSON], now: datetime, errors: list[str]
+    ) -> list[JSON]:
+        """Create the remediation request named after the Machine from ``spec.remediationTemplate``.
+
+        A missing template or a refused create is said in the MachineHealthCheck's conditions
+        (``ExternalRemediationTemplateAvailable`` / ``ExternalRemediationRequestAvailable`` False)
+        and fails the reconcile, which retries with backoff.
+        """
+        api_version, kind, name, template_namespace = self._request_ref(mhc)
+        namespace = target.machine["metadata"].get("namespace")
+        try:
+            await self.client.get(api_version, request_kind(kind), target.name, namespace)
+            return conditions  # already requested
+        except NotFound:
+            pass
+        try:
+            template = await self.client.get(api_version, kind, name, template_namespace)
+        except APIError as err:
+            errors.append(f"remediation template {kind} {template_namespace}/{name}: {err}")
+            return set_condition(
+                conditions,
+                CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
+                "False",
+                now,
+                reason=REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND,
+                message=f"{kind} {template_namespace}/{name}: {err}",
+                severity=SEVERITY_ERROR,
+            )
+        conditions = set_condition(conditions, CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE, "True", now)
+        try:
+            await self.client.create(external_remediation_request(template, target.machine))
+        except APIError as err:
+            errors.append(f"creating {request_kind(kind)} {namespace}/{target.name}: {err}")
+            return set_condition(
+                conditions,
+                CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
+                "False",
+                now,
+                reason=REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED,
+                message=f"{request_kind(kind)} {namespace}/{target.name}: {err}",
+                severity=SEVERITY_ERROR,
+            )
+        meta = mhc["metadata"]
+        metrics.remediation_started(meta["name"], meta["namespace"])
+        self.recorder.eventf(
+            target.machine,
+            EVENT_TYPE_NORMAL,
+            EVENT_EXTERNAL_REMEDIATION_CREATED,
+            "Machine %s: created %s %s for external remediation (%s: %s)",
+            target.describe(mhc),
+            request_kind(kind),
+            target.name,
+            target.verdict.reason,
+            target.verdict.message,
+        )
+        return set_condition(conditions, CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE, "True", now)
+
+    async def _after_recovery(self, mhc: JSON, target: _Target, now: datetime, errors: list[str]) -> None:
+        """A healthy target: drop its remediation request, clear a mark its owner has not acted on."""
+        try:
+            if (mhc.get("spec") or {}).get("remediationTemplate"):
+                await self._delete_remediation_request(mhc, target)
+            if is_owned_by_controlplane(target.machine):
+                await self._clear_mark(target, now)
+        except APIError as err:
+            errors.append(f"Machine {target.name} is healthy again: {err}")
+
+    async def _delete_remediation_request(self, mhc: JSON, target: _Target) -> None:
+        """Delete the remediation request of a Machine that is healthy again: remediation succeeded."""
+        api_version, kind, _, _ = self._request_ref(mhc)
+        namespace = target.machine["metadata"].get("namespace")
+        try:
+            request = await self.client.get(api_version, request_kind(kind), target.name, namespace)
+        except NotFound:
+            return
+        if is_deleting(request):
+            return
+        try:
+            await self.client.delete(api_version, request_kind(kind), target.name, namespace)
+        except NotFound:
+            return
+        log.info("%s: healthy again, deleted its %s", target.describe(mhc), request_kind(kind))
+
+    async def _clear_mark(self, target: _Target, now: datetime) -> None:
+        """Clear our mark on a ControlPlane-owned Machine that recovered before its owner acted."""
+        machine = target.machine
+        current = machine_conditions(machine)
+        if find_condition(current, CONDITION_HEALTH_CHECK_SUCCEEDED) is None:
+            return
+        cleared = cleared_for_healthy(machine, now)
+        if same_conditions(cleared, current):
+            return
+        await self.client.patch_status(
+            API_VERSION,
+            MACHINE_KIND,
+            target.name,
+            {
+                "metadata": {"resourceVersion": machine["metadata"]["resourceVersion"]},
+                "status": {"conditions": cleared},
+            },
+            machine["metadata"].get("namespace"),
+        )
+
+    # -------------------------------------------------------------------------------- status
+
+    async def _write_status(self, mhc: JSON, new: JSON) -> None:
+        """Patch ``status`` through the status subresource, only when a field changed.
+
+        Fields of the status this controller does not write are left as they are (merge patch);
+        the resourceVersion makes it an optimistic write (a conflict retries the reconcile).
+        """
+        if not status_changed(mhc.get("status") or {}, new):
+            return
+        meta = mhc["metadata"]
+        await self.client.patch_status(
+            API_VERSION,
+            MHC_KIND,
+            meta["name"],
+            {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": new},
+            meta.get("namespace"),
+        )
+
+
+# ------------------------------------------------------------------------------------- wiring
+
+
+def setup_with_manager(manager: Manager, options: MachineHealthCheckOptions | None = None) -> Controller:
+    """Add the ``machinehealthcheck`` controller to ``manager`` and return it.
+
+    Watches MachineHealthChecks; Machines (mapped to every MachineHealthCheck of their namespace
+    whose selector matches them); Nodes (mapped through the Machine whose ``status.nodeRef``
+    names them, an index of the Machine informer), when their conditions change.
+    """
+    options = options or MachineHealthCheckOptions()
+    cache = manager.cache
+    mapper = _Mapper(cache)
+    mapper.machines.add_indexers({NODE_NAME_INDEX: machine_node_name})
+    reconciler = MachineHealthCheckReconciler(
+        manager.client, cache, manager.get_event_recorder(CONTROLLER_NAME), options.clock
+    )
+    return (
+        ControllerBuilder(manager)
+        .named(CONTROLLER_NAME)
+        .for_(API_VERSION, MHC_KIND)
+        .watches(API_VERSION, MACHINE_KIND, EnqueueRequestsFromMapFunc(mapper.for_machine))
+        .watches("v1", "Node", EnqueueRequestsFromMapFunc(mapper.for_node), _NodeHealthChanged())
+        .with_options(options.controller)
+        .complete(reconciler)
+    )

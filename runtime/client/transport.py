@@ -1,0 +1,256 @@
+"""The client's transport: one HTTPS endpoint, its credentials, rate limiting, retries and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import Mapping
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from .. import jsoncodec, metrics
+from .._kube_credentials import (
+    Configuration,
+    load_kube_config_from_dict,
+)
+from ..errors import APIError, from_status
+from ..jsoncodec import JSON
+from .options import ClientOptions
+
+RETRIABLE_STATUSES = frozenset({429, 503})
+
+# The wait between retries; a module attribute so tests can observe delays without sleeping.
+_sleep = asyncio.sleep
+
+
+class _TokenBucket:
+    """client-go's token bucket: starts full with ``burst`` tokens, refills at ``qps``."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self._qps = qps
+        self._burst = max(1, burst)
+        self._tokens = float(self._burst)
+        self._last = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self._qps)
+                self._last = time.monotonic()
+                self._tokens = 1.0
+            self._tokens -= 1
+
+
+class _Connection:
+    """Everything one HTTPS endpoint needs: base URL, TLS, credentials (refreshable)."""
+
+    def __init__(self, configuration: Configuration, kubeconfig: JSON | None, context: str | None) -> None:
+        self.configuration = configuration
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.base_url = str(configuration.host).rstrip("/")
+        self.host = urlsplit(self.base_url).netloc
+        self.server_hostname: str | None = configuration.tls_server_name or None
+
+    def ssl_context(self) -> ssl.SSLContext | bool:
+        if not self.base_url.startswith("https"):
+            return False
+        context = ssl.create_default_context(cafile=self.configuration.ssl_ca_cert)
+        if self.configuration.cert_file:
+            context.load_cert_chain(self.configuration.cert_file, keyfile=self.configuration.key_file)
+        if not self.configuration.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    async def authorization(self) -> str | None:
+        # Runs the in-cluster loader's refresh hook, which rereads a rotated service-account token.
+        value = await self.configuration.get_api_key_with_prefix("BearerToken")
+        if value:
+            return str(value)
+        if self.configuration.username or self.configuration.password:
+            return str(self.configuration.get_basic_auth_token())
+        return None
+
+    async def refresh(self) -> bool:
+        """Reload kubeconfig credentials (reruns an exec plugin); True when something may have changed."""
+        if self.kubeconfig is None:
+            return False
+        fresh = Configuration()
+        await load_kube_config_from_dict(
+            json.loads(json.dumps(self.kubeconfig)), context=self.context, client_configuration=fresh
+        )
+        changed = fresh.api_key.get("BearerToken") != self.configuration.api_key.get("BearerToken")
+        self.configuration.api_key = fresh.api_key
+        return changed
+
+
+class Transport:
+    """One API server endpoint over one aiohttp session: credentials, TLS, client-side rate limiting,
+    429/503 retries and the REST metrics. :class:`~runtime.client.Client` adds the Kubernetes verbs."""
+
+    def __init__(
+        self,
+        configuration: Configuration,
+        options: ClientOptions | None = None,
+        *,
+        kubeconfig: JSON | None = None,
+        context: str | None = None,
+    ) -> None:
+        """LOW LEVEL: prefer the client's ``from_*`` constructors, which load credentials for you.
+
+        Must be called inside a running event loop (the aiohttp session binds to it).
+        """
+        self.options = (options or ClientOptions()).with_defaults()
+        self._connection = _Connection(configuration, kubeconfig, context)
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self._connection.ssl_context(), limit=100),
+            # Watch events and large lists can exceed aiohttp's default 64 KiB read buffer.
+            read_bufsize=2**21,
+        )
+        self._limiter = (
+            _TokenBucket(self.options.qps, self.options.burst) if self.options.qps is not None else None
+        )
+        host = self._connection.host
+        # Label children looked up once per client: a labels() lookup costs more than the update.
+        self._duration_by_method = {
+            method: metrics.rest_client_request_duration_seconds.labels(method, host)
+            for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+        }
+        self._requests_by_code: dict[tuple[str, str], Any] = {}
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def host(self) -> str:
+        """``host:port`` of the API server, the ``host`` label of the REST metrics."""
+        return self._connection.host
+
+    async def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> JSON:
+        """LOW LEVEL: one request with retries and metrics; the decoded JSON answer or a typed error."""
+        data = None if body is None else jsoncodec.dumps(body)
+        timeout = aiohttp.ClientTimeout(total=self.options.timeout)
+        response = await self._send(
+            method, path, query=query, data=data, content_type=content_type, client_timeout=timeout
+        )
+        try:
+            if response.status >= 300:
+                raise await _error_from_response(response)
+            payload = await response.read()
+        finally:
+            response.release()
+        decoded = jsoncodec.loads(payload) if payload else {}
+        if not isinstance(decoded, dict):
+            raise APIError(response.status, "", "the answer is not a JSON object", body=decoded)
+        return decoded
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+        content_type: str = "application/json",
+        client_timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Send with rate limiting, 429/503 retries and one credential refresh on 401.
+
+        Returns the final response unread (the caller releases it).
+        """
+        url = self._connection.base_url + path
+        attempt = 0
+        refreshed = False
+        while True:
+            if self._limiter is not None:
+                await self._limiter.wait()
+            headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
+            if data is not None:
+                headers["Content-Type"] = content_type
+            authorization = await self._connection.authorization()
+            if authorization:
+                headers["Authorization"] = authorization
+            started = time.monotonic()
+            try:
+                response = await self._session.request(
+                    method,
+                    url,
+                    params=query,
+                    data=data,
+                    headers=headers,
+                    timeout=client_timeout,
+                    server_hostname=self._connection.server_hostname,
+                )
+            except (TimeoutError, aiohttp.ClientError):
+                self._observe(method, "<error>", started)
+                raise
+            self._observe(method, str(response.status), started)
+            status = response.status
+            if status == 401 and not refreshed:
+                refreshed = True
+                if await self._connection.refresh():
+                    response.release()
+                    continue
+            if status in RETRIABLE_STATUSES and attempt < self.options.retries:
+                attempt += 1
+                delay = _retry_after(response.headers.get("Retry-After"))
+                if delay is None:
+                    delay = min(2.0 ** (attempt - 1) * 0.5, self.options.max_retry_wait)
+                response.release()
+                await _sleep(min(delay, self.options.max_retry_wait))
+                continue
+            return response
+
+    def _observe(self, method: str, code: str, started: float) -> None:
+        elapsed = time.monotonic() - started
+        duration = self._duration_by_method.get(method)
+        if duration is None:
+            duration = self._duration_by_method[method] = metrics.rest_client_request_duration_seconds.labels(
+                method, self._connection.host
+            )
+        duration.observe(elapsed)
+        counter = self._requests_by_code.get((code, method))
+        if counter is None:
+            counter = self._requests_by_code[(code, method)] = metrics.rest_client_requests_total.labels(
+                code, method, self._connection.host
+            )
+        counter.inc()
+
+
+def _retry_after(header: str | None) -> float | None:
+    if not header:
+        return None
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        return None  # an HTTP-date; the API server only ever sends seconds
+
+
+async def _error_from_response(response: aiohttp.ClientResponse) -> APIError:
+    payload = await response.read()
+    return from_status(
+        response.status, payload, retry_after=_retry_after(response.headers.get("Retry-After"))
+    )

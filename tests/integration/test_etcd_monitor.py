@@ -1,0 +1,71 @@
+"""The quorum monitor against a real three-member etcd cluster: growth, a lost member, lost quorum."""
+
+from __future__ import annotations
+
+import pytest
+
+from controllers.etcd.client import EtcdClient
+from controllers.etcd.monitor import DEFAULT_ELECTION_GRACE, QuorumMonitor, QuorumSample
+from providers.localmachine.etcd_process import EtcdSupervisor
+from tests.support.etcd import eventually, join_when_healthy, promote_when_in_sync
+
+pytestmark = pytest.mark.slow
+
+
+async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum(
+    etcd_supervisor: EtcdSupervisor,
+) -> None:
+    first = await etcd_supervisor.bootstrap("m0")
+    async with EtcdClient([first.client_url]) as etcd, QuorumMonitor([first.client_url]) as monitor:
+        sample = await monitor.next_sample()
+        assert (sample.voters, sample.learners, sample.healthy_voters) == (1, 0, 1)
+        assert sample.leader == "m0" and sample.has_quorum and sample.machines == ("m0",)
+
+        for name in ("m1", "m2"):
+            joined = await join_when_healthy(etcd_supervisor, name, etcd)
+            await eventually(lambda: _learners(monitor), within=10, what=f"{name} seen as a learner")
+            await promote_when_in_sync(etcd, joined.member_id or 0)
+        await eventually(lambda: _latest(monitor, healthy_voters=3), within=10, what="3 healthy voters")
+        grown = monitor.mark()
+        monitor.assert_never_lost_quorum()
+        assert monitor.peak("learners") == 1 and monitor.low("voters") == 1 and monitor.peak("voters") == 3
+
+        # The first member goes: the monitor keeps reading through the other members' client URLs.
+        await etcd_supervisor.kill("m0")
+        await eventually(lambda: _latest(monitor, healthy_voters=2), within=10, what="2 healthy voters")
+        monitor.assert_never_lost_quorum()
+        assert monitor.low("voters", since=grown) == 3
+        assert monitor.samples[-1].leader in ("m1", "m2")
+
+        await etcd_supervisor.kill("m1")
+        lost: QuorumSample = await eventually(
+            lambda: _latest(monitor, has_quorum=False), within=15, what="quorum lost"
+        )
+        assert lost.healthy_voters <= 1 and lost.voters == 3
+        # Every sample counts with longer_than=0; by default only a loss that outlasts an election.
+        with pytest.raises(AssertionError, match="lost quorum"):
+            monitor.assert_never_lost_quorum(longer_than=0)
+        await eventually(
+            lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE), within=15, what="a lasting loss"
+        )
+    with pytest.raises(AssertionError, match="lost quorum"):
+        monitor.assert_never_lost_quorum()
+    changes = monitor.changes()
+    seen = [c["machines"] for c in changes]
+    assert seen[0] == ("m0",) and seen.index(("m0", "m1~")) < seen.index(("m0", "m1")), seen
+    assert monitor.timeline()[0]["at"] >= 0
+
+
+async def _latest_since(monitor: QuorumMonitor, at: float) -> bool:
+    return monitor.samples[-1].at >= at and not monitor.samples[-1].has_quorum
+
+
+async def _learners(monitor: QuorumMonitor) -> bool:
+    return bool(monitor.samples) and monitor.samples[-1].learners == 1
+
+
+async def _latest(monitor: QuorumMonitor, **expected: object) -> QuorumSample | None:
+    if not monitor.samples:
+        return None
+    sample = monitor.samples[-1]
+    return sample if all(getattr(sample, key) == value for key, value in expected.items()) else None

@@ -1,0 +1,416 @@
+"""The etcd-quorum-hook rules, case by case: mapping, hooks, promotion, removal, cleanup, health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from controllers.etcd.client import Member
+from controllers.etcdquorum.rules import (
+    HOOK_NAME,
+    HOOK_OWNER,
+    WAIT_HEALTHY_VOTERS,
+    WAIT_ONE_CHANGE_PER_PASS,
+    WAIT_QUORUM_AFTER_REMOVAL,
+    WAIT_QUORUM_LOST,
+    MachineInfo,
+    MemberState,
+    cluster_health,
+    hook_action,
+    hook_removable,
+    hooks_with_ours,
+    hooks_without_ours,
+    is_abandoned_learner,
+    machine_api_functional,
+    machine_info,
+    map_members,
+    member_belongs_to,
+    promotion_decision,
+    quorum,
+    removal_decision,
+)
+
+# ---------------------------------------------------------------------------------------------- builders
+
+
+def member(index: int, *, learner: bool = False, started: bool = True, host: str = "10.0.0.{i}") -> Member:
+    address = host.format(i=index)
+    literal = f"[{address}]" if ":" in address else address
+    return Member(
+        id=0x100 + index,
+        name=f"m{index}" if started else "",
+        peer_urls=(f"https://{literal}:2380",),
+        client_urls=(f"https://{literal}:2379",) if started else (),
+        is_learner=learner,
+    )
+
+
+@dataclass(frozen=True)
+class M:
+    """One row of a removal table: a member and its Machine."""
+
+    index: int
+    learner: bool = False
+    healthy: bool = True
+    deleting: bool = False
+    hook: bool = True
+    zone: str | None = None
+
+
+def cluster(*rows: M) -> tuple[list[MemberState], dict[str, MachineInfo]]:
+    members = [MemberState(member(r.index, learner=r.learner), f"m{r.index}", r.healthy) for r in rows]
+    machines = {
+        f"m{r.index}": MachineInfo(
+            name=f"m{r.index}",
+            deleting=r.deleting,
+            running=True,
+            hook_owner=HOOK_OWNER if r.hook else None,
+            internal_ips=(f"10.0.0.{r.index}",),
+            failure_domain=r.zone,
+        )
+        for r in rows
+    }
+    return members, machines
+
+
+def removed(rows: tuple[M, ...], desired: int) -> str | None:
+    members, machines = cluster(*rows)
+    decision = removal_decision(members, machines, desired)
+    return decision.member.machine if decision.member else None
+
+
+# ---------------------------------------------------------------------------------------------- removal
+
+REMOVAL_CASES = [
+    # (id, rows, desired, machine whose member is removed or None)
+    ("4 voters + 1 pending: remove", (M(0, deleting=True), M(1), M(2), M(3)), 3, "m0"),
+    (
+        "5 voters with 2 pending: remove one",
+        (M(0, deleting=True), M(1, deleting=True), M(2), M(3), M(4)),
+        3,
+        "m0",
+    ),
+    ("4 voters left of those 5, 1 pending: remove", (M(1, deleting=True), M(2), M(3), M(4)), 3, "m1"),
+    ("3 all healthy + 1 pending: wait", (M(0, deleting=True), M(1), M(2)), 3, None),
+    ("3 with 1 unhealthy pending: remove", (M(0, deleting=True, healthy=False), M(1), M(2)), 3, "m0"),
+    (
+        "unhealthy not pending: refuse",
+        (M(0, deleting=True), M(1, healthy=False), M(2), M(3)),
+        3,
+        None,
+    ),
+    ("pending without the hook: not ours", (M(0, deleting=True, hook=False), M(1), M(2), M(3)), 3, None),
+    (
+        "learner of a deleting machine: at once",
+        (M(0), M(1), M(2), M(3, learner=True, deleting=True)),
+        3,
+        "m3",
+    ),
+    (
+        "learner first even when a voter could go",
+        (M(0, deleting=True), M(1), M(2), M(3), M(4, learner=True, deleting=True)),
+        3,
+        "m4",
+    ),
+    ("quorum lost: nothing", (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2)), 3, None),
+    (
+        "unhealthy pending but the rest lacks quorum after: wait",
+        (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2), M(3), M(4, healthy=False)),
+        5,
+        None,
+    ),
+    ("scale in 3 → 1: remove one", (M(0, deleting=True), M(1, deleting=True), M(2)), 1, "m0"),
+    ("scale in 2 → 1: remove the other", (M(1, deleting=True), M(2)), 1, "m1"),
+    (
+        "healthy pending, desired met, but quorum of the rest not: wait",
+        (M(0, deleting=True), M(1, healthy=False), M(2)),
+        1,
+        None,
+    ),
+    (
+        "several pending: the one whose failure domain has a duplicate",
+        (
+            M(0, deleting=True, zone="a"),
+            M(1, deleting=True, zone="b"),
+            M(2, zone="b"),
+            M(3, zone="c"),
+            M(4, zone="a"),
+        ),
+        3,
+        "m0",
+    ),
+    (
+        "several pending, duplicate domain beats name order",
+        (
+            M(0, deleting=True, zone="a"),
+            M(1, deleting=True, zone="b"),
+            M(2, zone="b"),
+            M(3, zone="c"),
+            M(4, zone="d"),
+        ),
+        3,
+        "m1",
+    ),
+    (
+        "several pending, same domain situation: the unhealthy one",
+        (M(0, deleting=True), M(1, deleting=True, healthy=False), M(2), M(3), M(4)),
+        3,
+        "m1",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "desired", "expected"), [c[1:] for c in REMOVAL_CASES], ids=[c[0] for c in REMOVAL_CASES]
+)
+def test_removal_decision(rows: tuple[M, ...], desired: int, expected: str | None) -> None:
+    assert removed(rows, desired) == expected
+
+
+def test_two_pending_are_removed_one_per_pass_down_to_desired_never_below() -> None:
+    rows = [M(0, deleting=True), M(1, deleting=True), M(2), M(3), M(4)]
+    order = []
+    while True:
+        gone = removed(tuple(rows), 3)
+        if gone is None:
+            break
+        order.append(gone)
+        rows = [r for r in rows if f"m{r.index}" != gone]
+    assert order == ["m0", "m1"]
+    assert len(rows) == 3
+
+
+def test_a_wait_names_the_check_and_the_unhealthy_member() -> None:
+    members, machines = cluster(M(0, deleting=True), M(1, healthy=False), M(2), M(3))
+    decision = removal_decision(members, machines, 3)
+    assert decision.member is None
+    (wait,) = decision.waits
+    assert wait.machine == "m0"
+    assert wait.reason == WAIT_HEALTHY_VOTERS
+    assert "m1 (101)" in wait.message and "2 healthy voters" in wait.message
+
+
+def test_waiting_for_a_replacement_says_so() -> None:
+    members, machines = cluster(M(0, deleting=True), M(1), M(2))
+    (wait,) = removal_decision(members, machines, 3).waits
+    assert wait.reason == WAIT_HEALTHY_VOTERS
+    assert "fewer than the 3 desired" in wait.message and "replacement" in wait.message
+
+
+def test_quorum_after_removal_and_quorum_lost_are_named() -> None:
+    members, machines = cluster(M(0, deleting=True), M(1, healthy=False), M(2))
+    (wait,) = removal_decision(members, machines, 1).waits
+    assert wait.reason == WAIT_QUORUM_AFTER_REMOVAL
+    members, machines = cluster(M(0, deleting=True, healthy=False), M(1, healthy=False), M(2))
+    (wait,) = removal_decision(members, machines, 3).waits
+    assert wait.reason == WAIT_QUORUM_LOST and "m1 (101)" in wait.message
+
+
+def test_the_other_pending_members_wait_one_change_at_a_time() -> None:
+    members, machines = cluster(M(0, deleting=True), M(1, deleting=True), M(2), M(3), M(4))
+    decision = removal_decision(members, machines, 3)
+    assert decision.member is not None and decision.member.machine == "m0"
+    assert [(w.machine, w.reason) for w in decision.waits] == [("m1", WAIT_ONE_CHANGE_PER_PASS)]
+
+
+def test_a_member_of_no_machine_is_never_a_removal_candidate() -> None:
+    members, machines = cluster(M(0), M(1), M(2), M(3))
+    orphan = MemberState(members[0].member, None, False)
+    assert removal_decision([orphan, *members[1:]], machines, 3).member is None
+
+
+# ---------------------------------------------------------------------------------------------- promotion
+
+
+def promoted(rows: tuple[M, ...], desired: int) -> str | None:
+    members, machines = cluster(*rows)
+    decision = promotion_decision(members, machines, desired)
+    return decision.member.machine if decision.member else None
+
+
+PROMOTION_CASES = [
+    ("scale out 1 → 3: learner with hook", (M(0), M(1, learner=True)), 3, "m1"),
+    ("no hook: not yet", (M(0), M(1, learner=True, hook=False)), 3, None),
+    ("machine deleting: never", (M(0), M(1, learner=True, deleting=True)), 3, None),
+    ("replacement: voters == desired → desired + 1", (M(0), M(1), M(2), M(3, learner=True)), 3, "m3"),
+    ("voters already desired + 1: wait", (M(0), M(1), M(2), M(3), M(4, learner=True)), 3, None),
+    ("two learners: one at a time, by name", (M(0), M(1, learner=True), M(2, learner=True)), 3, "m1"),
+    ("quorum lost: never", (M(0, healthy=False), M(1, healthy=False), M(2), M(3, learner=True)), 3, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "desired", "expected"), [c[1:] for c in PROMOTION_CASES], ids=[c[0] for c in PROMOTION_CASES]
+)
+def test_promotion_decision(rows: tuple[M, ...], desired: int, expected: str | None) -> None:
+    assert promoted(rows, desired) == expected
+
+
+def test_a_learner_with_a_foreign_owned_hook_waits_for_the_repair() -> None:
+    members, machines = cluster(M(0), M(1, learner=True))
+    machines["m1"] = MachineInfo(name="m1", running=True, hook_owner="someone/else")
+    decision = promotion_decision(members, machines, 3)
+    assert decision.member is None
+    assert [w.reason for w in decision.waits] == ["HookMissing"]
+
+
+def test_a_learner_that_never_started_or_has_no_machine_is_not_promoted() -> None:
+    _, machines = cluster(M(0), M(1))
+    voter = MemberState(member(0), "m0", True)
+    unstarted = MemberState(member(1, learner=True, started=False), "m1", False)
+    orphan = MemberState(member(2, learner=True), None, True)
+    assert promotion_decision([voter, unstarted, orphan], machines, 3).member is None
+
+
+# ---------------------------------------------------------------------------------------------- mapping
+
+
+def test_the_peer_url_annotation_maps_exactly_even_when_every_machine_shares_an_address() -> None:
+    a = MachineInfo(name="a", peer_url="http://127.0.0.1:2381", internal_ips=("127.0.0.1",))
+    b = MachineInfo(name="b", peer_url="http://127.0.0.1:2382", internal_ips=("127.0.0.1",))
+    ma = Member(1, "a", ("http://127.0.0.1:2381",), (), False)
+    mb = Member(2, "b", ("http://127.0.0.1:2382",), (), False)
+    other = Member(3, "", ("http://127.0.0.1:2399",), (), True)
+    assert map_members([ma, mb, other], [a, b]) == {1: "a", 2: "b", 3: None}
+
+
+@pytest.mark.parametrize(
+    ("peer_host", "machine_ip", "belongs"),
+    [
+        ("10.0.0.1", "10.0.0.1", True),
+        ("10.0.0.1", "10.0.0.2", False),
+        ("fd00::1", "fd00:0:0:0:0:0:0:1", True),
+        ("fd00::1", "fd00::2", False),
+        ("etcd-0.example.com", "10.0.0.1", False),
+    ],
+)
+def test_a_member_belongs_to_the_machine_whose_internal_ip_hosts_its_peer_url(
+    peer_host: str, machine_ip: str, belongs: bool
+) -> None:
+    literal = f"[{peer_host}]" if ":" in peer_host else peer_host
+    m = Member(1, "x", (f"https://{literal}:2380",), (), False)
+    machine = MachineInfo(name="x", internal_ips=(machine_ip,))
+    assert member_belongs_to(m, machine) is belongs
+
+
+def test_a_machine_with_no_address_and_no_annotation_owns_nothing() -> None:
+    assert not member_belongs_to(member(1), MachineInfo(name="x"))
+
+
+def test_a_replacement_on_a_reused_address_gets_the_member_over_the_deleting_machine() -> None:
+    old = MachineInfo(name="a-old", deleting=True, internal_ips=("10.0.0.1",))
+    new = MachineInfo(name="z-new", internal_ips=("10.0.0.1",))
+    assert map_members([member(1, host="10.0.0.1")], [old, new]) == {0x101: "z-new"}
+
+
+def test_machine_info_reads_the_wire_form() -> None:
+    info = machine_info(
+        {
+            "metadata": {
+                "name": "m0",
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"machine.openshift.io/zone": "us-east-1a"},
+            },
+            "spec": {"lifecycleHooks": {"preDrain": [{"name": HOOK_NAME, "owner": "x/y"}]}},
+            "status": {
+                "phase": "Running",
+                "addresses": [
+                    {"type": "Hostname", "address": "m0"},
+                    {"type": "InternalIP", "address": "fd00::5"},
+                ],
+            },
+        }
+    )
+    assert info.deleting and info.running and info.hook_owner == "x/y" and not info.has_our_hook
+    assert info.internal_ips == ("fd00::5",) and info.failure_domain == "us-east-1a"
+    assert info.client_url == "https://[fd00::5]:2379"
+
+
+# ---------------------------------------------------------------------------------------------- hooks
+
+
+def test_hooks_go_only_on_machines_not_being_deleted_once_the_machine_api_works() -> None:
+    running = MachineInfo(name="a", running=True)
+    new = MachineInfo(name="b")
+    assert machine_api_functional([running, new])
+    assert not machine_api_functional([new])
+    assert hook_action(new, api_functional=True) == "add"
+    assert hook_action(new, api_functional=False) is None
+    assert hook_action(MachineInfo(name="c", deleting=True), api_functional=True) is None
+    assert hook_action(MachineInfo(name="d", hook_owner="other/team"), api_functional=True) == "repair"
+    assert hook_action(MachineInfo(name="e", hook_owner=HOOK_OWNER), api_functional=True) is None
+    # The escape hatch: a deleting machine whose hook was taken away, or rewritten, stays so.
+    assert hook_action(MachineInfo(name="f", deleting=True, hook_owner="other"), api_functional=True) is None
+
+
+def test_hook_lists_keep_every_other_hook() -> None:
+    theirs = {"name": "Other", "owner": "team/x"}
+    assert hooks_with_ours([theirs, {"name": HOOK_NAME, "owner": "wrong"}]) == [
+        theirs,
+        {"name": HOOK_NAME, "owner": HOOK_OWNER},
+    ]
+    assert hooks_without_ours([{"name": HOOK_NAME, "owner": HOOK_OWNER}, theirs]) == [theirs]
+
+
+def test_the_hook_goes_only_when_no_member_voter_or_learner_belongs_to_the_machine() -> None:
+    machine = MachineInfo(name="m0", deleting=True, hook_owner=HOOK_OWNER, internal_ips=("10.0.0.0",))
+    assert not hook_removable(machine, [member(0), member(1)])
+    assert not hook_removable(machine, [member(0, learner=True, started=False), member(1)])
+    assert hook_removable(machine, [member(1), member(2)])
+    assert not hook_removable(MachineInfo(name="m0", hook_owner=HOOK_OWNER), [member(1)])
+
+
+# ------------------------------------------------------------------------------- cleanup, health
+
+
+def test_only_a_never_started_learner_of_no_machine_is_abandoned_after_the_grace_period() -> None:
+    unstarted = MemberState(member(9, learner=True, started=False), None, False)
+    assert is_abandoned_learner(unstarted, first_seen=0, now=60, grace=60)
+    assert not is_abandoned_learner(unstarted, first_seen=0, now=59, grace=60)
+    started = MemberState(member(9, learner=True), None, False)
+    assert not is_abandoned_learner(started, first_seen=0, now=600, grace=60)
+    mapped = MemberState(member(9, learner=True, started=False), "m9", False)
+    assert not is_abandoned_learner(mapped, first_seen=0, now=600, grace=60)
+    voter = MemberState(member(9, started=False), None, False)
+    assert not is_abandoned_learner(voter, first_seen=0, now=600, grace=60)
+
+
+def test_cluster_health() -> None:
+    members, _ = cluster(M(0), M(1), M(2))
+    health = cluster_health(members, [])
+    assert (health.status, health.reason) == ("True", "EtcdHealthy")
+    assert health.message.startswith("3 members: 3 voters (3 healthy, quorum 2), 0 learners")
+    members, _ = cluster(M(0), M(1, healthy=False), M(2))
+    health = cluster_health(members, ["NOSPACE on 100"])
+    assert (health.status, health.reason) == ("False", "MembersUnhealthy")
+    assert "unhealthy: m1 (101)" in health.message and "alarms: NOSPACE on 100" in health.message
+    members, _ = cluster(M(0, healthy=False), M(1, healthy=False), M(2))
+    assert cluster_health(members, []).reason == "QuorumLost"
+    members, _ = cluster(M(0), M(1), M(2))
+    members[2] = MemberState(members[2].member, None, True)
+    assert cluster_health(members, []).reason == "MembersWithoutMachine"
+    assert [quorum(n) for n in range(1, 8)] == [1, 2, 2, 3, 3, 4, 4]
+
+
+# ---------------------------------------------------------------------------------------------- options
+
+
+def test_options_defaults_and_checks() -> None:
+    from controllers.etcdquorum import EtcdQuorumOptions
+
+    resolved = EtcdQuorumOptions().with_defaults()
+    assert (resolved.resync_period, resolved.busy_period, resolved.abandoned_learner_grace) == (
+        15.0,
+        1.0,
+        300.0,
+    )
+    assert (resolved.wait_event_after, resolved.etcd_timeout, resolved.member_change_interval) == (
+        60.0,
+        3.0,
+        2.0,
+    )
+    assert EtcdQuorumOptions(abandoned_learner_grace=0, member_change_interval=0).with_defaults()
+    for bad in ({"busy_period": 0}, {"etcd_timeout": -1}, {"wait_event_after": -1}):
+        with pytest.raises(ValueError, match="positive seconds"):
+            EtcdQuorumOptions(**bad).with_defaults()  # type: ignore[arg-type]

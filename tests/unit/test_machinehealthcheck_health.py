@@ -1,0 +1,295 @@
+"""The MachineHealthCheck health decision as a table: target health, requeue times, the short-circuit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from api.meta import format_time
+from controllers.machinehealthcheck.health import (
+    EXTERNAL_REMEDIATION_ANNOTATION,
+    counts_as_healthy,
+    earliest_recheck,
+    parse_max_unhealthy,
+    remediation_decision,
+    target_health,
+)
+
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+JSON = dict[str, Any]
+
+
+def ago(seconds: float) -> str:
+    return format_time(NOW - timedelta(seconds=seconds))
+
+
+def machine(
+    *,
+    node: str | None = "n1",
+    phase: str = "Running",
+    last_updated: float | None = 1000,
+    deleting: bool = False,
+    annotations: dict[str, str] | None = None,
+) -> JSON:
+    status: JSON = {"phase": phase}
+    if node is not None:
+        status["nodeRef"] = {"kind": "Node", "name": node}
+    if last_updated is not None:
+        status["lastUpdated"] = ago(last_updated)
+    metadata: JSON = {"name": "m1", "namespace": "ns"}
+    if deleting:
+        metadata["deletionTimestamp"] = ago(1)
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "Machine",
+        "metadata": metadata,
+        "status": status,
+    }
+
+
+def node(**conditions: tuple[str, float]) -> JSON:
+    """A Node with conditions ``type=(status, seconds since lastTransitionTime)``."""
+    return {
+        "metadata": {"name": "n1"},
+        "status": {
+            "conditions": [
+                {"type": t, "status": s, "lastTransitionTime": ago(age)} for t, (s, age) in conditions.items()
+            ]
+        },
+    }
+
+
+def spec(startup: str | None = "300s", **extra: Any) -> JSON:
+    result: JSON = {
+        "selector": {},
+        "unhealthyConditions": [
+            {"type": "Ready", "status": "False", "timeout": "300s"},
+            {"type": "Ready", "status": "Unknown", "timeout": "300s"},
+        ],
+        **extra,
+    }
+    if startup is not None:
+        result["nodeStartupTimeout"] = startup
+    return result
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    machine: JSON
+    node: JSON | None
+    spec: JSON
+    unhealthy: bool
+    reason: str = ""
+    recheck: float | None = None
+    healthy: bool = False
+
+
+HEALTHY_NODE = node(Ready=("True", 5000))
+
+CASES = [
+    Case("healthy", machine(), HEALTHY_NODE, spec(), False, healthy=True),
+    Case(
+        "no nodeRef past nodeStartupTimeout",
+        machine(node=None, phase="Provisioned", last_updated=301),
+        None,
+        spec(),
+        True,
+        "NodeStartupTimeout",
+    ),
+    Case(
+        "no nodeRef before nodeStartupTimeout: requeue at the timeout +1s",
+        machine(node=None, phase="Provisioned", last_updated=100),
+        None,
+        spec(),
+        False,
+        recheck=201,
+    ),
+    Case(
+        'no nodeRef with nodeStartupTimeout "0": never unhealthy, never rechecked, not healthy',
+        machine(node=None, phase="Provisioned", last_updated=100_000),
+        None,
+        spec("0"),
+        False,
+    ),
+    Case(
+        "no nodeRef and no lastUpdated: look again after the whole timeout",
+        machine(node=None, phase="Provisioning", last_updated=None),
+        None,
+        spec(),
+        False,
+        recheck=301,
+    ),
+    Case(
+        "default nodeStartupTimeout is 10m",
+        machine(node=None, phase="Provisioned", last_updated=599),
+        None,
+        spec(None),
+        False,
+        recheck=2,
+    ),
+    Case("nodeRef set but the Node is missing", machine(), None, spec(), True, "NodeNotFound"),
+    Case("phase Failed", machine(phase="Failed"), HEALTHY_NODE, spec(), True, "MachineHasFailure"),
+    Case(
+        "phase Failed without a Node",
+        machine(node=None, phase="Failed", last_updated=1),
+        None,
+        spec(),
+        True,
+        "MachineHasFailure",
+    ),
+    Case(
+        "Ready=False for 200s with a 300s timeout: healthy for now, requeue in ~100s",
+        machine(),
+        node(Ready=("False", 200)),
+        spec(),
+        False,
+        recheck=101,
+    ),
+    Case(
+        "a condition past its timeout",
+        machine(),
+        node(Ready=("Unknown", 301)),
+        spec(),
+        True,
+        "UnhealthyNode",
+    ),
+    Case(
+        "conditions are ORed: the second entry fires",
+        machine(),
+        node(Ready=("True", 10), DiskPressure=("True", 61)),
+        spec(
+            unhealthyConditions=[
+                {"type": "Ready", "status": "False", "timeout": "300s"},
+                {"type": "DiskPressure", "status": "True", "timeout": "1m"},
+            ]
+        ),
+        True,
+        "UnhealthyNode",
+    ),
+    Case(
+        "two pending entries: the earliest expiry wins",
+        machine(),
+        node(Ready=("False", 10), DiskPressure=("True", 50)),
+        spec(
+            unhealthyConditions=[
+                {"type": "Ready", "status": "False", "timeout": "300s"},
+                {"type": "DiskPressure", "status": "True", "timeout": "1m"},
+            ]
+        ),
+        False,
+        recheck=11,
+    ),
+    Case(
+        "a condition with another status does not match",
+        machine(),
+        node(Ready=("True", 10_000)),
+        spec(unhealthyConditions=[{"type": "Ready", "status": "False", "timeout": "1s"}]),
+        False,
+        healthy=True,
+    ),
+    Case("a deleting Machine is not healthy", machine(deleting=True), HEALTHY_NODE, spec(), False),
+    Case(
+        "a Machine under external remediation is not healthy",
+        machine(annotations={EXTERNAL_REMEDIATION_ANNOTATION: ""}),
+        HEALTHY_NODE,
+        spec(),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_target_health(case: Case) -> None:
+    verdict = target_health(case.machine, case.node, case.spec, NOW)
+    assert verdict.unhealthy is case.unhealthy, verdict
+    assert verdict.reason == case.reason, verdict
+    if case.recheck is None:
+        assert verdict.recheck_after is None, verdict
+    else:
+        assert verdict.recheck_after == pytest.approx(case.recheck), verdict
+    assert counts_as_healthy(case.machine, case.node, verdict) is case.healthy
+
+
+def test_unhealthy_messages_say_which_check_and_since_when() -> None:
+    verdict = target_health(machine(), node(Ready=("Unknown", 400)), spec(), NOW)
+    assert verdict.message == (
+        f"Node n1 has condition Ready=Unknown since {ago(400)}, longer than its timeout of 300s"
+    )
+    assert verdict.since == NOW - timedelta(seconds=400)
+    startup = target_health(machine(node=None, last_updated=400), None, spec(), NOW)
+    assert (
+        startup.message == f"Machine has no Node since {ago(400)}, longer than the nodeStartupTimeout of 300s"
+    )
+
+
+def test_the_requeue_is_the_earliest_pending_target() -> None:
+    verdicts = [
+        target_health(machine(), node(Ready=("False", 200)), spec(), NOW),
+        target_health(machine(node=None, last_updated=250), None, spec(), NOW),
+        target_health(machine(), node(Ready=("Unknown", 400)), spec(), NOW),  # unhealthy: no recheck
+        target_health(machine(), HEALTHY_NODE, spec(), NOW),
+    ]
+    assert earliest_recheck(verdicts) == pytest.approx(51)
+    assert earliest_recheck(verdicts[2:]) is None
+
+
+@pytest.mark.parametrize(
+    ("max_unhealthy", "expected", "healthy", "allowed", "remediations_allowed"),
+    [
+        (2, 5, 3, True, 0),
+        (2, 5, 2, False, 0),
+        ("2", 5, 3, True, 0),
+        ("2", 5, 2, False, 0),
+        ("40%", 5, 3, True, 0),
+        ("40%", 5, 2, False, 0),
+        ("40%", 5, 5, True, 2),
+        ("60%", 7, 3, True, 0),  # 60% of 7 → 4, rounded down
+        ("60%", 7, 2, False, 0),
+        (None, 5, 0, True, 0),  # default 100%
+        (None, 5, 4, True, 4),
+        (0, 3, 2, False, 0),
+        ("0%", 3, 2, False, 0),
+        (0, 3, 3, True, 0),  # nothing unhealthy, nothing to block
+        (-2, 3, 2, False, 0),
+        ("foo%50", 3, 3, False, 0),
+        ("foo%50", 3, 2, False, 0),
+    ],
+)
+def test_short_circuit(
+    max_unhealthy: Any, expected: int, healthy: int, allowed: bool, remediations_allowed: int
+) -> None:
+    decision = remediation_decision(max_unhealthy, expected, healthy)
+    assert decision.allowed is allowed, decision
+    assert decision.remediations_allowed == remediations_allowed
+    assert decision.unhealthy == expected - healthy
+    assert bool(decision.message) is not allowed
+
+
+@pytest.mark.parametrize(
+    ("value", "expected", "limit"),
+    [(2, 5, 2), ("2", 5, 2), ("40%", 5, 2), ("60%", 7, 4), ("100%", 7, 7), (None, 7, 7), (-2, 3, 0)],
+)
+def test_max_unhealthy_parsing(value: Any, expected: int, limit: int) -> None:
+    assert parse_max_unhealthy(value, expected).limit == limit
+
+
+@pytest.mark.parametrize("value", ["foo%50", "12.5%", "", "%", True, 1.5])
+def test_invalid_max_unhealthy_blocks_and_says_why(value: Any) -> None:
+    resolved = parse_max_unhealthy(value, 5)
+    assert resolved.limit is None and "maxUnhealthy" in resolved.problem
+    decision = remediation_decision(value, 5, 5)
+    assert not decision.allowed and resolved.problem in decision.message
+
+
+def test_short_circuit_message_has_the_machine_api_operator_shape() -> None:
+    decision = remediation_decision("40%", 5, 2)
+    assert decision.message == (
+        "Remediation is not allowed, the number of not started or unhealthy machines exceeds "
+        "maxUnhealthy (total: 5, unhealthy: 3, maxUnhealthy: 40%)"
+    )
