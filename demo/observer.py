@@ -1,9 +1,11 @@
-"""What the demo watches while it runs: Machines by phase and the etcd cluster, sampled every 100 ms.
+"""What the demo watches while it runs: the etcd cluster through the quorum monitor, and the Machines.
 
-:class:`Observer` polls the API server for the namespace's Machines and etcd for its members and
-their health, and appends a :class:`Sample` to :attr:`Observer.samples`. The samples are the
-demo's evidence: the report's peaks and lowest quorum margin, the timeline picture and the test's
-assertions all come from them, never from the steps' own claims.
+:class:`Observer` runs a :class:`~controllers.etcd.monitor.QuorumMonitor` on the demo's etcd
+cluster (started as soon as the first Machine announces its member, then following the member
+list as members come and go) and, beside it, polls the namespace's Machines and the ControlPlane.
+Every :data:`SAMPLE_PERIOD` it appends a :class:`Sample` joining the two. The monitor's own record
+is the evidence about quorum: the report's quorum verdict and the test's assertions read it, never
+the steps' own claims.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
+from controllers.etcd.client import EtcdClientOptions
+from controllers.etcd.monitor import QuorumMonitor, QuorumSample
 
 ETCD_CLIENT_URL_ANNOTATION = "local.cpo.dev/etcd-client-url"
+FAILURE_DOMAIN_LABEL = "controlplane.cpo.dev/failure-domain"
 SAMPLE_PERIOD = 0.1
 
 
@@ -36,31 +40,22 @@ class MachineView:
 
 @dataclass(frozen=True)
 class Sample:
-    """The world at one moment (``at``: seconds since the observer started)."""
+    """The world at one moment (``at``: seconds on the quorum monitor's clock)."""
 
     at: float
     machines: tuple[MachineView, ...]
     voters: int
     learners: int
     healthy_voters: int
-    etcd_reachable: bool
+    has_quorum: bool
     writes_acknowledged: int
     desired: int | None = None
     """The ControlPlane's ``spec.replicas`` at that moment (None before it exists)."""
 
     @property
-    def quorum(self) -> int:
-        """Votes needed for a decision among the current voters."""
-        return self.voters // 2 + 1
-
-    @property
-    def has_quorum(self) -> bool:
-        return self.voters > 0 and self.healthy_voters >= self.quorum
-
-    @property
     def quorum_margin(self) -> int:
         """Healthy voters beyond the quorum: how many more may fail before etcd stops."""
-        return self.healthy_voters - self.quorum
+        return self.healthy_voters - (self.voters // 2 + 1)
 
     def phases(self) -> Counter[str]:
         return Counter("Deleting" if m.deleting else (m.phase or "Pending") for m in self.machines)
@@ -68,7 +63,7 @@ class Sample:
 
 @dataclass
 class Observer:
-    """Samples the demo's world every :data:`SAMPLE_PERIOD` seconds; see the module docstring."""
+    """Samples the demo's world; see the module docstring."""
 
     client: Any
     """A :class:`runtime.client.Client` of the demo's API server."""
@@ -77,15 +72,22 @@ class Observer:
     writes_acknowledged: Any = None
     """A callable returning the writer's acknowledged count (None: always 0)."""
     samples: list[Sample] = field(default_factory=list)
-    started: float = field(default_factory=time.monotonic)
+    monitor: QuorumMonitor | None = None
+    """The quorum monitor, once the first member exists."""
     last_error: str | None = None
-    """Why the latest attempt to sample failed, if it did (shown when a step times out)."""
+    """Why the latest attempt to sample the API server failed, if it did."""
+    _started: float = field(default_factory=time.monotonic)
     _task: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def latest(self) -> Sample | None:
         return self.samples[-1] if self.samples else None
+
+    @property
+    def started(self) -> float:
+        """``time.monotonic()`` at the zero of the samples' clock."""
+        return self.monitor.started_at if self.monitor is not None else self._started
 
     def endpoints(self) -> list[str]:
         """The etcd client URLs of the Machines seen last (the writer follows them)."""
@@ -100,37 +102,37 @@ class Observer:
         self._stop.set()
         if self._task is not None:
             await self._task
+        if self.monitor is not None:
+            await self.monitor.__aexit__(None, None, None)
 
-    async def sample(self) -> Sample:
-        """Take one sample now (also what the loop does)."""
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                sample = await self._sample()
+                if sample is not None:
+                    self.samples.append(sample)
+            except Exception as err:  # a missed sample is a gap, not the end of the demo
+                self.last_error = f"{type(err).__name__}: {err}"
+            rest = SAMPLE_PERIOD - (time.monotonic() - began)
+            if rest > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), rest)
+
+    async def _sample(self) -> Sample | None:
         listed = await self.client.list("machine.openshift.io/v1beta1", "Machine", namespace=self.namespace)
         machines = [_machine_view(item) for item in listed.get("items") or ()]
-        voters = learners = healthy = 0
-        roles: dict[str, str] = {}
-        reachable = False
-        urls = [m.client_url for m in machines if m.client_url]
-        if urls:
-            async with EtcdClient(urls, EtcdClientOptions(timeout=0.5)) as etcd:
-                with contextlib.suppress(EtcdError):
-                    members = await etcd.member_list()
-                    reachable = True
-                    voter_urls = [
-                        u for member in members if not member.is_learner for u in member.client_urls
-                    ]
-                    for member in members:
-                        role = "learner" if member.is_learner else "voter"
-                        for url in member.client_urls:
-                            roles[url.rstrip("/")] = role
-                    learners = sum(1 for member in members if member.is_learner)
-                    voters = len(members) - learners
-                    if voter_urls:
-                        health = await etcd.health(voter_urls)
-                        healthy = sum(1 for h in health if h.healthy)
-        machines = [
-            MachineView(**{**m.__dict__, "etcd_role": roles.get((m.client_url or "").rstrip("/"), "-")})
-            for m in machines
-        ]
-        acknowledged = self.writes_acknowledged() if self.writes_acknowledged is not None else 0
+        if self.monitor is None:
+            urls = [m.client_url for m in machines if m.client_url]
+            if not urls:
+                return None
+            # The monitor's clock starts here: the demo's timeline begins with the first member.
+            self.monitor = QuorumMonitor(urls, client_options=EtcdClientOptions(timeout=2.0))
+            await self.monitor.__aenter__()
+        quorum = self.monitor.samples[-1] if self.monitor.samples else None
+        if quorum is None:
+            return None
+        roles = _roles(quorum)
         desired = None
         with contextlib.suppress(Exception):
             controlplane = await self.client.get(
@@ -138,27 +140,27 @@ class Observer:
             )
             desired = int(controlplane["spec"]["replicas"])
         return Sample(
-            at=time.monotonic() - self.started,
-            machines=tuple(sorted(machines, key=lambda m: m.name)),
-            voters=voters,
-            learners=learners,
-            healthy_voters=healthy,
-            etcd_reachable=reachable,
-            writes_acknowledged=acknowledged,
+            at=time.monotonic() - self.monitor.started_at,
+            machines=tuple(
+                sorted((replace(m, etcd_role=roles.get(m.name, "-")) for m in machines), key=_by_name)
+            ),
+            voters=quorum.voters,
+            learners=quorum.learners,
+            healthy_voters=quorum.healthy_voters,
+            has_quorum=quorum.has_quorum,
+            writes_acknowledged=self.writes_acknowledged() if self.writes_acknowledged is not None else 0,
             desired=desired,
         )
 
-    async def _run(self) -> None:
-        while not self._stop.is_set():
-            began = time.monotonic()
-            try:
-                self.samples.append(await self.sample())
-            except Exception as err:  # a missed sample is a gap, not the end of the demo
-                self.last_error = f"{type(err).__name__}: {err}"
-            rest = SAMPLE_PERIOD - (time.monotonic() - began)
-            if rest > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), rest)
+
+def _roles(sample: QuorumSample) -> dict[str, str]:
+    """Member name → role; the monitor marks learners with a ``~`` suffix (members are named after
+    their Machine by the local provider)."""
+    return {name.removesuffix("~"): "learner" if name.endswith("~") else "voter" for name in sample.machines}
+
+
+def _by_name(machine: MachineView) -> str:
+    return machine.name
 
 
 def _machine_view(machine: dict[str, Any]) -> MachineView:
@@ -169,8 +171,6 @@ def _machine_view(machine: dict[str, Any]) -> MachineView:
         name=str(metadata.get("name")),
         phase=str((machine.get("status") or {}).get("phase") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
-        failure_domain=str(
-            value.get("failureDomain") or labels.get("controlplane.cpo.dev/failure-domain") or ""
-        ),
+        failure_domain=str(value.get("failureDomain") or labels.get(FAILURE_DOMAIN_LABEL) or ""),
         client_url=(metadata.get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION),
     )

@@ -1,11 +1,9 @@
 """The demo's report: ``demo-report.json`` with every figure, and ``demo-timeline.png``.
 
-Everything here is computed from the observer's samples and the writer's records, so the report
-says what was measured, not what the steps believe happened.
-
-Quorum loss is counted as a stretch of at least :data:`QUORUM_LOSS_MIN_SECONDS` during which
-fewer voters than a quorum answered a linearizable read (one slow sample on a loaded machine is
-not a loss; etcd's own election timeout is 1 s).
+Everything here is computed from the quorum monitor's record, the observer's samples and the
+writer's records, so the report says what was measured, not what the steps believe happened.
+Quorum losses are the monitor's (:func:`controllers.etcd.monitor.quorum_losses`: a stretch without a
+healthy quorum long enough not to be a leader election); ``quorum_timeline`` is its whole record.
 """
 
 from __future__ import annotations
@@ -16,41 +14,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from controllers.etcd.monitor import QuorumSample, quorum_losses
 from demo.observer import Sample
 from demo.tour import StepRecord
 from demo.writer import Verification, WriterStats
 
-QUORUM_LOSS_MIN_SECONDS = 1.0
 PHASES = ("Provisioning", "Provisioned", "Running", "Deleting", "Failed")
-
-
-def quorum_losses(samples: Sequence[Sample]) -> list[tuple[float, float]]:
-    """The ``(start, end)`` stretches (seconds) without quorum lasting ≥ QUORUM_LOSS_MIN_SECONDS.
-
-    Before the first moment with a voter there is no cluster to lose quorum in, so that part
-    of the run does not count.
-    """
-    stretches: list[tuple[float, float]] = []
-    began: float | None = None
-    seen_cluster = False
-    for sample in samples:
-        seen_cluster = seen_cluster or sample.has_quorum
-        if not seen_cluster:
-            continue
-        if not sample.has_quorum and began is None:
-            began = sample.at
-        elif sample.has_quorum and began is not None:
-            if sample.at - began >= QUORUM_LOSS_MIN_SECONDS:
-                stretches.append((began, sample.at))
-            began = None
-    if began is not None and samples and samples[-1].at - began >= QUORUM_LOSS_MIN_SECONDS:
-        stretches.append((began, samples[-1].at))
-    return stretches
 
 
 def build_report(
     *,
     samples: Sequence[Sample],
+    quorum_samples: Sequence[QuorumSample],
     steps: Sequence[StepRecord],
     stats: WriterStats,
     verification: Verification | None,
@@ -60,11 +35,13 @@ def build_report(
 ) -> dict[str, Any]:
     """Every figure of the run as one JSON-ready dict (see the module docstring)."""
     live = [s for s in samples if s.voters > 0]
+    losses = [
+        (quorum_samples[start].at, quorum_samples[min(end, len(quorum_samples) - 1)].at)
+        for start, end in quorum_losses(quorum_samples)
+    ]
+    passed = all(step.ok for step in steps) and verification is not None and not verification.lost
     return {
-        "ok": all(step.ok for step in steps)
-        and not quorum_losses(samples)
-        and verification is not None
-        and not verification.lost,
+        "ok": passed and not losses,
         "steps": [
             {
                 **asdict(step),
@@ -78,7 +55,7 @@ def build_report(
         "peak_learners": max((s.learners for s in samples), default=0),
         "peak_machines": max((len(s.machines) for s in samples), default=0),
         "lowest_quorum_margin": min((s.quorum_margin for s in live), default=None),
-        "quorum_losses": quorum_losses(samples),
+        "quorum_losses": losses,
         "writes": {
             "acknowledged": len(stats.acknowledged),
             "unknown": stats.unknown,
@@ -101,6 +78,7 @@ def build_report(
             }
             for s in samples
         ],
+        "quorum_timeline": [asdict(sample) for sample in quorum_samples],
         "files": files,
     }
 

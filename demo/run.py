@@ -127,6 +127,7 @@ async def _tour(world: DemoWorld, options: ResolvedDemoOptions, progress: Progre
     }
     report = build_report(
         samples=observer.samples,
+        quorum_samples=observer.monitor.samples if observer.monitor is not None else [],
         steps=tour.records,
         stats=writer.stats,
         verification=verification,
