@@ -124,7 +124,22 @@ class Tour:
             ],
         }
         if self.fast:
-            spec["machineHealthCheck"] = {"unhealthyTimeout": "5s", "nodeStartupTimeout": "60s"}
+            # Seconds instead of OpenShift's minutes, so a killed member is replaced at once.
+            spec["healthCheck"] = {
+                "unhealthyConditions": [
+                    {"type": "Ready", "status": "False", "timeout": "5s"},
+                    {"type": "Ready", "status": "Unknown", "timeout": "5s"},
+                ],
+                "nodeStartupTimeout": "60s",
+            }
+        else:
+            spec["healthCheck"] = {
+                "unhealthyConditions": [
+                    {"type": "Ready", "status": "False", "timeout": "30s"},
+                    {"type": "Ready", "status": "Unknown", "timeout": "30s"},
+                ],
+                "nodeStartupTimeout": "5m",
+            }
         return {
             "apiVersion": "controlplane.cpo.dev/v1alpha1",
             "kind": "ControlPlane",
