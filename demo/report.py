@@ -98,7 +98,7 @@ def plot_timeline(report: dict[str, Any], path: Path) -> Path:
     timeline = report["timeline"]
     at = [point["at"] for point in timeline]
     figure, (members, machines, writes) = plt.subplots(
-        3, 1, figsize=(12, 8), sharex=True, gridspec_kw={"height_ratios": [3, 2, 1.4]}
+        3, 1, figsize=(13, 8), sharex=True, gridspec_kw={"height_ratios": [3, 2, 1.4]}
     )
     members.step(at, [p["voters"] for p in timeline], where="post", label="voters", color="tab:blue", lw=2)
     members.step(at, [p["healthy_voters"] for p in timeline], where="post", label="healthy voters",
@@ -109,11 +109,12 @@ def plot_timeline(report: dict[str, Any], path: Path) -> Path:
     quorum = [p["voters"] // 2 + 1 if p["voters"] else 0 for p in timeline]
     members.step(at, quorum, where="post", label="quorum needed", color="tab:red", lw=1, ls=":")
     members.set_ylabel("etcd members")
-    members.legend(loc="upper left", ncols=4, fontsize=8)
+    members.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
     members.set_title(
         f"quorum losses: {len(report['quorum_losses'])}   lowest quorum margin: "
         f"{report['lowest_quorum_margin']}   writes acknowledged: {report['writes']['acknowledged']}, "
-        f"lost: {report['writes']['lost']}"
+        f"lost: {report['writes']['lost']}",
+        pad=24,
     )
     for phase in PHASES:
         counts = [p["phases"].get(phase, 0) for p in timeline]
@@ -123,7 +124,7 @@ def plot_timeline(report: dict[str, Any], path: Path) -> Path:
         at, [p["machines"] for p in timeline], where="post", label="all Machines", color="black", lw=1
     )
     machines.set_ylabel("Machines")
-    machines.legend(loc="upper left", ncols=6, fontsize=8)
+    machines.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
     rate_at, rate = _rate(at, [p["writes_acknowledged"] for p in timeline], window=1.0)
     writes.plot(rate_at, rate, color="tab:purple", lw=1)
     writes.set_ylabel("writes/s")
@@ -133,9 +134,11 @@ def plot_timeline(report: dict[str, Any], path: Path) -> Path:
         for index, step in enumerate(report["steps"]):
             end = step["finished"] if step["finished"] is not None else (at[-1] if at else 0)
             axis.axvspan(step["started"], end, color="grey", alpha=0.08 if index % 2 else 0.16, lw=0)
-    for step in report["steps"]:
+    for index, step in enumerate(report["steps"]):
+        # Alternate heights, so a step of a fraction of a second does not hide its neighbour's name.
         members.annotate(step["name"], (step["started"], 1.0), xycoords=("data", "axes fraction"),
-                         xytext=(2, -12), textcoords="offset points", fontsize=8, rotation=0)  # fmt: skip
+                         xytext=(2, 2 + 10 * (index % 2)), textcoords="offset points", fontsize=8,
+                         va="bottom")  # fmt: skip
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
