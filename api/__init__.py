@@ -8,13 +8,24 @@
 * :mod:`api.crdgen` — ``cpo manifests``: CRD YAML from the models, like controller-gen.
 
 Attributes are snake_case, the wire is camelCase; ``Model.from_dict(obj)`` and ``model.to_dict()``
-convert losslessly::
+convert losslessly:
 
-    from api import ControlPlane
-
-    raw = await client.get("controlplane.cpo.dev/v1alpha1", "ControlPlane", "cluster", "ns")
-    cp = ControlPlane.from_dict(raw)
-    print(cp.spec.replicas, cp.spec.strategy.rolling_update)
+>>> from api import ControlPlane
+>>> raw = {
+...     "apiVersion": "controlplane.cpo.dev/v1alpha1",
+...     "kind": "ControlPlane",
+...     "metadata": {"name": "cluster", "namespace": "openshift-machine-api"},
+...     "spec": {
+...         "replicas": 3,
+...         "template": {"spec": {"providerSpec": {"value": {"instanceType": "m6i.xlarge"}}}},
+...         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+...     },
+... }
+>>> cp = ControlPlane.from_dict(raw)
+>>> cp.spec.replicas, cp.spec.strategy.rolling_update.max_surge
+(3, 1)
+>>> cp.to_dict() == raw
+True
 """
 
 from .controlplane import (

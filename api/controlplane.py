@@ -2,18 +2,25 @@
 
 A ControlPlane says how many control-plane Machines to run (an odd number, for etcd quorum), what
 they look like (``template``), where (``failureDomains``) and how to replace them (``strategy``);
-the controller reports progress in ``status``. Build one in Python and send its wire form::
+the controller reports progress in ``status``. Build one in Python and send its wire form (here
+to the test suite's API server, ``kubeconfig``, in a fresh ``namespace``):
 
-    from api import ControlPlane, ControlPlaneSpec, ControlPlaneMachineTemplate, ObjectMeta
-
-    cp = ControlPlane(
-        metadata=ObjectMeta(name="cluster", namespace="openshift-machine-api"),
-        spec=ControlPlaneSpec(
-            replicas=3,
-            template=ControlPlaneMachineTemplate.for_provider_spec({"instanceType": "m6i.xlarge"}),
-        ),
-    )
-    await client.create(cp.to_dict())
+>>> import asyncio
+>>> from api import ControlPlane, ControlPlaneMachineTemplate, ControlPlaneSpec, ObjectMeta
+>>> from runtime.client import Client
+>>> cp = ControlPlane(
+...     metadata=ObjectMeta(name="cluster", namespace=namespace),
+...     spec=ControlPlaneSpec(
+...         replicas=3,
+...         template=ControlPlaneMachineTemplate.for_provider_spec({"instanceType": "m6i.xlarge"}),
+...     ),
+... )
+>>> async def create() -> ControlPlane:
+...     async with await Client.from_kubeconfig(kubeconfig) as client:
+...         return ControlPlane.from_dict(await client.create(cp.to_dict()))
+>>> created = asyncio.run(create())
+>>> created.spec.replicas, created.spec.strategy.type, created.spec.enable_autorepair
+(3, 'RollingUpdate', True)
 
 Defaults (replicas 1, the master-role selector, RollingUpdate with maxSurge 1, autorepair on)
 are in the models, in the generated CRD and in the defaulting webhook alike; the rules that a

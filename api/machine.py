@@ -4,14 +4,23 @@ Field names and JSON shapes follow OpenShift's types (``openshift/api`` ``machin
 the fields this operator reads or writes; everything else a real cluster stores (``lastOperation``,
 ``authoritativeAPI``, whatever a later release adds) is kept untouched, because these models allow
 extra keys and the generated CRD preserves unknown fields under ``spec`` and ``status``. The
-opaque ``providerSpec.value`` and ``providerStatus`` are plain dicts, never interpreted::
+opaque ``providerSpec.value`` and ``providerStatus`` are plain dicts, never interpreted:
 
-    from api import Machine
-
-    machine = Machine.from_dict(obj)
-    if machine.status and machine.status.phase == "Running":
-        hooks = machine.spec.lifecycle_hooks
-    obj2 = machine.to_dict()          # == obj
+>>> from api import Machine
+>>> obj = {
+...     "apiVersion": "machine.openshift.io/v1beta1",
+...     "kind": "Machine",
+...     "metadata": {"name": "master-0", "namespace": "openshift-machine-api"},
+...     "spec": {"providerSpec": {"value": {"kind": "AWSMachineProviderConfig"}},
+...              "lifecycleHooks": {"preDrain": [{"name": "etcd-quorum", "owner": "cpo"}]}},
+...     "status": {"phase": "Running", "lastOperation": {"state": "Succeeded"}},
+... }
+>>> machine = Machine.from_dict(obj)
+>>> if machine.status and machine.status.phase == "Running":
+...     print([hook.name for hook in machine.spec.lifecycle_hooks.pre_drain])
+['etcd-quorum']
+>>> machine.to_dict() == obj          # lastOperation is not modelled, and kept
+True
 
 The project ships CRDs for these kinds for clusters that lack them (tests, the local provider);
 on OpenShift the cluster's own CRDs serve them and the same models read them.

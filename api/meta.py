@@ -3,13 +3,16 @@
 Every model derives from :class:`KubeModel`: snake_case attributes in Python, camelCase keys on
 the wire (``spec.provider_id`` ↔ ``spec.providerID``), construction by either name, and each
 field's docstring kept as its description (:mod:`api.crdgen` turns it into the CRD's). Objects
-travel as JSON dicts; convert at the edges::
+travel as JSON dicts; convert at the edges:
 
-    from api import Machine
-
-    machine = Machine.from_dict(raw)             # what the API server sent
-    machine.spec.provider_id                     # typed access
-    assert machine.to_dict() == raw              # nothing lost, nothing added
+>>> from api import Machine
+>>> raw = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+...        "metadata": {"name": "m", "uid": "1b7c"}, "spec": {"providerID": "local:///m"}}
+>>> machine = Machine.from_dict(raw)         # what the API server sent
+>>> machine.spec.provider_id                 # typed access
+'local:///m'
+>>> machine.to_dict() == raw                 # nothing lost, nothing added
+True
 
 Round trips are exact because :meth:`KubeModel.to_dict` dumps only the fields that were *set*
 (read from the input or assigned): defaults you never wrote stay off the wire, and keys this
@@ -34,7 +37,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 
 class KubeModel(BaseModel):

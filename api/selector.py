@@ -1,13 +1,14 @@
 """Label selectors of the API types: matching and the canonical string form.
 
 The rules live in :mod:`runtime.labels` (the same language the API server and the cache speak);
-this module accepts the typed :class:`api.meta.LabelSelector` as well as the wire dict::
+this module accepts the typed :class:`api.meta.LabelSelector` as well as the wire dict:
 
-    from api.selector import selector_matches, selector_string
-
-    sel = {"matchLabels": {"role": "master"}, "matchExpressions": [{"key": "zone", "operator": "Exists"}]}
-    selector_matches(sel, {"role": "master", "zone": "a"})   # True
-    selector_string(sel)                                      # 'role=master,zone'
+>>> from api.selector import selector_matches, selector_string
+>>> sel = {"matchLabels": {"role": "master"}, "matchExpressions": [{"key": "zone", "operator": "Exists"}]}
+>>> selector_matches(sel, {"role": "master", "zone": "a"})
+True
+>>> selector_string(sel)
+'role=master,zone'
 
 ``selector_string`` is what ``status.selector`` holds for the ``scale`` subresource and what a
 ``labelSelector`` query parameter takes. :func:`selector_problems` reports a malformed selector in

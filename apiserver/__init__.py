@@ -6,12 +6,19 @@ watch streams, and see the same status codes, Status messages, JSON shapes and k
 kube-apiserver v1.32 (the transcripts in ``tests/testdata/kube-apiserver`` are the spec, and
 ``tests/integration/test_reference_transcripts.py`` replays every one of them).
 
-Starting one::
+Starting one, and talking to it with the project's client:
 
-    from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
-
-    async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
-        kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+>>> import asyncio
+>>> from apiserver.server import EmbeddedAPIServer, EmbeddedServerOptions
+>>> from runtime.client import Client
+>>> async def main() -> None:
+...     async with EmbeddedAPIServer(EmbeddedServerOptions(port=0)) as server:
+...         kubeconfig = server.kubeconfig()      # cluster CA + admin bearer token
+...         async with await Client.from_kubeconfig(kubeconfig) as client:
+...             namespaces = await client.list("v1", "Namespace")
+...             print([item["metadata"]["name"] for item in namespaces["items"]])
+>>> asyncio.run(main())
+['default', 'kube-node-lease', 'kube-public', 'kube-system']
 
 or ``cpo dev-apiserver --kubeconfig-out PATH`` from a shell. Tests normally get it through
 :class:`runtime.envtest.Environment`, which picks real binaries or an existing cluster instead
@@ -34,6 +41,10 @@ What it serves
   in kube-apiserver's order: mutating webhooks (each non-empty patch is defaulted again), then
   validation of the result, then validating webhooks.
 * Table, PartialObjectMetadata and YAML representations for kubectl.
+* Request bodies in JSON, YAML and -- for the built-ins, as Go clients (kubectl's typed commands,
+  client-go, controller-runtime) send them -- protobuf (``protobuf``; not yet for CRDs, which
+  answer 415 naming JSON and YAML). Responses are JSON or YAML, so a client must list JSON in its
+  ``Accept`` header (client-go and kubectl do).
 
 What it deliberately does not do (as with controller-runtime's envtest)
 ----------------------------------------------------------------------
@@ -43,12 +54,16 @@ What it deliberately does not do (as with controller-runtime's envtest)
   ``spec.finalizers``; the objects inside are not removed.
 * No kubelet, scheduler or controllers of any kind; no RBAC (every authenticated user may do
   everything; anonymous requests may read only ``/version`` and the health endpoints).
-* No protobuf or CBOR bodies, and HTTP/1.1 only.
+* No protobuf bodies for custom resources (kube-apiserver cannot decode them either), no
+  protobuf responses, no CBOR, and HTTP/1.1 only.
 
 Modules: ``server`` (HTTP, auth, routing), ``handlers`` (verbs), ``store`` (objects, versions,
-watch fan-out), ``registry`` (served types), ``builtins`` / ``schema`` (per-type rules),
-``objectmeta``, ``selectors``, ``patch``, ``decode``, ``discovery``, ``tables``, ``admission``,
-``errors`` (kube's wording).
+watch fan-out), ``registry`` (served types), ``builtins`` (what the handlers ask of a built-in type)
+over the per-type tables of ``builtin_types`` and the Go struct description language of
+``gostruct``, ``schema`` (the CRD structural-schema engine), ``objectmeta``, ``selectors``,
+``patch``, ``decode`` (bodies; ``protobuf`` for protobuf ones), ``discovery``, ``tables``,
+``admission``, ``errors`` (kube's wording, on :mod:`runtime.fielderrors` and
+:mod:`runtime.goformat`).
 """
 
 from .server import EmbeddedAPIServer, EmbeddedServerOptions

@@ -19,11 +19,11 @@ go out with sorted keys, built-ins in Go struct order. After :meth:`Admission.mu
 should prune/default the result again, as the real server decodes a webhook's output through the
 type's schema.
 
-Denials and failures reach the client exactly as the real server phrases them (see INDEX.md
-finding 16): a webhook denial is the webhook's own ``status`` with the code raised to at least 400
-and the message prefixed ``admission webhook "<name>" denied the request: ``; a webhook that cannot
-be called, times out or answers nonsense is a 500 ``InternalError`` naming the URL with
-``?timeout=Ns``, unless its ``failurePolicy`` is ``Ignore``.
+Denials and failures reach the client exactly as the real server phrases them: a webhook denial
+is the webhook's own ``status`` with the code raised to at least 400 and the message prefixed
+``admission webhook "<name>" denied the request: ``; a webhook that cannot be called, times out or
+answers nonsense is a 500 ``InternalError`` naming the URL with ``?timeout=Ns``, unless its
+``failurePolicy`` is ``Ignore``.
 
 Not supported: CEL ``matchConditions`` are validated for shape but not evaluated (a webhook with
 conditions is called as if they all held). ``matchPolicy: Equivalent`` knows the other served
@@ -58,10 +58,12 @@ import jsonpointer
 import yaml
 from cryptography import x509
 
+from runtime.goformat import go_strings
+from runtime.jsoncodec import JSON
+
 from .builtins import order_builtin, order_scale, struct_of
 from .errors import (
     FieldError,
-    GoRepr,
     Qualified,
     StatusError,
     Warnings,
@@ -81,8 +83,6 @@ from .objectmeta import (
 )
 from .registry import Registry, ResourceType
 from .selectors import SelectorError, label_selector_object_matches
-
-JSON = dict[str, Any]
 
 ADMISSION_USER_AGENT = "kube-apiserver-admission"
 ADMISSION_GROUP = "admission.k8s.io"
@@ -1234,10 +1234,6 @@ def _validate_label_selector(selector: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _go_string_slice(values: list[Any]) -> GoRepr:
-    return GoRepr("[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}")
-
-
 def _has_wildcard(values: list[Any]) -> bool:
     return "*" in values
 
@@ -1276,15 +1272,13 @@ def _validate_resources(resources: list[Any], path: str) -> list[FieldError]:
             with_wildcard_resource.add(sub)
     if len(resources) > 1 and has_double_wildcard:
         errs.append(
-            invalid(
-                path, _go_string_slice(resources), "if '*/*' is present, must not specify other resources"
-            )
+            invalid(path, go_strings(resources), "if '*/*' is present, must not specify other resources")
         )
     if has_single_wildcard and has_plain_resource:
         errs.append(
             invalid(
                 path,
-                _go_string_slice(resources),
+                go_strings(resources),
                 "if '*' is present, must not specify other resources without subresources",
             )
         )
@@ -1304,7 +1298,7 @@ def _validate_rule(rule: JSON, path: str) -> list[FieldError]:
         errs.append(
             invalid(
                 f"{path}.operations",
-                _go_string_slice(operations),
+                go_strings(operations),
                 "if '*' is present, must not specify other operations",
             )
         )
@@ -1318,7 +1312,7 @@ def _validate_rule(rule: JSON, path: str) -> list[FieldError]:
         errs.append(
             invalid(
                 f"{path}.apiGroups",
-                _go_string_slice(groups),
+                go_strings(groups),
                 "if '*' is present, must not specify other API groups",
             )
         )
@@ -1329,7 +1323,7 @@ def _validate_rule(rule: JSON, path: str) -> list[FieldError]:
         errs.append(
             invalid(
                 f"{path}.apiVersions",
-                _go_string_slice(versions),
+                go_strings(versions),
                 "if '*' is present, must not specify other API versions",
             )
         )
@@ -1434,9 +1428,7 @@ def _validate_review_versions(versions: Any, path: str) -> list[FieldError]:
         errs.extend(invalid(f"{path}[{i}]", version, msg) for msg in dns1035_label_errors(version))
         has_known = has_known or version in KNOWN_REVIEW_VERSIONS
     if not has_known:
-        errs.append(
-            invalid(path, _go_string_slice(list(versions)), f"must include at least one of {accepted}")
-        )
+        errs.append(invalid(path, go_strings(list(versions)), f"must include at least one of {accepted}"))
     return errs
 
 

@@ -10,28 +10,22 @@ for ``kubectl apply`` and ``kubectl explain``). Key order follows kube-apiserver
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from .builtins import (
-    ALL_VERBS,
-    Anything,
-    IntOrString,
-    ListOf,
-    MapOf,
-    Quantity,
-    Scalar,
-    Struct,
-    Time,
-    TypeSpec,
-    builtin_subresources,
-    order_json_schema,
-    struct_of,
-)
-from .registry import Registry, ResourceType
+from runtime.jsoncodec import JSON
 
-JSON = dict[str, Any]
+from .builtin_types.structs import order_json_schema
+from .builtin_types.table import ALL_VERBS
+from .builtins import builtin_subresources, struct_of
+from .gostruct import Anything, IntOrString, ListOf, MapOf, Quantity, Scalar, Struct, Time, TypeSpec
+from .registry import Registry, ResourceType
 
 DEFAULT_SERVER_ADDRESS = "127.0.0.1:6443"
 
@@ -63,18 +57,53 @@ AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGro
 PLAIN_JSON = "application/json"
 
 
+KUBERNETES_RELEASE = ("1", "32")
+"""The Kubernetes release (major, minor) whose API the stand-in serves; kubectl's skew check reads it."""
+
+STAND_IN_VERSION = "0.1.0"
+"""The stand-in's own version: the project's (``pyproject.toml``)."""
+
+_MACHINES = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}
+
+
 def version_info() -> JSON:
-    """``GET /version``: the release the transcripts were recorded against."""
+    """``GET /version``: the stand-in's own identity, presented as a Kubernetes 1.32 server.
+
+    ``major``/``minor`` are the release whose API it serves, so clients' version checks pass;
+    ``gitVersion`` is that release with the stand-in's version as semver build metadata
+    (``v1.32.0+cpo.0.1.0``). ``gitCommit`` is the SHA-1 of the stand-in's source files and
+    ``buildDate`` their latest change, so a changed stand-in reports another build; ``goVersion``,
+    ``compiler`` and ``platform`` name the Python that runs it. The keys are kube-apiserver's, in
+    its order.
+
+    >>> info = version_info()
+    >>> info["major"], info["minor"], info["gitVersion"]
+    ('1', '32', 'v1.32.0+cpo.0.1.0')
+    >>> len(info["gitCommit"]), info["gitTreeState"]
+    (40, 'clean')
+    """
+    return dict(_build_identity())
+
+
+@functools.cache
+def _build_identity() -> JSON:
+    sources = sorted(Path(__file__).resolve().parent.rglob("*.py"))
+    digest = hashlib.sha1(usedforsecurity=False)
+    for path in sources:
+        digest.update(path.read_bytes())
+    built = max(path.stat().st_mtime for path in sources)
+    major, minor = KUBERNETES_RELEASE
+    machine = platform.machine().lower()
     return {
-        "major": "1",
-        "minor": "32",
-        "gitVersion": "v1.32.0-beta.0+cd13ec4ae44e",
-        "gitCommit": "cd13ec4ae44e35ce12aefbb05627be4474ff2b1f",
+        "major": major,
+        "minor": minor,
+        "gitVersion": f"v{major}.{minor}.0+cpo.{STAND_IN_VERSION}",
+        "gitCommit": digest.hexdigest(),
         "gitTreeState": "clean",
-        "buildDate": "2026-11-22T04:03:38Z",
-        "goVersion": "go1.27.3",
-        "compiler": "gc",
-        "platform": "linux/amd64",
+        "buildDate": datetime.fromtimestamp(built, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "goVersion": f"{platform.python_implementation().lower()}{platform.python_version()}",
+        "compiler": platform.python_implementation().lower(),
+        "platform": f"{sys.platform}/{_MACHINES.get(machine, machine)}",
     }
 
 
@@ -158,7 +187,7 @@ def _resource_entry(rt: ResourceType) -> JSON:
 
 
 def _storage_hash(rt: ResourceType) -> str:
-    from .builtins import storage_version_hash
+    from .builtin_types.table import storage_version_hash
 
     return storage_version_hash(rt.group, rt.version, rt.kind)
 

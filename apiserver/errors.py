@@ -2,9 +2,10 @@
 
 Two vocabularies live here:
 
-* :class:`FieldError` mirrors ``k8s.io/apimachinery/pkg/util/validation/field.Error``: one problem
-  with one field (``spec.replicas: Invalid value: 4: must be odd``). Validation code anywhere in the
-  server returns lists of them.
+* :class:`runtime.fielderrors.FieldError` (re-exported here with its constructors) mirrors
+  ``k8s.io/apimachinery/pkg/util/validation/field.Error``: one problem with one field
+  (``spec.replicas: Invalid value: 4: must be odd``). Validation code anywhere in the server returns
+  lists of them.
 * :class:`StatusError` is an HTTP answer carrying a ``metav1.Status`` body. Handlers raise it; the
   HTTP layer turns it into the response. The constructors (:func:`not_found`, :func:`conflict`,
   :func:`invalid`, ...) reproduce the real messages, including their quirks (``details.kind`` is the
@@ -14,155 +15,49 @@ Two vocabularies live here:
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-JSON = dict[str, Any]
+from runtime.fielderrors import (
+    FieldError,
+    aggregate,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+    type_invalid,
+)
+from runtime.goformat import GoRepr, go_float, go_quote, go_value
+from runtime.jsoncodec import JSON
 
-
-class GoRepr:
-    """A value already formatted the way Go would print it (e.g. ``0x0`` for an unset uint64)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return f"GoRepr({self.text!r})"
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` for a string (close enough: JSON escaping without forcing ASCII)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def go_value(value: Any) -> str:
-    """Format a decoded JSON value as ``field.Error`` prints it (``%v`` for scalars, ``%q`` for strings)."""
-    if isinstance(value, GoRepr):
-        return value.text
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, dict):
-        inner = ", ".join(f"{go_quote(str(k))}:{go_value(v)}" for k, v in value.items())
-        return "map[string]interface {}{" + inner + "}"
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(go_value(v) for v in value) + "}"
-    return str(value)
-
-
-def go_float(value: float) -> str:
-    """Go's ``%v`` for a float64: shortest digits, exponent form below 1e-4 and from 1e+06 up."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    if value == 0:
-        return sign + "0"
-    # repr() is the shortest text that round-trips, which is what Go's precision -1 means.
-    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple)).rstrip("0")
-    exponent += len(digit_tuple) - len(digits)
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    if point - 1 < -4 or point - 1 >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        exp = point - 1
-        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
-# field.ErrorType: (cause reason, human prefix). Required/Forbidden/TooLong/Internal omit the value.
-_FIELD_TYPES: dict[str, tuple[str, str]] = {
-    "NotFound": ("FieldValueNotFound", "Not found"),
-    "Required": ("FieldValueRequired", "Required value"),
-    "Duplicate": ("FieldValueDuplicate", "Duplicate value"),
-    "Invalid": ("FieldValueInvalid", "Invalid value"),
-    "NotSupported": ("FieldValueNotSupported", "Unsupported value"),
-    "Forbidden": ("FieldValueForbidden", "Forbidden"),
-    "TooLong": ("FieldValueTooLong", "Too long"),
-    "TooMany": ("FieldValueTooMany", "Too many"),
-    "Internal": ("InternalError", "Internal error"),
-    "TypeInvalid": ("FieldValueTypeInvalid", "Invalid value"),
-}
-_VALUELESS = {"Required", "Forbidden", "TooLong", "Internal"}
-
-
-@dataclass(frozen=True)
-class FieldError:
-    """One validation problem with one field, as ``field.Error``."""
-
-    type: str
-    field: str
-    value: Any = None
-    detail: str = ""
-
-    @property
-    def reason(self) -> str:
-        return _FIELD_TYPES[self.type][0]
-
-    def body(self) -> str:
-        """The message without the field path (what a StatusCause's ``message`` holds)."""
-        prefix = _FIELD_TYPES[self.type][1]
-        text = prefix if self.type in _VALUELESS else f"{prefix}: {go_value(self.value)}"
-        if self.detail:
-            text = f"{text}: {self.detail}"
-        return text
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.body()}" if self.field else self.body()
-
-    def cause(self) -> JSON:
-        return {"reason": self.reason, "message": self.body(), "field": self.field}
-
-
-def required(path: str, detail: str = "") -> FieldError:
-    return FieldError("Required", path, None, detail)
-
-
-def invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError("Invalid", path, value, detail)
-
-
-def forbidden(path: str, detail: str) -> FieldError:
-    return FieldError("Forbidden", path, None, detail)
-
-
-def not_supported(path: str, value: Any, supported: list[Any]) -> FieldError:
-    detail = "supported values: " + ", ".join(go_value(v) for v in supported) if supported else ""
-    return FieldError("NotSupported", path, value, detail)
-
-
-def type_invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError("TypeInvalid", path, value, detail)
-
-
-def aggregate_message(errors: list[FieldError]) -> str:
-    """``field.ErrorList.ToAggregate().Error()``: one message, or ``[a, b]`` with duplicates dropped."""
-    messages: list[str] = []
-    for err in errors:
-        text = str(err)
-        if text not in messages:
-            messages.append(text)
-    if len(messages) == 1:
-        return messages[0]
-    return "[" + ", ".join(messages) + "]"
+__all__ = [
+    "OPTIMISTIC_LOCK",
+    "FieldError",
+    "GoRepr",
+    "Qualified",
+    "StatusError",
+    "Warnings",
+    "aggregate",
+    "already_exists",
+    "bad_request",
+    "conflict",
+    "duplicate",
+    "forbidden",
+    "go_float",
+    "go_quote",
+    "go_value",
+    "internal_error",
+    "invalid",
+    "invalid_object",
+    "method_not_allowed",
+    "not_found",
+    "not_supported",
+    "page_not_found",
+    "required",
+    "type_invalid",
+    "unsupported_media_type",
+]
 
 
 class StatusError(Exception):
@@ -274,7 +169,7 @@ def invalid_object(
     label = q.by_resource() if by_resource else q.by_kind()
     kind = q.resource if by_resource else q.kind
     details = _details(name, q.group, kind, causes=[e.cause() for e in errors])
-    return StatusError(422, "Invalid", f'{label} "{name}" is invalid: {aggregate_message(errors)}', details)
+    return StatusError(422, "Invalid", f'{label} "{name}" is invalid: {aggregate(errors)}', details)
 
 
 def bad_request(message: str, details: JSON | None = None) -> StatusError:

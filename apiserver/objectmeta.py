@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime import jsoncodec
+from runtime.goformat import go_quote, go_strings, go_value
+from runtime.jsoncodec import JSON
 
 from .errors import FieldError, StatusError, forbidden, invalid, required
 
-JSON = dict[str, Any]
 Path = tuple[str, ...]
 FieldSet = set[Path]
 
@@ -243,7 +244,7 @@ def validate_finalizers(finalizers: Sequence[str], path: str = "metadata.finaliz
         errs.append(
             invalid(
                 path,
-                _go_string_slice(list(finalizers)),
+                go_strings(list(finalizers)),
                 "finalizer orphan and foregroundDeletion cannot be both set",
             )
         )
@@ -342,18 +343,6 @@ def validate_object_meta_create(
     return errs
 
 
-def _go_string_slice(values: Sequence[str]) -> Any:
-    from .errors import GoRepr
-
-    return GoRepr("[]string{" + ", ".join(json.dumps(v) for v in values) + "}")
-
-
-def _go_value_text(value: Any) -> str:
-    from .errors import go_value
-
-    return go_value(value)
-
-
 def _metadata_of(value: JSON) -> JSON:
     meta = value.get("metadata")
     return meta if isinstance(meta, dict) else value
@@ -393,7 +382,7 @@ def metadata_update_rules(new: JSON, old: JSON) -> list[FieldError]:
                 forbidden(
                     "metadata.finalizers",
                     "no new finalizers can be added if the object is being deleted, found new finalizers "
-                    + _go_value_text(_go_string_slice(added)),
+                    + go_value(go_strings(added)),
                 )
             )
     if not new.get("resourceVersion"):
@@ -949,9 +938,9 @@ def apply_conflict(conflicts: Sequence[tuple[_Manager, Path]]) -> StatusError:
     """409 for server-side apply taking fields another manager owns, worded as kube words it."""
 
     def who(m: _Manager) -> str:
-        text = json.dumps(m.manager)
+        text = go_quote(m.manager)
         if m.subresource:
-            text += f" with subresource {json.dumps(m.subresource)}"
+            text += f" with subresource {go_quote(m.subresource)}"
         if m.operation == "Update":
             text += f" using {m.api_version}"
         return text

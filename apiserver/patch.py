@@ -30,18 +30,18 @@ import jsonpatch
 import jsonpointer
 
 from runtime import jsoncodec
+from runtime.goformat import go_quote, go_sprint
+from runtime.jsoncodec import JSON
 
 from .decode import (
     JSONSyntaxError,
     decode_json,
-    go_sprint,
     go_type_name,
     json_kind,
-    strconv_quote,
     unsupported_media_type,
     yaml_to_json_value,
 )
-from .errors import JSON, StatusError, bad_request
+from .errors import StatusError, bad_request
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -144,7 +144,7 @@ def decode_patch_document(kind: str, raw: bytes, *, field_validation: str = "War
         if kind == "strategic":
             raise bad_request(message)
         raise bad_request("error decoding patch: " + message if strict else "Invalid JSON Patch")
-    problems = [f"duplicate field {strconv_quote(path)}" for path in duplicates] if strict else []
+    problems = [f"duplicate field {go_quote(path)}" for path in duplicates] if strict else []
     return DecodedPatch(value, problems)
 
 
@@ -168,7 +168,7 @@ def _check_json_patch(value: Any, duplicates: list[str], strict: bool) -> Decode
         raise bad_request(f"error decoding patch: {_not_an_op_list(value)}")
     if not strict:
         return DecodedPatch(value, [])
-    problems = [f"json patch duplicate field {strconv_quote(path)}" for path in duplicates]
+    problems = [f"json patch duplicate field {go_quote(path)}" for path in duplicates]
     for index, operation in enumerate(value):
         if operation is None:
             continue
@@ -179,7 +179,7 @@ def _check_json_patch(value: Any, duplicates: list[str], strict: bool) -> Decode
             )
         for member, item in operation.items():
             if member not in _JSON_PATCH_OP_MEMBERS:
-                problems.append(f"json patch unknown field {strconv_quote(f'[{index}].{member}')}")
+                problems.append(f"json patch unknown field {go_quote(f'[{index}].{member}')}")
             elif member != "value" and item is not None and not isinstance(item, str):
                 raise bad_request(
                     f"error decoding patch: json: cannot unmarshal {json_kind(item)} "

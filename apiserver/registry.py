@@ -12,11 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from runtime.jsoncodec import JSON
 
 from .errors import FieldError, Qualified
-
-JSON = dict[str, Any]
 
 # (new object, old object or None) -> problems. Runs after defaulting, before admission.
 Validator = Callable[[JSON, JSON | None], list[FieldError]]

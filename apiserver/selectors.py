@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any
 
-from .decode import GoNumError, go_parse_int, strconv_quote
-from .errors import JSON, FieldError, GoRepr, aggregate_message, bad_request, invalid
+from runtime.goformat import go_quote
+from runtime.jsoncodec import JSON
+
+from .decode import GoNumError, go_parse_int
+from .errors import FieldError, GoRepr, aggregate, bad_request, invalid
 
 # Label keys and values follow the same rules as object metadata; one definition serves both.
 from .objectmeta import label_value_errors, qualified_name_errors
@@ -106,7 +109,7 @@ def new_requirement(key: str, operator: Operator, values: list[str], *, key_path
     key_problems = qualified_name_errors(key)
     if key_problems:
         problems.append(invalid(key_path, key, "; ".join(key_problems)))
-    values_repr = GoRepr("[]string{" + ", ".join(strconv_quote(v) for v in values) + "}")
+    values_repr = GoRepr("[]string{" + ", ".join(go_quote(v) for v in values) + "}")
     if operator in (Operator.IN, Operator.NOT_IN):
         if not values:
             problems.append(
@@ -139,7 +142,7 @@ def new_requirement(key: str, operator: Operator, values: list[str], *, key_path
         if value_problems:
             problems.append(invalid(f"values[{i}][{key}]", value, "; ".join(value_problems)))
     if problems:
-        raise SelectorError(aggregate_message(problems))
+        raise SelectorError(aggregate(problems))
     return Requirement(key, operator, tuple(values))
 
 
@@ -393,7 +396,7 @@ def label_selector_from_object(sel: JSON | None) -> LabelSelector:
         operator_name = expression.get("operator", "")
         operator = _METAV1_OPERATORS.get(operator_name)
         if operator is None:
-            raise SelectorError(f"{strconv_quote(str(operator_name))} is not a valid label selector operator")
+            raise SelectorError(f"{go_quote(str(operator_name))} is not a valid label selector operator")
         values = [str(v) for v in expression.get("values") or []]
         requirements.append(new_requirement(str(expression.get("key", "")), operator, values))
     return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
@@ -557,7 +560,7 @@ def parse_field_selector(
     converted = []
     for term in terms:
         if term.field not in renames:
-            message = unsupported_message.format(field=term.field, quoted=strconv_quote(term.field))
+            message = unsupported_message.format(field=term.field, quoted=go_quote(term.field))
             raise bad_request(message)
         converted.append(FieldRequirement(renames[term.field], term.operator, term.value))
     return FieldSelector(tuple(converted))

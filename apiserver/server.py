@@ -6,10 +6,15 @@ certificate signed by that CA, and answers like kube-apiserver -- same paths, st
 messages and JSON shapes -- for everything a controller does. The REST semantics live in
 ``handlers.py``; this module maps HTTP onto them.
 
-Example::
+The kubeconfig it hands out is what kubernetes_asyncio, kubectl or :mod:`runtime.client` need:
 
-    async with EmbeddedAPIServer() as server:
-        kubeconfig = server.kubeconfig()      # hand it to kubernetes_asyncio or kubectl
+>>> import asyncio
+>>> async def main() -> None:
+...     async with EmbeddedAPIServer() as server:
+...         kubeconfig = server.kubeconfig()
+...         print(kubeconfig["clusters"][0]["cluster"]["server"] == server.url, server.url)
+>>> asyncio.run(main())
+True https://127.0.0.1:...
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from multidict import CIMultiDict
 
 from runtime import jsoncodec
 from runtime.envtest import certs
+from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
 from . import builtins, decode, discovery, objectmeta, schema, tables
@@ -38,8 +44,6 @@ from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
 from .store import Store
-
-JSON = dict[str, Any]
 
 # kube-apiserver refuses request bodies above 3 MiB.
 MAX_REQUEST_BODY = 3 * 1024 * 1024
@@ -530,7 +534,7 @@ class EmbeddedAPIServer:
         if method == "GET":
             if info.legacy_watch or (not info.name and query.get("watch") in ("1", "true")):
                 return await self._watch(request, rt, info, query, accept)
-            _representation(accept)  # 406 before 404, as kube-apiserver answers
+            _representation(accept, rt)  # 406 before 404, as kube-apiserver answers
             if info.name:
                 obj = h.get(rt, ns, info.name)
                 if sub == "scale":
@@ -611,7 +615,7 @@ class EmbeddedAPIServer:
     ) -> web.Response:
         """An object in the representation the Accept header negotiated (JSON, YAML, Table, metadata)."""
         headers = _warning_headers(caller)
-        rendered = tables.render_object(_representation(accept), rt, obj, caller.query)
+        rendered = tables.render_object(_representation(accept, rt), rt, obj, caller.query)
         if rendered is not None:
             headers["Content-Type"] = rendered.content_type
             return web.Response(body=rendered.body, status=status, headers=headers)
@@ -621,7 +625,7 @@ class EmbeddedAPIServer:
     def _list_response(
         self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]
     ) -> web.Response:
-        rendered = tables.render_list(_representation(accept), rt, listed, query)
+        rendered = tables.render_list(_representation(accept, rt), rt, listed, query)
         if rendered is not None:
             return web.Response(body=rendered.body, headers={"Content-Type": rendered.content_type})
         return web.Response(body=encode_list(rt, listed), content_type="application/json")
@@ -635,7 +639,7 @@ class EmbeddedAPIServer:
         )
         rep = tables.negotiate(accept, watch=True)
         if rep.kind == "not-acceptable":
-            raise tables.not_acceptable_error(watch=True)
+            raise tables.not_acceptable_error(watch=True, builtin=rt.builtin)
         renderer = tables.WatchEventRenderer(rep, rt, query)
         # Errors raised before the acceptance marker are plain HTTP errors, not stream events.
         accepted = await anext(events)
@@ -705,10 +709,10 @@ def _object_not_found(rt: ResourceType, name: str) -> StatusError:
     return not_found(rt.qualified, name)
 
 
-def _representation(accept: str) -> tables.Representation:
+def _representation(accept: str, rt: ResourceType) -> tables.Representation:
     rep = tables.negotiate(accept)
     if rep.kind == "not-acceptable":
-        raise tables.not_acceptable_error()
+        raise tables.not_acceptable_error(builtin=rt.builtin)
     return rep
 
 

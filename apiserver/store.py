@@ -10,8 +10,8 @@ Everything here runs on the server's event loop; no locks are needed because no 
 
 Objects are held encoded (:func:`~.jsoncodec.freeze`), the live ones and the history alike, as
 etcd holds them: a store of ten thousand objects plus ten thousand changes would otherwise be
-half a million dicts and lists that every full garbage collection walks (pauses of 100-250 ms
-under a write load). Readers get a fresh decoded copy, theirs to change; the one decoded object
+half a million dicts and lists that every full garbage collection walks (long pauses under a
+write load; docs/performance.md). Readers get a fresh decoded copy, theirs to change; the one decoded object
 a write hands to the watchers at commit time is shared by them and not kept.
 """
 
@@ -22,11 +22,9 @@ import copy
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from runtime.jsoncodec import freeze, thaw
+from runtime.jsoncodec import JSON, freeze, thaw
 
-JSON = dict[str, Any]
 GroupResource = tuple[str, str]
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
 

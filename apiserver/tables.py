@@ -18,10 +18,22 @@ Columns come from a CRD version's ``additionalPrinterColumns`` (evaluated with t
 dialect kube uses for them), or Name + Age when there are none; built-in types get the columns
 ``kubectl get`` shows for them.
 
-Example::
+What ``kubectl get namespaces`` asks for and gets:
 
-    rep = negotiate(request.headers.get("Accept", ""))
-    rendered = render_list(rep, rt, listed, query)   # None: answer with the resource's own JSON
+>>> import json
+>>> from apiserver.builtins import builtin_types
+>>> namespaces = next(rt for rt in builtin_types() if rt.resource == "namespaces")
+>>> rep = negotiate("application/json;as=Table;v=v1;g=meta.k8s.io, application/json")
+>>> rep.kind, rep.group_version
+('table', 'meta.k8s.io/v1')
+>>> listed = {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"},
+...           "items": [{"metadata": {"name": "default", "creationTimestamp": "2026-01-01T00:00:00Z"},
+...                      "status": {"phase": "Active"}}]}
+>>> table = json.loads(render_list(rep, namespaces, listed, {}).body)
+>>> [column["name"] for column in table["columnDefinitions"]], table["rows"][0]["cells"][:2]
+(['Name', 'Status', 'Age'], ['default', 'Active'])
+>>> print(render_list(negotiate("application/json"), namespaces, listed, {}))  # the resource's own JSON
+None
 """
 
 from __future__ import annotations
@@ -34,16 +46,16 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from functools import cmp_to_key
 from typing import Any
 
 import yaml
 
+from runtime.goformat import go_float, go_scalar
+from runtime.jsoncodec import JSON
+
 from .errors import StatusError, bad_request, not_supported
 from .registry import ResourceType
-
-JSON = dict[str, Any]
 
 META_GROUP = "meta.k8s.io"
 META_V1 = "meta.k8s.io/v1"
@@ -161,35 +173,6 @@ def _date_cell(value: Any, now: datetime) -> Any:
 # ================================================================================ Go value formatting
 
 
-def go_format_float(value: float) -> str:
-    """``strconv.FormatFloat(v, 'g', -1, 64)``, which is also Go's ``%v`` for a float64.
-
-    Shortest round-trip digits; exponent form below 1e-4 and from 1e6 on (``1e+06``, ``1.5e-07``).
-    """
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(str(d) for d in digit_tuple).rstrip("0") or "0"
-    exponent += len(digit_tuple) - len(digits)
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    prefix = "-" if sign else ""
-    decimal_exponent = point - 1
-    if decimal_exponent < -4 or decimal_exponent >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        exp_sign = "-" if decimal_exponent < 0 else "+"
-        return f"{prefix}{mantissa}e{exp_sign}{abs(decimal_exponent):02d}"
-    if point <= 0:
-        return f"{prefix}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return prefix + digits + "0" * (point - len(digits))
-    return f"{prefix}{digits[:point]}.{digits[point:]}"
-
-
 def _json_number(value: float) -> int | float:
     """A float as Go's JSON encoder would let a client read it: integral values lose the ``.0``."""
     if math.isfinite(value) and value == int(value) and abs(value) < 1e21:
@@ -229,13 +212,8 @@ def go_print(value: Any) -> str:
         return "<no value>"
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_format_float(value)
-    return go_json(value)
+    scalar = go_scalar(value)
+    return go_json(value) if scalar is None else scalar
 
 
 # ================================================================================ JSONPath
@@ -1364,6 +1342,8 @@ _GO_FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infi
 _PRODUCIBLE = (("application", "json"), ("application", "yaml"))
 _ADVERTISED = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 _ADVERTISED_STREAMS = ("application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
+_PRODUCIBLE_TYPES = ("application/json", "application/yaml")
+_PRODUCIBLE_STREAMS = ("application/json;stream=watch",)
 
 
 def _parse_accept(header: str) -> list[_Clause]:
@@ -1493,13 +1473,18 @@ def wants_table(accept: str) -> bool:
     return negotiate(accept).kind == TABLE
 
 
-def not_acceptable_error(*, watch: bool = False) -> StatusError:
+def not_acceptable_error(*, watch: bool = False, builtin: bool = False) -> StatusError:
     """The 406 kube-apiserver gives when no Accept clause can be served.
 
     kube encodes this Status in the first media type of the request (protobuf for 13-get-protobuf-only);
-    this server always answers it as JSON.
+    this server always answers it as JSON. For custom resources the message is the recorded one, which
+    lists protobuf although kube cannot encode custom resources in it either. For built-ins kube would
+    answer protobuf; this server cannot, so its message names only what it can produce.
     """
-    supported = _ADVERTISED_STREAMS if watch else _ADVERTISED
+    if builtin:
+        supported: tuple[str, ...] = _PRODUCIBLE_STREAMS if watch else _PRODUCIBLE_TYPES
+    else:
+        supported = _ADVERTISED_STREAMS if watch else _ADVERTISED
     return StatusError(
         406, "NotAcceptable", "only the following media types are accepted: " + ", ".join(supported)
     )
@@ -1672,7 +1657,7 @@ def _represent_float(dumper: yaml.SafeDumper, value: float) -> yaml.Node:
     number = _json_number(value)
     if isinstance(number, int):
         return dumper.represent_scalar(_INT_TAG, str(number))
-    text = go_format_float(value)
+    text = go_float(value)
     text = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(text, text)
     return dumper.represent_scalar(_FLOAT_TAG, text)
 
@@ -1752,7 +1737,7 @@ def render_object(
     if kind == JSON_REPRESENTATION:
         return None
     if kind == NOT_ACCEPTABLE:
-        raise not_acceptable_error(watch=representation.watch)
+        raise not_acceptable_error(watch=representation.watch, builtin=rt.builtin)
     check_shape(representation, rt, is_list=False)
     if kind == YAML_REPRESENTATION:
         return _encode(obj, representation.media_type)
@@ -1776,7 +1761,7 @@ def render_list(
     if kind == JSON_REPRESENTATION:
         return None
     if kind == NOT_ACCEPTABLE:
-        raise not_acceptable_error(watch=representation.watch)
+        raise not_acceptable_error(watch=representation.watch, builtin=rt.builtin)
     check_shape(representation, rt, is_list=True)
     if kind == YAML_REPRESENTATION:
         return _encode(_wire_list(rt, listed), representation.media_type)

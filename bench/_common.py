@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.jsoncodec import JSON
+
 GROUP = "bench.cpo.dev"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -49,7 +51,6 @@ SEQ = "bench.cpo.dev/seq"
 STAMP = "bench.cpo.dev/stamp"
 
 ROOT = Path(__file__).resolve().parent.parent
-JSON = dict[str, Any]
 
 
 def machine_crd() -> JSON:

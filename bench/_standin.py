@@ -14,8 +14,7 @@ import tracemalloc
 from typing import Any
 
 from bench._common import API_VERSION, KIND, Tracker
-
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 
 class StandIn:

@@ -77,9 +77,7 @@ from bench._common import (
     workdir,
 )
 from runtime.eventloop import LOOP_KINDS, loop_name, run
-
-JSON = dict[str, Any]
-
+from runtime.jsoncodec import JSON
 
 # ------------------------------------------------------------------------------- the controller
 

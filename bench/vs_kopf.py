@@ -68,8 +68,8 @@ from bench._common import (
 )
 from bench.runtime import Phases, controller_argv, seed
 from runtime.eventloop import LOOP_KINDS, loop_name, run
+from runtime.jsoncodec import JSON
 
-JSON = dict[str, Any]
 KOPF_LAST_HANDLED = "kopf.zalando.org/last-handled-configuration"
 
 

@@ -15,7 +15,7 @@ Usage::
     python bench/webhook.py --client aiohttp
     python bench/webhook.py --write docs/performance.md   # (re)write its "## Webhook" section
 
-Target (issue 4): p99 ≤ 10 ms at concurrency 16. The machine's load (``uptime``) is printed with
+Its target is a p99 of at most 10 ms at concurrency 16. The machine's load (``uptime``) is printed with
 the figures, since other processes on a shared machine inflate them.
 """
 

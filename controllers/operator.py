@@ -2,7 +2,7 @@
 
 What runs, and on which ports (the defaults match ``config/manager/manager.yaml``):
 
-* ``/metrics`` on ``:8080`` (Prometheus text, every family of DESIGN §5);
+* ``/metrics`` on ``:8080`` (Prometheus text: controller-runtime's metric families and the operator's own);
 * ``/healthz`` and ``/readyz`` on ``:8081``; ``/readyz`` passes once the caches are synced and
   the webhook server completes a TLS handshake;
 * the admission webhook server on ``:9443`` (HTTPS, key and certificate read from
@@ -23,15 +23,19 @@ a second signal exits at once with 1. A start-up problem (no kubeconfig, no serv
 a bad flag) ends the process with 1 and one log line saying what to change.
 
 Every option is a field of :class:`OperatorOptions`, resolved in one place,
-:meth:`OperatorOptions.with_defaults`; the command line only fills the fields in. Example,
-against ``cpo dev-apiserver`` and a certificate pair in ``/tmp/certs`` (or ``--no-webhooks``)::
+:meth:`OperatorOptions.with_defaults`; the command line only fills the fields in:
 
-    import asyncio
-    from controllers.operator import OperatorOptions, run_operator
+>>> from controllers.operator import OperatorOptions
+>>> options = OperatorOptions(kubeconfig=kubeconfig, webhooks=False, metrics_bind_address=":0")
+>>> resolved = options.with_defaults()
+>>> resolved.metrics_bind_address, resolved.health_probe_bind_address, resolved.leader_election
+(':0', ':8081', False)
+>>> OperatorOptions(leader_election=True, kubeconfig=kubeconfig).with_defaults()
+Traceback (most recent call last):
+ValueError: --leader-elect outside a cluster needs --leader-election-namespace (the Lease's ...
 
-    options = OperatorOptions(kubeconfig="/tmp/cpo.kubeconfig", webhook_cert_dir="/tmp/certs",
-                              metrics_bind_address=":0", health_probe_bind_address=":0")
-    raise SystemExit(asyncio.run(run_operator(options)))
+``asyncio.run(run_operator(options))`` then runs the operator until SIGTERM or SIGINT and returns
+the exit code, as ``cpo run`` does.
 """
 
 from __future__ import annotations

@@ -11,11 +11,18 @@ The rules (each one function below, each message in kube's field-error form):
 * ``spec.selector`` and ``spec.etcd.external`` never change after creation.
 * The same replica rules apply to ``controlplanes/scale`` (``kubectl scale --replicas 4``).
 
-Pure functions do the work and return ``(errors, warnings)``, so they are tested without a server::
+Pure functions do the work and return ``(errors, warnings)``, so they are tested without a server:
 
-    errors, warnings = validate_controlplane_create(obj)
-    if errors:
-        print(invalid_message("ControlPlane.controlplane.cpo.dev", name, errors))
+>>> from webhooks.field import invalid_message
+>>> template = {"spec": {"providerSpec": {"value": {}}}}
+>>> obj = {"apiVersion": "controlplane.cpo.dev/v1alpha1", "kind": "ControlPlane",
+...        "metadata": {"name": "cluster"}, "spec": {"replicas": 4, "template": template}}
+>>> default_controlplane(obj)
+>>> errors, warnings = validate_controlplane_create(obj)
+>>> if errors:
+...     print(invalid_message("ControlPlane.controlplane.cpo.dev", "cluster", errors))
+ControlPlane.controlplane.cpo.dev "cluster" is invalid: spec.replicas: Invalid value: 4:
+must be an odd number (1, 3, 5, 7) for a stacked etcd control plane
 
 :class:`ControlPlaneValidator` and :class:`ControlPlaneDefaulter` wrap them in the webhook
 server's ``CustomValidator`` / ``CustomDefaulter`` contracts; a refusal is :class:`Denied` with
@@ -50,10 +57,9 @@ from typing import Any, Protocol
 
 from api.controlplane import DEFAULT_SELECTOR_LABELS, GROUP, KIND
 from api.selector import selector_matches, selector_problems, selector_string
+from runtime.jsoncodec import JSON
 
 from .field import FieldError, duplicate, invalid, invalid_message, not_supported, required
-
-JSON = dict[str, Any]
 
 CONTROLPLANE_GROUP_KIND = f"{KIND}.{GROUP}"
 SCALE_GROUP_KIND = "Scale.autoscaling"

@@ -34,10 +34,9 @@ from typing import Any, Protocol
 from api.machine import GROUP
 from api.meta import parse_duration
 from api.selector import selector_problems
+from runtime.jsoncodec import JSON
 
 from .field import FieldError, invalid, invalid_message, not_supported, required
-
-JSON = dict[str, Any]
 
 KIND = "MachineHealthCheck"
 MACHINEHEALTHCHECK_GROUP_KIND = f"{KIND}.{GROUP}"

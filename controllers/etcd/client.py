@@ -1,22 +1,30 @@
 """A small async etcd client for membership, status and health: what the controllers and the provider need.
 
-The controllers depend on the :class:`EtcdCluster` protocol; :class:`EtcdClient` implements it::
+The controllers depend on the :class:`EtcdCluster` protocol; :class:`EtcdClient` implements it.
+Here against a one-member etcd on loopback, started by the local provider's supervisor:
 
-    import asyncio
-    from controllers.etcd.client import EtcdClient, LearnerNotInSync
-
-    async def main() -> None:
-        async with EtcdClient(["http://127.0.0.1:2379"]) as etcd:
-            for member in await etcd.member_list():
-                print(member.id_hex, member.name, member.peer_urls, member.is_learner)
-            added = await etcd.add_learner(["http://127.0.0.1:2390"])
-            print("start the new member with --initial-cluster", added.initial_cluster("m1"))
-            try:
-                await etcd.promote(added.member.id)
-            except LearnerNotInSync:
-                print("not caught up yet: try again later")
-
-    asyncio.run(main())
+>>> import asyncio
+>>> from controllers.etcd.client import EtcdClient, LearnerNotInSync
+>>> from providers.localmachine.etcd_process import EtcdSupervisor
+>>> async def main() -> None:
+...     supervisor = EtcdSupervisor(tmp_path)
+...     first = await supervisor.bootstrap("m0")
+...     try:
+...         async with EtcdClient([first.client_url]) as etcd:
+...             for member in await etcd.member_list():
+...                 print(member.name, member.is_learner)
+...             added = await etcd.add_learner(["http://127.0.0.1:2390"])
+...             print("start the new member with --initial-cluster", added.initial_cluster("m1"))
+...             try:
+...                 await etcd.promote(added.member.id)
+...             except LearnerNotInSync:
+...                 print("not caught up yet: try again later")
+...     finally:
+...         await supervisor.stop_all()
+>>> asyncio.run(main())
+m0 False
+start the new member with --initial-cluster ...m1=http://127.0.0.1:2390...
+not caught up yet: try again later
 
 Why the JSON gateway and not a client library
 ---------------------------------------------
@@ -64,7 +72,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_HEALTH_KEY = "health"

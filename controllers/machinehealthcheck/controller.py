@@ -35,6 +35,7 @@ from runtime.errors import APIError, NotFound
 from runtime.event import UpdateEvent
 from runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from runtime.handler import EnqueueRequestsFromMapFunc
+from runtime.jsoncodec import JSON
 from runtime.predicate import Funcs
 from runtime.reconcile import Request, Result
 
@@ -62,7 +63,6 @@ from .remediation import (
     status_changed,
 )
 
-JSON = dict[str, Any]
 Clock = Callable[[], datetime]
 
 CONTROLLER_NAME: Final = "machinehealthcheck"

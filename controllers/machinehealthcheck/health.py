@@ -42,8 +42,6 @@ from api.machine import (
 )
 from api.meta import format_time, parse_duration
 
-JSON = dict[str, Any]
-
 EXTERNAL_REMEDIATION_ANNOTATION = "host.metal3.io/external-remediation"
 """A Machine carrying this annotation is being remediated by an external remediator (bare metal):
 it does not count as healthy until the remediator removes it."""

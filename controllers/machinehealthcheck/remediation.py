@@ -20,10 +20,9 @@ from api.machine import (
     SEVERITY_WARNING,
 )
 from api.meta import format_time
+from runtime.jsoncodec import JSON
 
 from .health import Verdict
-
-JSON = dict[str, Any]
 
 TEMPLATE_SUFFIX = "Template"
 CLONED_FROM_NAME_ANNOTATION = "cluster.x-k8s.io/cloned-from-name"

@@ -5,4 +5,5 @@ import sys
 
 from examples.configmap_mirror.mirror import main
 
-sys.exit(asyncio.run(main()))
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

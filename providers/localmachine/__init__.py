@@ -15,11 +15,49 @@ It plays a cloud's Machine API for tests, benchmarks and laptops. It reconciles 
     EOF
     kubectl --kubeconfig /tmp/kc get machines,nodes
 
-or in Python, in a manager of your own::
+or in Python, in a manager of your own (here against the test suite's API server, ``kubeconfig``):
+a Machine becomes ``Running`` once its etcd member and Node are up, and deleting it stops the
+member and removes the Node.
 
-    from providers.localmachine import LocalMachineOptions, setup_with_manager
-
-    setup_with_manager(manager, LocalMachineOptions(state_dir="/tmp/cpo-machines", heartbeat_period=2))
+>>> import asyncio
+>>> from providers.localmachine import LocalMachineOptions, setup_with_manager
+>>> from runtime.client import Client
+>>> from runtime.errors import NotFound
+>>> from runtime.manager import Manager, ManagerOptions
+>>> NAME, MACHINES = "docstring-master-0", "machine.openshift.io/v1beta1"
+>>> MACHINE = {
+...     "apiVersion": MACHINES, "kind": "Machine",
+...     "metadata": {"name": NAME, "namespace": namespace},
+...     "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "failureDomain": "zone-a"}}},
+... }
+>>> async def phase(client: Client) -> str | None:
+...     try:
+...         machine = await client.get(MACHINES, "Machine", NAME, namespace)
+...     except NotFound:
+...         return None
+...     return machine.get("status", {}).get("phase")
+>>> async def main() -> None:
+...     manager = await Manager.create(
+...         ManagerOptions(kubeconfig=kubeconfig, metrics_bind_address="0", health_probe_bind_address="0")
+...     )
+...     setup_with_manager(manager, LocalMachineOptions(state_dir=tmp_path, heartbeat_period=1))
+...     stop = asyncio.Event()
+...     running = asyncio.create_task(manager.start(stop))
+...     async with await Client.from_kubeconfig(kubeconfig) as client, asyncio.timeout(60):
+...         await client.create(MACHINE)
+...         while await phase(client) != "Running":
+...             await asyncio.sleep(0.2)
+...         node = await client.get("v1", "Node", NAME)
+...         print("Running; node zone:", node["metadata"]["labels"]["topology.kubernetes.io/zone"])
+...         await client.delete(MACHINES, "Machine", NAME, namespace)
+...         while await phase(client) is not None:
+...             await asyncio.sleep(0.2)
+...         print("deleted")
+...     stop.set()
+...     await running
+>>> asyncio.run(main())
+Running; node zone: zone-a
+deleted
 
 Clusters and membership
 -----------------------

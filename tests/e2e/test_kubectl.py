@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +31,17 @@ class Kubectl:
     def __init__(self, kubeconfig: Path, namespace: str) -> None:
         self.base = [_kubectl(), "--kubeconfig", str(kubeconfig), "--namespace", namespace]
 
-    async def run(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    async def run(
+        self, *args: str, stdin: str | None = None, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> str:
+        """Run kubectl; ``env`` adds variables to the inherited environment (e.g. ``EDITOR``)."""
         proc = await asyncio.create_subprocess_exec(
             *self.base,
             *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else None,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **env} if env is not None else None,
         )
         out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
         if check and proc.returncode != 0:

@@ -403,17 +403,69 @@ async def test_watch_from_a_list_version_works_for_a_resource_listed_before_any_
         await env.uninstall_crds([crd])
 
 
-async def test_watch_sends_bookmark_before_timeout_and_ends(kube: KubeHTTP, namespace: str) -> None:
-    created = await _create(kube, namespace, "bm", size="small")
-    params = {
-        "resourceVersion": created["metadata"]["resourceVersion"],
+async def _timed_collect(
+    kube: KubeHTTP, path: str, params: dict[str, str]
+) -> tuple[list[dict[str, Any]], float]:
+    """Every event of a watch the server ends (at its timeoutSeconds), and how long it lasted."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    events = await _collect(kube, path, params, until=99, limit=15)
+    return events, loop.time() - started
+
+
+def _bookmark_watch(resource_version: str, timeout: int) -> dict[str, str]:
+    """Watch parameters that allow bookmarks and match no object (only a BOOKMARK can arrive)."""
+    return {
+        "resourceVersion": resource_version,
         "allowWatchBookmarks": "true",
-        "timeoutSeconds": "3",
+        "timeoutSeconds": str(timeout),
         "labelSelector": "nothing-matches-this=1",
     }
-    events = await _collect(kube, widgets_path(namespace), params, until=99, limit=15)
+
+
+async def test_watch_without_changes_sends_no_bookmark_and_ends(kube: KubeHTTP, namespace: str) -> None:
+    # Measured on kube-apiserver 1.32: with nothing written to the resource during the watch there is
+    # no BOOKMARK at all (timeoutSeconds 3, 4, 5, 6 and 10); the stream just ends at the timeout.
+    created = await _create(kube, namespace, "bm", size="small")
+    params = _bookmark_watch(created["metadata"]["resourceVersion"], 3)
+    events, lasted = await _timed_collect(kube, widgets_path(namespace), params)
+    assert events == []
+    assert 2.5 < lasted < 10, lasted
+
+
+async def test_watch_sends_bookmark_before_timeout_when_the_resource_moves(
+    kube: KubeHTTP, namespace: str
+) -> None:
+    # The bookmark comes 2 s before the deadline, carrying the resource's new version, when an
+    # object the selector does not match was written after the version the watch started from.
+    created = await _create(kube, namespace, "bm-start", size="small")
+    params = _bookmark_watch(created["metadata"]["resourceVersion"], 4)
+    watching = asyncio.create_task(_timed_collect(kube, widgets_path(namespace), params))
+    await asyncio.sleep(0.2)  # allow-sleep: let the watch start; written before it, the result is the same
+    other = await _create(kube, namespace, "bm-other", size="small")
+    events, lasted = await watching
     assert [e["type"] for e in events] == ["BOOKMARK"]
-    assert set(events[0]["object"]["metadata"]) == {"resourceVersion"}
+    mark = events[0]["object"]
+    assert mark["kind"] == "Widget" and set(mark["metadata"]) == {"resourceVersion"}
+    assert int(mark["metadata"]["resourceVersion"]) >= int(other["metadata"]["resourceVersion"])
+    assert 3.5 < lasted < 10, lasted
+
+
+async def test_bookmark_of_a_built_in_is_an_empty_typed_object(kube: KubeHTTP, namespace: str) -> None:
+    # Measured on 1.32: {"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"202",
+    # "creationTimestamp":null}} -- Go encodes the empty ConfigMap's zero creation time as null.
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    first = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-a"}})
+    second = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-b"}})
+    assert first.status == second.status == 201
+    params = _bookmark_watch(first.body["metadata"]["resourceVersion"], 3)
+    events, _ = await _timed_collect(kube, path, params)
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    mark = events[0]["object"]
+    assert (mark["kind"], mark["apiVersion"]) == ("ConfigMap", "v1")
+    assert mark["metadata"]["creationTimestamp"] is None
+    assert set(mark["metadata"]) == {"resourceVersion", "creationTimestamp"}
+    assert int(mark["metadata"]["resourceVersion"]) >= int(second.body["metadata"]["resourceVersion"])
 
 
 async def test_watch_label_selector_transitions(kube: KubeHTTP, namespace: str) -> None:

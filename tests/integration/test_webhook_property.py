@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtime.jsoncodec import JSON
 from runtime.webhook import (
     OPERATIONS,
     AdmissionRequest,
@@ -54,7 +55,6 @@ from tests.support.webhooks import ServingCerts, post, running_webhook_server
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator
 
 T = TypeVar("T")
-JSON = dict[str, Any]
 MAX_BODY = 16 * 1024
 EXAMPLES = 2400
 

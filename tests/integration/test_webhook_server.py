@@ -19,6 +19,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from runtime.certwatcher import CertificateError, CertWatcher
+from runtime.jsoncodec import JSON
 from runtime.metrics import registry
 from runtime.webhook import (
     AdmissionRequest,
@@ -36,7 +37,6 @@ from tests.support.webhooks import ServingCerts, post, running_webhook_server
 GROUP, VERSION, KIND = "test.cpo.dev", "v1", "Widget"
 VALIDATE = "/validate-test-cpo-dev-v1-widget"
 MUTATE = "/mutate-test-cpo-dev-v1-widget"
-JSON = dict[str, Any]
 
 
 class WidgetValidator:

@@ -50,10 +50,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from runtime.envtest.certs import CertificateAuthority
+from runtime.jsoncodec import JSON
 from tests.support.reference import REFERENCE_DIR, transcript_dir
-
-JSON = dict[str, Any]
-
 
 RECORDED_USER_AGENT = "reftool/1.0 (linux/amd64) ref-recorder"
 # The recorder's http.client adds exactly this one header on its own.

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 
 @dataclass

@@ -21,9 +21,10 @@ from api.machine import API_VERSION
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions, setup_with_manager
 from providers.localmachine.etcd_process import EtcdProcessOptions, ProcessIdentity, recorded_processes
 from runtime.cache import CacheOptions
-from runtime.client import JSON, Client
+from runtime.client import Client
 from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
+from runtime.jsoncodec import JSON
 from runtime.manager import Manager, ManagerOptions
 
 REPO = Path(__file__).resolve().parents[2]

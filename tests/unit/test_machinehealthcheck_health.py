@@ -17,9 +17,9 @@ from controllers.machinehealthcheck.health import (
     remediation_decision,
     target_health,
 )
+from runtime.jsoncodec import JSON
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-JSON = dict[str, Any]
 
 
 def ago(seconds: float) -> str:

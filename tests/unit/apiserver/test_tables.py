@@ -17,6 +17,8 @@ import yaml
 from apiserver import tables
 from apiserver.errors import StatusError
 from apiserver.registry import ResourceType, ScaleSpec
+from runtime.goformat import go_float
+from runtime.jsoncodec import JSON
 from tests.support.reference import transcript_dir
 
 REFERENCE = transcript_dir()
@@ -26,8 +28,6 @@ KUBECTL_TABLE = (
     "application/json"
 )
 NOW = datetime(2026, 11, 22, 5, 0, 0, tzinfo=UTC)
-
-JSON = dict[str, Any]
 
 
 def transcript(name: str) -> JSON:
@@ -814,7 +814,7 @@ def test_age_of_unset_or_bad_timestamps() -> None:
     ],
 )
 def test_go_format_float(value: float, expected: str) -> None:
-    assert tables.go_format_float(value) == expected
+    assert go_float(value) == expected
 
 
 def test_jsonpath_features() -> None:

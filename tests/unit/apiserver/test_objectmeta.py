@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from apiserver import objectmeta as om
-from apiserver.errors import FieldError, StatusError, aggregate_message
+from apiserver.errors import FieldError, StatusError, aggregate
 from tests.support.reference import transcript_dir
 
 REFERENCE = transcript_dir()
@@ -45,7 +45,7 @@ def test_label_key_and_value_messages() -> None:
     meta = {"name": "badlabels", "namespace": "ref", "labels": {"bad key!": "v", "ok": "bad value!"}}
     errors = om.validate_object_meta_create(meta, namespaced=True)
     assert causes(errors) == recorded["details"]["causes"]
-    assert recorded["message"].endswith(aggregate_message(errors))
+    assert recorded["message"].endswith(aggregate(errors))
 
 
 def test_missing_name_and_finalizer_added_while_terminating_twice() -> None:
@@ -62,7 +62,7 @@ def test_missing_name_and_finalizer_added_while_terminating_twice() -> None:
     new = dict(old, finalizers=["ref.example.dev/hold", "ref.example.dev/new"])
     errors = om.validate_object_meta_update({"metadata": new}, {"metadata": old}, namespaced=True)
     assert causes(errors) == recorded["details"]["causes"]
-    assert recorded["message"].endswith(aggregate_message(errors))
+    assert recorded["message"].endswith(aggregate(errors))
 
 
 def test_generate_name_alphabet_and_truncation() -> None:

@@ -18,9 +18,9 @@ import pytest
 from apiserver import schema
 from apiserver.errors import Qualified, invalid_object
 from apiserver.registry import ResourceType, ScaleSpec
+from runtime.goformat import go_float
+from runtime.jsoncodec import JSON
 from tests.support.reference import transcript_dir
-
-JSON = dict[str, Any]
 
 REFERENCE = transcript_dir()
 
@@ -733,7 +733,7 @@ def test_scale_accessor_errors() -> None:
     ],
 )
 def test_go_float_formatting(value: float, as_v: str, as_json: str) -> None:
-    assert schema.go_float_v(value) == as_v
+    assert go_float(value) == as_v
     assert schema.go_json(value) == as_json
 
 

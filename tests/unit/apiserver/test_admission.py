@@ -31,8 +31,7 @@ from apiserver.admission import (
 from apiserver.errors import Qualified, StatusError, Warnings, invalid_object
 from apiserver.registry import Registry, ResourceType, ScaleSpec
 from runtime.envtest.certs import CertificateAuthority
-
-JSON = dict[str, Any]
+from runtime.jsoncodec import JSON
 
 # ------------------------------------------------------------------------------ transcript excerpts
 

@@ -16,14 +16,11 @@ from apiserver.decode import (
     decode_delete_options,
     decode_json,
     decode_object,
-    go_float_v,
     go_json_error,
     go_parse_int,
     go_parse_uint,
-    go_sprint,
     parse_bool_param,
     parse_int_param,
-    strconv_quote,
     strict_decoding_error,
 )
 from apiserver.errors import StatusError
@@ -356,31 +353,3 @@ def test_delete_options_bad_grace_period_is_400() -> None:
     with pytest.raises(StatusError) as caught:
         decode_delete_options(b"", None, {"gracePeriodSeconds": "soon"})
     assert caught.value.status() == failure('strconv.ParseInt: parsing "soon": invalid syntax')
-
-
-# ------------------------------------------------------------------------------ Go formatting
-
-
-def test_go_sprint_formats_like_fmt_v() -> None:
-    value = {"b": [1, 2.5, None, True], "a": {"z": "s"}, "f": 1e6}
-    assert go_sprint(value) == "map[a:map[z:s] b:[1 2.5 <nil> true] f:1e+06]"
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (2.0, "2"),
-        (0.5, "0.5"),
-        (123456.0, "123456"),
-        (1234567.0, "1.234567e+06"),
-        (1e-5, "1e-05"),
-        (-0.25, "-0.25"),
-    ],
-)
-def test_go_float_v(value: float, text: str) -> None:
-    assert go_float_v(value) == text
-
-
-def test_strconv_quote_escapes_like_go() -> None:
-    # Printable runes stay (é); control characters and invisible ones are escaped.
-    assert strconv_quote('a"b\\c\n\x7f\u00e9\u200b') == '"a\\"b\\\\c\\n\\x7f\u00e9\\u200b"'
