@@ -389,9 +389,67 @@ def _run_operator(args: argparse.Namespace) -> int:
     return eventloop.run(run_operator(options), loop=args.event_loop)
 
 
+# ----------------------------------------------------------------------------------------- demo
+
+
+def _configure_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--replicas", type=int, default=None, help="odd replica count to start with (default: 3)"
+    )
+    parser.add_argument(
+        "--steps",
+        default=None,
+        metavar="NAMES",
+        help="comma-separated steps to run, in tour order (default: all: "
+        "bootstrap,even,scale-out,kill,rollout,scale-in)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="where the report goes (default: ./demo-out)"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="leave everything running at the end and print how to reach it"
+    )
+    parser.add_argument(
+        "--fast", action="store_true", help="health-check timeouts of seconds instead of minutes (for CI)"
+    )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="plain log lines even in a terminal (default: a live panel there)",
+    )
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from demo import DemoOptions, run_demo
+
+    try:
+        options = DemoOptions(
+            replicas=args.replicas,
+            steps=tuple(args.steps.split(",")) if args.steps else None,
+            out=args.out,
+            keep=args.keep,
+            fast=args.fast,
+            live=False if args.plain else None,
+        )
+        options.with_defaults()
+    except ValueError as err:
+        print(f"cpo demo: {err}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run_demo(options))
+    except KeyboardInterrupt:
+        print("cpo demo: interrupted; every process it started is stopped", file=sys.stderr)
+        return 130
+
+
 # ------------------------------------------------------------------------------------ dispatch
 
 SUBCOMMANDS: dict[str, Subcommand] = {
+    "demo": Subcommand(
+        help="the operator's main job end to end on this machine: scale, kill, roll out, with a report",
+        configure=_configure_demo,
+        run=_run_demo,
+    ),
     "dev-apiserver": Subcommand(
         help="run the embedded Kubernetes API server standalone (for kubectl and manual testing)",
         configure=_configure_dev_apiserver,

@@ -194,6 +194,10 @@ def _uint(value: Any) -> int:
     return int(value)
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def _urls(value: Any) -> tuple[str, ...]:
     return tuple(str(url) for url in value) if isinstance(value, list) else ()
 
@@ -607,6 +611,45 @@ class EtcdClient:
             Alarm(member_id=_uint(raw.get("memberID")), alarm=str(raw.get("alarm") or "NONE"))
             for raw in payload.get("alarms") or ()
         ]
+
+    async def put(self, key: str, value: str) -> int:
+        """Write ``key`` = ``value``; returns the revision etcd acknowledged it at.
+
+        Raises :class:`Unavailable` when no member answered, or when one may have applied the write
+        without answering (then the write is neither acknowledged nor known to be lost).
+        """
+        body = {"key": _b64(key), "value": _b64(value)}
+        payload = await self._post("/v3/kv/put", body, mutating=True)
+        return _uint((payload.get("header") or {}).get("revision"))
+
+    async def get(self, key: str) -> tuple[str, int] | None:
+        """A linearizable read of ``key``: its value and the revision it was last written at, or None."""
+        payload = await self._post("/v3/kv/range", {"key": _b64(key)})
+        for raw in payload.get("kvs") or ():
+            value = base64.b64decode(raw.get("value") or "").decode()
+            return value, _uint(raw.get("mod_revision"))
+        return None
+
+    async def get_prefix(self, prefix: str, *, page: int = 1000) -> dict[str, tuple[str, int]]:
+        """Linearizable reads of every key under ``prefix``, ``page`` keys a request: value and
+        last-write revision by key (all pages at the revision of the first, so the view is one)."""
+        end = _b64(prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        found: dict[str, tuple[str, int]] = {}
+        start, revision = _b64(prefix), 0
+        while True:
+            body: JSON = {"key": start, "range_end": end, "limit": str(page)}
+            if revision:
+                body["revision"] = str(revision)
+            payload = await self._post("/v3/kv/range", body)
+            revision = revision or _uint((payload.get("header") or {}).get("revision"))
+            kvs = payload.get("kvs") or ()
+            for raw in kvs:
+                key = base64.b64decode(raw.get("key") or "").decode()
+                value = base64.b64decode(raw.get("value") or "").decode()
+                found[key] = (value, _uint(raw.get("mod_revision")))
+            if not payload.get("more") or not kvs:
+                return found
+            start = base64.b64encode(base64.b64decode(kvs[-1]["key"]) + b"\x00").decode()
 
     async def _health_one(self, endpoint: str) -> EndpointHealth:
         key = base64.b64encode(self.options.health_key.encode()).decode()

@@ -211,22 +211,13 @@ class QuorumMonitor:
         quorum loss. ``longer_than=0`` counts every sample.
         """
         window = self._window(since)
-        index = 0
-        while index < len(window):
-            if window[index].has_quorum:
-                index += 1
-                continue
-            end = index
-            while end < len(window) and not window[end].has_quorum:
-                end += 1
+        for start, end in quorum_losses(window, longer_than=longer_than):
             until = window[end].at if end < len(window) else window[-1].at
-            if until - window[index].at >= longer_than:
-                around = window[max(0, index - 2) : end + 2]
-                raise AssertionError(
-                    f"etcd lost quorum at {window[index].at:.3f}s for {until - window[index].at:.3f}s: "
-                    + "; ".join(str(dataclasses.asdict(s)) for s in around[:12])
-                )
-            index = end
+            around = window[max(0, start - 2) : end + 2]
+            raise AssertionError(
+                f"etcd lost quorum at {window[start].at:.3f}s for {until - window[start].at:.3f}s: "
+                + "; ".join(str(dataclasses.asdict(s)) for s in around[:12])
+            )
 
     def timeline(self) -> list[dict[str, Any]]:
         """Every sample as a plain dict, in order."""
@@ -243,4 +234,30 @@ class QuorumMonitor:
         return out
 
 
-__all__ = ["QuorumMonitor", "QuorumSample"]
+def quorum_losses(
+    samples: Sequence[QuorumSample], *, longer_than: float = DEFAULT_ELECTION_GRACE
+) -> list[tuple[int, int]]:
+    """The stretches of ``samples`` without a healthy quorum that count as a loss, as index ranges
+    ``(first bad sample, first good sample after it or len(samples))``.
+
+    A stretch counts when it lasts ``longer_than`` seconds or more, measured from its first sample
+    to the next good one (or to the last sample): shorter ones are leader elections (see
+    :meth:`QuorumMonitor.assert_never_lost_quorum`).
+    """
+    losses: list[tuple[int, int]] = []
+    index = 0
+    while index < len(samples):
+        if samples[index].has_quorum:
+            index += 1
+            continue
+        end = index
+        while end < len(samples) and not samples[end].has_quorum:
+            end += 1
+        until = samples[end].at if end < len(samples) else samples[-1].at
+        if until - samples[index].at >= longer_than:
+            losses.append((index, end))
+        index = end
+    return losses
+
+
+__all__ = ["QuorumMonitor", "QuorumSample", "quorum_losses"]

@@ -187,6 +187,23 @@ def spawned_processes() -> list[ProcessIdentity]:
     return [identity for identity, _ in _SPAWNED.values()]
 
 
+def recorded_processes(state_dir: Path) -> list[ProcessIdentity]:
+    """The live etcd processes the state files under ``state_dir`` (``<cluster>/<member>/``) record.
+
+    Members outlive a provider on purpose; this is how whoever owns a state directory (a test, the
+    demo) finds them to stop them for good.
+    """
+    found = []
+    for state_file in sorted(state_dir.glob(f"*/*/{STATE_FILE}")):
+        with contextlib.suppress(OSError, ValueError):
+            raw = json.loads(state_file.read_text())
+            if raw.get("pid") is not None and raw.get("startTime") is not None:
+                process = ProcessIdentity(int(raw["pid"]), int(raw["startTime"]))
+                if process.alive():
+                    found.append(process)
+    return found
+
+
 def _die_with_parent_hook() -> Callable[[], None] | None:
     """A ``preexec_fn`` that makes Linux SIGKILL the child when its parent dies, or None elsewhere."""
     if not sys.platform.startswith("linux"):

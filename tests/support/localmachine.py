@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,7 +19,7 @@ from typing import Any
 
 from api.machine import API_VERSION
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions, setup_with_manager
-from providers.localmachine.etcd_process import STATE_FILE, EtcdProcessOptions, ProcessIdentity
+from providers.localmachine.etcd_process import EtcdProcessOptions, ProcessIdentity, recorded_processes
 from runtime.cache import CacheOptions
 from runtime.client import Client
 from runtime.controller import ControllerOptions
@@ -41,19 +40,6 @@ def track_state_dir(state_dir: Path) -> Path:
     """Register ``state_dir`` for the session-end leak check; returns it."""
     _TRACKED.append(state_dir)
     return state_dir
-
-
-def recorded_processes(state_dir: Path) -> list[ProcessIdentity]:
-    """The live etcd processes the state files under ``state_dir`` (``<cluster>/<member>/``) record."""
-    found = []
-    for state_file in sorted(state_dir.glob(f"*/*/{STATE_FILE}")):
-        with contextlib.suppress(OSError, ValueError):
-            raw = json.loads(state_file.read_text())
-            if raw.get("pid") is not None and raw.get("startTime") is not None:
-                process = ProcessIdentity(int(raw["pid"]), int(raw["startTime"]))
-                if process.alive():
-                    found.append(process)
-    return found
 
 
 def tracked_processes() -> list[ProcessIdentity]:

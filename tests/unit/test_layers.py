@@ -26,6 +26,7 @@ PROJECT_PACKAGES = (
     "cli",
     "apiserver",
     "providers",
+    "demo",
     "examples",
     "tests",
     "bench",
@@ -39,6 +40,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": frozenset({"runtime", "api", "webhooks", "controllers", "cli"}),
     "apiserver": frozenset({"runtime", "apiserver"}),
     "providers": frozenset({"runtime", "api", "controllers", "providers"}),
+    "demo": frozenset({"runtime", "api", "controllers", "providers", "demo"}),
     "examples": frozenset({"runtime", "examples"}),
 }
 """What each package may import at module level (its top-level imports)."""
@@ -49,11 +51,11 @@ MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
 """Single modules allowed one more layer: the operator's wiring registers the webhooks."""
 
 LAZY_ONLY: dict[str, frozenset[str]] = {
-    "cli": frozenset({"apiserver", "providers"}),
+    "cli": frozenset({"apiserver", "providers", "demo"}),
 }
 """Imports a package may make only inside a function (a development sub-command's ``run``)."""
 
-DEVELOPMENT_TOOLS = ("apiserver", "providers")
+DEVELOPMENT_TOOLS = ("apiserver", "providers", "demo")
 
 
 def _imports(path: Path) -> list[tuple[str, bool]]:

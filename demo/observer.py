@@ -1,0 +1,176 @@
+"""What the demo watches while it runs: the etcd cluster through the quorum monitor, and the Machines.
+
+:class:`Observer` runs a :class:`~controllers.etcd.monitor.QuorumMonitor` on the demo's etcd
+cluster (started as soon as the first Machine announces its member, then following the member
+list as members come and go) and, beside it, polls the namespace's Machines and the ControlPlane.
+Every :data:`SAMPLE_PERIOD` it appends a :class:`Sample` joining the two. The monitor's own record
+is the evidence about quorum: the report's quorum verdict and the test's assertions read it, never
+the steps' own claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from controllers.etcd.client import EtcdClientOptions
+from controllers.etcd.monitor import QuorumMonitor, QuorumSample
+
+ETCD_CLIENT_URL_ANNOTATION = "local.cpo.dev/etcd-client-url"
+FAILURE_DOMAIN_LABEL = "controlplane.cpo.dev/failure-domain"
+SAMPLE_PERIOD = 0.1
+
+
+@dataclass(frozen=True)
+class MachineView:
+    """One Machine as the demo shows it."""
+
+    name: str
+    phase: str
+    deleting: bool
+    failure_domain: str
+    client_url: str | None
+    etcd_role: str = "-"
+    """``voter``, ``learner`` or ``-`` (no member)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The world at one moment (``at``: seconds on the quorum monitor's clock)."""
+
+    at: float
+    machines: tuple[MachineView, ...]
+    voters: int
+    learners: int
+    healthy_voters: int
+    has_quorum: bool
+    writes_acknowledged: int
+    desired: int | None = None
+    """The ControlPlane's ``spec.replicas`` at that moment (None before it exists)."""
+
+    @property
+    def quorum_margin(self) -> int:
+        """Healthy voters beyond the quorum: how many more may fail before etcd stops."""
+        return self.healthy_voters - (self.voters // 2 + 1)
+
+    def phases(self) -> Counter[str]:
+        return Counter("Deleting" if m.deleting else (m.phase or "Pending") for m in self.machines)
+
+
+@dataclass
+class Observer:
+    """Samples the demo's world; see the module docstring."""
+
+    client: Any
+    """A :class:`runtime.client.Client` of the demo's API server."""
+    namespace: str
+    controlplane: str = "demo"
+    writes_acknowledged: Any = None
+    """A callable returning the writer's acknowledged count (None: always 0)."""
+    samples: list[Sample] = field(default_factory=list)
+    monitor: QuorumMonitor | None = None
+    """The quorum monitor, once the first member exists."""
+    last_error: str | None = None
+    """Why the latest attempt to sample the API server failed, if it did."""
+    _started: float = field(default_factory=time.monotonic)
+    _task: asyncio.Task[None] | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def latest(self) -> Sample | None:
+        return self.samples[-1] if self.samples else None
+
+    @property
+    def started(self) -> float:
+        """``time.monotonic()`` at the zero of the samples' clock."""
+        return self.monitor.started_at if self.monitor is not None else self._started
+
+    def endpoints(self) -> list[str]:
+        """The etcd client URLs of the Machines seen last (the writer follows them)."""
+        latest = self.latest
+        return [m.client_url for m in latest.machines if m.client_url] if latest else []
+
+    async def __aenter__(self) -> Observer:
+        self._task = asyncio.create_task(self._run(), name="demo-observer")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        if self.monitor is not None:
+            await self.monitor.__aexit__(None, None, None)
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                sample = await self._sample()
+                if sample is not None:
+                    self.samples.append(sample)
+            except Exception as err:  # a missed sample is a gap, not the end of the demo
+                self.last_error = f"{type(err).__name__}: {err}"
+            rest = SAMPLE_PERIOD - (time.monotonic() - began)
+            if rest > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), rest)
+
+    async def _sample(self) -> Sample | None:
+        listed = await self.client.list("machine.openshift.io/v1beta1", "Machine", namespace=self.namespace)
+        machines = [_machine_view(item) for item in listed.get("items") or ()]
+        if self.monitor is None:
+            urls = [m.client_url for m in machines if m.client_url]
+            if not urls:
+                return None
+            # The monitor's clock starts here: the demo's timeline begins with the first member.
+            self.monitor = QuorumMonitor(urls, client_options=EtcdClientOptions(timeout=2.0))
+            await self.monitor.__aenter__()
+        quorum = self.monitor.samples[-1] if self.monitor.samples else None
+        if quorum is None:
+            return None
+        roles = _roles(quorum)
+        desired = None
+        with contextlib.suppress(Exception):
+            controlplane = await self.client.get(
+                "controlplane.cpo.dev/v1alpha1", "ControlPlane", self.controlplane, namespace=self.namespace
+            )
+            desired = int(controlplane["spec"]["replicas"])
+        return Sample(
+            at=time.monotonic() - self.monitor.started_at,
+            machines=tuple(
+                sorted((replace(m, etcd_role=roles.get(m.name, "-")) for m in machines), key=_by_name)
+            ),
+            voters=quorum.voters,
+            learners=quorum.learners,
+            healthy_voters=quorum.healthy_voters,
+            has_quorum=quorum.has_quorum,
+            writes_acknowledged=self.writes_acknowledged() if self.writes_acknowledged is not None else 0,
+            desired=desired,
+        )
+
+
+def _roles(sample: QuorumSample) -> dict[str, str]:
+    """Member name → role; the monitor marks learners with a ``~`` suffix (members are named after
+    their Machine by the local provider)."""
+    return {name.removesuffix("~"): "learner" if name.endswith("~") else "voter" for name in sample.machines}
+
+
+def _by_name(machine: MachineView) -> str:
+    return machine.name
+
+
+def _machine_view(machine: dict[str, Any]) -> MachineView:
+    metadata = machine.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    return MachineView(
+        name=str(metadata.get("name")),
+        phase=str((machine.get("status") or {}).get("phase") or ""),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        failure_domain=str(value.get("failureDomain") or labels.get(FAILURE_DOMAIN_LABEL) or ""),
+        client_url=(metadata.get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION),
+    )

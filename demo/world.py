@@ -1,0 +1,269 @@
+"""The demo's world: the embedded API server, the local provider and the operator, each in its own process.
+
+:class:`DemoWorld` starts, in this order, ``cpo dev-apiserver`` (with the project's CRDs),
+``cpo localmachine`` (a fresh state directory) and ``cpo run`` (all controllers and webhooks, with
+a serving certificate generated here), registers the operator's webhook configurations with the
+API server by URL, and hands out the kubeconfig. Every child runs in a session of its own, so a
+Ctrl-C in the terminal reaches only the demo, which then stops them in reverse order
+(:meth:`DemoWorld.stop`) and kills the etcd members the provider left running (members outlive
+their provider on purpose, as machines outlive their cloud controller). Ports are picked free at
+start, so a second demo can run at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from providers.localmachine.etcd_process import recorded_processes
+from runtime.envtest.certs import CertificateAuthority
+from runtime.localproc import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+CRD_DIR = REPO / "config" / "crd"
+WEBHOOK_MANIFESTS = REPO / "config" / "webhook" / "manifests.yaml"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+POLL = 0.1
+
+
+class WorldError(RuntimeError):
+    """A process of the demo's world did not start; the message names it and its log."""
+
+
+@dataclass
+class ChildProcess:
+    """One ``cpo`` sub-command running in its own session, its output in a log file."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        log = self.log_path.open("ab")
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        finally:
+            log.close()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    async def stop(self, timeout: float = STOP_TIMEOUT) -> None:  # noqa: ASYNC109 -- a grace period
+        """SIGTERM the whole session, SIGKILL it after ``timeout``."""
+        if self.process is None:
+            return
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.process.wait(), timeout)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                await self.process.wait()
+        # Anything the child started in its session and left behind goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def cpo(*args: str) -> list[str]:
+    """The argv of a ``cpo`` sub-command run with this interpreter (no PATH lookup)."""
+    return [sys.executable, "-m", "cli", *args]
+
+
+@dataclass
+class DemoWorld:
+    """The three processes of the demo and what they share; see the module docstring."""
+
+    directory: Path
+    namespace: str = "demo"
+    heartbeat_period: float = 0.5
+    children: list[ChildProcess] = field(default_factory=list)
+    kubeconfig_path: Path = field(init=False)
+    state_dir: Path = field(init=False)
+    webhook_port: int = 0
+    metrics_port: int = 0
+    probe_port: int = 0
+
+    def __post_init__(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig_path = self.directory / "kubeconfig"
+        self.state_dir = self.directory / "machines"
+        (self.directory / "logs").mkdir(exist_ok=True)
+
+    async def start(self, progress: Callable[[str], None] = lambda _: None) -> None:
+        """Start everything; on any failure stop what did start and raise :class:`WorldError`."""
+        try:
+            progress("starting the embedded API server")
+            self.kubeconfig_path.unlink(missing_ok=True)
+            apiserver = await self._spawn(
+                "apiserver",
+                cpo("dev-apiserver", "--kubeconfig-out", str(self.kubeconfig_path), "--crd", str(CRD_DIR)),
+            )
+            await self._wait_until(
+                apiserver,
+                lambda: _async(self.kubeconfig_path.is_file() and self.kubeconfig_path.stat().st_size > 0),
+            )
+            await self._kubectl_apply(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+            )
+            progress("starting the local machine provider")
+            await self._spawn(
+                "localmachine",
+                cpo(
+                    "localmachine",
+                    "--state-dir", str(self.state_dir),
+                    "--kubeconfig", str(self.kubeconfig_path),
+                    "--namespace", self.namespace,
+                    "--heartbeat-period", str(self.heartbeat_period),
+                    "--stop-grace-period", "3",
+                    "--join-backoff-max", "1",
+                ),
+            )  # fmt: skip
+            progress("starting the operator (cpo run)")
+            cert_dir = self.directory / "serving-certs"
+            authority = CertificateAuthority.new("cpo-demo-webhooks")
+            authority.serving_cert(["127.0.0.1", "localhost"]).write(cert_dir)
+            self.webhook_port, self.metrics_port, self.probe_port = free_port(), free_port(), free_port()
+            operator = await self._spawn(
+                "operator",
+                cpo(
+                    "run",
+                    "--kubeconfig", str(self.kubeconfig_path),
+                    "--webhook-host", "127.0.0.1",
+                    "--webhook-port", str(self.webhook_port),
+                    "--webhook-cert-dir", str(cert_dir),
+                    "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+                    "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
+                    "--log-format", "console",
+                ),
+            )  # fmt: skip
+            await self._wait_until(operator, self._operator_ready)
+            progress("registering the operator's admission webhooks")
+            for configuration in webhook_configurations(self.webhook_port, authority.cert_pem):
+                await self._kubectl_apply(configuration)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Stop every process in reverse order, then every etcd member the provider started."""
+        for child in reversed(self.children):
+            if child.name == "apiserver":
+                await self.kill_members()
+            await child.stop()
+        await self.kill_members()
+
+    async def kill_members(self) -> None:
+        """SIGKILL the etcd members recorded under the state directory and wait until they are gone."""
+        members = recorded_processes(self.state_dir)
+        for member in members:
+            member.signal(signal.SIGKILL)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while any(member.alive() for member in members) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(POLL)  # polling other processes' exit: nothing here could set an Event
+
+    def log_path(self, name: str) -> Path:
+        return self.directory / "logs" / f"{name}.log"
+
+    async def _spawn(self, name: str, argv: list[str]) -> ChildProcess:
+        child = ChildProcess(name, argv, self.log_path(name))
+        self.children.append(child)
+        await child.start()
+        return child
+
+    async def _wait_until(self, child: ChildProcess, ready: Callable[[], Awaitable[bool]]) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not await ready():
+            if not child.running:
+                raise WorldError(
+                    f"{child.name} exited during start-up; its log ends with:\n{child.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise WorldError(f"{child.name} not ready within {START_TIMEOUT:g}s; log: {child.log_path}")
+            await asyncio.sleep(POLL)
+
+    async def _operator_ready(self) -> bool:
+        url = f"http://127.0.0.1:{self.probe_port}/readyz"
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url) as response:
+                return response.status == 200
+        except aiohttp.ClientError:
+            return False
+
+    async def _kubectl_apply(self, obj: dict[str, Any]) -> None:
+        await kubectl(self.kubeconfig_path, "apply", "-f", "-", input_text=yaml.safe_dump(obj))
+
+
+def kubectl_binary() -> str:
+    """The kubectl installed beside this interpreter (the project's test extra ships one), else PATH's."""
+    beside = Path(sys.executable).parent / "kubectl"
+    return str(beside) if beside.is_file() else "kubectl"
+
+
+async def kubectl(kubeconfig: Path, *args: str, input_text: str | None = None) -> str:
+    """Run kubectl against the demo's API server; returns stdout, raises with stderr on failure."""
+    process = await asyncio.create_subprocess_exec(
+        kubectl_binary(), "--kubeconfig", str(kubeconfig), *args,
+        stdin=asyncio.subprocess.PIPE if input_text is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate(input_text.encode() if input_text is not None else None)
+    if process.returncode != 0:
+        raise KubectlError(err.decode().strip() or out.decode().strip())
+    return out.decode()
+
+
+class KubectlError(RuntimeError):
+    """kubectl exited non-zero; the message is its stderr, as a user would read it."""
+
+
+def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """``config/webhook/manifests.yaml`` with every webhook pointed at ``https://127.0.0.1:<port>``."""
+    configurations = []
+    for document in yaml.safe_load_all(WEBHOOK_MANIFESTS.read_text()):
+        if not document:
+            continue
+        configuration = copy.deepcopy(document)
+        configuration["metadata"].pop("annotations", None)
+        for webhook in configuration.get("webhooks") or ():
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {
+                "url": f"https://127.0.0.1:{port}{path}",
+                "caBundle": base64.b64encode(ca_pem).decode(),
+            }
+        configurations.append(configuration)
+    return configurations
+
+
+async def _async(value: bool) -> bool:
+    return value
