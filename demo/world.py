@@ -162,6 +162,7 @@ class DemoWorld:
                     "--webhook-port", str(self.webhook_port),
                     "--webhook-cert-dir", str(cert_dir),
                     "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+                    "--metrics-secure=false",
                     "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
                     "--log-format", "console",
                 ),
