@@ -5,7 +5,7 @@ members), the ControlPlane controller and the etcd-quorum-hook controller in one
 ControlPlane to 3, changes its template and times the rolling update (maxSurge 1) until the three
 replacements are the only Machines, up to date and available. Run::
 
-    .venv/bin/python -m bench.rollout [--heartbeat 0.4] [--runs 1]
+    .venv/bin/python -m bench.rollout [--heartbeat 0.4] [--member-change-interval 0.5] [--runs 1]
 
 For each replacement it records, from a watch on the Machines and a 20 ms poll of etcd:
 
@@ -44,6 +44,7 @@ from typing import Any
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
+from apiserver import EmbeddedServerOptions
 from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
@@ -55,7 +56,7 @@ from providers.localmachine import setup_with_manager as setup_provider
 from runtime.cache import CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
-from runtime.envtest import Environment
+from runtime.envtest import Environment, EnvironmentOptions
 from runtime.manager import Manager, ManagerOptions
 from runtime.metrics import registry
 
@@ -207,8 +208,8 @@ async def settled(client: Client, replicas: int, revision: str) -> None:
     raise SystemExit("the rollout did not finish within 300 s")
 
 
-async def one_run(heartbeat: float) -> dict[str, Any]:
-    async with Environment() as env:
+async def one_run(heartbeat: float, member_change_interval: float) -> dict[str, Any]:
+    async with Environment(EnvironmentOptions(embedded=EmbeddedServerOptions())) as env:
         await env.install_crds([ROOT / "config" / "crd"])
         await env.create_namespace(NAMESPACE)
         async with (
@@ -252,7 +253,13 @@ async def one_run(heartbeat: float) -> dict[str, Any]:
             )
             setup_hooks(
                 manager,
-                EtcdQuorumOptions(resync_period=1.0, busy_period=0.2, wait_event_after=1.0, controller=quick),
+                EtcdQuorumOptions(
+                    resync_period=1.0,
+                    busy_period=0.2,
+                    wait_event_after=1.0,
+                    member_change_interval=member_change_interval,
+                    controller=quick,
+                ),
             )
             stop = asyncio.Event()
             task = asyncio.create_task(manager.start(stop))
@@ -372,9 +379,16 @@ def report(runs: list[dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--heartbeat", type=float, default=0.4, help="provider heartbeat period (s)")
+    parser.add_argument(
+        "--member-change-interval",
+        type=float,
+        default=0.5,
+        help="the hook controller's pause between two membership changes (s); the test suite's "
+        "0.5 by default, `cpo run` uses 2",
+    )
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
-    runs = [asyncio.run(one_run(args.heartbeat)) for _ in range(args.runs)]
+    runs = [asyncio.run(one_run(args.heartbeat, args.member_change_interval)) for _ in range(args.runs)]
     report(runs)
 
 

@@ -59,6 +59,7 @@ from controllers.etcdquorum.rules import (
     MachineInfo,
     MemberState,
     Wait,
+    client_endpoint_order,
     cluster_health,
     hook_action,
     hook_removable,
@@ -380,9 +381,7 @@ class EtcdQuorumReconciler:
         etcd_spec = (cp.get("spec") or {}).get("etcd") or {}
         endpoints = list(etcd_spec.get("endpoints") or ())
         if not endpoints:
-            # Machines that stay first: a deleting Machine's member may be going away.
-            ordered = sorted(infos.values(), key=lambda i: (i.deleting, not i.running, i.name))
-            endpoints = [i.client_url for i in ordered if i.client_url]
+            endpoints = client_endpoint_order(infos.values())
         if not endpoints:
             raise _EtcdUnreachable("no etcd endpoint: no Machine has an etcd client URL or an InternalIP yet")
         options = EtcdClientOptions(timeout=self.options.etcd_timeout)

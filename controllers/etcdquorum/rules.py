@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
@@ -88,6 +88,8 @@ class MachineInfo:
     failure_domain: str | None = None
     client_url: str | None = None
     """Where its member answers clients: the annotation, else ``https://<first InternalIP>:2379``."""
+    created: str = ""
+    """Its ``metadata.creationTimestamp`` (RFC 3339, so it sorts as text); empty when unknown."""
 
     @property
     def has_hook(self) -> bool:
@@ -169,7 +171,22 @@ def machine_info(machine: Mapping[str, Any]) -> MachineInfo:
         internal_ips=ips,
         failure_domain=machine_failure_domain(machine),
         client_url=client_url,
+        created=str(metadata.get("creationTimestamp") or ""),
     )
+
+
+def client_endpoint_order(infos: Iterable[MachineInfo]) -> list[str]:
+    """The Machines' etcd client URLs in the order the controller's requests try them.
+
+    Machines that stay come first (a deleting Machine's member may be going away), running ones
+    before the rest, then the oldest. Age matters for membership changes: with etcd's strict
+    reconfiguration check (on by default) the member that receives a change refuses to remove a
+    voter, or to add a member, unless it has been connected for 5 s to enough of the voters; a
+    member that joined a moment ago has not, so a change sent to it fails for up to 5 s, while the
+    same change sent to an older member goes through at once.
+    """
+    ordered = sorted(infos, key=lambda i: (i.deleting, not i.running, i.created or "~", i.name))
+    return list(dict.fromkeys(i.client_url for i in ordered if i.client_url))
 
 
 # ---------------------------------------------------------------------------------------------- mapping

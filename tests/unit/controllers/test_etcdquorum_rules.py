@@ -16,6 +16,7 @@ from controllers.etcdquorum.rules import (
     WAIT_QUORUM_LOST,
     MachineInfo,
     MemberState,
+    client_endpoint_order,
     cluster_health,
     hook_action,
     hook_removable,
@@ -325,6 +326,29 @@ def test_machine_info_reads_the_wire_form() -> None:
     assert info.deleting and info.running and info.hook_owner == "x/y" and not info.has_our_hook
     assert info.internal_ips == ("fd00::5",) and info.failure_domain == "us-east-1a"
     assert info.client_url == "https://[fd00::5]:2379"
+    assert info.created == ""
+
+
+def test_requests_go_first_to_the_oldest_running_machine_that_stays() -> None:
+    def info(name: str, created: str, **kwargs: bool) -> MachineInfo:
+        return MachineInfo(name=name, created=created, client_url=f"http://{name}:2379", **kwargs)
+
+    machines = [
+        info("a-new", "2026-01-01T00:05:00Z", running=True),
+        info("b-leaving", "2026-01-01T00:00:00Z", running=True, deleting=True),
+        info("c-booting", "2026-01-01T00:00:01Z"),
+        info("d-old", "2026-01-01T00:01:00Z", running=True),
+        info("e-unknown-age", "", running=True),
+    ]
+    # A member that joined a moment ago refuses membership changes under etcd's strict
+    # reconfiguration check, so the oldest member that stays is asked first.
+    assert client_endpoint_order(machines) == [
+        "http://d-old:2379",
+        "http://a-new:2379",
+        "http://e-unknown-age:2379",
+        "http://c-booting:2379",
+        "http://b-leaving:2379",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- hooks
