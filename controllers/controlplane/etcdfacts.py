@@ -10,21 +10,17 @@ peer URL is the one the Machine's annotations record (``local.cpo.dev/etcd-membe
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
-import ssl
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from controllers.controlplane.rules import EtcdFacts
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
+from controllers.etcd.tls import tls_context_from_secret
 from runtime.client import Client
-from runtime.errors import NotFound
 
 ETCD_CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
 ETCD_PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
@@ -48,34 +44,14 @@ class EtcdView:
     """A client URL of each Machine's started member."""
 
 
-class TLSSecretError(Exception):
-    """The etcd client certificate Secret is missing or incomplete; the message says which."""
-
-
 async def tls_options(
     client: Client, namespace: str, secret_name: str | None, options: EtcdClientOptions
 ) -> EtcdClientOptions:
-    """``options`` with the TLS context of ``spec.etcd.tlsSecretRef`` (``tls.crt``, ``tls.key``,
-    ``ca.crt``) when one is named; raises :class:`TLSSecretError` saying what is wrong."""
+    """``options`` with the TLS context of ``spec.etcd.tlsSecretRef`` when one is named; raises
+    :class:`~controllers.etcd.tls.TLSSecretError` saying what is wrong."""
     if not secret_name:
         return options
-    try:
-        secret = await client.get("v1", "Secret", secret_name, namespace)
-    except NotFound as err:
-        raise TLSSecretError(f"etcd TLS Secret {namespace}/{secret_name} not found") from err
-    data = secret.get("data") or {}
-    missing = [key for key in ("tls.crt", "tls.key", "ca.crt") if key not in data]
-    if missing:
-        raise TLSSecretError(f"etcd TLS Secret {namespace}/{secret_name} lacks {', '.join(missing)}")
-    cert, key, ca = (base64.b64decode(data[name]) for name in ("tls.crt", "tls.key", "ca.crt"))
-    context = ssl.create_default_context(cadata=ca.decode())
-    # load_cert_chain reads files only: the pair is on disk for the duration of that call.
-    with tempfile.TemporaryDirectory(prefix="cpo-cp-etcd-tls-") as folder:
-        cert_file, key_file = Path(folder) / "tls.crt", Path(folder) / "tls.key"
-        cert_file.write_bytes(cert)
-        key_file.write_bytes(key)
-        key_file.chmod(0o600)
-        context.load_cert_chain(str(cert_file), str(key_file))
+    context = await tls_context_from_secret(client, namespace, secret_name)
     return dataclasses.replace(options, ssl_context=context)
 
 

@@ -37,7 +37,6 @@ from api.selector import selector_matches, selector_string
 from controllers.controlplane import rules
 from controllers.controlplane.etcdfacts import (
     EtcdView,
-    TLSSecretError,
     etcd_endpoints,
     gather_etcd_facts,
     tls_options,
@@ -54,6 +53,7 @@ from controllers.controlplane.rules import (
     Step,
 )
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
+from controllers.etcd.tls import TLSSecretError
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import JSON, Client

@@ -23,15 +23,12 @@ learner, which a restart starts over (later cleanup, never earlier).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import ssl
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 import controllers.etcdquorum.metrics as etcd_metrics
@@ -49,6 +46,7 @@ from controllers.etcd.client import (
     NotEnoughStartedMembers,
     UnhealthyCluster,
 )
+from controllers.etcd.tls import TLSSecretError, tls_context_from_secret
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -394,29 +392,11 @@ class EtcdQuorumReconciler:
             raise _EtcdUnreachable(f"bad etcd endpoint: {err}") from err
 
     async def _tls_context(self, cp: JSON, secret_name: str) -> ssl.SSLContext:
-        """The client TLS context from the Secret's ``tls.crt``, ``tls.key`` and ``ca.crt``."""
-        namespace = cp["metadata"].get("namespace")
+        """The client TLS context of the ControlPlane's ``spec.etcd.tlsSecretRef``."""
         try:
-            secret = await self.client.get("v1", "Secret", secret_name, namespace)
-        except NotFound as err:
-            raise _EtcdUnreachable(f"etcd TLS Secret {namespace}/{secret_name} not found") from err
-        data = secret.get("data") or {}
-        try:
-            cert, key, ca = (base64.b64decode(data[field]) for field in ("tls.crt", "tls.key", "ca.crt"))
-        except KeyError as err:
-            raise _EtcdUnreachable(
-                f"etcd TLS Secret {namespace}/{secret_name} lacks {err.args[0]} "
-                "(it needs tls.crt, tls.key and ca.crt)"
-            ) from err
-        context = ssl.create_default_context(cadata=ca.decode())
-        # load_cert_chain reads files only: the pair exists on disk for the duration of that call.
-        with tempfile.TemporaryDirectory(prefix="cpo-etcd-tls-") as folder:
-            cert_file, key_file = Path(folder) / "tls.crt", Path(folder) / "tls.key"
-            cert_file.write_bytes(cert)
-            key_file.write_bytes(key)
-            key_file.chmod(0o600)
-            context.load_cert_chain(str(cert_file), str(key_file))
-        return context
+            return await tls_context_from_secret(self.client, cp["metadata"].get("namespace"), secret_name)
+        except TLSSecretError as err:
+            raise _EtcdUnreachable(str(err)) from err
 
     async def _read_etcd(self, state: _Pass, etcd: EtcdClient) -> None:
         """Step 2: member list, each member's health and the alarms."""

@@ -343,16 +343,7 @@ class MachineHealthCheckReconciler:
         marked = marked_for_owner(machine, target.verdict, now)
         if same_conditions(marked, machine_conditions(machine)):
             return
-        await self.client.patch_status(
-            API_VERSION,
-            MACHINE_KIND,
-            target.name,
-            {
-                "metadata": {"resourceVersion": machine["metadata"]["resourceVersion"]},
-                "status": {"conditions": marked},
-            },
-            machine["metadata"].get("namespace"),
-        )
+        await self._patch_machine_conditions(machine, marked)
         meta = mhc["metadata"]
         metrics.remediation_started(meta["name"], meta["namespace"])
         self.recorder.eventf(
@@ -518,13 +509,18 @@ class MachineHealthCheckReconciler:
         cleared = cleared_for_healthy(machine, now)
         if same_conditions(cleared, current):
             return
+        await self._patch_machine_conditions(machine, cleared)
+
+    async def _patch_machine_conditions(self, machine: JSON, conditions: list[JSON]) -> None:
+        """Write a Machine's ``status.conditions`` with its resourceVersion (a conflict retries the
+        reconcile)."""
         await self.client.patch_status(
             API_VERSION,
             MACHINE_KIND,
-            target.name,
+            machine["metadata"]["name"],
             {
                 "metadata": {"resourceVersion": machine["metadata"]["resourceVersion"]},
-                "status": {"conditions": cleared},
+                "status": {"conditions": conditions},
             },
             machine["metadata"].get("namespace"),
         )
