@@ -115,10 +115,24 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                     f"{name} promoted before its Machine carried the hook"
                 )
             assert_one_step_at_a_time(monitor)
-            assert await has_event(kube, namespace, "Machine", m1, "LearnerPromoted")
-            assert await has_event(kube, namespace, "ControlPlane", cp_name, "LearnerPromoted")
+            await eventually(
+                lambda: has_event(kube, namespace, "Machine", m1, "LearnerPromoted"),
+                within=10,
+                what="LearnerPromoted" + " event",
+            )
+            await eventually(
+                lambda: has_event(kube, namespace, "ControlPlane", cp_name, "LearnerPromoted"),
+                within=10,
+                what="LearnerPromoted" + " event",
+            )
+            # The condition is True while the last learner waits too: wait for the pass that saw
+            # the third promotion (the monitor can see it before the controller's next write).
             condition = await eventually(
-                lambda: _condition_with(kube, cp_name, namespace, status="True"), within=10, what="healthy"
+                lambda: _condition_with(
+                    kube, cp_name, namespace, status="True", text="3 voters (3 healthy, quorum 2), 0 learners"
+                ),
+                within=10,
+                what="healthy with 3 voters",
             )
             assert condition["reason"] == "EtcdHealthy"
             assert condition["message"].startswith("3 members: 3 voters (3 healthy, quorum 2), 0 learners")
@@ -151,7 +165,11 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                 ]
 
             await eventually(repaired, within=10, what="hook owner repaired, the other hook kept")
-            assert await has_event(kube, namespace, "Machine", m1, "HookRepaired")
+            await eventually(
+                lambda: has_event(kube, namespace, "Machine", m1, "HookRepaired"),
+                within=10,
+                what="HookRepaired" + " event",
+            )
 
             # --- deleting one of 3 voters with no replacement: member and hook stay, and it says why.
             await kube.delete(API_VERSION, "Machine", m2, namespace)
@@ -193,8 +211,16 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             assert timeline.hook_removed[m2] < timeline.gone[m2]
             assert monitor.low("voters", since=bootstrapped) >= 3
             assert monitor.peak("voters") <= 4
-            assert await has_event(kube, namespace, "Machine", m2, "MemberRemoved")
-            assert await has_event(kube, namespace, "Machine", m2, "HookRemoved")
+            await eventually(
+                lambda: has_event(kube, namespace, "Machine", m2, "MemberRemoved"),
+                within=10,
+                what="MemberRemoved" + " event",
+            )
+            await eventually(
+                lambda: has_event(kube, namespace, "Machine", m2, "HookRemoved"),
+                within=10,
+                what="HookRemoved" + " event",
+            )
 
             # --- the escape hatch: a human takes the hook off a deleting Machine; it is not re-added.
             await kube.delete(API_VERSION, "Machine", m1, namespace)
@@ -254,8 +280,12 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             abandoned = added.member.id_hex
             await wait_sample(monitor, lambda s: f"{abandoned}~" in s.machines, 10, "the learner listed")
             await wait_sample(monitor, lambda s: f"{abandoned}~" not in s.machines, 15, "the learner removed")
-            event = await has_event(kube, namespace, "ControlPlane", cp_name, "AbandonedLearnerRemoved")
-            assert event is not None and abandoned in event["message"]
+            event = await eventually(
+                lambda: has_event(kube, namespace, "ControlPlane", cp_name, "AbandonedLearnerRemoved"),
+                within=10,
+                what="AbandonedLearnerRemoved event",
+            )
+            assert abandoned in event["message"]
 
             # --- a killed member pending deletion is removed while 2 of 3 stay healthy.
             await kube.patch(
@@ -292,7 +322,11 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             )
             await kube.delete(API_VERSION, "Machine", m5, namespace)
             await eventually(lambda: _now(m5 in timeline.gone), within=30, what=f"{m5} gone")
-            assert await has_event(kube, namespace, "Machine", m5, "MemberRemoved")
+            await eventually(
+                lambda: has_event(kube, namespace, "Machine", m5, "MemberRemoved"),
+                within=10,
+                what="MemberRemoved" + " event",
+            )
 
             # --- three Machines are deleted; they wait while 5 voters are desired. Then the
             # ControlPlane scales in to 1: removals one at a time, first the one whose zone has
