@@ -99,25 +99,49 @@ def cpo(*args: str) -> list[str]:
     return [sys.executable, "-m", "cli", *args]
 
 
+@dataclass(frozen=True)
+class OperatorPorts:
+    """Where one ``cpo run`` serves its webhooks, ``/metrics`` (plain HTTP) and probes."""
+
+    webhook: int
+    metrics: int
+    probe: int
+
+
 @dataclass
 class DemoWorld:
-    """The three processes of the demo and what they share; see the module docstring."""
+    """The processes of the demo and what they share; see the module docstring.
+
+    ``operators`` > 1 starts that many ``cpo run`` replicas with leader election on (a Lease in the
+    world's namespace), as the chaos campaign does; the webhook configurations point at the first.
+    """
 
     directory: Path
     namespace: str = "demo"
     heartbeat_period: float = 0.5
+    operators: int = 1
     children: list[ChildProcess] = field(default_factory=list)
     kubeconfig_path: Path = field(init=False)
     state_dir: Path = field(init=False)
-    webhook_port: int = 0
-    metrics_port: int = 0
-    probe_port: int = 0
+    operator_ports: list[OperatorPorts] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.kubeconfig_path = self.directory / "kubeconfig"
         self.state_dir = self.directory / "machines"
         (self.directory / "logs").mkdir(exist_ok=True)
+
+    @property
+    def webhook_port(self) -> int:
+        return self.operator_ports[0].webhook
+
+    @property
+    def metrics_port(self) -> int:
+        return self.operator_ports[0].metrics
+
+    @property
+    def probe_port(self) -> int:
+        return self.operator_ports[0].probe
 
     async def start(self, progress: Callable[[str], None] = lambda _: None) -> None:
         """Start everything; on any failure stop what did start and raise :class:`WorldError`."""
@@ -136,44 +160,70 @@ class DemoWorld:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
             )
             progress("starting the local machine provider")
-            await self._spawn(
-                "localmachine",
-                cpo(
-                    "localmachine",
-                    "--state-dir", str(self.state_dir),
-                    "--kubeconfig", str(self.kubeconfig_path),
-                    "--namespace", self.namespace,
-                    "--heartbeat-period", str(self.heartbeat_period),
-                    "--stop-grace-period", "3",
-                    "--join-backoff-max", "1",
-                ),
-            )  # fmt: skip
+            await self.start_provider()
             progress("starting the operator (cpo run)")
-            cert_dir = self.directory / "serving-certs"
             authority = CertificateAuthority.new("cpo-demo-webhooks")
-            authority.serving_cert(["127.0.0.1", "localhost"]).write(cert_dir)
-            self.webhook_port, self.metrics_port, self.probe_port = free_port(), free_port(), free_port()
-            operator = await self._spawn(
-                "operator",
-                cpo(
-                    "run",
-                    "--kubeconfig", str(self.kubeconfig_path),
-                    "--webhook-host", "127.0.0.1",
-                    "--webhook-port", str(self.webhook_port),
-                    "--webhook-cert-dir", str(cert_dir),
-                    "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
-                    "--metrics-secure=false",
-                    "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
-                    "--log-format", "console",
-                ),
-            )  # fmt: skip
-            await self._wait_until(operator, self._operator_ready)
+            authority.serving_cert(["127.0.0.1", "localhost"]).write(self.cert_dir)
+            for _ in range(self.operators):
+                self.operator_ports.append(OperatorPorts(free_port(), free_port(), free_port()))
+            for index in range(self.operators):
+                await self.start_operator(index)
             progress("registering the operator's admission webhooks")
             for configuration in webhook_configurations(self.webhook_port, authority.cert_pem):
                 await self._kubectl_apply(configuration)
         except BaseException:
             await self.stop()
             raise
+
+    @property
+    def cert_dir(self) -> Path:
+        return self.directory / "serving-certs"
+
+    def child(self, name: str) -> ChildProcess:
+        """The newest child process started under ``name``."""
+        return next(child for child in reversed(self.children) if child.name == name)
+
+    def operator_name(self, index: int) -> str:
+        return "operator" if index == 0 else f"operator-{index}"
+
+    async def start_provider(self) -> ChildProcess:
+        """Start ``cpo localmachine`` on the world's state directory (again, after a crash)."""
+        return await self._spawn(
+            "localmachine",
+            cpo(
+                "localmachine",
+                "--state-dir", str(self.state_dir),
+                "--kubeconfig", str(self.kubeconfig_path),
+                "--namespace", self.namespace,
+                "--heartbeat-period", str(self.heartbeat_period),
+                "--stop-grace-period", "3",
+                "--join-backoff-max", "1",
+            ),
+        )  # fmt: skip
+
+    async def start_operator(self, index: int) -> ChildProcess:
+        """Start ``cpo run`` number ``index`` on its ports (again, after a crash); waits for /readyz."""
+        ports = self.operator_ports[index]
+        election = (
+            ["--leader-elect", "--leader-election-namespace", self.namespace] if self.operators > 1 else []
+        )
+        operator = await self._spawn(
+            self.operator_name(index),
+            cpo(
+                "run",
+                "--kubeconfig", str(self.kubeconfig_path),
+                "--webhook-host", "127.0.0.1",
+                "--webhook-port", str(ports.webhook),
+                "--webhook-cert-dir", str(self.cert_dir),
+                "--metrics-bind-address", f"127.0.0.1:{ports.metrics}",
+                "--metrics-secure=false",
+                "--health-probe-bind-address", f"127.0.0.1:{ports.probe}",
+                "--log-format", "console",
+                *election,
+            ),
+        )  # fmt: skip
+        await self._wait_until(operator, lambda: self._operator_ready(ports.probe))
+        return operator
 
     async def stop(self) -> None:
         """Stop every process in reverse order, then every etcd member the provider started."""
@@ -212,8 +262,8 @@ class DemoWorld:
                 raise WorldError(f"{child.name} not ready within {START_TIMEOUT:g}s; log: {child.log_path}")
             await asyncio.sleep(POLL)
 
-    async def _operator_ready(self) -> bool:
-        url = f"http://127.0.0.1:{self.probe_port}/readyz"
+    async def _operator_ready(self, probe_port: int) -> bool:
+        url = f"http://127.0.0.1:{probe_port}/readyz"
         try:
             async with aiohttp.ClientSession() as session, session.get(url) as response:
                 return response.status == 200

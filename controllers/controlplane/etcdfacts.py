@@ -110,9 +110,10 @@ async def gather_etcd_facts(
 ) -> EtcdView:
     """Read etcd once: member list, each voter's own member list, alarms, voter health.
 
-    Voters of Machines being deleted are left out of the health and agreement checks: they are
-    on their way out (a remediated Machine's member is dead by definition), and the hook holds
-    them until their replacement votes.
+    Voters of Machines being deleted are left out of the health and agreement checks (their
+    health is still read and reported in :attr:`EtcdView.healthy`): they are on their way out (a
+    remediated Machine's member is dead by definition), and the hook holds them until their
+    replacement votes.
     """
     if not endpoints:
         return EtcdView(
@@ -126,9 +127,18 @@ async def gather_etcd_facts(
             return EtcdView(EtcdFacts(reachable=False, error=str(err)))
         owners = {member.id: member_owner(member, machines) for member in members}
         voters = [m for m in members if not m.is_learner]
-        checked = [m for m in voters if m.client_urls and owners[m.id] not in deleting]
-        health = await client.health([m.client_urls[0] for m in checked]) if checked else []
-        healthy_ids = {member.id for member, result in zip(checked, health, strict=True) if result.healthy}
+        # Every voter's health is read (a deleting Machine's too: the remediation rules ask
+        # whether the hook still holds a healthy voter); the checks below leave deleting ones out.
+        probed = [m for m in voters if m.client_urls]
+        health = dict(
+            zip(
+                (m.id for m in probed),
+                await client.health([m.client_urls[0] for m in probed]) if probed else [],
+                strict=True,
+            )
+        )
+        healthy_ids = {member_id for member_id, result in health.items() if result.healthy}
+        checked = [m for m in probed if owners[m.id] not in deleting]
         leader_id = 0
         for member in checked:
             if member.id in healthy_ids:
@@ -136,9 +146,9 @@ async def gather_etcd_facts(
                     leader_id = (await client.endpoint_status(member.client_urls[0])).leader
                     break
     unhealthy = [
-        f"{owners[member.id] or member.name or member.id_hex}: {result.error}"
-        for member, result in zip(checked, health, strict=True)
-        if not result.healthy
+        f"{owners[member.id] or member.name or member.id_hex}: {health[member.id].error}"
+        for member in checked
+        if not health[member.id].healthy
     ]
     views = await asyncio.gather(
         *(_member_view(m.client_urls[0], options) for m in checked if m.id in healthy_ids)

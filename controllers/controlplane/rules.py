@@ -621,7 +621,8 @@ def remediation_decision(
 
     Allowed only when: there are at least 2 Machines or the control plane is not initialised yet;
     the previous remediation finished (its Machine is gone); no other Machine is provisioning or
-    being deleted; removing ``target``'s member keeps quorum among the healthy voters (stacked
+    being deleted (but for one whose member the etcd-quorum hook holds as a healthy voter until
+    its replacement votes); removing ``target``'s member keeps quorum among the healthy voters (stacked
     etcd, target a voter). A remediation within ``minHealthyPeriod`` (default 1h) of the previous
     one is a retry: it must wait ``retryPeriod`` after it, and stops after ``maxRetry`` retries
     (then a human must act); a later one starts a new count.
@@ -640,7 +641,11 @@ def remediation_decision(
             "WaitingForPreviousRemediation",
             f"The previous remediation (Machine {last_machine}) has not finished",
         )
-    deleting = sorted(m.name for m in others if m.deleting)
+    # A deleting Machine whose member is still a healthy voter is held by the etcd-quorum hook
+    # until its replacement votes; waiting for it would wait for ever, since no replacement joins
+    # while ``target`` fails the preflight (and etcd takes no new member while a voter is dead).
+    # Every member removal stays gated by the hook controller.
+    deleting = sorted(m.name for m in others if m.deleting and not (m.etcd_voter and m.etcd_healthy))
     if deleting:
         return RemediationDecision(
             False, "WaitingForDeletion", f"Machine(s) {', '.join(deleting)} being deleted; remediation waits"
@@ -722,8 +727,8 @@ def compute_status(inputs: StatusInputs) -> JSON:
     """The ControlPlane's status (without lastTransitionTime; see :func:`merge_conditions`).
 
     Counts: ``replicas`` (owned Machines, deleting included), ``updatedReplicas`` (not outdated,
-    not deleting), ``readyReplicas`` (Running with a Ready Node), ``availableReplicas`` (ready and
-    a healthy etcd voter), ``unavailableReplicas`` (spec.replicas − available, never negative).
+    not deleting), ``readyReplicas`` (Running with a Ready Node), ``availableReplicas`` (not deleting,
+    ready and a healthy etcd voter), ``unavailableReplicas`` (spec.replicas − available, never negative).
     Phase: Deleting > Remediating > Degraded > Pending (no Machine) > Provisioning (none ready)
     > Updating (outdated Machines) > Scaling (count differs) > Running.
     """
@@ -731,7 +736,7 @@ def compute_status(inputs: StatusInputs) -> JSON:
     active = [m for m in machines if not m.deleting]
     updated = [m for m in active if not m.outdated]
     ready = [m for m in machines if m.ready]
-    available = [m for m in machines if m.available]
+    available = [m for m in active if m.available]
     outdated = [m for m in active if m.outdated]
     failed = sorted(m.name for m in machines if m.failed)
     missing = max(inputs.replicas - len(available), 0)

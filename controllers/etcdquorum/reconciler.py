@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import aiohttp
+
 import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY
@@ -77,7 +79,7 @@ from runtime.builder import ControllerBuilder
 from runtime.cache import INDEX_NAMESPACE, Cache
 from runtime.client import JSON, Client
 from runtime.controller import Controller, ControllerOptions
-from runtime.errors import Conflict, NotFound
+from runtime.errors import APIError, Conflict, NotFound
 from runtime.events import EventRecorder
 from runtime.handler import EnqueueRequestsFromMapFunc
 from runtime.log import get_logger
@@ -495,6 +497,12 @@ class EtcdQuorumReconciler:
     async def _remove(self, state: _Pass, etcd: EtcdClient, decision: Decision) -> None:
         member = decision.member
         assert member is not None
+        if not await self._still_hooked(state, member.machine):
+            # The cache showed the hook, the API server no longer does: a human took it off (the
+            # escape hatch) while the provider, which saw that first, may already have stopped
+            # the member. Not ours to remove any more; the next pass reports it.
+            state.requeue_after = self.options.busy_period
+            return
         try:
             await etcd.remove(member.member.id)
         except EtcdError as err:
@@ -511,6 +519,25 @@ class EtcdQuorumReconciler:
         _log.info(message, machine=member.machine)
         # The hook goes in a later pass, from a member list read after this change.
         state.requeue_after = self.options.busy_period
+
+    async def _still_hooked(self, state: _Pass, machine: str | None) -> bool:
+        """Whether Machine ``machine`` carries the hook as the API server has it now (not the cache).
+
+        When the API server cannot be asked, the cache's answer stands: the removal is gated on
+        etcd's state, and a controller cut off from the API server must still be able to finish
+        a replacement it has started (the hook then waits for the API server to come back).
+        """
+        if machine is None:
+            return False
+        try:
+            fresh = await self.client.get(
+                MACHINE_API_VERSION, "Machine", machine, state.cp["metadata"].get("namespace")
+            )
+        except NotFound:
+            return False
+        except (APIError, aiohttp.ClientError, OSError, TimeoutError):
+            return True
+        return machine_info(fresh).has_hook
 
     async def _promote(self, state: _Pass, etcd: EtcdClient, decision: Decision) -> None:
         member = decision.member

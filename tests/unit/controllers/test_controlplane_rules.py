@@ -387,7 +387,11 @@ SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
         ([SICK], {}, False, "CannotRemediateLastMachine"),
         ([SICK], {"initialized": False}, True, "Remediating"),
         ([SICK, m("m2"), m("m3")], {"last_machine": "m3"}, False, "WaitingForPreviousRemediation"),
-        ([SICK, m("m2"), m("m3", deleting=True)], {}, False, "WaitingForDeletion"),
+        ([SICK, m("m2"), m("m3", deleting=True, etcd_voter=False)], {}, False, "WaitingForDeletion"),
+        ([SICK, m("m2"), m("m3", deleting=True, etcd_healthy=False)], {}, False, "WaitingForDeletion"),
+        # A deleting Machine whose healthy voter the hook holds until its replacement votes: that
+        # replacement cannot join while SICK fails the preflight, so waiting would be for ever.
+        ([SICK, m("m2"), m("m3", deleting=True)], {}, True, "Remediating"),
         (
             [SICK, m("m2"), m("m3", phase="Provisioning", node_ready=False)],
             {},

@@ -1,0 +1,650 @@
+"""The quorum chaos campaign: randomized user actions and faults, checked against etcd's quorum.
+
+Not part of the test run (``tests/e2e/test_chaos.py`` runs a short version). Each run is a fresh
+world — ``cpo dev-apiserver``, ``cpo localmachine`` (real etcd members), **two** ``cpo run``
+replicas with leader election, a continuous etcd writer — driven by a schedule drawn from the run's
+seed, then checked::
+
+    .venv/bin/python -m bench.chaos --runs 100 --seed 1 [--duration 60] [--jobs 1] [--out chaos-out]
+
+The schedule (:func:`plan`) mixes user actions (scale among 1, 3 and 5; an even count, which the
+webhook must refuse; a template change; ``rolloutAfter``; deleting a Machine; toggling
+``OnDelete``) with faults (a member killed through ``local.cpo.dev/fault: kill`` or by SIGKILL
+behind the provider's back; a member paused with SIGSTOP and resumed; a Node made NotReady; the
+leading ``cpo run`` or the provider SIGKILLed and restarted). The injector keeps a fault budget: it
+never itself takes down more members at once than the cluster can lose ((voters − 1) / 2, less the
+members already unhealthy), so a quorum loss is the operator's doing.
+
+What is checked (:func:`verdict`), from the quorum monitor's 100 ms samples and not from the
+operator's own claims:
+
+* quorum is never lost (a stretch without a healthy quorum longer than an etcd election);
+* voters never rise above the desired count + 1;
+* two learners are never promoted together (voters never rise by 2 between two samples);
+* two ``cpo run`` never lead together for longer than the renew deadline (each replica's
+  ``leader_election_master_status`` is sampled every 200 ms);
+* after the schedule, with every fault cleared, the world converges within
+  :data:`CONVERGE_TIMEOUT`: the desired voters, no learner, every Machine Running with a Ready
+  Node, the ControlPlane ``Available``, no preDrain hook left on a Machine that is not deleting
+  and has no member;
+* every acknowledged write is read back (linearizable) with its value;
+* no etcd member and no ``cpo`` process is left once the world is stopped.
+
+A failing run prints its seed and writes its schedule, its timeline (JSON and PNG) and the
+processes' logs under ``--out``, so ``--runs 1 --seed <seed>`` replays the same schedule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from controllers.etcd.monitor import quorum_losses
+from demo.observer import Observer, Sample
+from demo.report import build_report, plot_timeline, write_json
+from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled
+from demo.world import DemoWorld, KubectlError
+from demo.writer import EtcdWriter, WriterStats
+from providers.localmachine.etcd_process import STATE_FILE, ProcessIdentity, recorded_processes
+from runtime.client import Client
+
+NAMESPACE = "chaos"
+CONVERGE_TIMEOUT = 120.0
+"""Seconds the world may take to settle once the schedule ended and every fault is cleared."""
+RENEW_DEADLINE = 10.0
+"""``cpo run``'s leader-election renew deadline: two leaders may overlap at most this long."""
+LEADER_POLL = 0.2
+HOOK_NAME = "EtcdQuorumOperator"
+
+USER_ACTIONS = ("scale", "scale-even", "template", "rollout-after", "delete-machine", "toggle-ondelete")
+MEMBER_FAULTS = ("kill-annotation", "kill-signal", "pause", "notready")
+PROCESS_FAULTS = ("kill-operator", "kill-provider")
+WEIGHTS = {
+    "scale": 4,
+    "scale-even": 1,
+    "template": 2,
+    "rollout-after": 1,
+    "delete-machine": 2,
+    "toggle-ondelete": 1,
+    "kill-annotation": 2,
+    "kill-signal": 2,
+    "pause": 2,
+    "notready": 2,
+    "kill-operator": 2,
+    "kill-provider": 1,
+}
+
+
+# ---------------------------------------------------------------------------------------------- schedule
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One scheduled action: ``at`` seconds into the schedule, ``pick`` chooses its target among
+    the candidates of that moment (sorted by name), ``value`` is its number (a replica count, or
+    how long a fault lasts)."""
+
+    at: float
+    kind: str
+    pick: float
+    value: float
+
+
+def plan(seed: int, duration: float) -> list[Intent]:
+    """The schedule of run ``seed``: an action every 2–7 s for ``duration`` seconds."""
+    rng = random.Random(seed)
+    kinds = list(WEIGHTS)
+    intents: list[Intent] = []
+    at = rng.uniform(1.0, 4.0)
+    while at < duration:
+        kind = rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
+        if kind == "scale":
+            value = float(rng.choice((1, 3, 5)))
+        elif kind == "scale-even":
+            value = float(rng.choice((2, 4)))
+        else:
+            value = round(rng.uniform(2.0, 8.0), 1)  # how long a fault lasts, or a restart delay
+        intents.append(Intent(round(at, 1), kind, rng.random(), value))
+        at += rng.uniform(2.0, 7.0)
+    return intents
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+
+@dataclass
+class RunResult:
+    seed: int
+    ok: bool = False
+    quorum_losses: int = 0
+    lost_writes: int = 0
+    acknowledged_writes: int = 0
+    converged: bool = False
+    convergence_seconds: float | None = None
+    peak_voters: int = 0
+    peak_machines: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+    def line(self) -> str:
+        settle = "-" if self.convergence_seconds is None else f"{self.convergence_seconds:.1f}s"
+        status = "ok  " if self.ok else "FAIL"
+        text = (
+            f"{status} seed {self.seed:>6}: quorum losses {self.quorum_losses}, writes "
+            f"{self.acknowledged_writes} acknowledged / {self.lost_writes} lost, converged "
+            f"{'yes' if self.converged else 'NO'} ({settle}), peak voters {self.peak_voters}, "
+            f"peak Machines {self.peak_machines}, faults {sum(self.faults.values())}"
+        )
+        if self.error:
+            text += f"; error: {self.error}"
+        for violation in self.violations:
+            text += f"\n       {violation}"
+        return text
+
+
+class Injector:
+    """Carries out the intents against the world, inside the fault budget; records what it did."""
+
+    def __init__(self, world: DemoWorld, tour: Tour, observer: Observer, result: RunResult) -> None:
+        self.world = world
+        self.tour = tour
+        self.observer = observer
+        self.result = result
+        self.started = time.monotonic()
+        self.desired = tour.replicas
+        self.desired_history: list[tuple[float, int]] = [(0.0, tour.replicas)]
+        self.paused: dict[str, ProcessIdentity] = {}
+        self.notready: set[str] = set()
+        self.pending: set[asyncio.Task[None]] = set()
+        self.on_delete = False
+
+    def record(self, kind: str, detail: str) -> None:
+        self.result.applied.append(
+            {"at": round(time.monotonic() - self.started, 1), "kind": kind, "detail": detail}
+        )
+
+    async def run(self, intents: Sequence[Intent]) -> None:
+        for intent in intents:
+            delay = self.started + intent.at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)  # allow-sleep: the schedule's own clock
+            try:
+                await self.apply(intent)
+            except KubectlError as err:
+                self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
+        if self.pending:
+            await asyncio.gather(*self.pending, return_exceptions=True)
+
+    # -- choosing
+
+    def machines(self) -> list[Any]:
+        sample = self.observer.latest
+        return sorted((m for m in sample.machines if not m.deleting), key=lambda m: m.name) if sample else []
+
+    def budget(self) -> int:
+        """How many more members the injector may take down now."""
+        sample = self.observer.latest
+        if sample is None or sample.voters == 0:
+            return 0
+        down = sample.voters - sample.healthy_voters
+        held = len(self.paused) + len(self.notready)
+        return (sample.voters - 1) // 2 - max(down, held)
+
+    @staticmethod
+    def choose(items: Sequence[Any], pick: float) -> Any:
+        return items[min(int(pick * len(items)), len(items) - 1)]
+
+    # -- acting
+
+    async def apply(self, intent: Intent) -> None:
+        kind = intent.kind
+        patch: dict[str, Any]
+        if kind == "scale":
+            replicas = int(intent.value)
+            await self.tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", str(replicas))
+            self.desired = replicas
+            self.desired_history.append((time.monotonic() - self.observer.started, replicas))
+            self.record(kind, f"replicas {replicas}")
+        elif kind == "scale-even":
+            replicas = int(intent.value)
+            try:
+                await self.tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", str(replicas))
+            except KubectlError:
+                self.record(kind, f"replicas {replicas} refused by the webhook")
+                return
+            stored = (await self.tour.controlplane())["spec"]["replicas"]
+            if stored % 2 == 0:
+                self.result.violations.append(f"replicas {replicas} was accepted and stored")
+            self.record(kind, f"replicas {replicas} answered without error; stored {stored}")
+        elif kind == "template":
+            revision = f"r{int(intent.pick * 1e6)}"
+            patch = {"spec": {"template": {"spec": {"providerSpec": {"value": {"revision": revision}}}}}}
+            await self.tour.kubectl(
+                "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(patch)
+            )
+            self.record(kind, f"revision {revision}")
+        elif kind == "rollout-after":
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            patch = {"spec": {"rolloutAfter": now}}
+            await self.tour.kubectl(
+                "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(patch)
+            )
+            self.record(kind, now)
+        elif kind == "delete-machine":
+            machines = self.machines()
+            if not machines:
+                return self.record(kind, "skipped: no Machine")
+            victim = self.choose(machines, intent.pick).name
+            await self.tour.kubectl("delete", "machine", victim, "--wait=false")
+            self.record(kind, victim)
+        elif kind == "toggle-ondelete":
+            self.on_delete = not self.on_delete
+            strategy = "OnDelete" if self.on_delete else "RollingUpdate"
+            patch = {"spec": {"strategy": {"type": strategy}}}
+            await self.tour.kubectl(
+                "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(patch)
+            )
+            self.record(kind, strategy)
+        elif kind in MEMBER_FAULTS:
+            await self.member_fault(intent)
+        elif kind == "kill-operator":
+            await self.kill_operator(intent)
+        elif kind == "kill-provider":
+            await self.kill_provider(intent)
+
+    async def member_fault(self, intent: Intent) -> None:
+        voters = [m for m in self.machines() if m.etcd_role == "voter" and m.name not in self.paused]
+        if self.budget() < 1 or not voters:
+            return self.record(intent.kind, f"skipped: fault budget {self.budget()}")
+        victim = self.choose(voters, intent.pick).name
+        self.result.faults[intent.kind] += 1
+        if intent.kind == "kill-annotation":
+            await self.tour.kubectl("annotate", "--overwrite", "machine", victim, f"{FAULT_ANNOTATION}=kill")
+        elif intent.kind == "kill-signal":
+            process = member_process(self.world.state_dir, victim)
+            if process is None:
+                return self.record(intent.kind, f"skipped: no process of {victim}")
+            process.signal(signal.SIGKILL)
+        elif intent.kind == "pause":
+            process = member_process(self.world.state_dir, victim)
+            if process is None:
+                return self.record(intent.kind, f"skipped: no process of {victim}")
+            process.signal(signal.SIGSTOP)
+            self.paused[victim] = process
+            self.later(intent.value, self.resume(victim))
+        elif intent.kind == "notready":
+            await self.tour.kubectl(
+                "annotate", "--overwrite", "machine", victim, f"{FAULT_ANNOTATION}=notready"
+            )
+            self.notready.add(victim)
+            self.later(intent.value, self.ready_again(victim))
+        self.record(
+            intent.kind, f"{victim} for {intent.value}s" if intent.kind in ("pause", "notready") else victim
+        )
+
+    def later(self, delay: float, action: Any) -> None:
+        async def run() -> None:
+            await asyncio.sleep(delay)  # allow-sleep: how long the fault lasts
+            await action
+
+        task = asyncio.create_task(run())
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def resume(self, name: str) -> None:
+        process = self.paused.pop(name, None)
+        if process is not None:
+            process.signal(signal.SIGCONT)
+
+    async def ready_again(self, name: str) -> None:
+        self.notready.discard(name)
+        with contextlib.suppress(KubectlError):
+            await self.tour.kubectl("annotate", "machine", name, f"{FAULT_ANNOTATION}-")
+
+    async def kill_operator(self, intent: Intent) -> None:
+        leader = await leading_operator(self.world)
+        if leader is None:
+            return self.record(intent.kind, "skipped: no replica leads")
+        child = self.world.child(self.world.operator_name(leader))
+        if child.process is None or child.process.returncode is not None:
+            return self.record(intent.kind, "skipped: the leader is not running")
+        os.killpg(child.process.pid, signal.SIGKILL)
+        await child.process.wait()
+        self.result.faults[intent.kind] += 1
+        self.record(intent.kind, f"{child.name} (leader) killed; restarted after {intent.value}s")
+        self.later(intent.value, self.world.start_operator(leader))
+
+    async def kill_provider(self, intent: Intent) -> None:
+        child = self.world.child("localmachine")
+        if child.process is None or child.process.returncode is not None:
+            return self.record(intent.kind, "skipped: the provider is not running")
+        # The process alone: the members it started outlive it, as machines outlive their controller.
+        os.kill(child.process.pid, signal.SIGKILL)
+        await child.process.wait()
+        self.result.faults[intent.kind] += 1
+        self.record(intent.kind, f"provider killed; restarted after {intent.value}s")
+        self.later(intent.value, self.world.start_provider())
+
+    async def clear(self) -> None:
+        """End every fault: resume paused members, Nodes ready again, fault annotations off, every
+        killed process running again."""
+        for task in list(self.pending):
+            with contextlib.suppress(Exception):
+                await task
+        for name in list(self.paused):
+            await self.resume(name)
+        for name in list(self.notready):
+            await self.ready_again(name)
+        for machine in self.machines():
+            with contextlib.suppress(KubectlError):
+                await self.tour.kubectl("annotate", "machine", machine.name, f"{FAULT_ANNOTATION}-")
+        if not self.world.child("localmachine").running:
+            await self.world.start_provider()
+        for index in range(self.world.operators):
+            if not self.world.child(self.world.operator_name(index)).running:
+                await self.world.start_operator(index)
+
+
+def member_process(state_dir: Path, machine: str) -> ProcessIdentity | None:
+    """The live etcd process of ``machine``'s member, from the provider's state files."""
+    for state_file in state_dir.glob(f"*/{machine}/{STATE_FILE}"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            raw = json.loads(state_file.read_text())
+            process = ProcessIdentity(int(raw["pid"]), int(raw["startTime"]))
+            if process.alive():
+                return process
+    return None
+
+
+async def leader_status(port: int) -> bool | None:
+    """What one ``cpo run`` says of its own leadership (None: it did not answer)."""
+    try:
+        timeout = aiohttp.ClientTimeout(total=1.0)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(f"http://127.0.0.1:{port}/metrics") as response,
+        ):
+            text = await response.text()
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("leader_election_master_status{"):
+            return float(line.rsplit(" ", 1)[1]) == 1.0
+    return False
+
+
+async def leading_operator(world: DemoWorld) -> int | None:
+    for index, ports in enumerate(world.operator_ports):
+        if await leader_status(ports.metrics):
+            return index
+    return None
+
+
+class LeaderWatch:
+    """Samples every replica's ``leader_election_master_status``; :meth:`longest_overlap` is the
+    longest stretch in which two replicas both said they lead."""
+
+    def __init__(self, world: DemoWorld) -> None:
+        self.world = world
+        self.samples: list[tuple[float, tuple[bool, ...]]] = []
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LeaderWatch:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            states = await asyncio.gather(*(leader_status(p.metrics) for p in self.world.operator_ports))
+            self.samples.append((time.monotonic(), tuple(bool(s) for s in states)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), LEADER_POLL)
+
+    def longest_overlap(self) -> float:
+        longest, since = 0.0, None
+        for at, states in self.samples:
+            if sum(states) > 1:
+                since = at if since is None else since
+                longest = max(longest, at - since)
+            else:
+                since = None
+        return longest
+
+    def leaders_seen(self) -> int:
+        return sum(1 for _, states in self.samples if any(states))
+
+
+async def hooks_left_without_member(client: Client, sample: Sample) -> list[str]:
+    """Machines not being deleted whose preDrain hook stays though no member belongs to them."""
+    listed = await client.list("machine.openshift.io/v1beta1", "Machine", namespace=NAMESPACE)
+    with_member = {m.name for m in sample.machines if m.etcd_role != "-"}
+    stuck = []
+    for machine in listed.get("items") or ():
+        meta = machine["metadata"]
+        hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
+        has_hook = any(h.get("name") == HOOK_NAME for h in hooks)
+        if has_hook and not meta.get("deletionTimestamp") and meta["name"] not in with_member:
+            stuck.append(meta["name"])
+    return stuck
+
+
+async def converge(tour: Tour, client: Client, observer: Observer, desired: int) -> float | None:
+    """Seconds until the world settles at ``desired`` (see the module docstring), None past the bound."""
+    began = time.monotonic()
+    check = settled(desired)
+    while time.monotonic() - began < CONVERGE_TIMEOUT:
+        sample = observer.latest
+        if sample is not None:
+            with contextlib.suppress(KubectlError):
+                controlplane = await tour.controlplane()
+                if check(sample, controlplane) and not await hooks_left_without_member(client, sample):
+                    return time.monotonic() - began
+        await asyncio.sleep(0.25)  # allow-sleep: the poll period of a deadline loop
+    return None
+
+
+def timeline_violations(samples: Sequence[Sample], desired_history: Sequence[tuple[float, int]]) -> list[str]:
+    """Voters rising above desired + 1, or by two at once, in the observer's samples."""
+    found: list[str] = []
+
+    def desired_at(at: float) -> int:
+        value = desired_history[0][1]
+        for since, replicas in desired_history:
+            if since <= at:
+                value = replicas
+        return value
+
+    for before, after in itertools.pairwise(samples):
+        if after.voters > before.voters:
+            if after.voters - before.voters >= 2:
+                found.append(
+                    f"t={after.at:.1f}s voters {before.voters} → {after.voters}: two promoted together"
+                )
+            limit = desired_at(after.at) + 1
+            if after.voters > limit:
+                found.append(f"t={after.at:.1f}s voters rose to {after.voters}, above desired + 1 = {limit}")
+    return found
+
+
+async def one_run(seed: int, duration: float, out: Path) -> RunResult:
+    result = RunResult(seed)
+    directory = Path(tempfile.mkdtemp(prefix=f"cpo-chaos-{seed}-"))
+    world = DemoWorld(directory, namespace=NAMESPACE, operators=2)
+    intents = plan(seed, duration)
+    observer: Observer | None = None
+    injector: Injector | None = None
+    try:
+        await world.start()
+        async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
+            observer = Observer(client, NAMESPACE, controlplane=CONTROLPLANE)
+            writer = EtcdWriter(observer.endpoints, prefix="/cpo-chaos/w/")
+            observer.writes_acknowledged = lambda: len(writer.stats.acknowledged)
+            tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=3, fast=True, step_budget=180)
+            async with observer, writer, LeaderWatch(world) as leaders:
+                await tour.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(tour.manifest()))
+                await tour.wait_for("3 voters", settled(3))
+                injector = Injector(world, tour, observer, result)
+                await injector.run(intents)
+                await injector.clear()
+                settle = await converge(tour, client, observer, injector.desired)
+                result.converged = settle is not None
+                result.convergence_seconds = settle
+                if not result.converged and observer.latest is not None:
+                    controlplane = await tour.controlplane()
+                    result.violations.append(
+                        f"not converged in {CONVERGE_TIMEOUT:g}s: {describe(observer.latest, controlplane)}"
+                    )
+                await writer.stop()
+                verification = await writer.verify(observer.endpoints())
+            result.acknowledged_writes = verification.acknowledged
+            result.lost_writes = len(verification.lost)
+            if verification.lost:
+                result.violations.append(f"acknowledged writes lost: {verification.lost[:5]}")
+            overlap = leaders.longest_overlap()
+            if overlap > RENEW_DEADLINE:
+                result.violations.append(f"two cpo run led together for {overlap:.1f}s")
+            monitor = observer.monitor
+            assert monitor is not None
+            losses = quorum_losses(monitor.samples)
+            result.quorum_losses = len(losses)
+            for start, end in losses:
+                last = monitor.samples[min(end, len(monitor.samples) - 1)]
+                result.violations.append(
+                    f"quorum lost from t={monitor.samples[start].at:.1f}s to t={last.at:.1f}s"
+                )
+            result.violations.extend(timeline_violations(observer.samples, injector.desired_history))
+            result.peak_voters = max((s.voters for s in observer.samples), default=0)
+            result.peak_machines = max((len(s.machines) for s in observer.samples), default=0)
+    except Exception as err:  # a run that could not finish is a failed run, with its reason
+        result.error = f"{type(err).__name__}: {err}"
+    finally:
+        await world.stop()
+        left = [p.pid for p in recorded_processes(world.state_dir)]
+        left += [c.process.pid for c in world.children if c.running and c.process is not None]
+        if left:
+            result.violations.append(f"processes left running: {left}")
+    result.ok = not result.violations and result.error is None and result.converged
+    if not result.ok:
+        keep_evidence(result, intents, observer, world, out)
+    shutil.rmtree(directory, ignore_errors=True)
+    return result
+
+
+def keep_evidence(
+    result: RunResult, intents: Sequence[Intent], observer: Observer | None, world: DemoWorld, out: Path
+) -> None:
+    """The failing run's schedule, what was applied, its timeline (JSON + PNG) and the logs."""
+    target = out / f"seed-{result.seed}"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "schedule.json").write_text(
+        json.dumps({"seed": result.seed, "intents": [asdict(i) for i in intents], "applied": result.applied,
+                    "violations": result.violations, "error": result.error}, indent=1) + "\n"
+    )  # fmt: skip
+    if observer is not None and observer.monitor is not None:
+        report = build_report(
+            samples=observer.samples, quorum_samples=observer.monitor.samples, steps=[], stats=WriterStats(),
+            verification=None, started=observer.started, desired={}, files={},
+        )  # fmt: skip
+        write_json(report, target / "timeline.json")
+        with contextlib.suppress(Exception):
+            plot_timeline(report, target / "timeline.png")
+    shutil.copytree(world.directory / "logs", target / "logs", dirs_exist_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------- campaign
+
+
+def summary(results: Sequence[RunResult]) -> str:
+    settles = sorted(r.convergence_seconds for r in results if r.convergence_seconds is not None)
+
+    def quantile(q: float) -> str:
+        return f"{settles[min(int(q * len(settles)), len(settles) - 1)]:.1f}s" if settles else "-"
+
+    faults: Counter[str] = Counter()
+    for result in results:
+        faults.update(result.faults)
+    rows = [
+        ("runs", str(len(results))),
+        ("failed runs", str(sum(not r.ok for r in results))),
+        ("quorum losses", str(sum(r.quorum_losses for r in results))),
+        ("lost acknowledged writes", str(sum(r.lost_writes for r in results))),
+        ("acknowledged writes", str(sum(r.acknowledged_writes for r in results))),
+        ("runs that did not converge", str(sum(not r.converged for r in results))),
+        (
+            "convergence p50 / p99 / max",
+            f"{quantile(0.5)} / {quantile(0.99)} / {settles[-1] if settles else 0:.1f}s",
+        ),
+        ("peak voters", str(max((r.peak_voters for r in results), default=0))),
+        ("peak Machines", str(max((r.peak_machines for r in results), default=0))),
+        ("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"),
+    ]
+    if settles:
+        rows.append(("convergence mean", f"{statistics.mean(settles):.1f}s"))
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"| {name:<{width}} | {value} |" for name, value in rows)
+
+
+async def campaign(runs: int, seed: int, duration: float, jobs: int, out: Path) -> list[RunResult]:
+    limit = asyncio.Semaphore(jobs)
+    results: list[RunResult] = []
+
+    async def one(run_seed: int) -> None:
+        async with limit:
+            result = await one_run(run_seed, duration, out)
+        results.append(result)
+        print(result.line(), flush=True)
+
+    await asyncio.gather(*(one(seed + index) for index in range(runs)))
+    return sorted(results, key=lambda r: r.seed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the first run; run i uses seed + i")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of schedule per run")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
+    parser.add_argument("--out", type=Path, default=Path("chaos-out"), help="evidence of failing runs")
+    parser.add_argument("--json", type=Path, help="write every run's result here")
+    args = parser.parse_args(argv)
+    began = time.monotonic()
+    results = asyncio.run(campaign(args.runs, args.seed, args.duration, args.jobs, args.out))
+    print(summary(results))
+    print(f"wall time {time.monotonic() - began:.0f}s")
+    if args.json:
+        args.json.write_text(
+            json.dumps([{**asdict(r), "faults": dict(r.faults)} for r in results], indent=1) + "\n"
+        )
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
