@@ -194,6 +194,8 @@ class Injector:
                 await self.apply(intent)
             except KubectlError as err:
                 self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
+            except Exception as err:  # the injector's own failure: said, and the schedule goes on
+                self.record(intent.kind, f"not applied: {type(err).__name__}: {err}")
         if self.pending:
             await asyncio.gather(*self.pending, return_exceptions=True)
 
@@ -370,7 +372,7 @@ class Injector:
 def member_process(state_dir: Path, machine: str) -> ProcessIdentity | None:
     """The live etcd process of ``machine``'s member, from the provider's state files."""
     for state_file in state_dir.glob(f"*/{machine}/{STATE_FILE}"):
-        with contextlib.suppress(OSError, ValueError, KeyError):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             raw = json.loads(state_file.read_text())
             process = ProcessIdentity(int(raw["pid"]), int(raw["startTime"]))
             if process.alive():
@@ -519,6 +521,10 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
                 result.convergence_seconds = settle
                 if not result.converged and observer.latest is not None:
                     controlplane = await tour.controlplane()
+                    snapshot = await tour.kubectl(
+                        "get", "controlplanes,machines,machinehealthchecks", "-o", "yaml"
+                    )
+                    (world.directory / "logs" / "objects.yaml").write_text(snapshot)
                     result.violations.append(
                         f"not converged in {CONVERGE_TIMEOUT:g}s: {describe(observer.latest, controlplane)}"
                     )

@@ -650,7 +650,7 @@ def remediation_decision(
         return RemediationDecision(
             False, "WaitingForDeletion", f"Machine(s) {', '.join(deleting)} being deleted; remediation waits"
         )
-    provisioning = sorted(m.name for m in others if not m.ready and not m.unhealthy)
+    provisioning = sorted(m.name for m in others if not m.deleting and not m.ready and not m.unhealthy)
     if provisioning:
         return RemediationDecision(
             False,

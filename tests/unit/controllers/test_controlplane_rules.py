@@ -392,6 +392,8 @@ SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
         # A deleting Machine whose healthy voter the hook holds until its replacement votes: that
         # replacement cannot join while SICK fails the preflight, so waiting would be for ever.
         ([SICK, m("m2"), m("m3", deleting=True)], {}, True, "Remediating"),
+        # ... also once its provider has stopped calling it Running: deleting is not provisioning.
+        ([SICK, m("m2"), m("m3", deleting=True, phase="Deleting")], {}, True, "Remediating"),
         (
             [SICK, m("m2"), m("m3", phase="Provisioning", node_ready=False)],
             {},
