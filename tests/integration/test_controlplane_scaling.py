@@ -303,6 +303,60 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
             await monitor.__aexit__(None, None, None)
 
 
+async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_the_hook(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """Found by the chaos campaign (bench/chaos.py, seed 3): one member dead, then a user deletes
+    another Machine. Its healthy voter is held by the hook until a replacement votes, and no
+    replacement can join while the dead voter fails the preflight (etcd itself refuses a new member
+    while a voter is unreachable). Remediation must not wait for that deletion: it removes the dead
+    Machine first, and both are replaced, one at a time, without losing quorum. Five replicas, so
+    that the owned MachineHealthCheck (maxUnhealthy 2) counts the deleting Machine and the dead one
+    without short-circuiting."""
+    name = f"cp{secrets.token_hex(3)}"
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
+        await kube.create(
+            controlplane(
+                name,
+                namespace,
+                replicas=5,
+                domains=["zone-a", "zone-b", "zone-c"],
+                healthCheck=SECONDS_HEALTH_CHECK,
+            )
+        )
+        monitor = QuorumMonitor([await first_client_url(kube, namespace)])
+        await monitor.__aenter__()
+        try:
+            await settled(kube, name, namespace, 5, within=150)
+            since = monitor.mark()
+            first, victim = [m["metadata"]["name"] for m in await machines_of(kube, namespace)][:2]
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                victim,
+                {"metadata": {"annotations": {FAULT_ANNOTATION: "kill"}}},
+                namespace,
+            )
+
+            async def member_dead() -> bool:
+                return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 4
+
+            # Deleted before the health check marks the victim (seconds later), so that its
+            # remediation has to decide with that deletion held by the hook.
+            await eventually(member_dead, within=15, what=f"{victim}'s member dead")
+            await kube.delete(API_VERSION, "Machine", first, namespace)
+
+            cp = await settled(kube, name, namespace, 5, within=150)
+            names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+            assert first not in names and victim not in names
+            assert cp["status"]["lastRemediation"]["machine"] == victim
+            assert monitor.peak("voters", since=since) <= 6
+            monitor.assert_never_lost_quorum()
+        finally:
+            await monitor.__aexit__(None, None, None)
+
+
 async def test_an_added_failure_domain_is_rebalanced_through_a_replacement(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
