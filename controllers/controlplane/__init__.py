@@ -17,7 +17,9 @@ What it does, in order, on every reconcile
 3. **Remediates** a Machine the health check marked (``HealthCheckSucceeded=False`` and
    ``OwnerRemediated=False``) when KubeadmControlPlane's safety rules allow it: at least 2
    Machines (or the control plane not initialised yet), the previous remediation finished,
-   nothing provisioning or being deleted, and a quorum of healthy voters left without its member.
+   nothing provisioning or being deleted (a deletion the etcd-quorum hook holds on a healthy
+   voter does not count: it waits for a replacement, which the remediation is what unblocks), and
+   a quorum of healthy voters left without its member.
    Within ``remediation.minHealthyPeriod`` (1h) of the previous remediation it is a retry: it waits
    ``retryPeriod`` and stops after ``maxRetry`` (then ``failureReason: MaxRetryReached``). The
    Machine is deleted and its replacement created at once in the same failure domain

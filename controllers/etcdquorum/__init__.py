@@ -68,7 +68,9 @@ A member that can never be replaced (its data is gone, its replacement cannot jo
 Machine's deletion forever. Remove the ``EtcdQuorumOperator`` hook from that deleting Machine by
 hand: the controller never puts it back on a Machine being deleted, says so in a
 ``HookRemovedByOthers`` event, and the Machine is drained and terminated. Its member stays in
-the cluster: remove it with ``etcdctl member remove <id>`` once you are sure.
+the cluster: remove it with ``etcdctl member remove <id>`` once you are sure. (Before removing
+any member the controller reads its Machine from the API server, not from its cache, so a hook
+taken off a moment ago is seen even when the provider has already stopped the member.)
 
 What to watch
 -------------
