@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,7 +63,7 @@ from controllers.etcd.monitor import quorum_losses
 from demo.observer import Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled
-from demo.world import DemoWorld, KubectlError
+from demo.world import ChildProcess, DemoWorld, KubectlError
 from demo.writer import EtcdWriter, WriterStats
 from providers.localmachine.etcd_process import STATE_FILE, ProcessIdentity, recorded_processes
 from runtime.client import Client
@@ -330,24 +330,29 @@ class Injector:
         if leader is None:
             return self.record(intent.kind, "skipped: no replica leads")
         child = self.world.child(self.world.operator_name(leader))
-        if child.process is None or child.process.returncode is not None:
-            return self.record(intent.kind, "skipped: the leader is not running")
-        os.killpg(child.process.pid, signal.SIGKILL)
-        await child.process.wait()
-        self.result.faults[intent.kind] += 1
-        self.record(intent.kind, f"{child.name} (leader) killed; restarted after {intent.value}s")
-        self.later(intent.value, self.world.start_operator(leader))
+        await self.kill_and_restart(intent, child, self.world.start_operator(leader), whole_group=True)
 
     async def kill_provider(self, intent: Intent) -> None:
-        child = self.world.child("localmachine")
-        if child.process is None or child.process.returncode is not None:
-            return self.record(intent.kind, "skipped: the provider is not running")
         # The process alone: the members it started outlive it, as machines outlive their controller.
-        os.kill(child.process.pid, signal.SIGKILL)
+        child = self.world.child("localmachine")
+        await self.kill_and_restart(intent, child, self.world.start_provider(), whole_group=False)
+
+    async def kill_and_restart(
+        self, intent: Intent, child: ChildProcess, restart: Coroutine[Any, Any, Any], *, whole_group: bool
+    ) -> None:
+        """SIGKILL ``child`` (its whole process group, or the process alone) and run ``restart``
+        ``intent.value`` seconds later."""
+        if child.process is None or child.process.returncode is not None:
+            restart.close()
+            return self.record(intent.kind, f"skipped: {child.name} is not running")
+        if whole_group:
+            os.killpg(child.process.pid, signal.SIGKILL)
+        else:
+            os.kill(child.process.pid, signal.SIGKILL)
         await child.process.wait()
         self.result.faults[intent.kind] += 1
-        self.record(intent.kind, f"provider killed; restarted after {intent.value}s")
-        self.later(intent.value, self.world.start_provider())
+        self.record(intent.kind, f"{child.name} killed; restarted after {intent.value}s")
+        self.later(intent.value, restart)
 
     async def clear(self) -> None:
         """End every fault: resume paused members, Nodes ready again, fault annotations off, every

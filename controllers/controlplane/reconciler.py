@@ -426,7 +426,10 @@ class ControlPlaneReconciler:
                     | {i.name for i in facts.infos if not i.deleting and i.running}
                 )
                 failures = rules.preflight(
-                    facts.infos, facts.etcd.facts if facts.etcd is not None else None, hosting_etcd=hosting
+                    facts.infos,
+                    facts.etcd.facts if facts.etcd is not None else None,
+                    hosting_etcd=hosting,
+                    desired=spec.replicas,
                 )
                 if failures:
                     result = self._preflight_failed(cp, key, failures)

@@ -370,7 +370,11 @@ class PreflightFailure:
 
 
 def preflight(
-    machines: Sequence[MachineInfo], etcd: EtcdFacts | None, *, hosting_etcd: Sequence[str]
+    machines: Sequence[MachineInfo],
+    etcd: EtcdFacts | None,
+    *,
+    hosting_etcd: Sequence[str],
+    desired: int | None = None,
 ) -> list[PreflightFailure]:
     """Which checks forbid starting a create or delete now (empty: go ahead).
 
@@ -380,7 +384,11 @@ def preflight(
       belongs to a Machine in ``hosting_etcd`` and every such Machine has a member),
       ``EtcdMemberListsAgree`` (every member reports the same list), ``EtcdNoAlarms``,
       ``EtcdVotersHealthy`` (every voter answers a health read), ``EtcdNoPendingLearner`` (no
-      learner waits for promotion: the previous step is not finished).
+      learner waits for promotion: the previous step is not finished). With ``desired`` (the
+      replica count) a learner counts as pending only while it may still be promoted, that is
+      while the voters are at most ``desired``: the etcd-quorum hook never promotes beyond
+      desired + 1 voters, so after a scale-in below the voters a learner waits for a removal,
+      which only a step of this controller brings.
     """
     failures: list[PreflightFailure] = []
     not_ready = sorted(m.name for m in machines if not m.deleting and not m.ready)
@@ -424,7 +432,8 @@ def preflight(
                 CHECK_ETCD_VOTERS_REACHABLE, f"voter(s) unhealthy: {'; '.join(etcd.unhealthy_voters)}"
             )
         )
-    if etcd.learners:
+    voters = len(etcd.member_names) - len(etcd.learners)
+    if etcd.learners and (desired is None or voters <= desired):
         failures.append(
             PreflightFailure(
                 CHECK_ETCD_NO_PENDING_LEARNER,

@@ -33,7 +33,7 @@ from tests.support.etcdquorum import (
     cp_events_in_order,
     cp_machine,
     etcd_condition,
-    has_event,
+    event_recorded,
     hook_owner,
     machine_timeline,
     quick_options,
@@ -115,16 +115,8 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                     f"{name} promoted before its Machine carried the hook"
                 )
             assert_one_step_at_a_time(monitor)
-            await eventually(
-                lambda: has_event(kube, namespace, "Machine", m1, "LearnerPromoted"),
-                within=10,
-                what="LearnerPromoted" + " event",
-            )
-            await eventually(
-                lambda: has_event(kube, namespace, "ControlPlane", cp_name, "LearnerPromoted"),
-                within=10,
-                what="LearnerPromoted" + " event",
-            )
+            await event_recorded(kube, namespace, "Machine", m1, "LearnerPromoted")
+            await event_recorded(kube, namespace, "ControlPlane", cp_name, "LearnerPromoted")
             # The condition is True while the last learner waits too: wait for the pass that saw
             # the third promotion (the monitor can see it before the controller's next write).
             condition = await eventually(
@@ -165,11 +157,7 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                 ]
 
             await eventually(repaired, within=10, what="hook owner repaired, the other hook kept")
-            await eventually(
-                lambda: has_event(kube, namespace, "Machine", m1, "HookRepaired"),
-                within=10,
-                what="HookRepaired" + " event",
-            )
+            await event_recorded(kube, namespace, "Machine", m1, "HookRepaired")
 
             # --- deleting one of 3 voters with no replacement: member and hook stay, and it says why.
             await kube.delete(API_VERSION, "Machine", m2, namespace)
@@ -188,11 +176,7 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                 )
 
             await holds_for(m2_held, duration=2.5, what=f"{m2}'s member and hook kept")
-            waited = await eventually(
-                lambda: has_event(kube, namespace, "Machine", m2, "HealthyVotersBelowDesired"),
-                within=10,
-                what="a wait event after wait_event_after",
-            )
+            waited = await event_recorded(kube, namespace, "Machine", m2, "HealthyVotersBelowDesired")
             assert "replacement" in waited["message"]
 
             # --- with a replacement: promoted first, then the old member removed, then the hook, then gone.
@@ -211,16 +195,8 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             assert timeline.hook_removed[m2] < timeline.gone[m2]
             assert monitor.low("voters", since=bootstrapped) >= 3
             assert monitor.peak("voters") <= 4
-            await eventually(
-                lambda: has_event(kube, namespace, "Machine", m2, "MemberRemoved"),
-                within=10,
-                what="MemberRemoved" + " event",
-            )
-            await eventually(
-                lambda: has_event(kube, namespace, "Machine", m2, "HookRemoved"),
-                within=10,
-                what="HookRemoved" + " event",
-            )
+            await event_recorded(kube, namespace, "Machine", m2, "MemberRemoved")
+            await event_recorded(kube, namespace, "Machine", m2, "HookRemoved")
 
             # --- the escape hatch: a human takes the hook off a deleting Machine; it is not re-added.
             await kube.delete(API_VERSION, "Machine", m1, namespace)
@@ -231,11 +207,7 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                 API_VERSION, "Machine", m1, {"spec": {"lifecycleHooks": {"preDrain": None}}}, namespace
             )
             await eventually(lambda: _now(m1 in timeline.gone), within=30, what=f"{m1} drained and gone")
-            event = await eventually(
-                lambda: has_event(kube, namespace, "Machine", m1, "HookRemovedByOthers"),
-                within=10,
-                what="the escape hatch is reported",
-            )
+            event = await event_recorded(kube, namespace, "Machine", m1, "HookRemovedByOthers")
             assert "not re-added" in event["message"]
             assert m1 not in timeline.hook_removed or timeline.hook_removed[m1] < timeline.gone[m1]
             # Its member stays listed (a human's job now) and is reported as belonging to no Machine.
@@ -280,11 +252,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             abandoned = added.member.id_hex
             await wait_sample(monitor, lambda s: f"{abandoned}~" in s.machines, 10, "the learner listed")
             await wait_sample(monitor, lambda s: f"{abandoned}~" not in s.machines, 15, "the learner removed")
-            event = await eventually(
-                lambda: has_event(kube, namespace, "ControlPlane", cp_name, "AbandonedLearnerRemoved"),
-                within=10,
-                what="AbandonedLearnerRemoved event",
-            )
+            event = await event_recorded(kube, namespace, "ControlPlane", cp_name, "AbandonedLearnerRemoved")
             assert abandoned in event["message"]
 
             # --- a killed member pending deletion is removed while 2 of 3 stay healthy.
@@ -322,11 +290,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             )
             await kube.delete(API_VERSION, "Machine", m5, namespace)
             await eventually(lambda: _now(m5 in timeline.gone), within=30, what=f"{m5} gone")
-            await eventually(
-                lambda: has_event(kube, namespace, "Machine", m5, "MemberRemoved"),
-                within=10,
-                what="MemberRemoved" + " event",
-            )
+            await event_recorded(kube, namespace, "Machine", m5, "MemberRemoved")
 
             # --- three Machines are deleted; they wait while 5 voters are desired. Then the
             # ControlPlane scales in to 1: removals one at a time, first the one whose zone has

@@ -152,6 +152,19 @@ async def has_event(client: Client, namespace: str, kind: str, name: str, reason
     )
 
 
+async def event_recorded(
+    client: Client, namespace: str, kind: str, name: str, reason: str, *, within: float = 10
+) -> JSON:
+    """The first Event with ``reason`` about the object, waited for: the recorder writes an Event
+    after the change it reports, so a test that saw the change may not see the Event yet."""
+    event: JSON = await eventually(
+        lambda: has_event(client, namespace, kind, name, reason),
+        within=within,
+        what=f"a {reason} event about {kind} {name}",
+    )
+    return event
+
+
 async def cp_events_in_order(client: Client, namespace: str, name: str) -> list[JSON]:
     """The Events about ControlPlane ``name`` in the order they were recorded: an Event is named
     ``<object>.<hex nanoseconds>`` (client-go's naming, kept by the runtime's recorder)."""

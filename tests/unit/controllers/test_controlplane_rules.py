@@ -276,6 +276,18 @@ def test_preflight_names_every_failed_check(
     assert all(f.message for f in failures)
 
 
+def test_a_learner_that_can_never_be_promoted_does_not_hold_the_scale_in() -> None:
+    """Found by the chaos campaign (seed 11): scaled to 1 while a third member joined, 2 voters and
+    a learner; the hook promotes no further (desired + 1 = 2), so only a scale-in step moves on."""
+    machines = [m("m1"), m("m2"), m("m3")]
+    etcd = EtcdFacts(member_names=("m1", "m2", "m3"), learners=("m3",))
+    assert not preflight(machines, etcd, hosting_etcd=["m1", "m2", "m3"], desired=1)
+    # While the learner may still be promoted, the step waits for it.
+    for desired in (2, 3):
+        failures = preflight(machines, etcd, hosting_etcd=["m1", "m2", "m3"], desired=desired)
+        assert [f.check for f in failures] == [CHECK_ETCD_NO_PENDING_LEARNER]
+
+
 # ---------------------------------------------------------------------------------------------- next step
 
 
