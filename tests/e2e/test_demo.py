@@ -67,12 +67,17 @@ def test_the_demo_keeps_quorum_and_every_write_through_the_whole_tour(tmp_path: 
     assert report["writes"]["acknowledged"] > 100 and report["writes"]["lost"] == 0
     step_starts = [(step["started"], step["name"]) for step in report["steps"]]
     desired_at_step_start: dict[str, int] = {}
+    previous_desired: int | None = None
     for point in timeline:
         if point["desired"] is None:
             continue
         current = [name for started, name in step_starts if started <= point["at"]]
         step = current[-1] if current else "bootstrap"
-        desired_at_step_start.setdefault(step, point["desired"])
+        # The count before the step's own change: its first sample may already show the new one.
+        desired_at_step_start.setdefault(
+            step, point["desired"] if previous_desired is None else previous_desired
+        )
+        previous_desired = point["desired"]
         allowed = max(point["desired"], desired_at_step_start[step]) + 1
         assert point["voters"] <= allowed, point
         assert point["machines"] <= allowed, point

@@ -347,9 +347,13 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             await eventually(member_dead, within=15, what=f"{victim}'s member dead")
             await kube.delete(API_VERSION, "Machine", first, namespace)
 
-            cp = await settled(kube, name, namespace, 5, within=150)
-            names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
-            assert first not in names and victim not in names
+            async def both_replaced() -> bool:
+                names = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+                return first not in names and victim not in names
+
+            # The status can still read 5 of 5 from before the kill: wait for the Machines first.
+            await eventually(both_replaced, within=150, what=f"{first} and {victim} gone")
+            cp = await settled(kube, name, namespace, 5, within=90)
             assert cp["status"]["lastRemediation"]["machine"] == victim
             assert monitor.peak("voters", since=since) <= 6
             monitor.assert_never_lost_quorum()

@@ -105,7 +105,10 @@ async def running_controlplane(
     if hooks:
         setup_hooks(manager, quick_options())
     if health_checks:
-        setup_health_checks(manager, MachineHealthCheckOptions())
+        # Several tests of one process run it, each with its own manager.
+        setup_health_checks(
+            manager, MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
+        )
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     try:
