@@ -724,7 +724,7 @@ class ControlPlaneReconciler:
         REPLICAS.labels(label, "current").set(len(infos))
         REPLICAS.labels(label, "updated").set(sum(1 for i in infos if not i.outdated and not i.deleting))
         REPLICAS.labels(label, "ready").set(sum(1 for i in infos if i.ready))
-        REPLICAS.labels(label, "available").set(sum(1 for i in infos if i.available and not i.deleting))
+        REPLICAS.labels(label, "available").set(sum(1 for i in infos if i.available))
 
     def _event(self, cp: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         _log.info(message, controlplane=_label(cp), reason=reason)

@@ -106,8 +106,8 @@ class MachineInfo:
 
     @property
     def available(self) -> bool:
-        """Ready, and its etcd member is a healthy voter."""
-        return self.ready and self.etcd_voter and self.etcd_healthy
+        """Not being deleted, ready, and its etcd member is a healthy voter."""
+        return not self.deleting and self.ready and self.etcd_voter and self.etcd_healthy
 
     @property
     def unhealthy(self) -> bool:
@@ -745,7 +745,7 @@ def compute_status(inputs: StatusInputs) -> JSON:
     active = [m for m in machines if not m.deleting]
     updated = [m for m in active if not m.outdated]
     ready = [m for m in machines if m.ready]
-    available = [m for m in active if m.available]
+    available = [m for m in machines if m.available]
     outdated = [m for m in active if m.outdated]
     failed = sorted(m.name for m in machines if m.failed)
     missing = max(inputs.replicas - len(available), 0)
