@@ -58,14 +58,16 @@ from typing import Any
 
 import aiohttp
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from controllers.etcd.monitor import quorum_losses
+from controllers.etcdquorum.rules import machine_info
 from demo.observer import Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled
 from demo.world import ChildProcess, DemoWorld, KubectlError
 from demo.writer import EtcdWriter, WriterStats
-from providers.localmachine.etcd_process import STATE_FILE, ProcessIdentity, recorded_processes
+from providers.localmachine.etcd_process import ProcessIdentity, recorded_processes
 from runtime.client import Client
 
 NAMESPACE = "chaos"
@@ -74,11 +76,7 @@ CONVERGE_TIMEOUT = 120.0
 RENEW_DEADLINE = 10.0
 """``cpo run``'s leader-election renew deadline: two leaders may overlap at most this long."""
 LEADER_POLL = 0.2
-HOOK_NAME = "EtcdQuorumOperator"
-
-USER_ACTIONS = ("scale", "scale-even", "template", "rollout-after", "delete-machine", "toggle-ondelete")
 MEMBER_FAULTS = ("kill-annotation", "kill-signal", "pause", "notready")
-PROCESS_FAULTS = ("kill-operator", "kill-provider")
 WEIGHTS = {
     "scale": 4,
     "scale-even": 1,
@@ -376,13 +374,7 @@ class Injector:
 
 def member_process(state_dir: Path, machine: str) -> ProcessIdentity | None:
     """The live etcd process of ``machine``'s member, from the provider's state files."""
-    for state_file in state_dir.glob(f"*/{machine}/{STATE_FILE}"):
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            raw = json.loads(state_file.read_text())
-            process = ProcessIdentity(int(raw["pid"]), int(raw["startTime"]))
-            if process.alive():
-                return process
-    return None
+    return next(iter(recorded_processes(state_dir, machine)), None)
 
 
 async def leader_status(port: int) -> bool | None:
@@ -396,9 +388,9 @@ async def leader_status(port: int) -> bool | None:
             text = await response.text()
     except (aiohttp.ClientError, TimeoutError, OSError):
         return None
-    for line in text.splitlines():
-        if line.startswith("leader_election_master_status{"):
-            return float(line.rsplit(" ", 1)[1]) == 1.0
+    for family in text_string_to_metric_families(text):
+        if family.name == "leader_election_master_status":
+            return any(sample.value == 1 for sample in family.samples)
     return False
 
 
@@ -445,22 +437,13 @@ class LeaderWatch:
                 since = None
         return longest
 
-    def leaders_seen(self) -> int:
-        return sum(1 for _, states in self.samples if any(states))
-
 
 async def hooks_left_without_member(client: Client, sample: Sample) -> list[str]:
     """Machines not being deleted whose preDrain hook stays though no member belongs to them."""
     listed = await client.list("machine.openshift.io/v1beta1", "Machine", namespace=NAMESPACE)
     with_member = {m.name for m in sample.machines if m.etcd_role != "-"}
-    stuck = []
-    for machine in listed.get("items") or ():
-        meta = machine["metadata"]
-        hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
-        has_hook = any(h.get("name") == HOOK_NAME for h in hooks)
-        if has_hook and not meta.get("deletionTimestamp") and meta["name"] not in with_member:
-            stuck.append(meta["name"])
-    return stuck
+    infos = [machine_info(machine) for machine in listed.get("items") or ()]
+    return [i.name for i in infos if i.has_hook and not i.deleting and i.name not in with_member]
 
 
 async def converge(tour: Tour, client: Client, observer: Observer, desired: int) -> float | None:

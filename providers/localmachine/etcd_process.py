@@ -187,14 +187,16 @@ def spawned_processes() -> list[ProcessIdentity]:
     return [identity for identity, _ in _SPAWNED.values()]
 
 
-def recorded_processes(state_dir: Path) -> list[ProcessIdentity]:
-    """The live etcd processes the state files under ``state_dir`` (``<cluster>/<member>/``) record.
+def recorded_processes(state_dir: Path, member: str = "*") -> list[ProcessIdentity]:
+    """The live etcd processes the state files under ``state_dir`` (``<cluster>/<member>/``) record;
+    ``member`` narrows them to the members of that name (a Machine's, with the local provider).
 
     Members outlive a provider on purpose; this is how whoever owns a state directory (a test, the
-    demo) finds them to stop them for good.
+    demo, the chaos campaign) finds them to stop them for good, or to signal one behind the
+    provider's back.
     """
     found = []
-    for state_file in sorted(state_dir.glob(f"*/*/{STATE_FILE}")):
+    for state_file in sorted(state_dir.glob(f"*/{member}/{STATE_FILE}")):
         with contextlib.suppress(OSError, ValueError):
             raw = json.loads(state_file.read_text())
             if raw.get("pid") is not None and raw.get("startTime") is not None:
