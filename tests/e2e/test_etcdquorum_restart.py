@@ -29,7 +29,6 @@ from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient
 from controllers.etcd.monitor import QuorumMonitor, QuorumSample
 from controllers.etcdquorum import HOOK_OWNER
-from providers.localmachine import FAULT_ANNOTATION
 from runtime.client import Client
 from runtime.envtest import Environment, write_kubeconfig
 from tests.support.etcdquorum import (
@@ -48,6 +47,7 @@ from tests.support.localmachine import (
     kill_recorded,
     provider_options,
     running_provider,
+    set_fault,
     track_state_dir,
 )
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
@@ -124,13 +124,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 # election (a second or two without answers, not a quorum loss) muddies the record.
                 old, frozen = [n for n in (m0, m1, m2, m3) if n != leader][:2]
                 await kube.delete(API_VERSION, "Machine", old, namespace)
-                await kube.patch(
-                    API_VERSION,
-                    "Machine",
-                    frozen,
-                    {"metadata": {"annotations": {FAULT_ANNOTATION: "stop"}}},
-                    namespace,
-                )
+                await set_fault(kube, frozen, namespace, "stop")
                 await eventually(
                     lambda: _latest(monitor, healthy_voters=3), within=15, what=f"{frozen} stopped"
                 )
@@ -152,13 +146,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 # old member from etcd but cannot take the hook off; it dies right then.
                 proxy.refuse = True
                 proxy.cut()
-                await kube.patch(
-                    API_VERSION,
-                    "Machine",
-                    frozen,
-                    {"metadata": {"annotations": {FAULT_ANNOTATION: None}}},
-                    namespace,
-                )
+                await set_fault(kube, frozen, namespace, None)
                 await eventually(
                     lambda: _gone_from(etcd, old),
                     within=60,

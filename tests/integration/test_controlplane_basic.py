@@ -16,7 +16,7 @@ from api.machine import API_VERSION
 from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
 from controllers.etcd.client import EtcdClient
 from controllers.etcd.monitor import QuorumMonitor
-from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION, FAULT_ANNOTATION
+from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.metrics import generate_latest
@@ -41,6 +41,7 @@ from tests.support.localmachine import (
     machine,
     provider_options,
     ready_condition,
+    set_fault,
 )
 
 pytestmark = pytest.mark.slow
@@ -266,13 +267,7 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
         async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
             (first,) = await machines_of(kube, namespace)
             first_name = first["metadata"]["name"]
-            await kube.patch(
-                API_VERSION,
-                "Machine",
-                first_name,
-                {"metadata": {"annotations": {FAULT_ANNOTATION: "notready"}}},
-                namespace,
-            )
+            await set_fault(kube, first_name, namespace, "notready")
 
             async def not_ready() -> bool:
                 return ready_condition(await get_node(kube, first_name)).get("status") == "False"
@@ -305,13 +300,7 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
                 )
             )
 
-            await kube.patch(
-                API_VERSION,
-                "Machine",
-                first_name,
-                {"metadata": {"annotations": {FAULT_ANNOTATION: None}}},
-                namespace,
-            )
+            await set_fault(kube, first_name, namespace, None)
 
             async def scaled() -> bool:
                 return len(await machines_of(kube, namespace)) == 2

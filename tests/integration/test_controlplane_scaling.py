@@ -20,7 +20,6 @@ from api.machine import (
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
 from controllers.etcd.monitor import QuorumMonitor
 from controllers.machinehealthcheck.controller import EVENT_MACHINE_MARKED
-from providers.localmachine import FAULT_ANNOTATION
 from runtime.client import JSON, Client
 from tests.support.controlplane import (
     MachineCount,
@@ -33,7 +32,7 @@ from tests.support.controlplane import (
     running_controlplane,
     settled,
 )
-from tests.support.localmachine import eventually, holds_for, provider_options
+from tests.support.localmachine import eventually, holds_for, provider_options, set_fault
 
 pytestmark = pytest.mark.slow
 
@@ -264,13 +263,7 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
             since = monitor.mark()
             victim = (await machines_of(kube, namespace))[1]
             victim_name = victim["metadata"]["name"]
-            await kube.patch(
-                API_VERSION,
-                "Machine",
-                victim_name,
-                {"metadata": {"annotations": {FAULT_ANNOTATION: "kill"}}},
-                namespace,
-            )
+            await set_fault(kube, victim_name, namespace, "kill")
 
             async def remediating() -> JSON | None:
                 cp = await get_cp(kube, name, namespace)
@@ -331,13 +324,7 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             await settled(kube, name, namespace, 5, within=150)
             since = monitor.mark()
             first, victim = [m["metadata"]["name"] for m in await machines_of(kube, namespace)][:2]
-            await kube.patch(
-                API_VERSION,
-                "Machine",
-                victim,
-                {"metadata": {"annotations": {FAULT_ANNOTATION: "kill"}}},
-                namespace,
-            )
+            await set_fault(kube, victim, namespace, "kill")
 
             async def member_dead() -> bool:
                 return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 4

@@ -20,7 +20,7 @@ from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, MemberAddResult, UnhealthyCluster
 from controllers.etcd.monitor import QuorumMonitor, QuorumSample
 from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
-from providers.localmachine import CONDITION_ETCD_MEMBER, FAULT_ANNOTATION
+from providers.localmachine import CONDITION_ETCD_MEMBER
 from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 from runtime.client import Client
 from runtime.envtest.binaries import free_port
@@ -46,6 +46,7 @@ from tests.support.localmachine import (
     machine_condition,
     provider_options,
     running_provider,
+    set_fault,
 )
 
 pytestmark = pytest.mark.slow
@@ -256,13 +257,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             assert abandoned in event["message"]
 
             # --- a killed member pending deletion is removed while 2 of 3 stay healthy.
-            await kube.patch(
-                API_VERSION,
-                "Machine",
-                m2,
-                {"metadata": {"annotations": {FAULT_ANNOTATION: "kill"}}},
-                namespace,
-            )
+            await set_fault(kube, m2, namespace, "kill")
             await wait_sample(monitor, lambda s: s.healthy_voters == 2, 10, f"{m2} dead")
             await kube.delete(API_VERSION, "Machine", m2, namespace)
             await wait_sample(monitor, lambda s: s.voters == 2 and not has_member(m2)(s), 15, f"{m2} removed")

@@ -21,7 +21,6 @@ from providers.localmachine import (
     ETCD_CLIENT_URL_ANNOTATION,
     ETCD_MEMBER_ID_ANNOTATION,
     ETCD_PEER_URL_ANNOTATION,
-    FAULT_ANNOTATION,
     FINALIZER,
     REASON_WAITING_FOR_LEARNER,
 )
@@ -39,6 +38,7 @@ from tests.support.localmachine import (
     provider_options,
     ready_condition,
     running_provider,
+    set_fault,
 )
 
 pytestmark = pytest.mark.slow
@@ -201,13 +201,7 @@ async def test_promoting_a_learner_that_has_fallen_behind_raises_learner_not_in_
         async with EtcdClient([first["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]]) as etcd:
             learner = next(m for m in await etcd.member_list() if m.name == m1)
             assert learner.is_learner
-            await kube.patch(
-                API_VERSION,
-                "Machine",
-                m1,
-                {"metadata": {"annotations": {FAULT_ANNOTATION: "stop"}}},
-                namespace,
-            )
+            await set_fault(kube, m1, namespace, "stop")
             await eventually(
                 lambda: _ready_is(kube, m1, "Unknown"), within=2 * HEARTBEAT + 1, what="m1 stopped"
             )
@@ -215,9 +209,7 @@ async def test_promoting_a_learner_that_has_fallen_behind_raises_learner_not_in_
             await _put_keys(etcd.endpoints[0], 200)
             with pytest.raises(LearnerNotInSync):
                 await etcd.promote(learner.id)
-            await kube.patch(
-                API_VERSION, "Machine", m1, {"metadata": {"annotations": {FAULT_ANNOTATION: None}}}, namespace
-            )
+            await set_fault(kube, m1, namespace, None)
             await eventually(lambda: _ready_is(kube, m1, "True"), within=10, what="m1 resumed and Ready")
             members = await promote_when_in_sync(etcd, learner.id)
             assert not any(m.is_learner for m in members)

@@ -32,6 +32,7 @@ from tests.support.localmachine import (
     ready_condition,
     recorded_processes,
     running_provider,
+    set_fault,
 )
 
 pytestmark = pytest.mark.slow
@@ -51,12 +52,6 @@ async def running(kube: Client, name: str, namespace: str) -> bool:
 
 async def ready_is(kube: Client, name: str, status: str) -> bool:
     return ready_condition(await get_node(kube, name)).get("status") == status
-
-
-async def set_fault(kube: Client, name: str, namespace: str, fault: str | None) -> None:
-    await kube.patch(
-        API_VERSION, "Machine", name, {"metadata": {"annotations": {FAULT_ANNOTATION: fault}}}, namespace
-    )
 
 
 async def within_two_heartbeats(kube: Client, name: str, status: str, what: str) -> float:

@@ -39,7 +39,6 @@ from controllers.machinehealthcheck import (
     setup_with_manager,
 )
 from controllers.operator import MACHINE_ROLE_SELECTOR, NODE_ROLE_SELECTOR
-from providers.localmachine import FAULT_ANNOTATION
 from runtime.cache import ByObject, CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
@@ -56,6 +55,7 @@ from tests.support.localmachine import (
     provider_options,
     ready_condition,
     running_provider,
+    set_fault,
 )
 
 pytestmark = pytest.mark.slow
@@ -161,12 +161,6 @@ async def start_machines(client: Client, namespace: str, *objs: JSON) -> None:
         await eventually(
             lambda name=name: _node_ready(client, name, "True"), within=WITHIN, what=f"{name} Ready"
         )
-
-
-async def set_fault(client: Client, name: str, namespace: str, fault: str | None) -> None:
-    await client.patch(
-        API_VERSION, "Machine", name, {"metadata": {"annotations": {FAULT_ANNOTATION: fault}}}, namespace
-    )
 
 
 async def set_paused(client: Client, name: str, namespace: str, paused: bool) -> None:

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from api.machine import API_VERSION
-from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions, setup_with_manager
+from providers.localmachine import (
+    FAULT_ANNOTATION,
+    PROVIDER_SPEC_KIND,
+    LocalMachineOptions,
+    setup_with_manager,
+)
 from providers.localmachine.etcd_process import EtcdProcessOptions, ProcessIdentity, recorded_processes
 from runtime.cache import CacheOptions
 from runtime.client import Client
@@ -182,3 +187,10 @@ async def running_provider(
     finally:
         stop.set()
         await task
+
+
+async def set_fault(client: Client, name: str, namespace: str, fault: str | None) -> None:
+    """Set the local provider's fault annotation on Machine ``name`` (``None`` clears it)."""
+    await client.patch(
+        API_VERSION, "Machine", name, {"metadata": {"annotations": {FAULT_ANNOTATION: fault}}}, namespace
+    )
