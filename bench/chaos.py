@@ -21,6 +21,9 @@ operator's own claims:
 * quorum is never lost (a stretch without a healthy quorum longer than an etcd election);
 * voters never rise above the desired count + 1;
 * two learners are never promoted together (voters never rise by 2 between two samples);
+* a healthy voter is never removed while every voter is healthy and fewer than the desired
+  count would be left (a replacement votes first: the fault tolerance the user asked for is
+  lowered only by failures, never by the operator);
 * two ``cpo run`` never lead together for longer than the renew deadline (each replica's
   ``leader_election_master_status`` is sampled every 200 ms);
 * after the schedule, with every fault cleared, the world converges within
@@ -60,7 +63,7 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from controllers.etcd.monitor import quorum_losses
+from controllers.etcd.monitor import QuorumSample, quorum_losses
 from controllers.etcdquorum.rules import machine_info
 from demo.observer import Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
@@ -484,6 +487,37 @@ def timeline_violations(samples: Sequence[Sample], desired_history: Sequence[tup
     return found
 
 
+def healthy_voter_removals(
+    samples: Sequence[QuorumSample], desired_history: Sequence[tuple[float, int]]
+) -> list[str]:
+    """A voter removed while every voter was healthy and the voters left are fewer than desired,
+    in the quorum monitor's samples: the cluster's fault tolerance lowered by the operator, not by
+    a failure (a replacement must vote first). A scale-in recorded up to a second after the
+    removal counts as its cause (the injector records it when kubectl returns)."""
+    found: list[str] = []
+
+    def desired_at(at: float) -> int:
+        return min(
+            next((r for since, r in reversed(desired_history) if since <= moment), desired_history[0][1])
+            for moment in (at, at + 1.0)
+        )
+
+    readable = [s for s in samples if s.error is None]
+    for before, after in itertools.pairwise(readable):
+        voters_before = {name for name in before.machines if not name.endswith("~")}
+        members_after = {name.removesuffix("~") for name in after.machines}
+        removed = sorted(voters_before - members_after)
+        if not removed or before.healthy_voters < before.voters:
+            continue
+        desired = desired_at(after.at)
+        if before.voters - len(removed) < desired:
+            found.append(
+                f"t={after.at:.1f}s healthy voter(s) {', '.join(removed)} removed while all "
+                f"{before.voters} voters were healthy: {before.voters - len(removed)} left, desired {desired}"
+            )
+    return found
+
+
 async def one_run(seed: int, duration: float, out: Path) -> RunResult:
     result = RunResult(seed)
     directory = Path(tempfile.mkdtemp(prefix=f"cpo-chaos-{seed}-"))
@@ -535,6 +569,7 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
                     f"quorum lost from t={monitor.samples[start].at:.1f}s to t={last.at:.1f}s"
                 )
             result.violations.extend(timeline_violations(observer.samples, injector.desired_history))
+            result.violations.extend(healthy_voter_removals(monitor.samples, injector.desired_history))
             result.peak_voters = max((s.voters for s in observer.samples), default=0)
             result.peak_machines = max((len(s.machines) for s in observer.samples), default=0)
     except Exception as err:  # a run that could not finish is a failed run, with its reason

@@ -1,0 +1,86 @@
+"""The chaos campaign's timeline checks (``bench.chaos``) on made-up timelines: each flags what it
+must and nothing a correct operator does (a scale-in, a dead member's removal, a replacement)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.chaos import healthy_voter_removals, plan, timeline_violations
+from bench.mutation import MUTATIONS
+from controllers.etcd.monitor import QuorumSample
+from demo.observer import Sample
+
+REPO = Path(__file__).resolve().parents[2]
+DESIRED_3 = [(0.0, 3)]
+
+
+def members(
+    at: float, names: list[str], healthy: int | None = None, error: str | None = None
+) -> QuorumSample:
+    """A monitor sample: ``names`` are the members (a ``~`` marks a learner); every voter healthy
+    unless ``healthy`` says how many are."""
+    voters = sum(not n.endswith("~") for n in names)
+    healthy = voters if healthy is None else healthy
+    return QuorumSample(
+        at, voters, len(names) - voters, healthy, names[0] if names else None, healthy > voters // 2,
+        tuple(sorted(names)), error,
+    )  # fmt: skip
+
+
+def voters(at: float, count: int) -> Sample:
+    return Sample(at, (), count, 0, count, True, 0, desired=None)
+
+
+def test_a_healthy_voter_removed_below_desired_is_flagged() -> None:
+    timeline = [members(1.0, ["a", "b", "c"]), members(1.1, ["a", "b"])]
+    [found] = healthy_voter_removals(timeline, DESIRED_3)
+    assert "c removed while all 3 voters were healthy: 2 left, desired 3" in found
+
+
+def test_the_check_reads_across_an_unreadable_sample() -> None:
+    timeline = [members(1.0, ["a", "b", "c"]), members(1.1, [], error="timeout"), members(1.2, ["a", "b"])]
+    assert len(healthy_voter_removals(timeline, DESIRED_3)) == 1
+
+
+def test_what_a_correct_operator_does_is_not_flagged() -> None:
+    replacement = [
+        members(1.0, ["a", "b", "c", "d~"]),
+        members(2.0, ["a", "b", "c", "d"]),
+        members(3.0, ["a", "b", "d"]),
+    ]
+    dead_member_removed = [members(1.0, ["a", "b", "c"], healthy=2), members(1.1, ["a", "b"])]
+    learner_removed = [members(1.0, ["a", "b", "c", "d~"]), members(1.1, ["a", "b", "c"])]
+    # The injector records a scale-in when kubectl returns, which may be just after the removal.
+    scale_in = [members(5.0, ["a", "b", "c"]), members(5.1, ["a", "b"])]
+    assert healthy_voter_removals(replacement, DESIRED_3) == []
+    assert healthy_voter_removals(dead_member_removed, DESIRED_3) == []
+    assert healthy_voter_removals(learner_removed, DESIRED_3) == []
+    assert healthy_voter_removals(scale_in, [(0.0, 3), (5.8, 1)]) == []
+    assert len(healthy_voter_removals(scale_in, [(0.0, 3), (6.5, 1)])) == 1
+
+
+def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -> None:
+    assert timeline_violations([voters(1.0, 3), voters(1.1, 4)], DESIRED_3) == []
+    [above] = timeline_violations([voters(1.0, 4), voters(1.1, 5)], DESIRED_3)
+    assert "above desired + 1 = 4" in above
+    [both] = timeline_violations([voters(1.0, 3), voters(1.1, 5)], [(0.0, 5)])
+    assert "two promoted together" in both
+    assert timeline_violations([voters(1.0, 3), voters(1.1, 4)], [(0.0, 1), (0.5, 5)]) == []
+
+
+def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
+    assert plan(7, 60.0) == plan(7, 60.0)
+    assert plan(7, 60.0) != plan(8, 60.0)
+    shorter = plan(7, 30.0)
+    assert shorter == plan(7, 60.0)[: len(shorter)]
+    assert all(intent.at < 30.0 for intent in shorter)
+
+
+def test_every_mutation_of_the_mutation_check_still_finds_its_rule() -> None:
+    """``bench.mutation`` switches rules off by text: a refactored rule must fail here, not
+    leave the mutation check running unmutated code."""
+    for mutation in MUTATIONS:
+        text = (REPO / mutation.path).read_text()
+        for old, new in mutation.changes:
+            assert text.count(old) == 1, (mutation.rule, old)
+            assert old != new
