@@ -21,6 +21,7 @@ operator's own claims:
 * quorum is never lost (a stretch without a healthy quorum longer than an etcd election);
 * voters never rise above the desired count + 1;
 * two learners are never promoted together (voters never rise by 2 between two samples);
+* Machines are added one at a time (never two, not deleting, both not yet Running);
 * a healthy voter is never removed while every voter is healthy and fewer than the desired
   count would be left (a replacement votes first: the fault tolerance the user asked for is
   lowered only by failures, never by the operator);
@@ -487,6 +488,21 @@ def timeline_violations(samples: Sequence[Sample], desired_history: Sequence[tup
     return found
 
 
+def machines_added_together(samples: Sequence[Sample]) -> list[str]:
+    """Two Machines, neither deleting, both not yet Running at once in the observer's samples: the
+    ControlPlane adds one Machine at a time (each new one Running before the next is created)."""
+    found: list[str] = []
+    ever_running: set[str] = set()
+    reported: set[tuple[str, ...]] = set()
+    for sample in samples:
+        ever_running.update(m.name for m in sample.machines if m.phase == "Running")
+        new = tuple(m.name for m in sample.machines if not m.deleting and m.name not in ever_running)
+        if len(new) >= 2 and new not in reported:
+            reported.add(new)
+            found.append(f"t={sample.at:.1f}s Machines {', '.join(new)} added together (none Running yet)")
+    return found
+
+
 def healthy_voter_removals(
     samples: Sequence[QuorumSample], desired_history: Sequence[tuple[float, int]]
 ) -> list[str]:
@@ -570,6 +586,7 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
                 )
             result.violations.extend(timeline_violations(observer.samples, injector.desired_history))
             result.violations.extend(healthy_voter_removals(monitor.samples, injector.desired_history))
+            result.violations.extend(machines_added_together(observer.samples))
             result.peak_voters = max((s.voters for s in observer.samples), default=0)
             result.peak_machines = max((len(s.machines) for s in observer.samples), default=0)
     except Exception as err:  # a run that could not finish is a failed run, with its reason

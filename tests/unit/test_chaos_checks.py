@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.chaos import healthy_voter_removals, plan, timeline_violations
+from bench.chaos import healthy_voter_removals, machines_added_together, plan, timeline_violations
 from bench.mutation import MUTATIONS
 from controllers.etcd.monitor import QuorumSample
-from demo.observer import Sample
+from demo.observer import MachineView, Sample
 
 REPO = Path(__file__).resolve().parents[2]
 DESIRED_3 = [(0.0, 3)]
@@ -66,6 +66,39 @@ def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -
     [both] = timeline_violations([voters(1.0, 3), voters(1.1, 5)], [(0.0, 5)])
     assert "two promoted together" in both
     assert timeline_violations([voters(1.0, 3), voters(1.1, 4)], [(0.0, 1), (0.5, 5)]) == []
+
+
+def world(at: float, *machines: str) -> Sample:
+    """An observer sample of Machines given as ``name:phase`` (``name:phase:deleting`` when deleting)."""
+    views = tuple(
+        MachineView(name, phase, deleting == "deleting", "zone-a", None)
+        for name, phase, deleting in (f"{m}::".split(":")[:3] for m in machines)
+    )
+    return Sample(at, views, 3, 0, 3, True, 0, desired=3)
+
+
+def test_two_machines_added_together_are_flagged_once() -> None:
+    timeline = [
+        world(1.0, "a:Running", "b:Running", "c:Running"),
+        world(2.0, "a:Running", "b:Running", "c:Running", "d:Provisioning"),
+        world(2.1, "a:Running", "b:Running", "c:Running", "d:Provisioned", "e:"),
+        world(2.2, "a:Running", "b:Running", "c:Running", "d:Provisioned", "e:Provisioning"),
+    ]
+    [found] = machines_added_together(timeline)
+    assert "Machines d, e added together" in found
+
+
+def test_one_machine_at_a_time_is_not_flagged() -> None:
+    timeline = [
+        world(1.0, "a:Running", "b:Running", "c:Running"),
+        world(2.0, "a:Running", "b:Running", "c:Running", "d:Provisioning"),
+        world(3.0, "a:Running", "b:Running", "c:Running", "d:Running"),
+        world(4.0, "a:Running:deleting", "b:Running", "c:Running", "d:Running", "e:Provisioning"),
+        # A member restarted after a fault: its Machine was Running before, it is not new.
+        world(5.0, "b:Provisioning", "c:Running", "d:Running", "e:Provisioned"),
+        world(6.0, "b:Running", "c:Running", "d:Running", "e:Running", "f:Provisioning:deleting", "g:"),
+    ]
+    assert machines_added_together(timeline) == []
 
 
 def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
