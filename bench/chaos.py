@@ -22,6 +22,8 @@ operator's own claims:
 * voters never rise above the desired count + 1;
 * two learners are never promoted together (voters never rise by 2 between two samples);
 * Machines are added one at a time (never two, not deleting, both not yet Running);
+* one remediation at a time (the Machine of a new ``status.lastRemediation`` only once the
+  previous one's is gone);
 * a healthy voter is never removed while every voter is healthy and fewer than the desired
   count would be left (a replacement votes first: the fault tolerance the user asked for is
   lowered only by failures, never by the operator);
@@ -503,6 +505,23 @@ def machines_added_together(samples: Sequence[Sample]) -> list[str]:
     return found
 
 
+def remediations_together(samples: Sequence[Sample]) -> list[str]:
+    """Two Machines the ControlPlane remediated (each named by its ``status.lastRemediation`` at
+    some sample) existing at once: a remediation starts only once the previous one's Machine is
+    gone."""
+    found: list[str] = []
+    remediated: set[str] = set()
+    reported: set[tuple[str, ...]] = set()
+    for sample in samples:
+        if sample.last_remediation:
+            remediated.add(sample.last_remediation)
+        present = tuple(m.name for m in sample.machines if m.name in remediated)
+        if len(present) >= 2 and present not in reported:
+            reported.add(present)
+            found.append(f"t={sample.at:.1f}s Machines {', '.join(present)} remediated together")
+    return found
+
+
 def healthy_voter_removals(
     samples: Sequence[QuorumSample], desired_history: Sequence[tuple[float, int]]
 ) -> list[str]:
@@ -587,6 +606,7 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
             result.violations.extend(timeline_violations(observer.samples, injector.desired_history))
             result.violations.extend(healthy_voter_removals(monitor.samples, injector.desired_history))
             result.violations.extend(machines_added_together(observer.samples))
+            result.violations.extend(remediations_together(observer.samples))
             result.peak_voters = max((s.voters for s in observer.samples), default=0)
             result.peak_machines = max((len(s.machines) for s in observer.samples), default=0)
     except Exception as err:  # a run that could not finish is a failed run, with its reason

@@ -51,6 +51,8 @@ class Sample:
     writes_acknowledged: int
     desired: int | None = None
     """The ControlPlane's ``spec.replicas`` at that moment (None before it exists)."""
+    last_remediation: str | None = None
+    """The Machine of the ControlPlane's ``status.lastRemediation`` at that moment, if any."""
 
     @property
     def quorum_margin(self) -> int:
@@ -133,12 +135,15 @@ class Observer:
         if quorum is None:
             return None
         roles = _roles(quorum)
-        desired = None
+        desired = last_remediation = None
         with contextlib.suppress(Exception):
             controlplane = await self.client.get(
                 "controlplane.cpo.dev/v1alpha1", "ControlPlane", self.controlplane, namespace=self.namespace
             )
             desired = int(controlplane["spec"]["replicas"])
+            last_remediation = ((controlplane.get("status") or {}).get("lastRemediation") or {}).get(
+                "machine"
+            )
         return Sample(
             at=time.monotonic() - self.monitor.started_at,
             machines=tuple(
@@ -150,6 +155,7 @@ class Observer:
             has_quorum=quorum.has_quorum,
             writes_acknowledged=self.writes_acknowledged() if self.writes_acknowledged is not None else 0,
             desired=desired,
+            last_remediation=last_remediation,
         )
 
 

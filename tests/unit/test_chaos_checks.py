@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.chaos import healthy_voter_removals, machines_added_together, plan, timeline_violations
+from bench.chaos import (
+    healthy_voter_removals,
+    machines_added_together,
+    plan,
+    remediations_together,
+    timeline_violations,
+)
 from bench.mutation import MUTATIONS
 from controllers.etcd.monitor import QuorumSample
 from demo.observer import MachineView, Sample
@@ -68,13 +74,13 @@ def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -
     assert timeline_violations([voters(1.0, 3), voters(1.1, 4)], [(0.0, 1), (0.5, 5)]) == []
 
 
-def world(at: float, *machines: str) -> Sample:
+def world(at: float, *machines: str, remediated: str | None = None) -> Sample:
     """An observer sample of Machines given as ``name:phase`` (``name:phase:deleting`` when deleting)."""
     views = tuple(
         MachineView(name, phase, deleting == "deleting", "zone-a", None)
         for name, phase, deleting in (f"{m}::".split(":")[:3] for m in machines)
     )
-    return Sample(at, views, 3, 0, 3, True, 0, desired=3)
+    return Sample(at, views, 3, 0, 3, True, 0, desired=3, last_remediation=remediated)
 
 
 def test_two_machines_added_together_are_flagged_once() -> None:
@@ -99,6 +105,22 @@ def test_one_machine_at_a_time_is_not_flagged() -> None:
         world(6.0, "b:Running", "c:Running", "d:Running", "e:Running", "f:Provisioning:deleting", "g:"),
     ]
     assert machines_added_together(timeline) == []
+
+
+def test_a_remediation_before_the_previous_ones_machine_is_gone_is_flagged() -> None:
+    one_after_the_other = [
+        world(1.0, "a:Running", "b:Running", "c:Running"),
+        world(2.0, "a:Running:deleting", "b:Running", "c:Running", remediated="a"),
+        world(3.0, "b:Running", "c:Running", "d:Provisioning", remediated="a"),
+        world(4.0, "b:Running:deleting", "c:Running", "d:Running", remediated="b"),
+    ]
+    assert remediations_together(one_after_the_other) == []
+    overlapping = [
+        world(2.0, "a:Running:deleting", "b:Running", "c:Running", remediated="a"),
+        world(2.5, "a:Running:deleting", "b:Running:deleting", "c:Running", remediated="b"),
+    ]
+    [found] = remediations_together(overlapping)
+    assert "Machines a, b remediated together" in found
 
 
 def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
