@@ -13,7 +13,9 @@ What it does, in order, on every reconcile
 2. Keeps the **MachineHealthCheck** ``<name>-mhc`` (with ``spec.enableAutorepair``, the default):
    the ControlPlane's selector, the unhealthy conditions and node startup timeout of
    ``spec.healthCheck`` (OpenShift's defaults: Ready False or Unknown for 5m0s, 10m), and
-   ``maxUnhealthy`` = (replicas − 1) / 2, updated on every scale. Turning autorepair off deletes it.
+   ``maxUnhealthy`` = (replicas − 1) / 2 plus the Machines being deleted (a deletion is not a
+   failure, though a MachineHealthCheck counts it as not healthy), kept up to date on every pass.
+   Turning autorepair off deletes it.
 3. **Remediates** a Machine the health check marked (``HealthCheckSucceeded=False`` and
    ``OwnerRemediated=False``) when KubeadmControlPlane's safety rules allow it: at least 2
    Machines (or the control plane not initialised yet), the previous remediation finished,

@@ -200,12 +200,17 @@ def machine_name(cp_name: str) -> str:
     return f"{cp_name}-{''.join(secrets.choice(alphabet) for _ in range(5))}"
 
 
-def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec) -> JSON:
+def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, deleting: int = 0) -> JSON:
     """The MachineHealthCheck ``<name>-mhc`` a ControlPlane with enableAutorepair owns.
 
     Same selector; unhealthy conditions and nodeStartupTimeout from ``spec.healthCheck``;
-    maxUnhealthy (replicas − 1) / 2, so the health check never marks more Machines than etcd can
-    lose.
+    maxUnhealthy (replicas − 1) / 2, so the health check never marks more failed Machines than
+    etcd can lose, plus the ``deleting`` Machines. A MachineHealthCheck counts a Machine being
+    deleted as not healthy (as machine-api's does), but a deletion is not a failure: during a
+    replacement the old Machine, whose voter the etcd-quorum hook holds until the new one votes,
+    would otherwise use up a 3-replica control plane's whole budget, and a Machine failing then
+    would never be remediated — while the held deletion waits for a replacement that only that
+    remediation lets join (chaos seed 6).
     """
     health = spec.health_check or HealthCheck()
     metadata = cp["metadata"]
@@ -221,7 +226,7 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec) -> JSON:
             "selector": spec.selector.to_dict(),
             "unhealthyConditions": [c.to_dict() for c in health.unhealthy_conditions],
             "nodeStartupTimeout": health.node_startup_timeout,
-            "maxUnhealthy": (spec.replicas - 1) // 2,
+            "maxUnhealthy": (spec.replicas - 1) // 2 + deleting,
         },
     }
 
@@ -272,7 +277,7 @@ class ControlPlaneReconciler:
         if FINALIZER not in (cp["metadata"].get("finalizers") or ()):
             cp = await self._add_finalizer(cp)
         facts = await self._gather(cp, spec)
-        await self._sync_mhc(cp, spec)
+        await self._sync_mhc(cp, spec, deleting=sum(info.deleting for info in facts.infos))
         return await self._act(facts)
 
     # ------------------------------------------------------------------------------ facts
@@ -565,8 +570,9 @@ class ControlPlaneReconciler:
         OPERATIONS.labels(_label(cp), operation).inc()
         self._event(cp, "Normal", "MachineDeleted" if operation == "delete" else "MachineRemediated", message)
 
-    async def _sync_mhc(self, cp: JSON, spec: ControlPlaneSpec) -> None:
-        """Create, update or delete the owned MachineHealthCheck to match enableAutorepair."""
+    async def _sync_mhc(self, cp: JSON, spec: ControlPlaneSpec, deleting: int) -> None:
+        """Create, update or delete the owned MachineHealthCheck to match enableAutorepair
+        (``deleting``: the owned Machines being deleted, see :func:`desired_mhc`)."""
         namespace, name = cp["metadata"]["namespace"], cp["metadata"]["name"] + MHC_SUFFIX
         try:
             current: JSON | None = await self.cache.get(
@@ -587,7 +593,7 @@ class ControlPlaneReconciler:
                     cp, "Normal", "MachineHealthCheckDeleted", f"Deleted {name}: enableAutorepair is false"
                 )
             return
-        desired = desired_mhc(cp, spec)
+        desired = desired_mhc(cp, spec, deleting)
         if current is None:
             try:
                 await self.client.create(desired)

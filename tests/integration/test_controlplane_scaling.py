@@ -296,16 +296,18 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
             await monitor.__aexit__(None, None, None)
 
 
+@pytest.mark.parametrize("replicas", [3, 5])
 async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_the_hook(
-    kube: Client, namespace: str, provider_state_dir: Path
+    kube: Client, namespace: str, provider_state_dir: Path, replicas: int
 ) -> None:
-    """Found by the chaos campaign (bench/chaos.py, seed 3): one member dead, then a user deletes
-    another Machine. Its healthy voter is held by the hook until a replacement votes, and no
-    replacement can join while the dead voter fails the preflight (etcd itself refuses a new member
-    while a voter is unreachable). Remediation must not wait for that deletion: it removes the dead
-    Machine first, and both are replaced, one at a time, without losing quorum. Five replicas, so
-    that the owned MachineHealthCheck (maxUnhealthy 2) counts the deleting Machine and the dead one
-    without short-circuiting."""
+    """Found by the chaos campaign (bench/chaos.py, seeds 3 and 6): one member dead, then a user
+    deletes another Machine. Its healthy voter is held by the hook until a replacement votes, and
+    no replacement can join while the dead voter fails the preflight (etcd itself refuses a new
+    member while a voter is unreachable). Remediation must not wait for that deletion (seed 3): it
+    removes the dead Machine first, and both are replaced, one at a time, without losing quorum.
+    With 3 replicas the owned MachineHealthCheck must not count the deletion against its
+    maxUnhealthy of 1 (seed 6): the deleting Machine and the dead one would make 2 and
+    short-circuit the remediation for ever."""
     name = f"cp{secrets.token_hex(3)}"
     provider = provider_options(provider_state_dir)
     async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
@@ -313,7 +315,7 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             controlplane(
                 name,
                 namespace,
-                replicas=5,
+                replicas=replicas,
                 domains=["zone-a", "zone-b", "zone-c"],
                 healthCheck=SECONDS_HEALTH_CHECK,
             )
@@ -321,13 +323,13 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
         monitor = QuorumMonitor([await first_client_url(kube, namespace)])
         await monitor.__aenter__()
         try:
-            await settled(kube, name, namespace, 5, within=150)
+            await settled(kube, name, namespace, replicas, within=150)
             since = monitor.mark()
             first, victim = [m["metadata"]["name"] for m in await machines_of(kube, namespace)][:2]
             await set_fault(kube, victim, namespace, "kill")
 
             async def member_dead() -> bool:
-                return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 4
+                return bool(monitor.samples) and monitor.samples[-1].healthy_voters == replicas - 1
 
             # Deleted before the health check marks the victim (seconds later), so that its
             # remediation has to decide with that deletion held by the hook.
@@ -340,9 +342,9 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
 
             # The status can still read 5 of 5 from before the kill: wait for the Machines first.
             await eventually(both_replaced, within=150, what=f"{first} and {victim} gone")
-            cp = await settled(kube, name, namespace, 5, within=90)
+            cp = await settled(kube, name, namespace, replicas, within=90)
             assert cp["status"]["lastRemediation"]["machine"] == victim
-            assert monitor.peak("voters", since=since) <= 6
+            assert monitor.peak("voters", since=since) <= replicas + 1
             monitor.assert_never_lost_quorum()
         finally:
             await monitor.__aexit__(None, None, None)
