@@ -15,8 +15,8 @@ leading ``cpo run`` or the provider SIGKILLed and restarted). The injector keeps
 never itself takes down more members at once than the cluster can lose ((voters − 1) / 2, less the
 members already unhealthy), so a quorum loss is the operator's doing.
 
-What is checked (:func:`verdict`), from the quorum monitor's 100 ms samples and not from the
-operator's own claims:
+What :func:`one_run` checks, from the quorum monitor's and the observer's 100 ms samples and not
+from the operator's own claims:
 
 * quorum is never lost (a stretch without a healthy quorum longer than an etcd election);
 * voters never rise above the desired count + 1;
@@ -29,6 +29,7 @@ operator's own claims:
   lowered only by failures, never by the operator);
 * two ``cpo run`` never lead together for longer than the renew deadline (each replica's
   ``leader_election_master_status`` is sampled every 200 ms);
+* the webhook refuses every even replica count the schedule tries;
 * after the schedule, with every fault cleared, the world converges within
   :data:`CONVERGE_TIMEOUT`: the desired voters, no learner, every Machine Running with a Ready
   Node, the ControlPlane ``Available``, no preDrain hook left on a Machine that is not deleting
@@ -66,6 +67,7 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from api.controlplane import API_VERSION as CP_API_VERSION
 from controllers.etcd.monitor import QuorumSample, quorum_losses
 from controllers.etcdquorum.rules import machine_info
 from demo.observer import Observer, Sample
@@ -75,10 +77,13 @@ from demo.world import ChildProcess, DemoWorld, KubectlError
 from demo.writer import EtcdWriter, WriterStats
 from providers.localmachine.etcd_process import ProcessIdentity, recorded_processes
 from runtime.client import Client
+from runtime.errors import APIError
 
 NAMESPACE = "chaos"
 CONVERGE_TIMEOUT = 120.0
 """Seconds the world may take to settle once the schedule ended and every fault is cleared."""
+BOOTSTRAP_TIMEOUT = 180.0
+"""Seconds the first 3 Machines may take to settle before the schedule starts."""
 RENEW_DEADLINE = 10.0
 """``cpo run``'s leader-election renew deadline: two leaders may overlap at most this long."""
 LEADER_POLL = 0.2
@@ -452,15 +457,21 @@ async def hooks_left_without_member(client: Client, sample: Sample) -> list[str]
     return [i.name for i in infos if i.has_hook and not i.deleting and i.name not in with_member]
 
 
-async def converge(tour: Tour, client: Client, observer: Observer, desired: int) -> float | None:
-    """Seconds until the world settles at ``desired`` (see the module docstring), None past the bound."""
+async def converge(
+    client: Client, observer: Observer, desired: int, within: float = CONVERGE_TIMEOUT
+) -> float | None:
+    """Seconds until the world settles at ``desired`` (see the module docstring), None past
+    ``within``. Reads through the API client, not kubectl: a kubectl process four times a second
+    would cost more CPU than the world it watches."""
     began = time.monotonic()
     check = settled(desired)
-    while time.monotonic() - began < CONVERGE_TIMEOUT:
+    while time.monotonic() - began < within:
         sample = observer.latest
         if sample is not None:
-            with contextlib.suppress(KubectlError):
-                controlplane = await tour.controlplane()
+            with contextlib.suppress(APIError):
+                controlplane = await client.get(
+                    CP_API_VERSION, "ControlPlane", CONTROLPLANE, namespace=NAMESPACE
+                )
                 if check(sample, controlplane) and not await hooks_left_without_member(client, sample):
                     return time.monotonic() - began
         await asyncio.sleep(0.25)  # allow-sleep: the poll period of a deadline loop
@@ -569,11 +580,12 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
             tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=3, fast=True, step_budget=180)
             async with observer, writer, LeaderWatch(world) as leaders:
                 await tour.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(tour.manifest()))
-                await tour.wait_for("3 voters", settled(3))
+                if await converge(client, observer, 3, within=BOOTSTRAP_TIMEOUT) is None:
+                    raise RuntimeError(f"the 3-replica ControlPlane did not settle in {BOOTSTRAP_TIMEOUT:g}s")
                 injector = Injector(world, tour, observer, result)
                 await injector.run(intents)
                 await injector.clear()
-                settle = await converge(tour, client, observer, injector.desired)
+                settle = await converge(client, observer, injector.desired)
                 result.converged = settle is not None
                 result.convergence_seconds = settle
                 if not result.converged and observer.latest is not None:
