@@ -478,24 +478,34 @@ async def converge(
     return None
 
 
+SCALE_GRACE = 2.0
+"""Seconds after a user's scale change during which the previous replica count still bounds the
+voters: a promotion decided on the old count can land just after the change (the operator's
+cache learns of it a moment later, and no write to etcd and the API server is atomic)."""
+
+
+def desired_values(desired_history: Sequence[tuple[float, int]], start: float, end: float) -> list[int]:
+    """Every replica count in effect at some moment of ``[start, end]``."""
+    values = [desired_history[0][1]]
+    for since, replicas in desired_history:
+        if since <= start:
+            values = [replicas]
+        elif since <= end:
+            values.append(replicas)
+    return values
+
+
 def timeline_violations(samples: Sequence[Sample], desired_history: Sequence[tuple[float, int]]) -> list[str]:
-    """Voters rising above desired + 1, or by two at once, in the observer's samples."""
+    """Voters rising above desired + 1 (desired: the largest count in effect within
+    :data:`SCALE_GRACE` before), or by two at once, in the observer's samples."""
     found: list[str] = []
-
-    def desired_at(at: float) -> int:
-        value = desired_history[0][1]
-        for since, replicas in desired_history:
-            if since <= at:
-                value = replicas
-        return value
-
     for before, after in itertools.pairwise(samples):
         if after.voters > before.voters:
             if after.voters - before.voters >= 2:
                 found.append(
                     f"t={after.at:.1f}s voters {before.voters} → {after.voters}: two promoted together"
                 )
-            limit = desired_at(after.at) + 1
+            limit = max(desired_values(desired_history, after.at - SCALE_GRACE, after.at)) + 1
             if after.voters > limit:
                 found.append(f"t={after.at:.1f}s voters rose to {after.voters}, above desired + 1 = {limit}")
     return found
@@ -543,10 +553,7 @@ def healthy_voter_removals(
     found: list[str] = []
 
     def desired_at(at: float) -> int:
-        return min(
-            next((r for since, r in reversed(desired_history) if since <= moment), desired_history[0][1])
-            for moment in (at, at + 1.0)
-        )
+        return min(desired_values(desired_history, at, at + 1.0))
 
     readable = [s for s in samples if s.error is None]
     for before, after in itertools.pairwise(readable):

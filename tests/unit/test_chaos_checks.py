@@ -72,6 +72,10 @@ def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -
     [both] = timeline_violations([voters(1.0, 3), voters(1.1, 5)], [(0.0, 5)])
     assert "two promoted together" in both
     assert timeline_violations([voters(1.0, 3), voters(1.1, 4)], [(0.0, 1), (0.5, 5)]) == []
+    # A promotion decided on 3 replicas can land just after a scale-in to 1 (chaos seed 10).
+    assert timeline_violations([voters(5.0, 3), voters(5.1, 4)], [(0.0, 3), (4.9, 1)]) == []
+    [late] = timeline_violations([voters(9.0, 3), voters(9.1, 4)], [(0.0, 3), (4.9, 1)])
+    assert "above desired + 1 = 2" in late
 
 
 def world(at: float, *machines: str, remediated: str | None = None) -> Sample:
