@@ -13,14 +13,16 @@ What it does, in order, on every reconcile
 2. Keeps the **MachineHealthCheck** ``<name>-mhc`` (with ``spec.enableAutorepair``, the default):
    the ControlPlane's selector, the unhealthy conditions and node startup timeout of
    ``spec.healthCheck`` (OpenShift's defaults: Ready False or Unknown for 5m0s, 10m), and
-   ``maxUnhealthy`` = (replicas − 1) / 2 plus the Machines being deleted (a deletion is not a
-   failure, though a MachineHealthCheck counts it as not healthy), kept up to date on every pass.
+   ``maxUnhealthy`` = (replicas − 1) / 2 plus the Machines being deleted or created (no
+   failures, though a MachineHealthCheck counts them as not healthy), kept up to date on every pass.
    Turning autorepair off deletes it.
 3. **Remediates** a Machine the health check marked (``HealthCheckSucceeded=False`` and
    ``OwnerRemediated=False``) when KubeadmControlPlane's safety rules allow it: at least 2
    Machines (or the control plane not initialised yet), the previous remediation finished,
    nothing provisioning or being deleted (a deletion the etcd-quorum hook holds on a healthy
-   voter does not count: it waits for a replacement, which the remediation is what unblocks), and
+   voter does not count: it waits for a replacement, which the remediation is what unblocks; nor
+   does a Machine with no etcd member yet when the target's member is an unhealthy voter: etcd
+   takes no new member until it is removed), and
    a quorum of healthy voters left without its member.
    Within ``remediation.minHealthyPeriod`` (1h) of the previous remediation it is a retry: it waits
    ``retryPeriod`` and stops after ``maxRetry`` (then ``failureReason: MaxRetryReached``). The

@@ -90,6 +90,8 @@ class MachineInfo:
     """Its etcd member is a voter."""
     etcd_healthy: bool = False
     """Its etcd member answered a health read."""
+    etcd_learner: bool = False
+    """Its etcd member is a learner."""
 
     @property
     def running(self) -> bool:
@@ -113,6 +115,16 @@ class MachineInfo:
     def unhealthy(self) -> bool:
         """Marked by the health check, Failed, or its Node is not Ready once Running."""
         return self.marked_unhealthy or self.failed or (self.running and not self.node_ready)
+
+    @property
+    def has_etcd_member(self) -> bool:
+        return self.etcd_voter or self.etcd_learner
+
+    @property
+    def in_transition(self) -> bool:
+        """Being deleted, or being created (not yet Running with a Ready Node, and not unhealthy):
+        not healthy to a MachineHealthCheck, yet no failure either."""
+        return self.deleting or not (self.ready or self.unhealthy)
 
 
 # ---------------------------------------------------------------------------------------------- ownership
@@ -631,10 +643,12 @@ def remediation_decision(
     Allowed only when: there are at least 2 Machines or the control plane is not initialised yet;
     the previous remediation finished (its Machine is gone); no other Machine is provisioning or
     being deleted (but for one whose member the etcd-quorum hook holds as a healthy voter until
-    its replacement votes); removing ``target``'s member keeps quorum among the healthy voters (stacked
-    etcd, target a voter). A remediation within ``minHealthyPeriod`` (default 1h) of the previous
-    one is a retry: it must wait ``retryPeriod`` after it, and stops after ``maxRetry`` retries
-    (then a human must act); a later one starts a new count.
+    its replacement votes, and, when ``target``'s member is an unhealthy voter, one that has no
+    member yet: etcd takes none while a voter is unhealthy); removing ``target``'s member keeps
+    quorum among the healthy voters (stacked etcd, target a voter). A remediation within
+    ``minHealthyPeriod`` (default 1h) of the previous one is a retry: it must wait
+    ``retryPeriod`` after it, and stops after ``maxRetry`` retries (then a human must act); a
+    later one starts a new count.
     """
     others = [m for m in machines if m.name != target.name]
     if initialized and len(machines) < 2:
@@ -659,7 +673,14 @@ def remediation_decision(
         return RemediationDecision(
             False, "WaitingForDeletion", f"Machine(s) {', '.join(deleting)} being deleted; remediation waits"
         )
-    provisioning = sorted(m.name for m in others if not m.deleting and not m.ready and not m.unhealthy)
+    # A Machine that has no etcd member yet gets none while a voter is unhealthy (etcd refuses
+    # the member add): when ``target`` is that voter, waiting for it would wait for ever.
+    blocks_joins = target.etcd_voter and not target.etcd_healthy
+    provisioning = sorted(
+        m.name
+        for m in others
+        if not m.deleting and not m.ready and not m.unhealthy and (m.has_etcd_member or not blocks_joins)
+    )
     if provisioning:
         return RemediationDecision(
             False,

@@ -38,13 +38,14 @@ def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
     assert desired_mhc(CP, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
 
 
-@pytest.mark.parametrize(("replicas", "deleting", "max_unhealthy"), [(3, 0, 1), (3, 1, 2), (5, 2, 4)])
-def test_a_machine_being_deleted_does_not_use_up_the_mhc_budget(
-    replicas: int, deleting: int, max_unhealthy: int
+@pytest.mark.parametrize(("replicas", "in_transition", "max_unhealthy"), [(3, 0, 1), (3, 1, 2), (5, 2, 4)])
+def test_machines_being_deleted_or_created_do_not_use_up_the_mhc_budget(
+    replicas: int, in_transition: int, max_unhealthy: int
 ) -> None:
-    """Chaos seed 6: the MHC counts a deleting Machine as not healthy; a replacement's held
-    deletion must leave room to remediate a Machine that fails meanwhile."""
-    mhc = desired_mhc(CP, spec_with(replicas=replicas), deleting)
+    """Chaos seeds 6 and 18: the MHC counts a Machine being deleted or created as not healthy; a
+    replacement's held deletion and the new Machine must leave room to remediate a Machine that
+    fails meanwhile."""
+    mhc = desired_mhc(CP, spec_with(replicas=replicas), in_transition)
     assert mhc["spec"]["maxUnhealthy"] == max_unhealthy
 
 

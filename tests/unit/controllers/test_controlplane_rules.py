@@ -412,6 +412,24 @@ SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
             False,
             "WaitingForProvisioning",
         ),
+        # Chaos seed 18: a replacement whose member add etcd refuses while SICK's voter is dead
+        # provisions only once SICK is remediated; one whose member has joined is waited for.
+        (
+            [SICK, m("m2"), m("m3", phase="Provisioning", node_ready=False, etcd_voter=False)],
+            {},
+            True,
+            "Remediating",
+        ),
+        (
+            [
+                SICK,
+                m("m2"),
+                m("m3", phase="Provisioned", node_ready=False, etcd_voter=False, etcd_learner=True),
+            ],
+            {},
+            False,
+            "WaitingForProvisioning",
+        ),
         ([SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)], {}, False, "EtcdQuorumAtRisk"),
         (
             [SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)],
@@ -468,6 +486,33 @@ def test_remediation_decision(
 ) -> None:
     decision = decide(SICK, machines, **kw)
     assert (decision.allowed, decision.reason) == (allowed, reason), decision.message
+
+
+def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block_it() -> None:
+    """Only an unhealthy voter makes etcd refuse new members: a NotReady Node with a healthy
+    member does not, so remediating it waits for a Machine still provisioning."""
+    not_ready = m("sick", marked_unhealthy=True, node_ready=False)
+    new = m("m3", phase="Provisioning", node_ready=False, etcd_voter=False)
+    decision = decide(not_ready, [not_ready, m("m2"), new])
+    assert (decision.allowed, decision.reason) == (False, "WaitingForProvisioning")
+
+
+@pytest.mark.parametrize(
+    ("machine", "in_transition"),
+    [
+        (m("up"), False),
+        (m("going", deleting=True), True),
+        (m("new", phase="Provisioning", node_ready=False, etcd_voter=False), True),
+        (m("joined", phase="Provisioned", node_ready=False, etcd_voter=False, etcd_learner=True), True),
+        (m("down", node_ready=False), False),
+        (m("marked", marked_unhealthy=True, phase="Provisioning", node_ready=False), False),
+        (m("failed", phase="Failed", node_ready=False), False),
+    ],
+)
+def test_machines_being_deleted_or_created_are_in_transition_and_failures_are_not(
+    machine: MachineInfo, in_transition: bool
+) -> None:
+    assert machine.in_transition is in_transition
 
 
 def test_remediation_retry_counts() -> None:
