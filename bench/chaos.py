@@ -6,6 +6,7 @@ replicas with leader election, a continuous etcd writer — driven by a schedule
 seed, then checked::
 
     .venv/bin/python -m bench.chaos --runs 100 --seed 1 [--duration 60] [--jobs 1] [--out chaos-out]
+    .venv/bin/python -m bench.chaos --seeds 6,18     # replay chosen runs
 
 The schedule (:func:`plan`) mixes user actions (scale among 1, 3 and 5; an even count, which the
 webhook must refuse; a template change; ``rolloutAfter``; deleting a Machine; toggling
@@ -697,7 +698,7 @@ def summary(results: Sequence[RunResult]) -> str:
     return "\n".join(f"| {name:<{width}} | {value} |" for name, value in rows)
 
 
-async def campaign(runs: int, seed: int, duration: float, jobs: int, out: Path) -> list[RunResult]:
+async def campaign(seeds: Sequence[int], duration: float, jobs: int, out: Path) -> list[RunResult]:
     limit = asyncio.Semaphore(jobs)
     results: list[RunResult] = []
 
@@ -707,7 +708,7 @@ async def campaign(runs: int, seed: int, duration: float, jobs: int, out: Path) 
         results.append(result)
         print(result.line(), flush=True)
 
-    await asyncio.gather(*(one(seed + index) for index in range(runs)))
+    await asyncio.gather(*(one(seed) for seed in seeds))
     return sorted(results, key=lambda r: r.seed)
 
 
@@ -715,13 +716,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1, help="seed of the first run; run i uses seed + i")
+    parser.add_argument(
+        "--seeds", help="comma-separated seeds to run instead (replaying chosen runs); ignores --runs, --seed"
+    )
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of schedule per run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once")
     parser.add_argument("--out", type=Path, default=Path("chaos-out"), help="evidence of failing runs")
     parser.add_argument("--json", type=Path, help="write every run's result here")
     args = parser.parse_args(argv)
     began = time.monotonic()
-    results = asyncio.run(campaign(args.runs, args.seed, args.duration, args.jobs, args.out))
+    if args.seeds:
+        seeds = [int(seed) for seed in args.seeds.split(",")]
+    else:
+        seeds = [args.seed + index for index in range(args.runs)]
+    results = asyncio.run(campaign(seeds, args.duration, args.jobs, args.out))
     print(summary(results))
     print(f"wall time {time.monotonic() - began:.0f}s")
     if args.json:
