@@ -549,12 +549,13 @@ def healthy_voter_removals(
 ) -> list[str]:
     """A voter removed while every voter was healthy and the voters left are fewer than desired,
     in the quorum monitor's samples: the cluster's fault tolerance lowered by the operator, not by
-    a failure (a replacement must vote first). A scale-in recorded up to a second after the
-    removal counts as its cause (the injector records it when kubectl returns)."""
+    a failure (a replacement must vote first). Desired is the smallest count in effect from
+    :data:`SCALE_GRACE` before the removal (one decided on the old count can land just after a
+    scale-out) to a second after it (the injector records a scale-in when kubectl returns)."""
     found: list[str] = []
 
     def desired_at(at: float) -> int:
-        return min(desired_values(desired_history, at, at + 1.0))
+        return min(desired_values(desired_history, at - SCALE_GRACE, at + 1.0))
 
     readable = [s for s in samples if s.error is None]
     for before, after in itertools.pairwise(readable):
@@ -639,20 +640,26 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
             result.violations.append(f"processes left running: {left}")
     result.ok = not result.violations and result.error is None and result.converged
     if not result.ok:
-        keep_evidence(result, intents, observer, world, out)
+        keep_evidence(result, intents, observer, world, out, injector.desired_history if injector else ())
     shutil.rmtree(directory, ignore_errors=True)
     return result
 
 
 def keep_evidence(
-    result: RunResult, intents: Sequence[Intent], observer: Observer | None, world: DemoWorld, out: Path
+    result: RunResult,
+    intents: Sequence[Intent],
+    observer: Observer | None,
+    world: DemoWorld,
+    out: Path,
+    desired_history: Sequence[tuple[float, int]] = (),
 ) -> None:
     """The failing run's schedule, what was applied, its timeline (JSON + PNG) and the logs."""
     target = out / f"seed-{result.seed}"
     target.mkdir(parents=True, exist_ok=True)
     (target / "schedule.json").write_text(
         json.dumps({"seed": result.seed, "intents": [asdict(i) for i in intents], "applied": result.applied,
-                    "violations": result.violations, "error": result.error}, indent=1) + "\n"
+                    "desired_history": desired_history, "violations": result.violations,
+                    "error": result.error}, indent=1) + "\n"
     )  # fmt: skip
     if observer is not None and observer.monitor is not None:
         report = build_report(

@@ -63,6 +63,9 @@ def test_what_a_correct_operator_does_is_not_flagged() -> None:
     assert healthy_voter_removals(learner_removed, DESIRED_3) == []
     assert healthy_voter_removals(scale_in, [(0.0, 3), (5.8, 1)]) == []
     assert len(healthy_voter_removals(scale_in, [(0.0, 3), (6.5, 1)])) == 1
+    # A removal decided on 3 replicas can land just after a scale-out to 5 (chaos seed 9).
+    assert healthy_voter_removals(replacement[1:], [(0.0, 3), (1.8, 5)]) == []
+    assert len(healthy_voter_removals(replacement[1:], [(0.0, 3), (0.5, 5)])) == 1
 
 
 def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -> None:
