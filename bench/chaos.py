@@ -24,7 +24,7 @@ from the operator's own claims:
 * two learners are never promoted together (voters never rise by 2 between two samples);
 * Machines are added one at a time (never two, not deleting, both not yet Running);
 * one remediation at a time (the Machine of a new ``status.lastRemediation`` only once the
-  previous one's is gone);
+  previous one's is gone, or held by the etcd-quorum hook on its healthy voter);
 * a healthy voter is never removed while every voter is healthy and fewer than the desired
   count would be left (a replacement votes first: the fault tolerance the user asked for is
   lowered only by failures, never by the operator);
@@ -528,19 +528,32 @@ def machines_added_together(samples: Sequence[Sample]) -> list[str]:
 
 
 def remediations_together(samples: Sequence[Sample]) -> list[str]:
-    """Two Machines the ControlPlane remediated (each named by its ``status.lastRemediation`` at
-    some sample) existing at once: a remediation starts only once the previous one's Machine is
-    gone."""
+    """A remediation started (a new Machine in the ControlPlane's ``status.lastRemediation``)
+    while an earlier remediated Machine was still there, other than one the etcd-quorum hook
+    holds (being deleted while its member is a healthy voter: it goes only once a replacement
+    votes). Judged on the samples on both sides of the change, so a Machine gone meanwhile is
+    not counted."""
     found: list[str] = []
     remediated: set[str] = set()
-    reported: set[tuple[str, ...]] = set()
-    for sample in samples:
-        if sample.last_remediation:
-            remediated.add(sample.last_remediation)
-        present = tuple(m.name for m in sample.machines if m.name in remediated)
-        if len(present) >= 2 and present not in reported:
-            reported.add(present)
-            found.append(f"t={sample.at:.1f}s Machines {', '.join(present)} remediated together")
+    for before, after in itertools.pairwise(samples):
+        if before.last_remediation:
+            remediated.add(before.last_remediation)
+        new = after.last_remediation
+        if not new or new in remediated:
+            continue
+        still_there = {m.name for m in after.machines}
+        unfinished = [
+            m.name
+            for m in before.machines
+            if m.name in remediated
+            and m.name in still_there
+            and not (m.deleting and m.etcd_role == "voter" and m.etcd_healthy)
+        ]
+        if unfinished:
+            found.append(
+                f"t={after.at:.1f}s remediation of {new} started while that of {', '.join(unfinished)} "
+                "had not finished"
+            )
     return found
 
 

@@ -36,6 +36,8 @@ class MachineView:
     client_url: str | None
     etcd_role: str = "-"
     """``voter``, ``learner`` or ``-`` (no member)."""
+    etcd_healthy: bool = True
+    """False when its member is a voter that did not answer the quorum monitor's health read."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,17 @@ class Observer:
         return Sample(
             at=time.monotonic() - self.monitor.started_at,
             machines=tuple(
-                sorted((replace(m, etcd_role=roles.get(m.name, "-")) for m in machines), key=_by_name)
+                sorted(
+                    (
+                        replace(
+                            m,
+                            etcd_role=roles.get(m.name, "-"),
+                            etcd_healthy=m.name not in quorum.unhealthy_voters,
+                        )
+                        for m in machines
+                    ),
+                    key=_by_name,
+                )
             ),
             voters=quorum.voters,
             learners=quorum.learners,

@@ -624,6 +624,12 @@ def quorum_kept_without(machines: Sequence[MachineInfo], target: str) -> bool:
     return len(healthy) >= len(voters) // 2 + 1 if voters else False
 
 
+def held_by_hook(machine: MachineInfo) -> bool:
+    """Being deleted while its member is a healthy voter: the etcd-quorum hook holds the Machine
+    until a replacement votes, so its deletion cannot finish before a replacement joins."""
+    return machine.deleting and machine.etcd_voter and machine.etcd_healthy
+
+
 def remediation_decision(
     *,
     target: MachineInfo,
@@ -641,10 +647,10 @@ def remediation_decision(
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
 
     Allowed only when: there are at least 2 Machines or the control plane is not initialised yet;
-    the previous remediation finished (its Machine is gone); no other Machine is provisioning or
-    being deleted (but for one whose member the etcd-quorum hook holds as a healthy voter until
-    its replacement votes, and, when ``target``'s member is an unhealthy voter, one that has no
-    member yet: etcd takes none while a voter is unhealthy); removing ``target``'s member keeps
+    the previous remediation finished (its Machine is gone, or :func:`held_by_hook`); no other
+    Machine is provisioning or being deleted (but for one :func:`held_by_hook`, and, when
+    ``target``'s member is an unhealthy voter, one that has no member yet: etcd takes none while
+    a voter is unhealthy); removing ``target``'s member keeps
     quorum among the healthy voters (stacked etcd, target a voter). A remediation within
     ``minHealthyPeriod`` (default 1h) of the previous one is a retry: it must wait
     ``retryPeriod`` after it, and stops after ``maxRetry`` retries (then a human must act); a
@@ -658,7 +664,11 @@ def remediation_decision(
             f"Machine {target.name} is the only control-plane Machine; remediating it would lose etcd: "
             "scale to 3 replicas or repair it by hand",
         )
-    if last_machine and any(m.name == last_machine for m in machines):
+    # The previous remediation's Machine may be held by the etcd-quorum hook too (its Node was
+    # NotReady but its member a healthy voter): it goes only once a replacement votes, which no
+    # Machine failing the preflight lets join (chaos seed 37).
+    previous = next((m for m in machines if m.name == last_machine), None) if last_machine else None
+    if previous is not None and not held_by_hook(previous):
         return RemediationDecision(
             False,
             "WaitingForPreviousRemediation",
@@ -668,7 +678,7 @@ def remediation_decision(
     # until its replacement votes; waiting for it would wait for ever, since no replacement joins
     # while ``target`` fails the preflight (and etcd takes no new member while a voter is dead).
     # Every member removal stays gated by the hook controller.
-    deleting = sorted(m.name for m in others if m.deleting and not (m.etcd_voter and m.etcd_healthy))
+    deleting = sorted(m.name for m in others if m.deleting and not held_by_hook(m))
     if deleting:
         return RemediationDecision(
             False, "WaitingForDeletion", f"Machine(s) {', '.join(deleting)} being deleted; remediation waits"

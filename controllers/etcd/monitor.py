@@ -65,6 +65,8 @@ class QuorumSample:
     that has not started yet appears as its hex id. Learners carry a ``~`` suffix."""
     error: str | None = None
     """Why the member list could not be read at this poll; None when it was."""
+    unhealthy_voters: tuple[str, ...] = ()
+    """The names (as in ``machines``) of the voters that did not answer the health read."""
 
 
 def _label(member: Member) -> str:
@@ -142,9 +144,10 @@ class QuorumMonitor:
             # The list was true at some moment before its answer arrived: never later than this.
             at = time.monotonic() - self._started
             voters = [m for m in members if not m.is_learner]
-            voter_urls = [m.client_urls[0] for m in voters if m.client_urls]
-            health = await etcd.health(voter_urls) if voter_urls else []
+            reachable = [m for m in voters if m.client_urls]
+            health = await etcd.health([m.client_urls[0] for m in reachable]) if reachable else []
             healthy = [h for h in health if h.healthy and not h.learner]
+            answered = {id(m) for m, h in zip(reachable, health, strict=True) if h.healthy and not h.learner}
             leader: str | None = None
             for answer in healthy:
                 with contextlib.suppress(EtcdError, ValueError):
@@ -162,6 +165,7 @@ class QuorumMonitor:
             has_quorum=bool(voters) and len(healthy) >= needed,
             machines=tuple(sorted(_label(m) + ("~" if m.is_learner else "") for m in members)),
             error=error,
+            unhealthy_voters=tuple(sorted(_label(m) for m in voters if id(m) not in answered)),
         )
 
     async def next_sample(self) -> QuorumSample:

@@ -399,6 +399,15 @@ SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
         ([SICK], {}, False, "CannotRemediateLastMachine"),
         ([SICK], {"initialized": False}, True, "Remediating"),
         ([SICK, m("m2"), m("m3")], {"last_machine": "m3"}, False, "WaitingForPreviousRemediation"),
+        # Chaos seed 37: the previous remediation's Machine (a NotReady Node) is held by the hook
+        # on its healthy voter until a replacement votes, which SICK keeps from joining.
+        ([SICK, m("m2"), m("m3", deleting=True)], {"last_machine": "m3"}, True, "Remediating"),
+        (
+            [SICK, m("m2"), m("m3", deleting=True, etcd_healthy=False)],
+            {"last_machine": "m3"},
+            False,
+            "WaitingForPreviousRemediation",
+        ),
         ([SICK, m("m2"), m("m3", deleting=True, etcd_voter=False)], {}, False, "WaitingForDeletion"),
         ([SICK, m("m2"), m("m3", deleting=True, etcd_healthy=False)], {}, False, "WaitingForDeletion"),
         # A deleting Machine whose healthy voter the hook holds until its replacement votes: that
