@@ -13,8 +13,9 @@ What it does, in order, on every reconcile
 2. Keeps the **MachineHealthCheck** ``<name>-mhc`` (with ``spec.enableAutorepair``, the default):
    the ControlPlane's selector, the unhealthy conditions and node startup timeout of
    ``spec.healthCheck`` (OpenShift's defaults: Ready False or Unknown for 5m0s, 10m), and
-   ``maxUnhealthy`` = (replicas − 1) / 2 plus the Machines being deleted or created (no
-   failures, though a MachineHealthCheck counts them as not healthy), kept up to date on every pass.
+   ``maxUnhealthy`` = (n − 1) / 2 (n: the larger of the replicas and the owned Machines) plus the
+   Machines being deleted or created (no failures, though a MachineHealthCheck counts them as not
+   healthy), kept up to date on every pass.
    Turning autorepair off deletes it.
 3. **Remediates** a Machine the health check marked (``HealthCheckSucceeded=False`` and
    ``OwnerRemediated=False``) when KubeadmControlPlane's safety rules allow it: at least 2

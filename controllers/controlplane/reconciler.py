@@ -200,18 +200,11 @@ def machine_name(cp_name: str) -> str:
     return f"{cp_name}-{''.join(secrets.choice(alphabet) for _ in range(5))}"
 
 
-def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, in_transition: int = 0) -> JSON:
+def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequence[MachineInfo] = ()) -> JSON:
     """The MachineHealthCheck ``<name>-mhc`` a ControlPlane with enableAutorepair owns.
 
     Same selector; unhealthy conditions and nodeStartupTimeout from ``spec.healthCheck``;
-    maxUnhealthy (replicas − 1) / 2, so the health check never marks more failed Machines than
-    etcd can lose, plus the Machines ``in_transition`` (:attr:`MachineInfo.in_transition`: being
-    deleted or created). A MachineHealthCheck counts those as not healthy (as machine-api's does),
-    but they are no failures: during a replacement the old Machine, whose voter the etcd-quorum
-    hook holds until the new one votes, and the new one would otherwise use up a 3-replica
-    control plane's whole budget, and a Machine failing then would never be remediated — while
-    the held deletion waits for a replacement that only that remediation lets join (chaos seeds
-    6 and 18).
+    maxUnhealthy :func:`~.rules.health_check_budget` of the owned ``machines``.
     """
     health = spec.health_check or HealthCheck()
     metadata = cp["metadata"]
@@ -227,7 +220,7 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, in_transition: in
             "selector": spec.selector.to_dict(),
             "unhealthyConditions": [c.to_dict() for c in health.unhealthy_conditions],
             "nodeStartupTimeout": health.node_startup_timeout,
-            "maxUnhealthy": (spec.replicas - 1) // 2 + in_transition,
+            "maxUnhealthy": rules.health_check_budget(spec.replicas, machines),
         },
     }
 
@@ -278,7 +271,7 @@ class ControlPlaneReconciler:
         if FINALIZER not in (cp["metadata"].get("finalizers") or ()):
             cp = await self._add_finalizer(cp)
         facts = await self._gather(cp, spec)
-        await self._sync_mhc(cp, spec, in_transition=sum(info.in_transition for info in facts.infos))
+        await self._sync_mhc(cp, spec, facts.infos)
         return await self._act(facts)
 
     # ------------------------------------------------------------------------------ facts
@@ -572,9 +565,8 @@ class ControlPlaneReconciler:
         OPERATIONS.labels(_label(cp), operation).inc()
         self._event(cp, "Normal", "MachineDeleted" if operation == "delete" else "MachineRemediated", message)
 
-    async def _sync_mhc(self, cp: JSON, spec: ControlPlaneSpec, in_transition: int) -> None:
-        """Create, update or delete the owned MachineHealthCheck to match enableAutorepair
-        (``in_transition``: the owned Machines being deleted or created, see :func:`desired_mhc`)."""
+    async def _sync_mhc(self, cp: JSON, spec: ControlPlaneSpec, machines: Sequence[MachineInfo]) -> None:
+        """Create, update or delete the owned MachineHealthCheck to match enableAutorepair."""
         namespace, name = cp["metadata"]["namespace"], cp["metadata"]["name"] + MHC_SUFFIX
         try:
             current: JSON | None = await self.cache.get(
@@ -595,7 +587,7 @@ class ControlPlaneReconciler:
                     cp, "Normal", "MachineHealthCheckDeleted", f"Deleted {name}: enableAutorepair is false"
                 )
             return
-        desired = desired_mhc(cp, spec, in_transition)
+        desired = desired_mhc(cp, spec, machines)
         if current is None:
             try:
                 await self.client.create(desired)

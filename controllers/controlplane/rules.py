@@ -624,6 +624,24 @@ def quorum_kept_without(machines: Sequence[MachineInfo], target: str) -> bool:
     return len(healthy) >= len(voters) // 2 + 1 if voters else False
 
 
+def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
+    """The owned MachineHealthCheck's ``maxUnhealthy``: the failed Machines etcd can lose, plus
+    the Machines in transition.
+
+    etcd can lose (n − 1) / 2 of n members, n being the larger of the replica count and the
+    owned Machines: during a scale-in the members are still there (chaos seeds 41 and 44: a
+    member died after the user scaled 3 or 5 to 1, and a budget of 0 kept it from ever being
+    replaced, which the scale-in waited for). A MachineHealthCheck counts a Machine being deleted
+    or created (:attr:`MachineInfo.in_transition`) as not healthy, as machine-api's does, but it
+    is no failure: during a replacement the old Machine, whose voter the etcd-quorum hook holds
+    until the new one votes, and the new one would otherwise use up a 3-replica control plane's
+    whole budget, and a Machine failing then would never be remediated, while the held deletion
+    waits for a replacement that only that remediation lets join (chaos seeds 6 and 18).
+    """
+    members = max(replicas, len(machines))
+    return (members - 1) // 2 + sum(m.in_transition for m in machines)
+
+
 def held_by_hook(machine: MachineInfo) -> bool:
     """Being deleted while its member is a healthy voter: the etcd-quorum hook holds the Machine
     until a replacement votes, so its deletion cannot finish before a replacement joins."""

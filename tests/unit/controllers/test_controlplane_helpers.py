@@ -4,6 +4,7 @@ hand-off, Machine names, etcd endpoints and which Machine a member runs on."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from controllers.controlplane.reconciler import (
     machine_name,
     marked_for_remediation,
 )
+from controllers.controlplane.rules import MachineInfo
 from controllers.etcd.client import Member
 
 CP: dict[str, Any] = {
@@ -38,14 +40,39 @@ def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
     assert desired_mhc(CP, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
 
 
-@pytest.mark.parametrize(("replicas", "in_transition", "max_unhealthy"), [(3, 0, 1), (3, 1, 2), (5, 2, 4)])
-def test_machines_being_deleted_or_created_do_not_use_up_the_mhc_budget(
-    replicas: int, in_transition: int, max_unhealthy: int
+def running(name: str, **fields: Any) -> MachineInfo:
+    defaults: dict[str, Any] = {
+        "phase": "Running",
+        "node_ready": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
+    }
+    return MachineInfo(name=name, created=datetime(2026, 1, 1, tzinfo=UTC), **{**defaults, **fields})
+
+
+DEAD = running("dead", node_ready=False, etcd_healthy=False)
+GOING = running("going", deleting=True)
+NEW = running("new", phase="Provisioning", node_ready=False, etcd_voter=False)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "machines", "max_unhealthy"),
+    [
+        (3, [running("a"), running("b"), running("c")], 1),
+        # Chaos seed 6: a replacement's old Machine, held by the hook, is no failure.
+        (3, [running("a"), running("b"), DEAD, GOING], 2),
+        # Chaos seed 18: nor is the new Machine that replaces a user's deletion.
+        (3, [running("a"), DEAD, GOING, NEW], 3),
+        # Chaos seeds 41 and 44: scaled to 1 while 3 members are there, one of them dead.
+        (1, [running("a"), running("b"), DEAD], 1),
+        (1, [running("a"), DEAD, GOING], 2),
+        (5, [running("a"), running("b"), running("c"), DEAD, GOING], 3),
+    ],
+)
+def test_the_mhc_budget_counts_the_members_there_and_no_transition_as_a_failure(
+    replicas: int, machines: list[MachineInfo], max_unhealthy: int
 ) -> None:
-    """Chaos seeds 6 and 18: the MHC counts a Machine being deleted or created as not healthy; a
-    replacement's held deletion and the new Machine must leave room to remediate a Machine that
-    fails meanwhile."""
-    mhc = desired_mhc(CP, spec_with(replicas=replicas), in_transition)
+    mhc = desired_mhc(CP, spec_with(replicas=replicas), machines)
     assert mhc["spec"]["maxUnhealthy"] == max_unhealthy
 
 
