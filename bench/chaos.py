@@ -75,7 +75,7 @@ from demo.observer import Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled
 from demo.world import ChildProcess, DemoWorld, KubectlError
-from demo.writer import EtcdWriter, WriterStats
+from demo.writer import EtcdWriter, Verification, WriterStats
 from providers.localmachine.etcd_process import ProcessIdentity, recorded_processes
 from runtime.client import Client
 from runtime.errors import APIError
@@ -593,6 +593,8 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
     intents = plan(seed, duration)
     observer: Observer | None = None
     injector: Injector | None = None
+    writer: EtcdWriter | None = None
+    verification: Verification | None = None
     try:
         await world.start()
         async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
@@ -653,7 +655,11 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
             result.violations.append(f"processes left running: {left}")
     result.ok = not result.violations and result.error is None and result.converged
     if not result.ok:
-        keep_evidence(result, intents, observer, world, out, injector.desired_history if injector else ())
+        keep_evidence(
+            result, intents, observer, world, out,
+            desired_history=injector.desired_history if injector else (),
+            stats=writer.stats if writer else WriterStats(), verification=verification,
+        )  # fmt: skip
     shutil.rmtree(directory, ignore_errors=True)
     return result
 
@@ -664,9 +670,13 @@ def keep_evidence(
     observer: Observer | None,
     world: DemoWorld,
     out: Path,
-    desired_history: Sequence[tuple[float, int]] = (),
+    *,
+    desired_history: Sequence[tuple[float, int]],
+    stats: WriterStats,
+    verification: Verification | None,
 ) -> None:
-    """The failing run's schedule, what was applied, its timeline (JSON + PNG) and the logs."""
+    """The failing run's schedule, what was applied, its timeline (JSON + PNG, with the writer's
+    figures) and the logs."""
     target = out / f"seed-{result.seed}"
     target.mkdir(parents=True, exist_ok=True)
     (target / "schedule.json").write_text(
@@ -676,8 +686,8 @@ def keep_evidence(
     )  # fmt: skip
     if observer is not None and observer.monitor is not None:
         report = build_report(
-            samples=observer.samples, quorum_samples=observer.monitor.samples, steps=[], stats=WriterStats(),
-            verification=None, started=observer.started, desired={}, files={},
+            samples=observer.samples, quorum_samples=observer.monitor.samples, steps=[], stats=stats,
+            verification=verification, started=observer.started, desired={}, files={},
         )  # fmt: skip
         write_json(report, target / "timeline.json")
         with contextlib.suppress(Exception):
