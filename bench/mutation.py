@@ -9,9 +9,11 @@ through ``PYTHONPATH`` — seed after seed until a run fails or ``--runs`` runs 
     .venv/bin/python -m bench.mutation [--rule NAME ...] [--runs 20] [--seed 1] [--duration 60]
                                         [--jobs 2] [--out mutation-out]
 
-A rule is *caught* when a run fails; the report gives the first failing seed, how many runs it
-took (seeds are tried in order, ``--jobs`` at a time) and that run's violations. The failing run's
-evidence (schedule, timeline, logs) is under ``--out/<rule>/seed-<seed>/``.
+A rule is *caught* when a run breaks an invariant (a run that ended in an error without one,
+say a world that could not start, is reported and not counted); the report gives the first
+failing seed, how many runs it took (seeds are tried in order, ``--jobs`` at a time) and that
+run's violations. The failing run's evidence (schedule, timeline, logs) is under
+``--out/<rule>/seed-<seed>/``.
 """
 
 from __future__ import annotations
@@ -137,7 +139,11 @@ def check(mutation: Mutation, args: argparse.Namespace) -> dict[str, Any]:
         while tried < args.runs:
             batch = min(args.jobs, args.runs - tried)
             results = run_batch(copy, args.seed + tried, batch, args.duration, out)
-            failed = sorted((r for r in results if not r["ok"]), key=lambda r: r["seed"])
+            # A run whose world never came up (its error, no violation) says nothing of the rule.
+            broken = [r["seed"] for r in results if r["error"] and not r["violations"]]
+            if broken:
+                print(f"{mutation.rule}: seed(s) {broken} ended in a harness error, not counted", flush=True)
+            failed = sorted((r for r in results if r["violations"]), key=lambda r: r["seed"])
             if failed:
                 first = failed[0]
                 return {

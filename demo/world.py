@@ -164,10 +164,8 @@ class DemoWorld:
             progress("starting the operator (cpo run)")
             authority = CertificateAuthority.new("cpo-demo-webhooks")
             authority.serving_cert(["127.0.0.1", "localhost"]).write(self.cert_dir)
-            for _ in range(self.operators):
-                self.operator_ports.append(OperatorPorts(free_port(), free_port(), free_port()))
             for index in range(self.operators):
-                await self.start_operator(index)
+                await self._start_operator_on_free_ports(index)
             progress("registering the operator's admission webhooks")
             for configuration in webhook_configurations(self.webhook_port, authority.cert_pem):
                 await self._kubectl_apply(configuration)
@@ -224,6 +222,19 @@ class DemoWorld:
         )  # fmt: skip
         await self._wait_until(operator, lambda: self._operator_ready(ports.probe))
         return operator
+
+    async def _start_operator_on_free_ports(self, index: int, attempts: int = 3) -> None:
+        """Start ``cpo run`` number ``index`` on ports free a moment ago; another process (a
+        second world on this machine) may take one before it binds, so it tries fresh ports."""
+        self.operator_ports.append(OperatorPorts(free_port(), free_port(), free_port()))
+        for attempt in range(attempts):
+            try:
+                await self.start_operator(index)
+                return
+            except WorldError as err:
+                if "Address already in use" not in str(err) or attempt == attempts - 1:
+                    raise
+                self.operator_ports[index] = OperatorPorts(free_port(), free_port(), free_port())
 
     async def stop(self) -> None:
         """Stop every process in reverse order, then every etcd member the provider started."""
