@@ -668,11 +668,10 @@ def remediation_decision(
     the previous remediation finished (its Machine is gone, or :func:`held_by_hook`); no other
     Machine is provisioning or being deleted (but for one :func:`held_by_hook`, and, when
     ``target``'s member is an unhealthy voter, one that has no member yet: etcd takes none while
-    a voter is unhealthy); removing ``target``'s member keeps
-    quorum among the healthy voters (stacked etcd, target a voter). A remediation within
-    ``minHealthyPeriod`` (default 1h) of the previous one is a retry: it must wait
-    ``retryPeriod`` after it, and stops after ``maxRetry`` retries (then a human must act); a
-    later one starts a new count.
+    a voter is unhealthy); removing ``target``'s member keeps quorum among the healthy voters
+    (stacked etcd, target a voter). A remediation within ``minHealthyPeriod`` (default 1h) of the
+    previous one is a retry: it must wait ``retryPeriod`` after it, and stops after ``maxRetry``
+    retries (then a human must act); a later one starts a new count.
     """
     others = [m for m in machines if m.name != target.name]
     if initialized and len(machines) < 2:
