@@ -146,8 +146,9 @@ class QuorumMonitor:
             voters = [m for m in members if not m.is_learner]
             reachable = [m for m in voters if m.client_urls]
             health = await etcd.health([m.client_urls[0] for m in reachable]) if reachable else []
-            healthy = [h for h in health if h.healthy and not h.learner]
-            answered = {id(m) for m, h in zip(reachable, health, strict=True) if h.healthy and not h.learner}
+            # Each voter beside its health answer, so the sample can name the ones that failed.
+            answered = [(m, h) for m, h in zip(reachable, health, strict=True) if h.healthy and not h.learner]
+            healthy = [h for _, h in answered]
             leader: str | None = None
             for answer in healthy:
                 with contextlib.suppress(EtcdError, ValueError):
@@ -165,7 +166,7 @@ class QuorumMonitor:
             has_quorum=bool(voters) and len(healthy) >= needed,
             machines=tuple(sorted(_label(m) + ("~" if m.is_learner else "") for m in members)),
             error=error,
-            unhealthy_voters=tuple(sorted(_label(m) for m in voters if id(m) not in answered)),
+            unhealthy_voters=tuple(sorted(_label(m) for m in voters if all(m is not a for a, _ in answered))),
         )
 
     async def next_sample(self) -> QuorumSample:
