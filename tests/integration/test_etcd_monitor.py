@@ -39,12 +39,14 @@ async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum
         monitor.assert_never_lost_quorum()
         assert monitor.low("voters", since=grown) == 3
         assert monitor.samples[-1].leader in ("m1", "m2")
+        assert monitor.samples[-1].unhealthy_voters == ("m0",)
 
         await etcd_supervisor.kill("m1")
         lost: QuorumSample = await eventually(
             lambda: _latest(monitor, has_quorum=False), within=15, what="quorum lost"
         )
         assert lost.healthy_voters <= 1 and lost.voters == 3
+        assert {"m0", "m1"} <= set(lost.unhealthy_voters)
         # Every sample counts with longer_than=0; by default only a loss that outlasts an election.
         with pytest.raises(AssertionError, match="lost quorum"):
             monitor.assert_never_lost_quorum(longer_than=0)
