@@ -29,7 +29,9 @@ What it does, in order, on every reconcile
    ``retryPeriod`` and stops after ``maxRetry`` (then ``failureReason: MaxRetryReached``). The
    Machine is deleted and its replacement created at once in the same failure domain
    (add-then-remove: the hook keeps the old member until the new one votes).
-   ``status.lastRemediation`` records it.
+   ``status.lastRemediation`` records it, before the delete: a process that dies between the
+   two leaves the Machine named there and not deleting, and the next pass deletes it as the
+   same remediation (same ``retryCount``, no new record).
 4. Otherwise takes **the next step**: create a Machine when there are too few (into the failure
    domain with the fewest, ties alphabetical; a deleted Machine's replacement into its own),
    delete one when there are too many (in this order: outdated with the annotation

@@ -392,15 +392,16 @@ class ControlPlaneReconciler:
                 now=_now(),
             )
             if decision.allowed:
-                last_remediation = {
-                    "machine": target.name,
-                    "timestamp": format_time(_now()),
-                    "retryCount": decision.retry_count,
-                }
-                # Recorded before the delete: a remediation that happened must count for the
-                # retry rules even if this process dies right after the delete.
-                cp = await self._record_remediation(cp, last_remediation)
-                facts.cp = cp
+                if not decision.resumed:
+                    last_remediation = {
+                        "machine": target.name,
+                        "timestamp": format_time(_now()),
+                        "retryCount": decision.retry_count,
+                    }
+                    # Recorded before the delete: a remediation that happened must count for the
+                    # retry rules even if this process dies right after the delete.
+                    cp = await self._record_remediation(cp, last_remediation)
+                    facts.cp = cp
                 await self._delete_machine(cp, target.name, "Remediating", decision.message, "remediate")
                 self._expect(key, "delete", target.name)
                 remediating = True

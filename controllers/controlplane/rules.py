@@ -612,6 +612,9 @@ class RemediationDecision:
     """Seconds until it may be allowed (retryPeriod), when that is what blocks it."""
     needs_human: bool = False
     """maxRetry is exhausted: only a human can go on."""
+    resumed: bool = False
+    """``target`` is already recorded as the last remediation but was never deleted (the process
+    died between the record and the delete): carry that remediation out, do not record a new one."""
 
 
 def quorum_kept_without(machines: Sequence[MachineInfo], target: str) -> bool:
@@ -665,7 +668,8 @@ def remediation_decision(
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
 
     Allowed only when: there are at least 2 Machines or the control plane is not initialised yet;
-    the previous remediation finished (its Machine is gone, or :func:`held_by_hook`); no other
+    the previous remediation finished (its Machine is gone, or :func:`held_by_hook`, or it is
+    ``target`` itself, recorded but not yet deleted: then it is ``resumed``); no other
     Machine is provisioning or being deleted (but for one :func:`held_by_hook`, and, when
     ``target``'s member is an unhealthy voter, one that has no member yet: etcd takes none while
     a voter is unhealthy); removing ``target``'s member keeps quorum among the healthy voters
@@ -685,7 +689,10 @@ def remediation_decision(
     # NotReady but its member a healthy voter): it goes only once a replacement votes, which no
     # Machine failing the preflight lets join (chaos seed 37).
     previous = next((m for m in machines if m.name == last_machine), None) if last_machine else None
-    if previous is not None and not held_by_hook(previous):
+    # The record is written before the delete; a crash between the two leaves ``target`` itself
+    # named (``target`` is never deleting): waiting for it to go would wait for ever.
+    resuming = previous is not None and previous.name == target.name
+    if previous is not None and not resuming and not held_by_hook(previous):
         return RemediationDecision(
             False,
             "WaitingForPreviousRemediation",
@@ -720,6 +727,16 @@ def remediation_decision(
             "EtcdQuorumAtRisk",
             f"Removing the etcd member of {target.name} would leave too few healthy voters for quorum; "
             "repair the other unhealthy member(s) first",
+        )
+    if resuming:
+        # The retry rules were applied when it was recorded; it keeps that record's count.
+        return RemediationDecision(
+            True,
+            "Remediating",
+            f"Replacing unhealthy Machine {target.name} (its remediation was recorded but the Machine "
+            "not yet deleted)",
+            retry_count=last_retry_count,
+            resumed=True,
         )
     retry_count = 0
     if last_time is not None:

@@ -296,6 +296,38 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
             await monitor.__aexit__(None, None, None)
 
 
+async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_pass(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """``status.lastRemediation`` is written before the Machine is deleted. A process that dies
+    between the two leaves the Machine named as the previous remediation and not deleting; the
+    next pass must delete it (the same remediation, not a new one), not wait for it to go."""
+    name = f"cp{secrets.token_hex(3)}"
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
+        monitor = await scaled_to_three(kube, name, namespace, healthCheck=SECONDS_HEALTH_CHECK)
+        try:
+            victim = (await machines_of(kube, namespace))[1]["metadata"]["name"]
+            recorded = {"machine": victim, "timestamp": "2026-01-01T00:00:00Z", "retryCount": 2}
+            # What the dead process left: the record, and no delete.
+            await kube.patch_status(
+                CP_API_VERSION, "ControlPlane", name, {"status": {"lastRemediation": recorded}}, namespace
+            )
+            await set_fault(kube, victim, namespace, "kill")
+
+            async def victim_gone() -> bool:
+                return victim not in {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+
+            await eventually(victim_gone, within=90, what=f"{victim} remediated")
+            cp = await settled(kube, name, namespace, 3, within=90)
+            assert cp["status"]["lastRemediation"] == recorded  # carried out, not recorded again
+            reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
+            assert "MachineRemediated" in reasons
+            monitor.assert_never_lost_quorum()
+        finally:
+            await monitor.__aexit__(None, None, None)
+
+
 @pytest.mark.parametrize("replicas", [3, 5])
 async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_the_hook(
     kube: Client, namespace: str, provider_state_dir: Path, replicas: int

@@ -497,6 +497,30 @@ def test_remediation_decision(
     assert (decision.allowed, decision.reason) == (allowed, reason), decision.message
 
 
+def test_a_remediation_recorded_but_never_carried_out_is_resumed_not_waited_for() -> None:
+    """``status.lastRemediation`` is written before the delete, so that a crash right after the
+    delete still counts for the retry rules. A crash between the two leaves the target named as
+    the previous remediation and not deleting: waiting for it to go would wait for ever. The
+    next pass carries the recorded remediation out, as the same retry (no new count), and every
+    other gate still applies."""
+    recorded = {"last_machine": "sick", "last_time": T0 - timedelta(seconds=3), "last_retry_count": 1}
+    decision = decide(SICK, [SICK, m("m2"), m("m3")], **recorded)
+    assert (decision.allowed, decision.reason) == (True, "Remediating"), decision.message
+    assert decision.resumed
+    assert decision.retry_count == 1
+    # max_retry and retry_period were checked when it was recorded: resuming does not re-apply them
+    resumed = decide(SICK, [SICK, m("m2"), m("m3")], **recorded, max_retry=0, retry_period="1h")
+    assert (resumed.allowed, resumed.retry_count) == (True, 1)
+    # the safety gates are not skipped
+    going = m("m3", deleting=True, etcd_voter=False)  # its member already removed
+    waiting = decide(SICK, [SICK, m("m2"), going], **recorded)
+    assert (waiting.allowed, waiting.reason) == (False, "WaitingForDeletion")
+    at_risk = decide(SICK, [SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)], **recorded)
+    assert (at_risk.allowed, at_risk.reason) == (False, "EtcdQuorumAtRisk")
+    # a fresh remediation is not marked as resumed
+    assert not decide(SICK, [SICK, m("m2"), m("m3")]).resumed
+
+
 def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block_it() -> None:
     """Only an unhealthy voter makes etcd refuse new members: a NotReady Node with a healthy
     member does not, so remediating it waits for a Machine still provisioning."""
