@@ -78,7 +78,7 @@ MUTATIONS = (
         "a remediation starts while the previous one, a deletion or a provisioning Machine is under way",
         "controllers/controlplane/rules.py",
         (
-            ("    if previous is not None and not held_by_hook(previous):\n", NEVER),
+            ("    if previous is not None and not resuming and not held_by_hook(previous):\n", NEVER),
             _never(
                 "deleting", '        return RemediationDecision(\n            False, "WaitingForDeletion"'
             ),
