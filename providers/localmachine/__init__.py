@@ -123,9 +123,11 @@ Restart safety
 Members are started with ``die_with_parent`` off: they outlive a provider crash, as machines
 outlive their cloud controller. A restarted provider on the same ``state_dir`` re-attaches to the
 recorded processes (pid + start time in the state files) and starts no duplicates. Run one
-provider per state directory. A crash between etcd's member add and the state file write (a
-window of one local file write) leaves an unstarted learner in the member list that the provider
-does not clean up: remove it with ``etcdctl member remove``.
+provider per state directory. A join writes the member's URLs to its state file before the
+``member add``, so a crash while the add is on the wire (or an add whose answer was lost) is
+finished by the next attempt: it starts the member etcd added under that peer URL, or adds it
+again when etcd has none. Before that record existed, such a crash left an unstarted learner that
+blocked every later join until the etcd-quorum hook removed it as abandoned (five minutes).
 """
 
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions

@@ -62,6 +62,13 @@ still alive as running, and :meth:`~EtcdSupervisor.bootstrap`, :meth:`~EtcdSuper
 recorded process that is gone (or a zombie) is cleaned up: its pid is dropped from the state file,
 its data is kept, and :meth:`~EtcdSupervisor.start` brings it back with the same command line.
 
+A join records the member's URLs *before* its ``member add`` (the record is then
+:attr:`~MemberProcess.adding`): a supervisor killed while the add was on the wire, or an add whose
+answer was lost, leaves etcd with a learner that nobody would start, and etcd before 3.6 takes no
+other learner while it is there. The next :meth:`~EtcdSupervisor.join` of that name looks for a
+member with the recorded peer URL and starts it if etcd has it, or adds it afresh if not. An add
+etcd refused outright (another learner, the strict reconfiguration check) leaves no record.
+
 No etcd outlives its parent
 ---------------------------
 Each etcd runs in its own session and process group, so a terminal's Ctrl-C or a signal to the
@@ -98,7 +105,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdCluster, EtcdError
+from controllers.etcd.client import (
+    EtcdClient,
+    EtcdClientOptions,
+    EtcdCluster,
+    EtcdError,
+    MemberAddResult,
+    NotEnoughStartedMembers,
+    PeerURLExists,
+    TooManyLearners,
+    UnhealthyCluster,
+)
 from providers.localmachine.etcd_binary import find_etcd_binary
 from runtime.localproc import free_port, render_flags, url_host
 
@@ -114,6 +131,8 @@ _NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 _PR_SET_PDEATHSIG = 1
 
 FlagOverrides = Mapping[str, str | Sequence[str] | None]
+_REFUSED = (TooManyLearners, UnhealthyCluster, NotEnoughStartedMembers, PeerURLExists)
+"""What etcd answers to a member add it did not make."""
 ClusterState = Literal["new", "existing"]
 
 
@@ -420,6 +439,12 @@ class MemberProcess:
     """The running process, or None when it is not running."""
 
     @property
+    def adding(self) -> bool:
+        """Recorded before its ``member add`` and never started: etcd may or may not have the member
+        (:meth:`EtcdSupervisor.join` finds out). It has no command line yet."""
+        return not self.argv
+
+    @property
     def data_dir(self) -> Path:
         return self.directory / "data"
 
@@ -615,8 +640,12 @@ class EtcdSupervisor:
         If ``name`` already has a record, this is :meth:`start`: a running member is returned as it
         is, a stopped one restarted from its data.
         """
-        if self.get(name) is not None:
+        existing = self.get(name)
+        if existing is not None and not existing.adding:
             return await self.start(name)
+        if existing is not None:
+            # A join that never completed; with no cluster to join, nothing can have been added.
+            await self._forget(name)
         directory = self._directory(name)
         last_error: EtcdProcessError | None = None
         for _ in range(_START_ATTEMPTS):
@@ -636,45 +665,81 @@ class EtcdSupervisor:
         The member is added first (``member add``, which raises
         :class:`~controllers.etcd.client.TooManyLearners` and the like before anything is started),
         then started with ``--initial-cluster-state existing`` and the initial cluster the add
-        returned. If ``name`` already has a record, this is :meth:`start`.
+        returned. If ``name`` already has a record, this is :meth:`start`; if that record is
+        :attr:`~MemberProcess.adding` (an earlier join died around its add), the member etcd has
+        under the recorded peer URL is started, or, when etcd has none, the join starts over.
 
         etcd adds a member only when every voter has been connected to the leader for the last 5 s
         (its strict reconfiguration check), so a join within 5 s of a member's start or promotion
         raises :class:`~controllers.etcd.client.UnhealthyCluster`: retry it later.
         """
-        if self.get(name) is not None:
+        existing = self.get(name)
+        if existing is not None and not existing.adding:
             return await self.start(name)
         directory = self._directory(name)
         last_error: EtcdProcessError | None = None
+        if existing is not None:
+            added_before = await self._added_earlier(existing, cluster)
+            if added_before is not None:
+                try:
+                    return await self._start_added(existing, added_before)
+                except _PortTaken as err:
+                    last_error = err
+                    await cluster.remove(added_before.member.id)
+            await self._forget(name)
         for _ in range(_START_ATTEMPTS):
             client_url, peer_url = self._urls()
-            added = await (cluster.add_learner([peer_url]) if learner else cluster.add_voter([peer_url]))
-            argv = self._argv(name, directory, client_url, peer_url, added.initial_cluster(name), "existing")
-            member = MemberProcess(
-                name,
-                directory,
-                client_url,
-                peer_url,
-                "existing",
-                argv,
-                member_id=added.member.id,
-                learner=learner,
-            )
-            # Recorded before the start: a supervisor that dies now still knows which member it added.
-            _write_state(member)
+            adding = MemberProcess(name, directory, client_url, peer_url, "existing", (), learner=learner)
+            # Recorded before the add: a supervisor that dies before the add's answer still knows
+            # which peer URL it asked etcd to add, and the next join finds that member.
+            _write_state(adding)
             try:
-                return await self._spawn(member)
+                added = await (cluster.add_learner([peer_url]) if learner else cluster.add_voter([peer_url]))
+            except _REFUSED:
+                await self._forget(name)  # etcd added nothing
+                raise
+            try:
+                return await self._start_added(adding, added)
             except _PortTaken as err:
                 last_error = err
                 await cluster.remove(added.member.id)
                 await self._forget(name)
         raise EtcdProcessError(f"cannot join {name!r}: ports kept being taken; last: {last_error}")
 
+    async def _added_earlier(self, adding: MemberProcess, cluster: EtcdCluster) -> MemberAddResult | None:
+        """The member etcd has under ``adding``'s peer URL, as if its add had just answered; None
+        when etcd has none (the add never reached it) or another record of ours claims that URL."""
+        if any(other.peer_url == adding.peer_url for other in self.members() if other.name != adding.name):
+            return None
+        members = tuple(await cluster.member_list())
+        found = next((m for m in members if adding.peer_url in m.peer_urls and not m.started), None)
+        return None if found is None else MemberAddResult(found, members)
+
+    async def _start_added(self, adding: MemberProcess, added: MemberAddResult) -> MemberProcess:
+        """Record the member etcd added for ``adding`` (its id and command line), then start it."""
+        argv = self._argv(
+            adding.name,
+            adding.directory,
+            adding.client_url,
+            adding.peer_url,
+            added.initial_cluster(adding.name),
+            "existing",
+        )
+        member = replace(adding, argv=argv, member_id=added.member.id)
+        # Recorded before the start: a supervisor that dies now still knows which member it added.
+        _write_state(member)
+        return await self._spawn(member)
+
     async def start(self, name: str) -> MemberProcess:
         """Make sure ``name`` runs: return it if it does, else start it again from its data and argv."""
         member = self._require(name)
         if member.running:
             return member
+        if member.adding:
+            raise EtcdProcessError(
+                f"etcd member {name!r} was being added and never started: join it again (join finds "
+                "out whether etcd has it)"
+            )
         return await self._spawn(member)
 
     async def _spawn(self, member: MemberProcess) -> MemberProcess:

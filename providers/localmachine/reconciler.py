@@ -338,9 +338,10 @@ class LocalMachineReconciler:
         async with lock:
             try:
                 existing = supervisor.get(name)
-                if existing is not None:
+                if existing is not None and not existing.adding:
                     # Re-attach to a live member, or finish a start a crash interrupted.
                     return await supervisor.start(name)
+                # A record still ``adding`` (a crash around the member add) is finished by join.
                 others = [member for member in supervisor.members() if member.name != name]
                 if not others:
                     return await supervisor.bootstrap(name)

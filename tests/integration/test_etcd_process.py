@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, TooManyLearners
+from controllers.etcd.client import EtcdClient, EtcdClientOptions, Member, TooManyLearners, Unavailable
 from providers.localmachine.etcd_process import (
     STATE_FILE,
+    EtcdProcessError,
     EtcdSupervisor,
     MemberProcess,
     ProcessIdentity,
     spawned_processes,
 )
 from tests.integration.conftest import etcd_options
-from tests.support.etcd import etcd_processes_for, eventually
+from tests.support.etcd import AddAnswerLost, etcd_processes_for, eventually
 
 pytestmark = pytest.mark.slow
 
@@ -75,6 +76,52 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
         [check] = await etcd.health([restarted_m1.client_url])
         assert check.healthy  # the learner serves again (a serializable read, see health())
         assert check.learner
+
+
+@pytest.mark.parametrize("reaches", [True, False], ids=["add-made", "add-lost"])
+async def test_a_join_cut_off_around_its_member_add_is_finished_by_the_next_join(
+    etcd_supervisor: EtcdSupervisor, reaches: bool
+) -> None:
+    """Found by the chaos campaign (seed 4 on 41c24b7): the provider was SIGKILLed while its
+    member add was on the wire. etcd had made the learner; the restarted provider, with no record
+    of it, asked for another and etcd (one learner at a time) refused until the etcd-quorum hook
+    removed the "abandoned" learner five minutes later. The record written before the add lets
+    the next join start the learner etcd has, or add it afresh when the add never arrived."""
+    first = await etcd_supervisor.bootstrap("m0")
+    async with EtcdClient([first.client_url]) as etcd:
+        with pytest.raises(Unavailable):
+            await etcd_supervisor.join("m1", AddAnswerLost(etcd, reaches=reaches))
+        adding = etcd_supervisor.get("m1")
+        assert adding is not None and adding.adding and not adding.running
+        learners = [m for m in await etcd.member_list() if m.is_learner]
+        assert [m.peer_urls for m in learners] == ([(adding.peer_url,)] if reaches else [])
+        with pytest.raises(EtcdProcessError, match="was being added"):
+            await etcd_supervisor.start("m1")  # no command line to start it with
+
+        # The restarted provider: a new supervisor on the same state directory.
+        restarted = EtcdSupervisor(etcd_supervisor.state_dir, etcd_options())
+        m1 = await restarted.join("m1", etcd)
+        assert m1.running and not m1.adding
+        if reaches:
+            assert (m1.member_id, m1.peer_url) == (learners[0].id, adding.peer_url)
+
+        async def m1_started() -> list[Member] | None:
+            members = await etcd.member_list()
+            return members if any(m.name == "m1" for m in members) else None
+
+        members = await eventually(m1_started, within=30, what="m1 started and published")
+        assert sorted((m.name, m.is_learner) for m in members) == [("m0", False), ("m1", True)]
+        assert etcd_processes_for(m1.data_dir) == [m1.pid]
+
+
+async def test_a_member_add_etcd_refused_leaves_no_record(etcd_supervisor: EtcdSupervisor) -> None:
+    first = await etcd_supervisor.bootstrap("m0")
+    async with EtcdClient([first.client_url]) as etcd:
+        await etcd.add_learner(["http://127.0.0.1:1"])  # a learner ahead, never started
+        with pytest.raises(TooManyLearners):
+            await etcd_supervisor.join("m1", etcd)
+    assert etcd_supervisor.get("m1") is None
+    assert [m.name for m in etcd_supervisor.members()] == ["m0"]
 
 
 async def test_pause_freezes_a_member_and_resume_brings_it_back(etcd_supervisor: EtcdSupervisor) -> None:

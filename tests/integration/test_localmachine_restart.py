@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 
 from api.machine import API_VERSION
-from controllers.etcd.client import EtcdClient
+from controllers.etcd.client import EtcdClient, Unavailable, UnhealthyCluster
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION
+from providers.localmachine.etcd_process import EtcdSupervisor
 from runtime.client import Client
-from tests.support.etcd import etcd_processes_for, promote_when_in_sync
+from tests.integration.conftest import etcd_options
+from tests.support.etcd import AddAnswerLost, etcd_processes_for, promote_when_in_sync
 from tests.support.localmachine import (
     HEARTBEAT,
     REPO,
@@ -119,6 +121,21 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
             learner = next(m for m in await etcd.member_list() if m.name == m1)
             assert learner.is_learner
             await promote_when_in_sync(etcd, learner.id)
+            # What a provider killed while m2's member add was on the wire leaves (chaos seed 4):
+            # the member added in etcd, its answer lost, the join recorded as still adding.
+            dead_provider = EtcdSupervisor(provider_state_dir / namespace, etcd_options())
+
+            async def added_answer_lost() -> bool:
+                try:
+                    await dead_provider.join(m2, AddAnswerLost(etcd, reaches=True))
+                except UnhealthyCluster:  # within 5 s of the promotion: etcd adds nothing yet
+                    return False
+                except Unavailable:
+                    return True
+                raise AssertionError("the add answered")
+
+            await eventually(added_answer_lost, within=20, what=f"{m2}'s member added, answer lost")
+            orphan = next(m for m in await etcd.member_list() if not m.started)
 
             restarted_at = datetime.now(UTC).replace(microsecond=0)
             providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
@@ -128,6 +145,7 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
             members = {m.name: m for m in await etcd.member_list()}
             assert sorted(members) == sorted([m0, m1, m2])
             assert members[m2].is_learner and not members[m1].is_learner
+            assert members[m2].id == orphan.id  # the member the dead provider added, started
 
         after = {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1, m2)}
         assert {name: after[name] for name in (m0, m1)} == before, "re-attached, not restarted"

@@ -15,7 +15,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from controllers.etcd.client import EtcdCluster, LearnerNotInSync, Member, UnhealthyCluster
+from controllers.etcd.client import (
+    EtcdClient,
+    EtcdCluster,
+    LearnerNotInSync,
+    Member,
+    MemberAddResult,
+    Unavailable,
+    UnhealthyCluster,
+)
 from providers.localmachine.etcd_process import EtcdSupervisor, MemberProcess
 from runtime.envtest.certs import CertificateAuthority, CertPair
 
@@ -117,3 +125,22 @@ def etcd_serving_cert(authority: CertificateAuthority, host: str = "127.0.0.1") 
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return CertPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
+
+
+class AddAnswerLost:
+    """A real cluster whose member add reaches etcd (``reaches=True``) or not, and whose answer
+    the caller never gets: what a provider killed while the add is on the wire leaves behind."""
+
+    def __init__(self, etcd: EtcdClient, *, reaches: bool) -> None:
+        self.etcd, self.reaches = etcd, reaches
+
+    async def add_learner(self, peer_urls: list[str]) -> MemberAddResult:
+        if self.reaches:
+            await self.etcd.add_learner(peer_urls)
+        raise Unavailable("the caller died before the answer")
+
+    async def member_list(self) -> list[Member]:
+        return await self.etcd.member_list()
+
+    async def remove(self, member_id: int) -> list[Member]:
+        return await self.etcd.remove(member_id)
