@@ -79,7 +79,9 @@ adds ("unhealthy cluster"): reason ``WaitingForEtcdCluster``, retried the same w
 
 Where the etcd-quorum-hook controller finds a machine's member: the Machine's annotations
 ``local.cpo.dev/etcd-client-url``, ``local.cpo.dev/etcd-peer-url`` and
-``local.cpo.dev/etcd-member-id`` (hex), written together with ``spec.providerID``.
+``local.cpo.dev/etcd-member-id`` (hex), written together with ``spec.providerID``. The peer URL
+is also written *before* each ``member add`` (the URL that add asks for), so that a member etcd
+has always belongs to a Machine, even if the provider dies between the add and the rest.
 
 Lifecycle
 ---------

@@ -67,7 +67,9 @@ A join records the member's URLs *before* its ``member add`` (the record is then
 answer was lost, leaves etcd with a learner that nobody would start, and etcd before 3.6 takes no
 other learner while it is there. The next :meth:`~EtcdSupervisor.join` of that name looks for a
 member with the recorded peer URL and starts it if etcd has it, or adds it afresh if not. An add
-etcd refused outright (another learner, the strict reconfiguration check) leaves no record.
+etcd refused outright (another learner, the strict reconfiguration check) leaves no record. The
+join's ``announce`` callback runs between that record and the add, so the caller can publish
+the peer URL (the provider annotates its Machine) before etcd has the member.
 
 No etcd outlives its parent
 ---------------------------
@@ -100,7 +102,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -659,7 +661,14 @@ class EtcdSupervisor:
                 await self._forget(name)
         raise EtcdProcessError(f"cannot bootstrap {name!r}: ports kept being taken; last: {last_error}")
 
-    async def join(self, name: str, cluster: EtcdCluster, *, learner: bool = True) -> MemberProcess:
+    async def join(
+        self,
+        name: str,
+        cluster: EtcdCluster,
+        *,
+        learner: bool = True,
+        announce: Callable[[MemberProcess], Awaitable[None]] | None = None,
+    ) -> MemberProcess:
         """Add ``name`` to ``cluster`` (as a learner unless ``learner=False``) and start it.
 
         The member is added first (``member add``, which raises
@@ -668,6 +677,10 @@ class EtcdSupervisor:
         returned. If ``name`` already has a record, this is :meth:`start`; if that record is
         :attr:`~MemberProcess.adding` (an earlier join died around its add), the member etcd has
         under the recorded peer URL is started, or, when etcd has none, the join starts over.
+
+        ``announce`` is awaited with the member's URLs before etcd is asked to add it (and again
+        before a member found that way is started): the provider publishes the peer URL on its
+        Machine there, so that a member etcd has is never one whose Machine nobody can name.
 
         etcd adds a member only when every voter has been connected to the leader for the last 5 s
         (its strict reconfiguration check), so a join within 5 s of a member's start or promotion
@@ -682,6 +695,8 @@ class EtcdSupervisor:
             added_before = await self._added_earlier(existing, cluster)
             if added_before is not None:
                 try:
+                    if announce is not None:
+                        await announce(existing)
                     return await self._start_added(existing, added_before)
                 except _PortTaken as err:
                     last_error = err
@@ -693,6 +708,8 @@ class EtcdSupervisor:
             # Recorded before the add: a supervisor that dies before the add's answer still knows
             # which peer URL it asked etcd to add, and the next join finds that member.
             _write_state(adding)
+            if announce is not None:
+                await announce(adding)
             try:
                 added = await (cluster.add_learner([peer_url]) if learner else cluster.add_voter([peer_url]))
             except _REFUSED:

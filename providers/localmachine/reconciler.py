@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -281,7 +281,7 @@ class LocalMachineReconciler:
         if (machine.get("status") or {}).get("phase") != PHASE_PROVISIONING:
             await self._patch_status(machine, {"phase": PHASE_PROVISIONING})
         try:
-            member = await self._ensure_member(supervisor, name)
+            member = await self._ensure_member(supervisor, name, announce=self._announcer(machine))
         except _Waiting as waiting:
             return await self._wait_to_join(machine, waiting)
         self._join_attempts.pop((namespace, name), None)
@@ -329,8 +329,37 @@ class LocalMachineReconciler:
         )
         return patched
 
-    async def _ensure_member(self, supervisor: EtcdSupervisor, name: str) -> MemberProcess:
-        """The member of ``name``, started: re-attached, restarted, bootstrapped or joined."""
+    def _announcer(self, machine: JSON) -> Callable[[MemberProcess], Awaitable[None]]:
+        """Publish a joining member's peer URL on its Machine before etcd has the member.
+
+        The etcd-quorum hook maps members to Machines by that annotation and lets a deleting
+        Machine go once no member maps to it. A member added (and maybe started) before its
+        Machine named it would be nobody's if this provider died before naming it and the Machine
+        were deleted meanwhile: its hook would come off and the member stay in etcd for good
+        (chaos seed 38).
+        """
+        name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+
+        async def announce(member: MemberProcess) -> None:
+            await self.client.patch(
+                API_VERSION,
+                "Machine",
+                name,
+                {"metadata": {"annotations": {ETCD_PEER_URL_ANNOTATION: member.peer_url}}},
+                namespace,
+            )
+
+        return announce
+
+    async def _ensure_member(
+        self,
+        supervisor: EtcdSupervisor,
+        name: str,
+        *,
+        announce: Callable[[MemberProcess], Awaitable[None]] | None = None,
+    ) -> MemberProcess:
+        """The member of ``name``, started: re-attached, restarted, bootstrapped or joined
+        (``announce``: see :meth:`EtcdSupervisor.join`)."""
         cluster = supervisor.state_dir.name
         lock = self._cluster_locks.setdefault(cluster, asyncio.Lock())
         # One bootstrap-or-join decision at a time per cluster: two first machines must not both
@@ -356,7 +385,7 @@ class LocalMachineReconciler:
                     [member.client_url for member in reachable], self.options.client_options
                 ) as etcd:
                     try:
-                        return await supervisor.join(name, etcd)
+                        return await supervisor.join(name, etcd, announce=announce)
                     except TooManyLearners as err:
                         ahead = await self._learners(etcd, others)
                         raise _Waiting(

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, Member, TooManyLearners, Unavailable
+from controllers.etcd.client import (
+    EtcdClient,
+    EtcdClientOptions,
+    Member,
+    TooManyLearners,
+    Unavailable,
+    UnhealthyCluster,
+)
 from providers.localmachine.etcd_process import (
     STATE_FILE,
     EtcdProcessError,
@@ -22,7 +29,7 @@ from providers.localmachine.etcd_process import (
     spawned_processes,
 )
 from tests.integration.conftest import etcd_options
-from tests.support.etcd import AddAnswerLost, etcd_processes_for, eventually
+from tests.support.etcd import AddAnswerLost, etcd_processes_for, eventually, promote_when_in_sync
 
 pytestmark = pytest.mark.slow
 
@@ -112,6 +119,40 @@ async def test_a_join_cut_off_around_its_member_add_is_finished_by_the_next_join
         members = await eventually(m1_started, within=30, what="m1 started and published")
         assert sorted((m.name, m.is_learner) for m in members) == [("m0", False), ("m1", True)]
         assert etcd_processes_for(m1.data_dir) == [m1.pid]
+
+
+async def test_a_join_announces_the_peer_url_before_etcd_has_the_member(
+    etcd_supervisor: EtcdSupervisor,
+) -> None:
+    """The provider publishes the peer URL on its Machine in ``announce``: etcd must not have the
+    member yet (a provider that dies after the add leaves a member its Machine already names),
+    and the member started is the one announced, also when a cut-off join is finished."""
+    first = await etcd_supervisor.bootstrap("m0")
+    announced: list[tuple[str, str, bool]] = []
+    async with EtcdClient([first.client_url]) as etcd:
+
+        async def announce(member: MemberProcess) -> None:
+            listed = any(member.peer_url in m.peer_urls for m in await etcd.member_list())
+            announced.append((member.name, member.peer_url, listed))
+
+        m1 = await etcd_supervisor.join("m1", etcd, announce=announce)
+        assert announced == [("m1", m1.peer_url, False)]
+
+        # A join cut off after its add: finishing it announces the same peer URL again.
+        await promote_when_in_sync(etcd, m1.member_id or 0)
+
+        async def cut_off() -> bool:
+            try:
+                await etcd_supervisor.join("m2", AddAnswerLost(etcd, reaches=True), announce=announce)
+            except UnhealthyCluster:  # within 5 s of the promotion
+                return False
+            except Unavailable:
+                return True
+            raise AssertionError("the add answered")
+
+        await eventually(cut_off, within=20, what="m2's add made, its answer lost")
+        m2 = await etcd_supervisor.join("m2", etcd, announce=announce)
+        assert announced[-2:] == [("m2", m2.peer_url, False), ("m2", m2.peer_url, True)]
 
 
 async def test_a_member_add_etcd_refused_leaves_no_record(etcd_supervisor: EtcdSupervisor) -> None:

@@ -138,6 +138,11 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
                     await eventually(
                         waits_for_the_learner_ahead, within=10, what=f"{waiting} waits for {first_learner}"
                     )
+                    # Its Machine names the peer URL it asks etcd to add before etcd has it, so
+                    # the etcd-quorum hook can map a member to it the moment etcd adds one.
+                    announced = (await get_machine(kube, waiting, namespace))["metadata"]["annotations"]
+                    assert announced[ETCD_PEER_URL_ANNOTATION].startswith("http://127.0.0.1:")
+                    assert ETCD_MEMBER_ID_ANNOTATION not in announced  # not provisioned yet
 
                     async def one_learner_and_waiting_still_provisioning() -> bool:
                         obj = await get_machine(kube, waiting, namespace)
