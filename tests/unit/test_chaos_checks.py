@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.chaos import (
+    fault_budget,
     healthy_voter_removals,
     machines_added_together,
     plan,
@@ -164,3 +165,31 @@ def test_every_mutation_of_the_mutation_check_still_finds_its_rule() -> None:
         for old, new in mutation.changes:
             assert text.count(old) == 1, (mutation.rule, old)
             assert old != new
+
+
+def voter_machine(name: str, *, deleting: bool = False, role: str = "voter") -> MachineView:
+    return MachineView(name, "Running", deleting, "zone-a", None, etcd_role=role)
+
+
+def voting_world(names: list[str], *, healthy: int | None = None, deleting: tuple[str, ...] = ()) -> Sample:
+    views = tuple(voter_machine(n, deleting=n in deleting) for n in names)
+    count = len(names)
+    healthy = count if healthy is None else healthy
+    return Sample(1.0, views, count, 0, healthy, healthy > count // 2, 0, desired=None)
+
+
+def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment() -> None:
+    steady = voting_world(["a", "b", "c"])
+    assert fault_budget(steady, desired=3, held=0) == 1
+    assert fault_budget(voting_world(["a", "b", "c", "d", "e"]), desired=5, held=0) == 2
+    # Chaos seed 70: scaling in to 1, 3 voters; the operator may remove one at any moment, and
+    # one of the 2 left must not be killed.
+    assert fault_budget(steady, desired=1, held=0) == 0
+    # A replacement: the old Machine's voter goes once the new one votes.
+    replacing = voting_world(["a", "b", "c", "d"], deleting=("a",))
+    assert fault_budget(replacing, desired=3, held=0) == 1
+    assert fault_budget(voting_world(["a", "b", "c"], deleting=("a",)), desired=3, held=0) == 0
+    # Members already down, or held down by the injector, use it up.
+    assert fault_budget(voting_world(["a", "b", "c"], healthy=2), desired=3, held=0) == 0
+    assert fault_budget(steady, desired=3, held=1) == 0
+    assert fault_budget(None, desired=3, held=0) == 0
