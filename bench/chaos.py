@@ -784,6 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary(results))
     print(f"wall time {time.monotonic() - began:.0f}s")
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
             json.dumps([{**asdict(r), "faults": dict(r.faults)} for r in results], indent=1) + "\n"
         )
