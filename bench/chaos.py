@@ -258,8 +258,15 @@ class Injector:
             replicas = int(intent.value)
             try:
                 await self.tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", str(replicas))
-            except KubectlError:
-                self.record(kind, f"replicas {replicas} refused by the webhook")
+            except KubectlError as err:
+                # A webhook that cannot be called fails closed too (its `cpo run` is being
+                # killed); the record keeps that apart from the odd-replica rule's own denial.
+                first_line = str(err).splitlines()[0]
+                if "denied the request" in first_line:
+                    self.record(kind, f"replicas {replicas} refused by the webhook")
+                else:
+                    other_refusal = f"refused, not by the webhook's rule: {first_line[:160]}"
+                    self.record(kind, f"replicas {replicas} {other_refusal}")
                 return
             stored = (await self.tour.controlplane())["spec"]["replicas"]
             if stored % 2 == 0:
