@@ -25,7 +25,9 @@ from the operator's own claims:
 * two learners are never promoted together (voters never rise by 2 between two samples);
 * Machines are added one at a time (never two, not deleting, both not yet Running);
 * one remediation at a time (the Machine of a new ``status.lastRemediation`` only once the
-  previous one's is gone, or held by the etcd-quorum hook on its healthy voter);
+  previous one's is gone, or held by the etcd-quorum hook on its healthy voter), and none while
+  another Machine is being created (but one with no member yet when the remediated Machine's
+  member is an unhealthy voter, which etcd would not let join);
 * a healthy voter is never removed while every voter is healthy and fewer than the desired
   count would be left (a replacement votes first: the fault tolerance the user asked for is
   lowered only by failures, never by the operator);
@@ -72,7 +74,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api.controlplane import API_VERSION as CP_API_VERSION
 from controllers.etcd.monitor import QuorumSample, quorum_losses
 from controllers.etcdquorum.rules import machine_info
-from demo.observer import Observer, Sample
+from demo.observer import MachineView, Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled
 from demo.world import ChildProcess, DemoWorld, KubectlError
@@ -579,6 +581,57 @@ def remediations_together(samples: Sequence[Sample]) -> list[str]:
     return found
 
 
+CACHE_GRACE = 1.0
+"""Seconds a Machine must have been seen before a decision that overlooked it counts: the
+operator decides on its cache, which learns of a change a moment after the API server."""
+
+
+def remediations_while_creating(samples: Sequence[Sample]) -> list[str]:
+    """A remediation started (a new Machine in the ControlPlane's ``status.lastRemediation``)
+    while another Machine was being created: neither deleting, ``Running`` nor ``Failed``, and not
+    marked for remediation itself, in the sample on each side of the change and from
+    :data:`CACHE_GRACE` before it. The ControlPlane lets such a Machine finish first, except one
+    with no member yet when the remediated Machine's member is an unhealthy voter (etcd takes no
+    member while a voter is unhealthy, so waiting would wait for ever): such a pair, in any of
+    those samples, is not counted."""
+    found: list[str] = []
+    remediated: set[str] = set()
+    for index in range(1, len(samples)):
+        before, after = samples[index - 1], samples[index]
+        if before.last_remediation:
+            remediated.add(before.last_remediation)
+        new = after.last_remediation
+        if not new or new in remediated:
+            continue
+        since = after.at - CACHE_GRACE
+        earlier = next((s for s in reversed(samples[:index]) if s.at <= since), None)
+        if earlier is None:
+            continue
+        window = [earlier, *(s for s in samples[: index + 1] if s.at > since)]
+        views = [{m.name: m for m in s.machines} for s in window]
+        target_voter_unhealthy = any(
+            (t := v.get(new)) is not None and t.etcd_role == "voter" and not t.etcd_healthy for v in views
+        )
+        creating = []
+        for machine in after.machines:
+            seen = [v.get(machine.name) for v in views]
+            if machine.name == new or not all(m is not None and _being_created(m) for m in seen):
+                continue
+            if target_voter_unhealthy and any(m is not None and m.etcd_role == "-" for m in seen):
+                continue
+            creating.append(machine.name)
+        if creating:
+            found.append(
+                f"t={after.at:.1f}s remediation of {new} started while {', '.join(creating)} "
+                "was being created"
+            )
+    return found
+
+
+def _being_created(machine: MachineView) -> bool:
+    return not (machine.deleting or machine.phase in ("Running", "Failed") or machine.marked_unhealthy)
+
+
 def healthy_voter_removals(
     samples: Sequence[QuorumSample], desired_history: Sequence[tuple[float, int]]
 ) -> list[str]:
@@ -671,6 +724,7 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
             result.violations.extend(healthy_voter_removals(monitor.samples, injector.desired_history))
             result.violations.extend(machines_added_together(observer.samples))
             result.violations.extend(remediations_together(observer.samples))
+            result.violations.extend(remediations_while_creating(observer.samples))
             result.peak_voters = max((s.voters for s in observer.samples), default=0)
             result.peak_machines = max((len(s.machines) for s in observer.samples), default=0)
     except Exception as err:  # a run that could not finish is a failed run, with its reason

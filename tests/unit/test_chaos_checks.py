@@ -11,6 +11,7 @@ from bench.chaos import (
     machines_added_together,
     plan,
     remediations_together,
+    remediations_while_creating,
     timeline_violations,
 )
 from bench.mutation import MUTATIONS
@@ -83,11 +84,12 @@ def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -
 
 
 def world(at: float, *machines: str, remediated: str | None = None) -> Sample:
-    """An observer sample of Machines given as ``name:phase[:deleting][:role]`` (role ``voter``,
-    ``learner``, ``dead`` for an unhealthy voter; default none)."""
+    """An observer sample of Machines given as ``name:phase[:deleting][:role][:marked]`` (role
+    ``voter``, ``learner``, ``dead`` for an unhealthy voter; default none; ``marked``: handed
+    over for remediation by the health check)."""
     views = []
     for text in machines:
-        name, phase, deleting, role = ([*text.split(":"), "", "", ""])[:4]
+        name, phase, deleting, role, marked = ([*text.split(":"), "", "", "", ""])[:5]
         views.append(
             MachineView(
                 name,
@@ -97,6 +99,7 @@ def world(at: float, *machines: str, remediated: str | None = None) -> Sample:
                 None,
                 etcd_role="voter" if role == "dead" else (role or "-"),
                 etcd_healthy=role != "dead",
+                marked_unhealthy=marked == "marked",
             )
         )
     return Sample(at, tuple(views), 3, 0, 3, True, 0, desired=3, last_remediation=remediated)
@@ -193,3 +196,85 @@ def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment()
     assert fault_budget(voting_world(["a", "b", "c"], healthy=2), desired=3, held=0) == 0
     assert fault_budget(steady, desired=3, held=1) == 0
     assert fault_budget(None, desired=3, held=0) == 0
+
+
+def test_a_remediation_while_another_machine_is_being_created_is_flagged() -> None:
+    creating = [
+        world(1.0, "a:Running::voter", "b:Running::voter", "c:Running::dead", "d:Provisioned::learner"),
+        world(1.5, "a:Running::voter", "b:Running::voter", "c:Running::dead", "d:Provisioned::learner"),
+        world(
+            2.1,
+            "a:Running::voter",
+            "b:Running::voter",
+            "c:Running:deleting:dead",
+            "d:Provisioned::learner",
+            remediated="c",
+        ),
+    ]
+    [found] = remediations_while_creating(creating)
+    assert "remediation of c started while d was being created" in found
+    # The new Machine became Running by the sample that shows the remediation: the operator's
+    # decision may have seen it Running.
+    running_by_then = [
+        *creating[:2],
+        world(2.1, "a:Running", "b:Running", "c:Running:deleting", "d:Running", remediated="c"),
+    ]
+    assert remediations_while_creating(running_by_then) == []
+    # A Machine first seen less than a second before: the operator's cache may not have had it.
+    just_created = [
+        world(1.0, "a:Running", "b:Running", "c:Running::dead"),
+        world(1.5, "a:Running", "b:Running", "c:Running::dead", "d:"),
+        world(2.1, "a:Running", "b:Running", "c:Running:deleting:dead", "d:", remediated="c"),
+    ]
+    assert remediations_while_creating(just_created) == []
+    # No member yet while the remediated Machine's member is an unhealthy voter: etcd would take
+    # no member, so the ControlPlane does not wait for it.
+    memberless = [
+        world(1.0, "a:Running::voter", "b:Running::voter", "c:Running::dead", "d:Provisioning"),
+        world(
+            2.1,
+            "a:Running::voter",
+            "b:Running::voter",
+            "c:Running:deleting:dead",
+            "d:Provisioning",
+            remediated="c",
+        ),
+    ]
+    assert remediations_while_creating(memberless) == []
+    # ... but with a healthy voter remediated (its Node NotReady), it must wait.
+    healthy_target = [
+        world(1.0, "a:Running::voter", "b:Running::voter", "c:Running::voter:marked", "d:Provisioning"),
+        world(
+            2.1,
+            "a:Running::voter",
+            "b:Running::voter",
+            "c:Running:deleting:voter:marked",
+            "d:Provisioning",
+            remediated="c",
+        ),
+    ]
+    [found] = remediations_while_creating(healthy_target)
+    assert "while d was being created" in found
+    # A Machine that is itself marked for remediation, or deleting, is not being created.
+    marked_or_deleting = [
+        world(
+            1.0,
+            "a:Running::voter",
+            "b:Running::voter",
+            "c:Running::voter:marked",
+            "d:Provisioning::learner:marked",
+            "e:Provisioning:deleting:learner",
+        ),
+        world(
+            2.1,
+            "a:Running::voter",
+            "b:Running::voter",
+            "c:Running:deleting:voter:marked",
+            "d:Provisioning::learner:marked",
+            "e:Provisioning:deleting:learner",
+            remediated="c",
+        ),
+    ]
+    assert remediations_while_creating(marked_or_deleting) == []
+    # The same remediation seen again is not a new one.
+    assert remediations_while_creating([*creating, creating[-1]]) == remediations_while_creating(creating)
