@@ -11,8 +11,9 @@ seed, then checked::
 The schedule (:func:`plan`) mixes user actions (scale among 1, 3 and 5; an even count, which the
 webhook must refuse; a template change; ``rolloutAfter``; deleting a Machine; toggling
 ``OnDelete``) with faults (a member killed through ``local.cpo.dev/fault: kill`` or by SIGKILL
-behind the provider's back; a member paused with SIGSTOP and resumed; a Node made NotReady; the
-leading ``cpo run`` or the provider SIGKILLed and restarted). The injector keeps a fault budget: it
+behind the provider's back; a member paused with SIGSTOP and resumed; a Node made NotReady; every
+member of one failure domain SIGKILLed at once; the leading ``cpo run`` or the provider SIGKILLed
+and restarted). The injector keeps a fault budget: it
 never itself takes down more members at once than the cluster can lose ((voters − 1) / 2, less the
 members already unhealthy, counting a removal the operator may make at any moment as made:
 :func:`fault_budget`), so a quorum loss is the operator's doing.
@@ -123,8 +124,16 @@ class Intent:
     value: float
 
 
+DOMAIN_OUTAGE_EVERY = 60.0
+"""Seconds of schedule per failure-domain outage (``kill-domain``)."""
+
+
 def plan(seed: int, duration: float) -> list[Intent]:
-    """The schedule of run ``seed``: an action every 2–7 s for ``duration`` seconds."""
+    """The schedule of run ``seed``: an action every 2–7 s for ``duration`` seconds, and one
+    failure-domain outage per :data:`DOMAIN_OUTAGE_EVERY` seconds at a random moment.
+
+    The outages are drawn from a second generator, so adding them left every seed's other
+    actions as they were (the seeds this page's history names still replay them)."""
     rng = random.Random(seed)
     kinds = list(WEIGHTS)
     intents: list[Intent] = []
@@ -139,7 +148,11 @@ def plan(seed: int, duration: float) -> list[Intent]:
             value = round(rng.uniform(2.0, 8.0), 1)  # how long a fault lasts, or a restart delay
         intents.append(Intent(round(at, 1), kind, rng.random(), value))
         at += rng.uniform(2.0, 7.0)
-    return intents
+    outages = random.Random(f"kill-domain-{seed}")
+    for _ in range(max(1, int(duration // DOMAIN_OUTAGE_EVERY))):
+        at = outages.uniform(min(5.0, duration), duration)
+        intents.append(Intent(round(at, 1), "kill-domain", outages.random(), 0.0))
+    return sorted(intents, key=lambda intent: intent.at)
 
 
 # ---------------------------------------------------------------------------------------------- the run
@@ -305,6 +318,8 @@ class Injector:
             self.record(kind, strategy)
         elif kind in MEMBER_FAULTS:
             await self.member_fault(intent)
+        elif kind == "kill-domain":
+            await self.kill_domain(intent)
         elif kind == "kill-operator":
             await self.kill_operator(intent)
         elif kind == "kill-provider":
@@ -339,6 +354,34 @@ class Injector:
         self.record(
             intent.kind, f"{victim} for {intent.value}s" if intent.kind in ("pause", "notready") else victim
         )
+
+    async def kill_domain(self, intent: Intent) -> None:
+        """A failure domain lost: SIGKILL of every member in one domain at once, the domain with
+        the most voters the fault budget covers. Two members failing together is what makes the
+        ControlPlane's one-remediation-at-a-time rule matter."""
+        budget = self.budget()
+        by_domain: dict[str, list[str]] = {}
+        for machine in self.machines():
+            if machine.etcd_role == "voter" and machine.etcd_healthy and machine.name not in self.paused:
+                by_domain.setdefault(machine.failure_domain, []).append(machine.name)
+        within = {domain: names for domain, names in by_domain.items() if len(names) <= budget}
+        if not within:
+            counts = ", ".join(
+                f"{domain or '(none)'} {len(names)}" for domain, names in sorted(by_domain.items())
+            )
+            return self.record(intent.kind, f"skipped: fault budget {budget}; voters by domain: {counts}")
+        most = max(len(names) for names in within.values())
+        domain = self.choose(sorted(d for d, names in within.items() if len(names) == most), intent.pick)
+        killed = []
+        for name in within[domain]:
+            process = member_process(self.world.state_dir, name)
+            if process is not None:
+                process.signal(signal.SIGKILL)
+                killed.append(name)
+        if not killed:
+            return self.record(intent.kind, f"skipped: no process in {domain}")
+        self.result.faults[intent.kind] += 1
+        self.record(intent.kind, f"{domain}: {', '.join(killed)}")
 
     def later(self, delay: float, action: Any) -> None:
         async def run() -> None:

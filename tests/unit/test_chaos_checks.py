@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.chaos import (
+    Intent,
     fault_budget,
     healthy_voter_removals,
     machines_added_together,
@@ -156,8 +157,17 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
     assert plan(7, 60.0) == plan(7, 60.0)
     assert plan(7, 60.0) != plan(8, 60.0)
     shorter = plan(7, 30.0)
-    assert shorter == plan(7, 60.0)[: len(shorter)]
     assert all(intent.at < 30.0 for intent in shorter)
+
+    def others(intents: list[Intent]) -> list[Intent]:
+        return [intent for intent in intents if intent.kind != "kill-domain"]
+
+    assert others(shorter) == others(plan(7, 60.0))[: len(others(shorter))]
+    # One failure-domain outage per minute of schedule, at least one, drawn apart from the rest.
+    for duration, outages in ((30.0, 1), (60.0, 1), (150.0, 2)):
+        schedule = plan(7, duration)
+        assert [i.kind for i in schedule].count("kill-domain") == outages
+        assert [i.at for i in schedule] == sorted(i.at for i in schedule)
 
 
 def test_every_mutation_of_the_mutation_check_still_finds_its_rule() -> None:
