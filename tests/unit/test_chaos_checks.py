@@ -208,6 +208,22 @@ def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment()
     assert fault_budget(None, desired=3, held=0) == 0
 
 
+def remediating_c(c_member: str, *others: str) -> list[Sample]:
+    """Voters a and b, Machine c (member ``c_member``: role[:marked]) remediated at 2.1 s, and
+    ``others`` unchanged from 1.0 s."""
+    return [
+        world(1.0, "a:Running::voter", "b:Running::voter", f"c:Running::{c_member}", *others),
+        world(
+            2.1,
+            "a:Running::voter",
+            "b:Running::voter",
+            f"c:Running:deleting:{c_member}",
+            *others,
+            remediated="c",
+        ),
+    ]
+
+
 def test_a_remediation_while_another_machine_is_being_created_is_flagged() -> None:
     creating = [
         world(1.0, "a:Running::voter", "b:Running::voter", "c:Running::dead", "d:Provisioned::learner"),
@@ -239,52 +255,14 @@ def test_a_remediation_while_another_machine_is_being_created_is_flagged() -> No
     assert remediations_while_creating(just_created) == []
     # No member yet while the remediated Machine's member is an unhealthy voter: etcd would take
     # no member, so the ControlPlane does not wait for it.
-    memberless = [
-        world(1.0, "a:Running::voter", "b:Running::voter", "c:Running::dead", "d:Provisioning"),
-        world(
-            2.1,
-            "a:Running::voter",
-            "b:Running::voter",
-            "c:Running:deleting:dead",
-            "d:Provisioning",
-            remediated="c",
-        ),
-    ]
-    assert remediations_while_creating(memberless) == []
+    assert remediations_while_creating(remediating_c("dead", "d:Provisioning")) == []
     # ... but with a healthy voter remediated (its Node NotReady), it must wait.
-    healthy_target = [
-        world(1.0, "a:Running::voter", "b:Running::voter", "c:Running::voter:marked", "d:Provisioning"),
-        world(
-            2.1,
-            "a:Running::voter",
-            "b:Running::voter",
-            "c:Running:deleting:voter:marked",
-            "d:Provisioning",
-            remediated="c",
-        ),
-    ]
-    [found] = remediations_while_creating(healthy_target)
+    [found] = remediations_while_creating(remediating_c("voter:marked", "d:Provisioning"))
     assert "while d was being created" in found
     # A Machine that is itself marked for remediation, or deleting, is not being created.
-    marked_or_deleting = [
-        world(
-            1.0,
-            "a:Running::voter",
-            "b:Running::voter",
-            "c:Running::voter:marked",
-            "d:Provisioning::learner:marked",
-            "e:Provisioning:deleting:learner",
-        ),
-        world(
-            2.1,
-            "a:Running::voter",
-            "b:Running::voter",
-            "c:Running:deleting:voter:marked",
-            "d:Provisioning::learner:marked",
-            "e:Provisioning:deleting:learner",
-            remediated="c",
-        ),
-    ]
+    marked_or_deleting = remediating_c(
+        "voter:marked", "d:Provisioning::learner:marked", "e:Provisioning:deleting:learner"
+    )
     assert remediations_while_creating(marked_or_deleting) == []
     # The same remediation seen again is not a new one.
     assert remediations_while_creating([*creating, creating[-1]]) == remediations_while_creating(creating)
