@@ -13,10 +13,10 @@ webhook must refuse; a template change; ``rolloutAfter``; deleting a Machine; to
 ``OnDelete``) with faults (a member killed through ``local.cpo.dev/fault: kill`` or by SIGKILL
 behind the provider's back; a member paused with SIGSTOP and resumed; a Node made NotReady; every
 member of one failure domain SIGKILLed at once; the leading ``cpo run`` or the provider SIGKILLed
-and restarted). The injector keeps a fault budget: it
-never itself takes down more members at once than the cluster can lose ((voters − 1) / 2, less the
-members already unhealthy, counting a removal the operator may make at any moment as made:
-:func:`fault_budget`), so a quorum loss is the operator's doing.
+and restarted). The injector keeps a fault budget: it never itself takes down more members at
+once than the cluster can lose ((voters − 1) / 2, less the members already unhealthy, counting a
+removal the operator may make at any moment as made: :func:`fault_budget`), so a quorum loss is
+the operator's doing.
 
 What :func:`one_run` checks, from the quorum monitor's and the observer's 100 ms samples and not
 from the operator's own claims:
@@ -133,7 +133,7 @@ def plan(seed: int, duration: float) -> list[Intent]:
     failure-domain outage per :data:`DOMAIN_OUTAGE_EVERY` seconds at a random moment.
 
     The outages are drawn from a second generator, so adding them left every seed's other
-    actions as they were (the seeds this page's history names still replay them)."""
+    actions as they were: a seed named in ``docs/reliability.md`` still replays them."""
     rng = random.Random(seed)
     kinds = list(WEIGHTS)
     intents: list[Intent] = []
