@@ -62,7 +62,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -594,6 +594,17 @@ def machines_added_together(samples: Sequence[Sample]) -> list[str]:
     return found
 
 
+def remediation_starts(samples: Sequence[Sample]) -> Iterator[tuple[int, str]]:
+    """Each index at which a new Machine appears in the ControlPlane's
+    ``status.lastRemediation`` (one not remediated before), with that Machine's name."""
+    remediated = {s.last_remediation for s in samples[:1] if s.last_remediation}
+    for index in range(1, len(samples)):
+        new = samples[index].last_remediation
+        if new and new not in remediated:
+            remediated.add(new)
+            yield index, new
+
+
 def remediations_together(samples: Sequence[Sample]) -> list[str]:
     """A remediation started (a new Machine in the ControlPlane's ``status.lastRemediation``)
     while an earlier remediated Machine was still there, other than one the etcd-quorum hook
@@ -601,13 +612,9 @@ def remediations_together(samples: Sequence[Sample]) -> list[str]:
     votes). Judged on the samples on both sides of the change, so a Machine gone meanwhile is
     not counted."""
     found: list[str] = []
-    remediated: set[str] = set()
-    for before, after in itertools.pairwise(samples):
-        if before.last_remediation:
-            remediated.add(before.last_remediation)
-        new = after.last_remediation
-        if not new or new in remediated:
-            continue
+    remediated = {s.last_remediation for s in samples[:1] if s.last_remediation}
+    for index, new in remediation_starts(samples):
+        before, after = samples[index - 1], samples[index]
         still_there = {m.name for m in after.machines}
         unfinished = [
             m.name
@@ -621,6 +628,7 @@ def remediations_together(samples: Sequence[Sample]) -> list[str]:
                 f"t={after.at:.1f}s remediation of {new} started while that of {', '.join(unfinished)} "
                 "had not finished"
             )
+        remediated.add(new)
     return found
 
 
@@ -638,14 +646,8 @@ def remediations_while_creating(samples: Sequence[Sample]) -> list[str]:
     member while a voter is unhealthy, so waiting would wait for ever): such a pair, in any of
     those samples, is not counted."""
     found: list[str] = []
-    remediated: set[str] = set()
-    for index in range(1, len(samples)):
-        before, after = samples[index - 1], samples[index]
-        if before.last_remediation:
-            remediated.add(before.last_remediation)
-        new = after.last_remediation
-        if not new or new in remediated:
-            continue
+    for index, new in remediation_starts(samples):
+        after = samples[index]
         since = after.at - CACHE_GRACE
         earlier = next((s for s in reversed(samples[:index]) if s.at <= since), None)
         if earlier is None:

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
+from controllers.controlplane.reconciler import marked_for_remediation
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcd.monitor import QuorumMonitor, QuorumSample
 
@@ -195,11 +195,5 @@ def _machine_view(machine: dict[str, Any]) -> MachineView:
         deleting=bool(metadata.get("deletionTimestamp")),
         failure_domain=str(value.get("failureDomain") or labels.get(FAILURE_DOMAIN_LABEL) or ""),
         client_url=(metadata.get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION),
-        marked_unhealthy=_condition_false(machine, CONDITION_HEALTH_CHECK_SUCCEEDED)
-        and _condition_false(machine, CONDITION_OWNER_REMEDIATED),
+        marked_unhealthy=marked_for_remediation(machine),
     )
-
-
-def _condition_false(obj: dict[str, Any], type_: str) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == type_ and c.get("status") == "False" for c in conditions)
