@@ -14,9 +14,9 @@ webhook must refuse; a template change; ``rolloutAfter``; deleting a Machine; to
 behind the provider's back; a member paused with SIGSTOP and resumed; a Node made NotReady; every
 member of one failure domain SIGKILLed at once; the leading ``cpo run`` or the provider SIGKILLed
 and restarted). The injector keeps a fault budget: it never itself takes down more members at
-once than the cluster can lose ((voters − 1) / 2, less the members already unhealthy, counting a
-removal the operator may make at any moment as made: :func:`fault_budget`), so a quorum loss is
-the operator's doing.
+once than the cluster can lose ((voters − 1) / 2, less the members already unhealthy or killed
+by the injector, counting a removal the operator may make at any moment as made:
+:func:`fault_budget`), so a quorum loss is the operator's doing.
 
 What :func:`one_run` checks, from the quorum monitor's and the observer's 100 ms samples and not
 from the operator's own claims:
@@ -62,7 +62,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Collection, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -190,23 +190,45 @@ class RunResult:
         return text
 
 
-def fault_budget(sample: Sample | None, desired: int, held: int) -> int:
-    """How many more members the injector may take down: (voters − 1) / 2 less those down (or
-    ``held`` down by the injector itself), from the observer's latest ``sample``.
+KILL_UNSEEN_FOR = 30.0
+"""How long a member the injector killed counts as down while the observer still shows it healthy.
+A killed member stays down until its Machine is replaced (nothing restarts it), so the cap only
+ends the count of a kill that never landed (an annotation the provider did not act on)."""
+
+
+def fault_budget(sample: Sample | None, desired: int, held: Collection[str]) -> int:
+    """How many more members the injector may take down: (voters − 1) / 2 less those down, from
+    the observer's latest ``sample``, and less the Machines in ``held``: those whose members the
+    injector holds down (paused, Node NotReady) or killed and the sample may not show down yet.
+
+    Down members are counted by name, the sample's and ``held`` together, so a member is counted
+    once whether or not the sample has seen it go. A sample is up to 100 ms old and a member's
+    health read takes longer than a SIGKILL (chaos seed 30 on eb5bae2: a voter of 3 killed, and
+    300 ms later, the sample still showing 3 healthy, a failure-domain outage killed a second).
 
     A removal the operator may make at any moment counts as made: while a voter's Machine is
     being deleted or there are more voters than ``desired``. The injector cannot act atomically
-    with it, and a sample is up to 100 ms old (chaos seed 70 on 1a8fd71: the operator removed
-    the third of 3 voters on a scale-in to 1, and 30 ms later the injector, counting 3, killed
-    one of the 2 left). The operator changes membership at most once per 2 s, so one is enough.
+    with it (chaos seed 70 on 1a8fd71: the operator removed the third of 3 voters on a scale-in
+    to 1, and 30 ms later the injector, counting 3, killed one of the 2 left). The operator
+    changes membership at most once per 2 s, so one is enough.
     """
     if sample is None or sample.voters == 0:
         return 0
     voters = sample.voters
     if voters > desired or any(m.deleting and m.etcd_role == "voter" for m in sample.machines):
         voters -= 1
-    down = sample.voters - sample.healthy_voters
-    return (voters - 1) // 2 - max(down, held)
+    down_by_name = {m.name for m in sample.machines if m.etcd_role == "voter" and not m.etcd_healthy}
+    down_without_machine = max(0, sample.voters - sample.healthy_voters - len(down_by_name))
+    return (voters - 1) // 2 - len(down_by_name | set(held)) - down_without_machine
+
+
+def unseen_kills(sample: Sample | None, killed: Mapping[str, float], now: float) -> set[str]:
+    """The Machines whose members the injector killed (``killed``: name → monotonic time of the
+    kill) that ``sample`` still shows as healthy voters, within :data:`KILL_UNSEEN_FOR`."""
+    if sample is None:
+        return set()
+    shown_healthy = {m.name for m in sample.machines if m.etcd_role == "voter" and m.etcd_healthy}
+    return {name for name, at in killed.items() if name in shown_healthy and now - at < KILL_UNSEEN_FOR}
 
 
 class Injector:
@@ -222,6 +244,7 @@ class Injector:
         self.desired_history: list[tuple[float, int]] = [(0.0, tour.replicas)]
         self.paused: dict[str, ProcessIdentity] = {}
         self.notready: set[str] = set()
+        self.killed: dict[str, float] = {}
         self.pending: set[asyncio.Task[None]] = set()
         self.on_delete = False
 
@@ -252,7 +275,9 @@ class Injector:
 
     def budget(self) -> int:
         """How many more members the injector may take down now (:func:`fault_budget`)."""
-        return fault_budget(self.observer.latest, self.desired, len(self.paused) + len(self.notready))
+        sample = self.observer.latest
+        unseen = unseen_kills(sample, self.killed, time.monotonic())
+        return fault_budget(sample, self.desired, self.paused.keys() | self.notready | unseen)
 
     @staticmethod
     def choose(items: Sequence[Any], pick: float) -> Any:
@@ -326,18 +351,24 @@ class Injector:
             await self.kill_provider(intent)
 
     async def member_fault(self, intent: Intent) -> None:
-        voters = [m for m in self.machines() if m.etcd_role == "voter" and m.name not in self.paused]
+        voters = [
+            m
+            for m in self.machines()
+            if m.etcd_role == "voter" and m.name not in self.paused and m.name not in self.killed
+        ]
         if self.budget() < 1 or not voters:
             return self.record(intent.kind, f"skipped: fault budget {self.budget()}")
         victim = self.choose(voters, intent.pick).name
         self.result.faults[intent.kind] += 1
         if intent.kind == "kill-annotation":
             await self.tour.kubectl("annotate", "--overwrite", "machine", victim, f"{FAULT_ANNOTATION}=kill")
+            self.killed[victim] = time.monotonic()
         elif intent.kind == "kill-signal":
             process = member_process(self.world.state_dir, victim)
             if process is None:
                 return self.record(intent.kind, f"skipped: no process of {victim}")
             process.signal(signal.SIGKILL)
+            self.killed[victim] = time.monotonic()
         elif intent.kind == "pause":
             process = member_process(self.world.state_dir, victim)
             if process is None:
@@ -362,7 +393,8 @@ class Injector:
         budget = self.budget()
         by_domain: dict[str, list[str]] = {}
         for machine in self.machines():
-            if machine.etcd_role == "voter" and machine.etcd_healthy and machine.name not in self.paused:
+            taken = machine.name in self.paused or machine.name in self.killed
+            if machine.etcd_role == "voter" and machine.etcd_healthy and not taken:
                 by_domain.setdefault(machine.failure_domain, []).append(machine.name)
         within = {domain: names for domain, names in by_domain.items() if len(names) <= budget}
         if not within:
@@ -377,6 +409,7 @@ class Injector:
             process = member_process(self.world.state_dir, name)
             if process is not None:
                 process.signal(signal.SIGKILL)
+                self.killed[name] = time.monotonic()
                 killed.append(name)
         if not killed:
             return self.record(intent.kind, f"skipped: no process in {domain}")

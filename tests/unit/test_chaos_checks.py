@@ -3,10 +3,16 @@ must and nothing a correct operator does (a scale-in, a dead member's removal, a
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 from bench.chaos import (
+    KILL_UNSEEN_FOR,
+    Injector,
     Intent,
+    RunResult,
     fault_budget,
     healthy_voter_removals,
     machines_added_together,
@@ -14,10 +20,13 @@ from bench.chaos import (
     remediations_together,
     remediations_while_creating,
     timeline_violations,
+    unseen_kills,
 )
 from bench.mutation import MUTATIONS
 from controllers.etcd.monitor import QuorumSample
-from demo.observer import MachineView, Sample
+from demo.observer import MachineView, Observer, Sample
+from demo.tour import Tour
+from demo.world import DemoWorld
 
 REPO = Path(__file__).resolve().parents[2]
 DESIRED_3 = [(0.0, 3)]
@@ -180,32 +189,73 @@ def test_every_mutation_of_the_mutation_check_still_finds_its_rule() -> None:
             assert old != new
 
 
-def voter_machine(name: str, *, deleting: bool = False, role: str = "voter") -> MachineView:
-    return MachineView(name, "Running", deleting, "zone-a", None, etcd_role=role)
+def voter_machine(
+    name: str, *, deleting: bool = False, role: str = "voter", healthy: bool = True
+) -> MachineView:
+    return MachineView(name, "Running", deleting, "zone-a", None, etcd_role=role, etcd_healthy=healthy)
 
 
-def voting_world(names: list[str], *, healthy: int | None = None, deleting: tuple[str, ...] = ()) -> Sample:
-    views = tuple(voter_machine(n, deleting=n in deleting) for n in names)
+def voting_world(
+    names: list[str],
+    *,
+    healthy: int | None = None,
+    deleting: tuple[str, ...] = (),
+    down: tuple[str, ...] = (),
+) -> Sample:
+    """Voters ``names``, each with a Machine; ``down`` are shown unhealthy, and ``healthy`` (by
+    default all the others) is how many voters the sample counts healthy."""
+    views = tuple(voter_machine(n, deleting=n in deleting, healthy=n not in down) for n in names)
     count = len(names)
-    healthy = count if healthy is None else healthy
+    healthy = count - len(down) if healthy is None else healthy
     return Sample(1.0, views, count, 0, healthy, healthy > count // 2, 0, desired=None)
 
 
 def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment() -> None:
     steady = voting_world(["a", "b", "c"])
-    assert fault_budget(steady, desired=3, held=0) == 1
-    assert fault_budget(voting_world(["a", "b", "c", "d", "e"]), desired=5, held=0) == 2
+    assert fault_budget(steady, desired=3, held=()) == 1
+    assert fault_budget(voting_world(["a", "b", "c", "d", "e"]), desired=5, held=()) == 2
     # Chaos seed 70: scaling in to 1, 3 voters; the operator may remove one at any moment, and
     # one of the 2 left must not be killed.
-    assert fault_budget(steady, desired=1, held=0) == 0
+    assert fault_budget(steady, desired=1, held=()) == 0
     # A replacement: the old Machine's voter goes once the new one votes.
     replacing = voting_world(["a", "b", "c", "d"], deleting=("a",))
-    assert fault_budget(replacing, desired=3, held=0) == 1
-    assert fault_budget(voting_world(["a", "b", "c"], deleting=("a",)), desired=3, held=0) == 0
+    assert fault_budget(replacing, desired=3, held=()) == 1
+    assert fault_budget(voting_world(["a", "b", "c"], deleting=("a",)), desired=3, held=()) == 0
     # Members already down, or held down by the injector, use it up.
-    assert fault_budget(voting_world(["a", "b", "c"], healthy=2), desired=3, held=0) == 0
-    assert fault_budget(steady, desired=3, held=1) == 0
-    assert fault_budget(None, desired=3, held=0) == 0
+    assert fault_budget(voting_world(["a", "b", "c"], healthy=2), desired=3, held=()) == 0
+    assert fault_budget(steady, desired=3, held={"a"}) == 0
+    assert fault_budget(None, desired=3, held=()) == 0
+
+
+def test_the_fault_budget_counts_a_member_down_once_whether_or_not_the_sample_has_seen_it() -> None:
+    # Chaos seed 30 on eb5bae2: one voter of 3 SIGKILLed, and 300 ms later, the sample still
+    # showing 3 healthy, a failure-domain outage killed a second: the kill must use the budget up.
+    assert fault_budget(voting_world(["a", "b", "c"]), desired=5, held={"a"}) == 0
+    five = ["a", "b", "c", "d", "e"]
+    assert fault_budget(voting_world(five, down=("a",)), desired=5, held={"a"}) == 1
+    assert fault_budget(voting_world(five, down=("a",)), desired=5, held={"b"}) == 0
+    # A voter down that no Machine names still counts.
+    assert fault_budget(voting_world(five, healthy=4), desired=5, held={"a"}) == 0
+
+
+def test_a_kill_counts_until_the_sample_shows_the_member_down() -> None:
+    killed = {"a": 100.0, "b": 100.0, "gone": 100.0}
+    steady = voting_world(["a", "b", "c"])
+    assert unseen_kills(steady, killed, now=100.3) == {"a", "b"}
+    assert unseen_kills(voting_world(["a", "b", "c"], down=("a",)), killed, now=100.3) == {"b"}
+    assert unseen_kills(steady, killed, now=100.0 + KILL_UNSEEN_FOR) == set()
+    assert unseen_kills(None, killed, now=100.3) == set()
+
+
+def test_the_injector_counts_its_own_kill_before_the_sample_shows_it() -> None:
+    steady = voting_world(["a", "b", "c"])
+    tour = cast(Tour, SimpleNamespace(replicas=3))
+    injector = Injector(
+        cast(DemoWorld, None), tour, cast(Observer, SimpleNamespace(latest=steady)), RunResult(30)
+    )
+    assert injector.budget() == 1
+    injector.killed["a"] = time.monotonic()
+    assert injector.budget() == 0
 
 
 def remediating_c(c_member: str, *others: str) -> list[Sample]:
