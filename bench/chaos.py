@@ -350,14 +350,19 @@ class Injector:
         elif kind == "kill-provider":
             await self.kill_provider(intent)
 
-    async def member_fault(self, intent: Intent) -> None:
-        voters = [
+    def voters_to_fault(self) -> list[Any]:
+        """The voters' Machines the injector has not already paused or killed."""
+        return [
             m
             for m in self.machines()
             if m.etcd_role == "voter" and m.name not in self.paused and m.name not in self.killed
         ]
-        if self.budget() < 1 or not voters:
-            return self.record(intent.kind, f"skipped: fault budget {self.budget()}")
+
+    async def member_fault(self, intent: Intent) -> None:
+        voters = self.voters_to_fault()
+        budget = self.budget()
+        if budget < 1 or not voters:
+            return self.record(intent.kind, f"skipped: fault budget {budget}")
         victim = self.choose(voters, intent.pick).name
         self.result.faults[intent.kind] += 1
         if intent.kind == "kill-annotation":
@@ -392,9 +397,8 @@ class Injector:
         ControlPlane's one-remediation-at-a-time rule matter."""
         budget = self.budget()
         by_domain: dict[str, list[str]] = {}
-        for machine in self.machines():
-            taken = machine.name in self.paused or machine.name in self.killed
-            if machine.etcd_role == "voter" and machine.etcd_healthy and not taken:
+        for machine in self.voters_to_fault():
+            if machine.etcd_healthy:
                 by_domain.setdefault(machine.failure_domain, []).append(machine.name)
         within = {domain: names for domain, names in by_domain.items() if len(names) <= budget}
         if not within:
