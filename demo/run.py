@@ -91,9 +91,15 @@ async def run_demo(options: DemoOptions) -> int:
         for line in await end_abandoned_worlds():
             progress.say(line)
         world = DemoWorld(Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE)
+        unpictured: dict[str, object] | None = None
         try:
             await signals.interruptible(world.start(progress.say))
-            code = await _tour(world, resolved, progress, signals)
+            report = await _tour(world, resolved, progress, signals)
+            code = 0 if report["ok"] else 1
+            if signals.received is None:
+                _picture(report, resolved.out)  # before --keep's wait, so it is there meanwhile
+            else:
+                unpictured = report  # a stop comes first: drawn once nothing runs any more
             if resolved.keep:
                 await signals.interruptible(asyncio.Event().wait())
             return signals.exit_code or code
@@ -108,13 +114,16 @@ async def run_demo(options: DemoOptions) -> int:
             await asyncio.shield(world.stop())
             _keep_logs(world, resolved.out)
             shutil.rmtree(world.directory, ignore_errors=True)
+            if unpictured is not None:
+                _picture(unpictured, resolved.out)
             if signals.received is not None:
                 progress.say(f"stopped by {signals.received.name}; every process it started has ended")
 
 
 async def _tour(
     world: DemoWorld, options: ResolvedDemoOptions, progress: Progress, signals: StopSignals
-) -> int:
+) -> dict[str, object]:
+    """The tour, the writer's read-back and the report (written, and summed up on stdout)."""
     from runtime.client import Client
 
     async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
@@ -164,10 +173,9 @@ async def _tour(
     if failure:
         report["failure"] = failure
     write_json(report, options.out / "demo-report.json")
-    plot_timeline(report, options.out / "demo-timeline.png")
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the teardown
         print(summary(report, world, options, stopping=signals.received is not None), flush=True)
-    return 0 if report["ok"] else 1
+    return report
 
 
 async def _refresh(progress: Progress, tour: Tour, observer: Observer) -> None:
@@ -209,6 +217,10 @@ def summary(
             "every process it started ends, etcd members included.",
         ]
     return "\n".join(lines)
+
+
+def _picture(report: dict[str, object], out: Path) -> None:
+    plot_timeline(report, out / "demo-timeline.png")
 
 
 def _keep_logs(world: DemoWorld, out: Path) -> None:
