@@ -44,6 +44,11 @@ from the operator's own claims:
 
 A failing run prints its seed and writes its schedule, its timeline (JSON and PNG) and the
 processes' logs under ``--out``, so ``--runs 1 --seed <seed>`` replays the same schedule.
+
+Its worlds end as the demo's do (:mod:`demo.lifetime`): Ctrl-C, SIGTERM and SIGHUP stop every run
+under way and its world (exit status 128 + the signal's number); killed outright, the campaign
+takes its ``cpo`` processes with it; and a campaign (or a ``cpo demo``) ends the etcd members a
+killed one left behind before it starts, and says so.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api.controlplane import API_VERSION as CP_API_VERSION
 from controllers.etcd.monitor import QuorumSample, quorum_losses
 from controllers.etcdquorum.rules import machine_info
+from demo.lifetime import Stopped, StopSignals, end_abandoned_worlds
 from demo.observer import MachineView, Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled
@@ -752,6 +758,7 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
     injector: Injector | None = None
     writer: EtcdWriter | None = None
     verification: Verification | None = None
+    stopped = False
     try:
         await world.start()
         async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
@@ -811,8 +818,13 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
             result.peak_machines = max((len(s.machines) for s in observer.samples), default=0)
     except Exception as err:  # a run that could not finish is a failed run, with its reason
         result.error = f"{type(err).__name__}: {err}"
+    except asyncio.CancelledError:
+        stopped = True
+        raise
     finally:
         await world.stop()
+        if stopped:  # the campaign was stopped: no evidence, and no folder left behind
+            shutil.rmtree(directory, ignore_errors=True)
         left = [p.pid for p in recorded_processes(world.state_dir)]
         left += [c.process.pid for c in world.children if c.running and c.process is not None]
         if left:
@@ -892,9 +904,11 @@ def summary(results: Sequence[RunResult]) -> str:
     return "\n".join(f"| {name:<{width}} | {value} |" for name, value in rows)
 
 
-async def campaign(seeds: Sequence[int], duration: float, jobs: int, out: Path) -> list[RunResult]:
+async def campaign(
+    seeds: Sequence[int], duration: float, jobs: int, out: Path, results: list[RunResult]
+) -> None:
+    """Run the seeds, ``jobs`` at once; each finished run goes to ``results`` and is printed."""
     limit = asyncio.Semaphore(jobs)
-    results: list[RunResult] = []
 
     async def one(run_seed: int) -> None:
         async with limit:
@@ -903,7 +917,23 @@ async def campaign(seeds: Sequence[int], duration: float, jobs: int, out: Path) 
         print(result.line(), flush=True)
 
     await asyncio.gather(*(one(seed) for seed in seeds))
-    return sorted(results, key=lambda r: r.seed)
+
+
+async def stoppable_campaign(
+    seeds: Sequence[int], duration: float, jobs: int, out: Path
+) -> tuple[list[RunResult], int | None]:
+    """The campaign, first ending the worlds killed campaigns or demos left; a stop signal ends the
+    runs under way and their worlds. Returns the finished runs by seed, and 128 + the signal's
+    number when one came."""
+    results: list[RunResult] = []
+    with StopSignals() as signals:
+        for line in await end_abandoned_worlds():
+            print(line, flush=True)
+        with contextlib.suppress(Stopped):
+            await signals.interruptible(campaign(seeds, duration, jobs, out, results))
+        if signals.received is not None:
+            print(f"stopped by {signals.received.name}; every run's world has ended", flush=True)
+    return sorted(results, key=lambda r: r.seed), signals.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -923,7 +953,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds = [int(seed) for seed in args.seeds.split(",")]
     else:
         seeds = [args.seed + index for index in range(args.runs)]
-    results = asyncio.run(campaign(seeds, args.duration, args.jobs, args.out))
+    results, stopped = asyncio.run(stoppable_campaign(seeds, args.duration, args.jobs, args.out))
     print(summary(results))
     print(f"wall time {time.monotonic() - began:.0f}s")
     if args.json:
@@ -931,6 +961,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(
             json.dumps([{**asdict(r), "faults": dict(r.faults)} for r in results], indent=1) + "\n"
         )
+    if stopped is not None:
+        return stopped
     return 0 if all(r.ok for r in results) else 1
 
 

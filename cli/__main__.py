@@ -407,7 +407,10 @@ def _configure_demo(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, default=None, metavar="DIR", help="where the report goes (default: ./demo-out)"
     )
     parser.add_argument(
-        "--keep", action="store_true", help="leave everything running at the end and print how to reach it"
+        "--keep",
+        action="store_true",
+        help="after the report, keep everything running (and print how to reach it) until Ctrl-C, "
+        "SIGTERM or SIGHUP",
     )
     parser.add_argument(
         "--fast", action="store_true", help="health-check timeouts of seconds instead of minutes (for CI)"

@@ -18,11 +18,15 @@ change; elsewhere (CI, a pipe) plain lines tell the same story.
 
     cpo demo                     # everything, about 5 minutes on 2 cores
     cpo demo --fast              # short health timeouts (CI)
-    cpo demo --keep              # leave it running, print KUBECONFIG and kubectl commands
+    cpo demo --keep              # then keep it running until stopped; prints KUBECONFIG and kubectl commands
     cpo demo --steps bootstrap,kill --replicas 5 --out /tmp/demo
 
-Ctrl-C at any moment stops every process the demo started and the etcd members, so a second run
-can start at once (ports are picked free each time).
+Ctrl-C, ``kill <pid>`` (SIGTERM) or a closed terminal (SIGHUP) at any moment stops the demo the
+same way: the report is written as far as it got, every process the demo started is stopped and
+the etcd members are killed, and it exits with 128 + the signal's number (130, 143, 129). Nothing
+is left running, so a second run can start at once (ports are picked free each time). Killed
+outright (SIGKILL), the demo takes its ``cpo`` processes with it (a parent-death signal), and the
+next ``cpo demo`` ends the etcd members it left and says so (:mod:`demo.lifetime`).
 """
 
 from demo.run import DemoOptions, ResolvedDemoOptions, run_demo

@@ -7,6 +7,7 @@ status line every few seconds, so a log file reads as a story.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any
@@ -38,14 +39,16 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         if self._rich is not None:
-            self._rich.__exit__(None, None, None)
+            with contextlib.suppress(OSError):  # the terminal is gone (SIGHUP)
+                self._rich.__exit__(None, None, None)
             self._rich = None
 
     def say(self, message: str) -> None:
-        """A one-off message (start-up, shutdown)."""
+        """A one-off message (start-up, shutdown); lost, not raised, when the terminal is gone (SIGHUP)."""
         self.message = message
         if self._rich is None:
-            print(f"[demo] {message}", flush=True)
+            with contextlib.suppress(OSError):
+                print(f"[demo] {message}", flush=True)
 
     def update(self, steps: list[StepRecord], sample: Sample | None) -> None:
         if self._rich is not None:

@@ -3,17 +3,27 @@
 :func:`run_demo` is the whole command; :class:`DemoOptions` holds every knob, resolved in
 :meth:`DemoOptions.with_defaults`. The exit code is 0 when every step finished, quorum was never
 lost and no acknowledged write was lost; 1 otherwise (the report says which).
+
+Ctrl-C (SIGINT), SIGTERM and SIGHUP stop it the same way at any moment (:class:`~demo.lifetime.StopSignals`):
+the step under way is cancelled, the report is written with the steps so far (the interrupted one
+failed, with the signal's name; the writes are not read back), every process is stopped in
+reverse order and the etcd members are killed; the exit code is then 128 + the signal's number
+(130, 143, 129). With ``--keep`` the demo waits for one of them after its report. Before it starts
+its world it ends the processes of any world whose owner was killed outright
+(:func:`~demo.lifetime.end_abandoned_worlds`) and says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from demo.lifetime import Stopped, StopSignals, end_abandoned_worlds
 from demo.observer import Observer
 from demo.progress import Progress
 from demo.report import build_report, plot_timeline, write_json
@@ -77,23 +87,43 @@ async def run_demo(options: DemoOptions) -> int:
     """Run the demo (see the package docstring); returns the exit code."""
     resolved = options.with_defaults()
     resolved.out.mkdir(parents=True, exist_ok=True)
-    world = DemoWorld(Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE)
-    with Progress(live=resolved.live) as progress:
+    with StopSignals() as signals, Progress(live=resolved.live) as progress:
+        for line in await end_abandoned_worlds():
+            progress.say(line)
+        world = DemoWorld(Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE)
+        unpictured: dict[str, object] | None = None
         try:
-            await world.start(progress.say)
-            return await _tour(world, resolved, progress)
+            await signals.interruptible(world.start(progress.say))
+            report = await _tour(world, resolved, progress, signals)
+            code = 0 if report["ok"] else 1
+            if signals.received is None:
+                _picture(report, resolved.out)  # before --keep's wait, so it is there meanwhile
+            else:
+                unpictured = report  # a stop comes first: drawn once nothing runs any more
+            if resolved.keep:
+                await signals.interruptible(asyncio.Event().wait())
+            return signals.exit_code or code
         except WorldError as err:
             progress.say(f"the demo could not start: {err}")
             return 1
+        except Stopped:
+            return signals.exit_code or 1
         finally:
-            if not resolved.keep:
-                progress.say("stopping every process the demo started")
-                await asyncio.shield(world.stop())
-                _keep_logs(world, resolved.out)
-                shutil.rmtree(world.directory, ignore_errors=True)
+            # Not interruptible: a stop signal now is only recorded; the steps have time limits.
+            progress.say("stopping every process the demo started")
+            await asyncio.shield(world.stop())
+            _keep_logs(world, resolved.out)
+            shutil.rmtree(world.directory, ignore_errors=True)
+            if unpictured is not None:
+                _picture(unpictured, resolved.out)
+            if signals.received is not None:
+                progress.say(f"stopped by {signals.received.name}; every process it started has ended")
 
 
-async def _tour(world: DemoWorld, options: ResolvedDemoOptions, progress: Progress) -> int:
+async def _tour(
+    world: DemoWorld, options: ResolvedDemoOptions, progress: Progress, signals: StopSignals
+) -> dict[str, object]:
+    """The tour, the writer's read-back and the report (written, and summed up on stdout)."""
     from runtime.client import Client
 
     async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
@@ -106,16 +136,21 @@ async def _tour(world: DemoWorld, options: ResolvedDemoOptions, progress: Progre
         async with observer, writer:
             refresher = asyncio.create_task(_refresh(progress, tour, observer))
             try:
-                await tour.run(options.steps)
+                await signals.interruptible(tour.run(options.steps))
             except StepFailed as err:
                 failure = str(err)
+            except Stopped as stop:
+                failure = f"{stop}; the writes were not read back"
+                for record in tour.records:
+                    if not record.ok and not record.detail:
+                        record.detail = str(stop)
             finally:
                 refresher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await refresher
             await writer.stop()
             endpoints = observer.endpoints()
-            if endpoints:
+            if endpoints and signals.received is None:
                 with contextlib.suppress(Exception):
                     verification = await writer.verify(endpoints)
         progress.update(tour.records, observer.latest)
@@ -138,9 +173,9 @@ async def _tour(world: DemoWorld, options: ResolvedDemoOptions, progress: Progre
     if failure:
         report["failure"] = failure
     write_json(report, options.out / "demo-report.json")
-    plot_timeline(report, options.out / "demo-timeline.png")
-    print(summary(report, world, options), flush=True)
-    return 0 if report["ok"] else 1
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the teardown
+        print(summary(report, world, options, stopping=signals.received is not None), flush=True)
+    return report
 
 
 async def _refresh(progress: Progress, tour: Tour, observer: Observer) -> None:
@@ -149,8 +184,11 @@ async def _refresh(progress: Progress, tour: Tour, observer: Observer) -> None:
         await asyncio.sleep(0.25)
 
 
-def summary(report: dict[str, object], world: DemoWorld, options: ResolvedDemoOptions) -> str:
-    """The closing text: each step's duration, the peaks, the writes, where the files are."""
+def summary(
+    report: dict[str, object], world: DemoWorld, options: ResolvedDemoOptions, *, stopping: bool = False
+) -> str:
+    """The closing text: each step's duration, the peaks, the writes, where the files are; with
+    ``--keep`` (unless ``stopping`` already), how to reach the world and how to stop it."""
     lines = ["", "cpo demo report", "==============="]
     for step in report["steps"]:  # type: ignore[attr-defined]
         took = f"{step['duration']:.1f}s" if step["duration"] is not None else "-"
@@ -167,17 +205,22 @@ def summary(report: dict[str, object], world: DemoWorld, options: ResolvedDemoOp
     ]
     if report.get("failure"):
         lines.append(f"  FAILED: {report['failure']}")
-    if options.keep:
+    if options.keep and not stopping:
         lines += [
             "",
-            "Everything is still running. Try:",
+            "Everything keeps running while this command does. Try:",
             f"  export KUBECONFIG={world.kubeconfig_path}",
             f"  kubectl -n {NAMESPACE} get controlplane,machines,machinehealthchecks",
             f"  kubectl -n {NAMESPACE} describe controlplane demo",
             "  kubectl get nodes",
-            "Stop it with Ctrl-C in this terminal or by killing the demo's process group.",
+            f"Stop it with Ctrl-C here, `kill {os.getpid()}` (SIGTERM) or by closing this terminal:",
+            "every process it started ends, etcd members included.",
         ]
     return "\n".join(lines)
+
+
+def _picture(report: dict[str, object], out: Path) -> None:
+    plot_timeline(report, out / "demo-timeline.png")
 
 
 def _keep_logs(world: DemoWorld, out: Path) -> None:

@@ -6,8 +6,10 @@ a serving certificate generated here), registers the operator's webhook configur
 API server by URL, and hands out the kubeconfig. Every child runs in a session of its own, so a
 Ctrl-C in the terminal reaches only the demo, which then stops them in reverse order
 (:meth:`DemoWorld.stop`) and kills the etcd members the provider left running (members outlive
-their provider on purpose, as machines outlive their cloud controller). Ports are picked free at
-start, so a second demo can run at once.
+their provider on purpose, as machines outlive their cloud controller). Each child dies with the
+process that started the world and carries the world's marks in its environment, which its etcd
+members inherit, so a world whose owner was killed outright is found and ended later
+(:mod:`demo.lifetime`). Ports are picked free at start, so a second demo can run at once.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from demo.lifetime import die_with_parent, end_processes, world_environment, world_processes
 from providers.localmachine.etcd_process import recorded_processes
 from runtime.envtest.certs import CertificateAuthority
 from runtime.localproc import free_port
@@ -46,12 +49,15 @@ class WorldError(RuntimeError):
 
 @dataclass
 class ChildProcess:
-    """One ``cpo`` sub-command running in its own session, its output in a log file."""
+    """One ``cpo`` sub-command running in its own session, its output in a log file; it dies
+    with the process that started it (:func:`~demo.lifetime.die_with_parent`)."""
 
     name: str
     argv: list[str]
     log_path: Path
     process: asyncio.subprocess.Process | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    """Added to this process's environment for the child (the world's marks)."""
 
     async def start(self) -> None:
         log = self.log_path.open("ab")
@@ -62,7 +68,8 @@ class ChildProcess:
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.environment},
+                preexec_fn=die_with_parent(),
             )
         finally:
             log.close()
@@ -245,19 +252,18 @@ class DemoWorld:
         await self.kill_members()
 
     async def kill_members(self) -> None:
-        """SIGKILL the etcd members recorded under the state directory and wait until they are gone."""
-        members = recorded_processes(self.state_dir)
-        for member in members:
-            member.signal(signal.SIGKILL)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while any(member.alive() for member in members) and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(POLL)  # polling other processes' exit: nothing here could set an Event
+        """SIGKILL the etcd members and wait until they are gone: those recorded under the state
+        directory and any other process with the world's marks but its running children (a member
+        a crashed provider never recorded)."""
+        children = {child.process.pid for child in self.children if child.running and child.process}
+        others = [process for process in world_processes(self.directory) if process.pid not in children]
+        await end_processes(recorded_processes(self.state_dir) + others, STOP_TIMEOUT)
 
     def log_path(self, name: str) -> Path:
         return self.directory / "logs" / f"{name}.log"
 
     async def _spawn(self, name: str, argv: list[str]) -> ChildProcess:
-        child = ChildProcess(name, argv, self.log_path(name))
+        child = ChildProcess(name, argv, self.log_path(name), environment=world_environment(self.directory))
         self.children.append(child)
         await child.start()
         return child

@@ -1,0 +1,181 @@
+"""How a demo world's processes end: stop signals, the parent-death signal, abandoned worlds found in /proc.
+
+Real processes and real signals: ``sleep`` stands in for an etcd member, a short Python script for
+an owner killed outright.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from demo.lifetime import (
+    OWNER_ENV,
+    WORLD_ENV,
+    Stopped,
+    StopSignals,
+    end_abandoned_worlds,
+    world_environment,
+    world_processes,
+)
+from providers.localmachine.etcd_process import ProcessIdentity
+
+DEADLINE = 10.0
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def wait_until_gone(process: ProcessIdentity) -> bool:
+    deadline = time.monotonic() + DEADLINE
+    while process.alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def start_sleeper(
+    sleepers: list[subprocess.Popen[bytes]], environment: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], ProcessIdentity]:
+    process = subprocess.Popen(["sleep", "60"], env={**os.environ, **environment})
+    sleepers.append(process)
+    identity = ProcessIdentity.of(process.pid)
+    assert identity is not None
+    return process, identity
+
+
+def a_process_that_ended() -> ProcessIdentity:
+    """Reaped: its pid may be recycled, but never with its start time."""
+    process = subprocess.Popen(["sleep", "0"])
+    identity = ProcessIdentity.of(process.pid) or ProcessIdentity(process.pid, 0)
+    process.wait()
+    return identity
+
+
+# ---------------------------------------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+async def test_each_stop_signal_cancels_the_work_under_way_and_gives_the_shell_exit_code(
+    signum: signal.Signals,
+) -> None:
+    with StopSignals() as signals:
+        work = asyncio.Event()
+
+        async def wait_and_signal() -> None:
+            os.kill(os.getpid(), signum)
+            await work.wait()
+
+        with pytest.raises(Stopped) as stopped:
+            await signals.interruptible(wait_and_signal())
+    assert stopped.value.signum == signum
+    assert signals.exit_code == 128 + signum
+    assert str(stopped.value) == f"stopped by {signum.name}"
+
+
+async def test_a_signal_outside_interruptible_work_is_kept_for_the_next_and_later_ones_are_ignored() -> None:
+    with StopSignals() as signals:
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + DEADLINE
+        while signals.received is None:  # the loop runs signal handlers from its self-pipe
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)  # not cancelled: only interruptible work is
+        with pytest.raises(Stopped):
+            await signals.interruptible(asyncio.sleep(30))
+    assert signals.received == signal.SIGTERM
+    assert signals.exit_code == 143
+
+
+async def test_an_inherited_ignored_signal_stays_ignored() -> None:
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with StopSignals() as signals:
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert await signals.interruptible(asyncio.sleep(0.05, result="done")) == "done"
+        assert signals.received is None
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+# ---------------------------------------------------------------------------------------------- children
+
+
+def test_a_child_started_with_die_with_parent_dies_when_its_parent_is_killed_outright(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    owner_script = textwrap.dedent(
+        f"""
+        import subprocess, sys, time
+        from pathlib import Path
+        from demo.lifetime import die_with_parent
+        child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(), start_new_session=True)
+        Path({str(pid_file)!r}).write_text(str(child.pid))
+        time.sleep(60)
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", owner_script])
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert time.monotonic() < deadline and owner.poll() is None, "the owner did not start its child"
+            time.sleep(0.02)
+        child = ProcessIdentity.of(int(pid_file.read_text()))
+        assert child is not None and child.alive()
+    finally:
+        owner.kill()
+        owner.wait()
+    assert wait_until_gone(child), "the child outlived its SIGKILLed parent"
+
+
+# ---------------------------------------------------------------------------------------------- /proc
+
+
+def test_the_processes_of_a_world_are_found_by_the_marks_in_their_environment(
+    tmp_path: Path, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    world = tmp_path / "world"
+    _, member = start_sleeper(sleepers, world_environment(world))
+    start_sleeper(sleepers, world_environment(tmp_path / "another"))
+    assert world_processes(world) == [member]
+
+
+async def test_the_next_owner_ends_a_world_whose_owner_is_gone_and_says_what_it_ended(
+    tmp_path: Path, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    abandoned, alive = tmp_path / "abandoned", tmp_path / "alive"
+    (abandoned / "machines" / "cluster").mkdir(parents=True)
+    (abandoned / "logs").mkdir()
+    gone_owner = a_process_that_ended()
+    _, left_behind = start_sleeper(
+        sleepers, {WORLD_ENV: str(abandoned), OWNER_ENV: f"{gone_owner.pid}:{gone_owner.start_time}"}
+    )
+    _, kept = start_sleeper(sleepers, world_environment(alive))
+
+    said = await end_abandoned_worlds(under=tmp_path)
+
+    assert said == [
+        f"ended 1 sleep left running by the world in {abandoned}, whose owner (pid {gone_owner.pid}) is gone"
+    ]
+    assert not left_behind.alive()
+    assert kept.alive(), "a world whose owner lives is not touched"
+    assert not (abandoned / "machines").exists() and (abandoned / "logs").is_dir()
+    assert await end_abandoned_worlds(under=tmp_path) == []
