@@ -51,9 +51,12 @@ What it serves
   every (verb, group, resource, subresource, namespace) one identity asks for.
 * Table, PartialObjectMetadata and YAML representations for kubectl.
 * Request bodies in JSON, YAML and -- for the built-ins, as Go clients (kubectl's typed commands,
-  client-go, controller-runtime) send them -- protobuf (``protobuf``; not yet for CRDs, which
-  answer 415 naming JSON and YAML). Responses are JSON or YAML, so a client must list JSON in its
-  ``Accept`` header (client-go and kubectl do).
+  client-go, controller-runtime) send them -- protobuf (``protobuf``; not for CRDs, which answer
+  415 naming JSON and YAML).
+* Answers negotiated on the ``Accept`` header as kube-apiserver negotiates them: the first type
+  it can serve wins, so client-go's ``application/vnd.kubernetes.protobuf,application/json`` gets
+  protobuf for the built-ins with a protobuf table (objects, lists, Status errors, and watch
+  streams of length-prefixed frames) and JSON for custom resources.
 
 What it deliberately does not do (as with controller-runtime's envtest)
 ----------------------------------------------------------------------
@@ -65,7 +68,8 @@ What it deliberately does not do (as with controller-runtime's envtest)
   is off unless asked for (see above): every authenticated user may do everything; anonymous
   requests may read only ``/version`` and the health endpoints.
 * No protobuf bodies for custom resources (kube-apiserver cannot decode them either), no
-  protobuf responses, no CBOR, and HTTP/1.1 only.
+  protobuf Tables or PartialObjectMetadata (those clauses are passed over for the client's JSON
+  one), no CBOR, and HTTP/1.1 only.
 
 Modules: ``server`` (HTTP, auth, routing), ``handlers`` (verbs), ``store`` (objects, versions,
 watch fan-out), ``registry`` (served types), ``builtins`` (what the handlers ask of a built-in type)

@@ -565,8 +565,14 @@ class Handlers:
                 return False
             return self._matches(rt, obj, label_sel, field_sel)
 
-        yield [(WATCH_ACCEPTED, {})]
         rs = self.store.resource(rt.key)
+        # Bookmarks report progress made while the watch is open. kube-apiserver 1.32 sends none for
+        # writes made before the watch began, even after the version the watch starts from
+        # (measured with timeoutSeconds 3, 5 and 10 and a selector matching nothing): the version
+        # the resource had when the watch was accepted is the mark to pass, taken before the 200
+        # goes out so that a write the client makes once it has the headers counts as "during".
+        began_version = rs.last_rv
+        yield [(WATCH_ACCEPTED, {})]
         # 1.32's WatchList default: a watch from "now" (no RV or 0) that allows bookmarks is served as
         # a watch-list; an explicit sendInitialEvents always decides.
         if send_initial_text is None:
@@ -597,14 +603,12 @@ class Handlers:
                 yield backlog[start : start + WATCH_BATCH]
             return
         rs.watchers.add(watcher)
-        # The version the watch started from. kube-apiserver's watch cache delivers a BOOKMARK only
-        # when the resource's version is newer than that (measured on 1.32: none at all for a watch
-        # during which nothing in the resource changed; one, and then one a minute, once it moved,
-        # even to a watcher that has already received the event of that version).
-        start_version = start_rv if start_rv and not initial else max(start_rv, self.store.rv)
+        # Measured on 1.32: a BOOKMARK goes out once the resource was written during the watch --
+        # one a minute (bookmark_interval), and one when timeoutSeconds ends the watch -- carrying
+        # the resource's latest version, even to a watcher that already got the event of that
+        # version. A watch during which the resource did not move gets none, and simply ends.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout else None
-        bookmark_at = (deadline - 2 if timeout and timeout > 2 else None) if deadline else None
         interval = self.bookmark_interval
         next_bookmark = loop.time() + interval
         queue = watcher.queue
@@ -616,8 +620,6 @@ class Handlers:
                 waits = [next_bookmark - now] if bookmarks else []
                 if deadline is not None:
                     waits.append(deadline - now)
-                    if bookmarks and bookmark_at is not None:
-                        waits.append(bookmark_at - now)
                 wait = max(0.0, min(waits)) if waits else None
                 if (wait is None or wait > 0) and not queue.empty():
                     # Ready now: no timer (a due bookmark or deadline takes the path below).
@@ -644,12 +646,12 @@ class Handlers:
                     continue
                 now = loop.time()
                 if deadline is not None and now >= deadline:
+                    if bookmarks and rs.last_rv > began_version:
+                        yield [("BOOKMARK", self._bookmark(rt, rs.last_rv))]
                     return
-                if bookmarks and (now >= next_bookmark or (bookmark_at is not None and now >= bookmark_at)):
-                    if bookmark_at is not None and now >= bookmark_at:
-                        bookmark_at = None
+                if bookmarks and now >= next_bookmark:
                     next_bookmark = now + interval
-                    if rs.last_rv > start_version:
+                    if rs.last_rv > began_version:
                         yield [("BOOKMARK", self._bookmark(rt, rs.last_rv))]
         finally:
             rs.watchers.discard(watcher)

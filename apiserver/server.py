@@ -39,7 +39,7 @@ from runtime.envtest import certs
 from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
-from . import builtins, decode, discovery, objectmeta, rbac, reviews, schema, tables
+from . import builtins, decode, discovery, objectmeta, protobuf, rbac, reviews, schema, tables
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
@@ -314,10 +314,11 @@ class EmbeddedAPIServer:
     # ---------------------------------------------------------------------------- dispatch
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        accept = request.headers.get("Accept", "")
         try:
             return await self._serve(request)
         except StatusError as err:
-            return _error_response(err)
+            return _error_response(err, accept)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # never a crash: a bug becomes a 500 Status and the server lives on
@@ -327,7 +328,8 @@ class EmbeddedAPIServer:
                     "InternalError",
                     f"Internal error occurred: {exc!r}",
                     {"causes": [{"message": repr(exc)}]},
-                )
+                ),
+                accept,
             )
 
     async def _authenticate(self, request: web.Request) -> User | None:
@@ -678,6 +680,8 @@ class EmbeddedAPIServer:
                 return self._list_response(rt, listed, accept, query)
             result, is_status = await h.delete(rt, ns, info.name, options, caller)
             if is_status:
+                if _representation(accept, rt).kind == tables.PROTOBUF_REPRESENTATION:
+                    return _protobuf(result, headers=_warning_headers(caller))
                 return _json(result, headers=_warning_headers(caller))
             return self._object_response(rt, result, accept, caller)
         raise method_not_allowed()
@@ -706,6 +710,10 @@ class EmbeddedAPIServer:
         content_type = request.headers.get("Content-Type")
         body = decode.decode_object(raw, content_type, _TOKEN_REQUEST_TYPE).value if raw.strip() else {}
         answer = reviews.token_request(body, namespace, name, self.service_account_token(namespace, name))
+        if _representation(request.headers.get("Accept", ""), _TOKEN_REQUEST_TYPE).kind == (
+            tables.PROTOBUF_REPRESENTATION
+        ):
+            return _protobuf(answer, status=201, headers=_warning_headers(caller))
         return _json(answer, status=201, headers=_warning_headers(caller))
 
     @staticmethod
@@ -728,9 +736,13 @@ class EmbeddedAPIServer:
     def _object_response(
         self, rt: ResourceType, obj: JSON, accept: str, caller: Caller, *, status: int = 200
     ) -> web.Response:
-        """An object in the representation the Accept header negotiated (JSON, YAML, Table, metadata)."""
+        """An object in the representation the Accept header negotiated (JSON, protobuf, YAML, Table,
+        metadata)."""
         headers = _warning_headers(caller)
-        rendered = tables.render_object(_representation(accept, rt), rt, obj, caller.query)
+        representation = _representation(accept, rt)
+        if representation.kind == tables.PROTOBUF_REPRESENTATION:
+            return _protobuf(builtins.order_builtin(rt, obj), status=status, headers=headers)
+        rendered = tables.render_object(representation, rt, obj, caller.query)
         if rendered is not None:
             headers["Content-Type"] = rendered.content_type
             return web.Response(body=rendered.body, status=status, headers=headers)
@@ -740,7 +752,10 @@ class EmbeddedAPIServer:
     def _list_response(
         self, rt: ResourceType, listed: JSON, accept: str, query: dict[str, str]
     ) -> web.Response:
-        rendered = tables.render_list(_representation(accept, rt), rt, listed, query)
+        representation = _representation(accept, rt)
+        if representation.kind == tables.PROTOBUF_REPRESENTATION:
+            return _protobuf(list_document(rt, listed))
+        rendered = tables.render_list(representation, rt, listed, query)
         if rendered is not None:
             return web.Response(body=rendered.body, headers={"Content-Type": rendered.content_type})
         return web.Response(body=encode_list(rt, listed), content_type="application/json")
@@ -752,22 +767,27 @@ class EmbeddedAPIServer:
         events: AsyncGenerator[list[tuple[str, JSON]], None] = self.handlers.watch(
             rt, namespace, query, name=info.name, stopping=self._stopping
         )
-        rep = tables.negotiate(accept, watch=True)
+        in_protobuf = tables.serves_protobuf(rt)
+        rep = tables.negotiate(accept, watch=True, protobuf=in_protobuf)
         if rep.kind == "not-acceptable":
-            raise tables.not_acceptable_error(watch=True, builtin=rt.builtin)
+            raise tables.not_acceptable_error(watch=True, builtin=rt.builtin, protobuf=in_protobuf)
         renderer = tables.WatchEventRenderer(rep, rt, query)
+        framed = rep.kind == tables.PROTOBUF_REPRESENTATION
         # Errors raised before the acceptance marker are plain HTTP errors, not stream events.
         accepted = await anext(events)
         assert accepted[0][0] == WATCH_ACCEPTED
+        content_type = protobuf.PROTOBUF_WATCH_MEDIA_TYPE if framed else "application/json"
         response = web.StreamResponse(
-            status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+            status=200, headers={"Content-Type": content_type, "Cache-Control": "no-cache, private"}
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
         try:
             async for batch in events:
                 # One write (one chunk, one TLS record run) for every event that is ready.
-                if renderer.alternate:
+                if framed:
+                    lines = [encode_protobuf_event(rt, kind, obj) for kind, obj in batch]
+                elif renderer.alternate:
                     lines = [
                         json.dumps(
                             {"type": kind, "object": renderer.render(kind, obj)}, separators=(",", ":")
@@ -831,9 +851,10 @@ def _object_not_found(rt: ResourceType, name: str) -> StatusError:
 
 
 def _representation(accept: str, rt: ResourceType) -> tables.Representation:
-    rep = tables.negotiate(accept)
+    in_protobuf = tables.serves_protobuf(rt)
+    rep = tables.negotiate(accept, protobuf=in_protobuf)
     if rep.kind == "not-acceptable":
-        raise tables.not_acceptable_error(builtin=rt.builtin)
+        raise tables.not_acceptable_error(builtin=rt.builtin, protobuf=in_protobuf)
     return rep
 
 
@@ -857,6 +878,13 @@ def _json(
     return web.Response(body=jsoncodec.dumps(doc), status=status, headers=all_headers)
 
 
+def _protobuf(doc: JSON, *, status: int = 200, headers: CIMultiDict[str] | None = None) -> web.Response:
+    """``doc`` (an object, list or Status with apiVersion and kind) in Kubernetes' protobuf encoding."""
+    all_headers: CIMultiDict[str] = CIMultiDict(headers or {})
+    all_headers["Content-Type"] = protobuf.PROTOBUF_MEDIA_TYPE
+    return web.Response(body=protobuf.encode_envelope(doc), status=status, headers=all_headers)
+
+
 def _discovery_response(accept: str, which: str, registry: Registry, server_address: str) -> web.Response:
     """``/api`` and ``/apis``: plain or aggregated discovery, as the Accept header asks.
 
@@ -872,7 +900,9 @@ def _discovery_response(accept: str, which: str, registry: Registry, server_addr
     return _json(doc, content_type=content_type, headers=headers)
 
 
-def _error_response(err: StatusError) -> web.Response:
+def _error_response(err: StatusError, accept: str = "") -> web.Response:
+    """The error's Status, in protobuf when the request's Accept prefers it (see
+    :func:`tables.error_media_type`), else JSON; or its plain text (``404 page not found``)."""
     headers: CIMultiDict[str] = CIMultiDict({"Cache-Control": "no-cache, private", **err.headers})
     for value in err.warnings:
         headers.add("Warning", value)
@@ -880,6 +910,9 @@ def _error_response(err: StatusError) -> web.Response:
         headers["Content-Type"] = "text/plain; charset=utf-8"
         headers["X-Content-Type-Options"] = "nosniff"
         return web.Response(text=err.plain_text, status=err.code, headers=headers)
+    if tables.error_media_type(accept) == protobuf.PROTOBUF_MEDIA_TYPE:
+        headers["Content-Type"] = protobuf.PROTOBUF_MEDIA_TYPE
+        return web.Response(body=protobuf.encode_envelope(err.status()), status=err.code, headers=headers)
     headers["Content-Type"] = "application/json"
     return web.Response(
         body=json.dumps(err.status(), separators=(",", ":")).encode(), status=err.code, headers=headers
@@ -921,18 +954,22 @@ class EncodedObjects:
         return body
 
 
+def list_document(rt: ResourceType, listed: JSON) -> JSON:
+    """A built-in list as it is written: no empty ``continue``, items without apiVersion and kind."""
+    meta = dict(listed["metadata"])
+    if not meta.get("continue"):
+        meta.pop("continue", None)
+    return {
+        "kind": listed["kind"],
+        "apiVersion": listed["apiVersion"],
+        "metadata": meta,
+        "items": [builtins.order_builtin(rt, o, with_type=False) for o in listed["items"]],
+    }
+
+
 def encode_list(rt: ResourceType, listed: JSON) -> bytes:
     if rt.builtin:
-        meta = dict(listed["metadata"])
-        if not meta.get("continue"):
-            meta.pop("continue", None)
-        doc = {
-            "kind": listed["kind"],
-            "apiVersion": listed["apiVersion"],
-            "metadata": meta,
-            "items": [builtins.order_builtin(rt, o, with_type=False) for o in listed["items"]],
-        }
-        return jsoncodec.dumps(doc)
+        return jsoncodec.dumps(list_document(rt, listed))
     meta = dict(listed["metadata"])
     meta.setdefault("continue", "")
     doc = {
@@ -953,3 +990,10 @@ def encode_event(rt: ResourceType, kind: str, obj: JSON, encoded: EncodedObjects
     else:
         body = encode_object(rt, obj)
     return b'{"type":"' + kind.encode() + b'","object":' + body + b"}\n"
+
+
+def encode_protobuf_event(rt: ResourceType, kind: str, obj: JSON) -> bytes:
+    """One frame of a protobuf watch stream; ERROR events carry their Status, bookmarks their
+    empty typed object, the others the object as a response would write it."""
+    doc = obj if kind in ("ERROR", "BOOKMARK") else builtins.order_builtin(rt, obj)
+    return protobuf.watch_frame(kind, protobuf.encode_envelope(doc))

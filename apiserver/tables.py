@@ -54,6 +54,7 @@ import yaml
 from runtime.goformat import go_float, go_scalar
 from runtime.jsoncodec import JSON
 
+from . import protobuf
 from .errors import StatusError, bad_request, not_supported
 from .registry import ResourceType
 
@@ -68,6 +69,8 @@ TABLE = "table"
 PARTIAL_OBJECT_METADATA = "partial-object-metadata"
 PARTIAL_OBJECT_METADATA_LIST = "partial-object-metadata-list"
 NOT_ACCEPTABLE = "not-acceptable"
+# The object itself, in Kubernetes' protobuf encoding (negotiated only where the kind can be encoded).
+PROTOBUF_REPRESENTATION = "protobuf"
 
 INCLUDE_OBJECT_POLICIES = ("Metadata", "None", "Object")
 
@@ -1312,14 +1315,15 @@ def table_for_watch_event(
 class Representation:
     """What an ``Accept`` header asked for.
 
-    ``kind`` is one of json, yaml, table, partial-object-metadata, partial-object-metadata-list or
-    not-acceptable; ``media_type`` is the Content-Type to answer with (``application/json`` or
-    ``application/yaml``); ``group_version`` is ``meta.k8s.io/v1`` or ``meta.k8s.io/v1beta1`` for the
-    meta.k8s.io kinds (the ``apiVersion`` they are written with) and "" otherwise.
+    ``kind`` is one of json, yaml, protobuf, table, partial-object-metadata,
+    partial-object-metadata-list or not-acceptable; ``media_type`` is the Content-Type to answer with
+    (``application/json``, ``application/yaml`` or ``application/vnd.kubernetes.protobuf``);
+    ``group_version`` is ``meta.k8s.io/v1`` or ``meta.k8s.io/v1beta1`` for the meta.k8s.io kinds
+    (the ``apiVersion`` they are written with) and "" otherwise.
     """
 
     kind: str
-    media_type: str = "application/json"
+    media_type: str = "application/json"  # application/yaml, or the protobuf media type
     group_version: str = ""
     pretty: bool = False
     watch: bool = False
@@ -1338,8 +1342,10 @@ class _Clause:
 
 
 _GO_FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infinity|nan)$", re.IGNORECASE)
-# What the server can write; protobuf is advertised in 406 messages but never produced here.
+# What the server can write, in kube's serializer order; protobuf only for kinds with a table.
 _PRODUCIBLE = (("application", "json"), ("application", "yaml"))
+_PROTOBUF_SUBTYPE = "vnd.kubernetes.protobuf"
+_PRODUCIBLE_WITH_PROTOBUF = (*_PRODUCIBLE, ("application", _PROTOBUF_SUBTYPE))
 _ADVERTISED = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 _ADVERTISED_STREAMS = ("application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
 _PRODUCIBLE_TYPES = ("application/json", "application/yaml")
@@ -1413,6 +1419,10 @@ def _representation_for(clause: _Clause, sub: str, *, watch: bool) -> Representa
         elif key == "pretty":
             pretty = value == "1"
     media_type = f"application/{sub}"
+    if sub == _PROTOBUF_SUBTYPE:
+        # Tables and PartialObjectMetadata are written as JSON or YAML only: such a clause is
+        # passed over, and the client's JSON clause (kubectl and controller-runtime send one) wins.
+        return None if convert else Representation(PROTOBUF_REPRESENTATION, media_type, "", pretty, watch)
     if not convert:
         kind = YAML_REPRESENTATION if sub == "yaml" else JSON_REPRESENTATION
         return Representation(kind, media_type, "", pretty, watch)
@@ -1429,21 +1439,27 @@ def _representation_for(clause: _Clause, sub: str, *, watch: bool) -> Representa
     return Representation(target, media_type, group_version, pretty, watch)
 
 
-def negotiate(accept: str, *, watch: bool = False) -> Representation:
+def negotiate(accept: str, *, watch: bool = False, protobuf: bool = False) -> Representation:
     """Which representation ``accept`` asks for, as kube-apiserver negotiates it.
 
     Clauses are tried best first (q-value, then concrete before wildcard, then header order); within a
-    clause JSON is preferred to YAML. ``as=Table|PartialObjectMetadata|PartialObjectMetadataList`` needs
-    ``g=meta.k8s.io`` and ``v=v1`` or ``v1beta1``; ``stream=`` only ``watch``. A clause with q=0 rejects
-    the media types it names. Protobuf cannot be produced here, so protobuf clauses are passed over;
-    when nothing else is acceptable the answer is not-acceptable (see :func:`not_acceptable_error`).
-    For a watch the chosen encoding must be streamable: YAML there is not acceptable, as in kube.
+    clause JSON is preferred to YAML, and YAML to protobuf. The first clause the server can serve
+    wins: client-go's ``application/vnd.kubernetes.protobuf,application/json`` gets protobuf
+    wherever protobuf is served. ``protobuf`` says whether it is (built-in kinds with a table, see
+    :func:`apiserver.protobuf.can_encode`); where it is not (custom resources), protobuf clauses are
+    passed over, as kube passes them over for custom resources.
+    ``as=Table|PartialObjectMetadata|PartialObjectMetadataList`` needs ``g=meta.k8s.io`` and ``v=v1``
+    or ``v1beta1`` (and JSON or YAML); ``stream=`` only ``watch``. A clause with q=0 rejects the media
+    types it names. When nothing is acceptable the answer is not-acceptable (see
+    :func:`not_acceptable_error`). For a watch the chosen encoding must be streamable: YAML there is
+    not acceptable, as in kube.
     """
     if not accept.strip(" "):
         return Representation(JSON_REPRESENTATION, watch=watch)
     clauses = _parse_accept(accept)
+    producible = _PRODUCIBLE_WITH_PROTOBUF if protobuf else _PRODUCIBLE
     rejected = set()
-    for main, sub in _PRODUCIBLE:
+    for main, sub in producible:
         best = -1
         for clause in clauses:
             specificity = _specificity(clause, main, sub)
@@ -1456,7 +1472,7 @@ def negotiate(accept: str, *, watch: bool = False) -> Representation:
     for clause in clauses:
         if clause.q <= 0:
             continue
-        for main, sub in _PRODUCIBLE:
+        for main, sub in producible:
             if sub in rejected or _specificity(clause, main, sub) < 0:
                 continue
             chosen = _representation_for(clause, sub, watch=watch)
@@ -1468,20 +1484,52 @@ def negotiate(accept: str, *, watch: bool = False) -> Representation:
     return Representation(NOT_ACCEPTABLE, "", watch=watch)
 
 
+def serves_protobuf(rt: ResourceType) -> bool:
+    """True when ``rt``'s objects are answered in protobuf to clients that prefer it: built-ins
+    whose kind has a protobuf table. Custom resources answer JSON, as kube-apiserver's do; so do the
+    few built-ins without a table (CustomResourceDefinition among them), where this server differs."""
+    return rt.builtin and protobuf.can_encode(rt.group, rt.version, rt.kind)
+
+
+def error_media_type(accept: str) -> str:
+    """The Content-Type of a Status error: protobuf when the request's ``Accept`` prefers it.
+
+    kube writes errors with its default endpoint restrictions: no ``as=`` conversions, and protobuf
+    whatever the resource (a custom resource's 406 in 13-get-protobuf-only is protobuf). The first
+    clause that names JSON, YAML or protobuf without a conversion decides; this server writes errors
+    as JSON unless that clause is protobuf.
+    """
+    if not accept.strip(" "):
+        return "application/json"
+    for clause in _parse_accept(accept):
+        if clause.q <= 0 or {"as", "g", "v"} & set(clause.params):
+            continue
+        if clause.params.get("stream", "watch") != "watch":
+            continue
+        if clause.type == "application" and clause.subtype == _PROTOBUF_SUBTYPE:
+            return "application/vnd.kubernetes.protobuf"
+        if any(_specificity(clause, main, sub) >= 0 for main, sub in _PRODUCIBLE):
+            return "application/json"
+    return "application/json"
+
+
 def wants_table(accept: str) -> bool:
     """True when the negotiated representation is a Table (what ``kubectl get`` asks for)."""
     return negotiate(accept).kind == TABLE
 
 
-def not_acceptable_error(*, watch: bool = False, builtin: bool = False) -> StatusError:
+def not_acceptable_error(
+    *, watch: bool = False, builtin: bool = False, protobuf: bool = False
+) -> StatusError:
     """The 406 kube-apiserver gives when no Accept clause can be served.
 
-    kube encodes this Status in the first media type of the request (protobuf for 13-get-protobuf-only);
-    this server always answers it as JSON. For custom resources the message is the recorded one, which
-    lists protobuf although kube cannot encode custom resources in it either. For built-ins kube would
-    answer protobuf; this server cannot, so its message names only what it can produce.
+    The Status itself is written in the media type errors negotiate (protobuf for
+    13-get-protobuf-only; see :func:`error_media_type`). For custom resources the message is the
+    recorded one, which lists protobuf although kube cannot encode custom resources in it either.
+    Built-ins with a protobuf table (``protobuf``) list the same; the few built-ins without one name
+    only what this server can produce for them.
     """
-    if builtin:
+    if builtin and not protobuf:
         supported: tuple[str, ...] = _PRODUCIBLE_STREAMS if watch else _PRODUCIBLE_TYPES
     else:
         supported = _ADVERTISED_STREAMS if watch else _ADVERTISED
@@ -1729,15 +1777,18 @@ def render_object(
 ) -> Rendered | None:
     """One object (GET/POST/PUT/PATCH/DELETE answer) in the negotiated representation.
 
-    None means plain JSON: answer with the resource's usual encoding. Raises the 406 for
+    None means the object itself: answer with the resource's own encoding (JSON, or protobuf when
+    that was negotiated). Raises the 406 for
     not-acceptable and for PartialObjectMetadataList of a single object, the 400 for a bad
     ``includeObject``.
     """
     kind = representation.kind
-    if kind == JSON_REPRESENTATION:
+    if kind in (JSON_REPRESENTATION, PROTOBUF_REPRESENTATION):
         return None
     if kind == NOT_ACCEPTABLE:
-        raise not_acceptable_error(watch=representation.watch, builtin=rt.builtin)
+        raise not_acceptable_error(
+            watch=representation.watch, builtin=rt.builtin, protobuf=serves_protobuf(rt)
+        )
     check_shape(representation, rt, is_list=False)
     if kind == YAML_REPRESENTATION:
         return _encode(obj, representation.media_type)
@@ -1756,12 +1807,15 @@ def render_list(
     *,
     now: datetime | None = None,
 ) -> Rendered | None:
-    """A list (LIST or deletecollection answer) in the negotiated representation; None means plain JSON."""
+    """A list (LIST or deletecollection answer) in the negotiated representation; None means the list
+    itself, in JSON or (when negotiated) protobuf."""
     kind = representation.kind
-    if kind == JSON_REPRESENTATION:
+    if kind in (JSON_REPRESENTATION, PROTOBUF_REPRESENTATION):
         return None
     if kind == NOT_ACCEPTABLE:
-        raise not_acceptable_error(watch=representation.watch, builtin=rt.builtin)
+        raise not_acceptable_error(
+            watch=representation.watch, builtin=rt.builtin, protobuf=serves_protobuf(rt)
+        )
     check_shape(representation, rt, is_list=True)
     if kind == YAML_REPRESENTATION:
         return _encode(_wire_list(rt, listed), representation.media_type)

@@ -3,21 +3,22 @@
 ``runtime.Unknown`` carries the object's ``apiVersion`` and ``kind`` (a ``TypeMeta`` in field 1)
 and the encoded object itself (field 2, ``raw``); fields 3 and 4 (content encoding and type) are
 empty in everything Kubernetes writes. :func:`decode_envelope` unwraps it and decodes ``raw`` with
-the table of the named kind, giving the JSON object the JSON path would have produced.
+the table of the named kind, giving the JSON object the JSON path would have produced;
+:func:`encode_envelope` is its inverse, and :func:`watch_frame` frames one event of a protobuf
+watch stream.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from . import tables_core_v1, tables_groups, tables_meta
-from .schema import Schema
+from .schema import Schema, encode_field
 from .wire import LENGTH_DELIMITED, ProtobufError, iter_fields
 
 MAGIC = b"k8s\x00"
-
-SCHEMA = Schema(tables_meta.TABLES, tables_core_v1.TABLES, tables_groups.TABLES)
 
 # (group, version, kind) -> the table of the top-level message.
 _CORE_KINDS = ("ConfigMap", "Event", "Namespace", "Node", "Pod", "Secret", "ServiceAccount", "Service")
@@ -41,6 +42,16 @@ ROOTS: dict[tuple[str, str, str], str] = {
         "ValidatingWebhookConfiguration",
     ): "ValidatingWebhookConfiguration",
     ("autoscaling", "v1", "Scale"): "Scale",
+}
+
+# Every list kind is ``ListMeta`` and the items, each without apiVersion and kind.
+_LIST_TABLES = {f"{table}List": f"1 metadata ListMeta; 2 items {table}*" for table in set(ROOTS.values())}
+SCHEMA = Schema(tables_meta.TABLES, tables_core_v1.TABLES, tables_groups.TABLES, _LIST_TABLES)
+
+# The tables of what the server writes besides the objects of ROOTS: their lists and Status.
+ANSWER_ROOTS: dict[tuple[str, str, str], str] = {
+    **{(group, version, kind + "List"): table + "List" for (group, version, kind), table in ROOTS.items()},
+    ("", "v1", "Status"): "Status",
 }
 
 
@@ -100,14 +111,16 @@ def decode_envelope(data: bytes, *, table: str | None = None) -> dict[str, Any]:
     """The JSON object an enveloped protobuf body stands for, ``apiVersion`` and ``kind`` first.
 
     The table is the one of the envelope's group/version/kind unless ``table`` names one (used for
-    DeleteOptions, which clients send under any group version). Raises :class:`UnknownKind` for a
+    DeleteOptions, which clients send under any group version). Lists and Status (what the server
+    answers) decode too. Raises :class:`UnknownKind` for a
     kind without a table and :class:`~.wire.ProtobufError` for malformed bytes.
     """
     envelope = unwrap(data)
     if envelope.content_encoding:
         raise ProtobufError(f"unsupported content encoding {envelope.content_encoding!r}")
     group, _, version = envelope.api_version.rpartition("/")
-    name = table or ROOTS.get((group, version, envelope.kind))
+    gvk = (group, version, envelope.kind)
+    name = table or ROOTS.get(gvk) or ANSWER_ROOTS.get(gvk)
     if name is None:
         raise UnknownKind(
             f'no kind "{envelope.kind}" is registered for version "{envelope.api_version}" in protobuf'
@@ -119,3 +132,38 @@ def decode_envelope(data: bytes, *, table: str | None = None) -> dict[str, Any]:
         obj["apiVersion"] = envelope.api_version
     obj.update(SCHEMA.decode(name, envelope.raw))
     return obj
+
+
+# ------------------------------------------------------------------------------------ encoding
+
+
+def can_encode(group: str, version: str, kind: str) -> bool:
+    """True when objects (and lists) of this group/version/kind can be written as protobuf."""
+    return (group, version, kind) in ROOTS
+
+
+def encode_envelope(obj: Mapping[str, Any]) -> bytes:
+    """``obj`` (a JSON object with apiVersion and kind) as Kubernetes writes it: the magic, then a
+    ``runtime.Unknown`` whose ``raw`` is the object's message. Lists (``<Kind>List``) and Status are
+    encoded too. Raises :class:`UnknownKind` for a kind without a table."""
+    api_version = str(obj.get("apiVersion", ""))
+    kind = str(obj.get("kind", ""))
+    group, _, version = api_version.rpartition("/")
+    name = ROOTS.get((group, version, kind)) or ANSWER_ROOTS.get((group, version, kind))
+    if name is None:
+        raise UnknownKind(f'no kind "{kind}" is registered for version "{api_version}" in protobuf')
+    type_meta = encode_field(1, api_version.encode()) + encode_field(2, kind.encode())
+    unknown = (
+        encode_field(1, type_meta)
+        + encode_field(2, SCHEMA.encode(name, obj))
+        + encode_field(3, b"")  # contentEncoding and contentType: empty, but written, as Go does
+        + encode_field(4, b"")
+    )
+    return MAGIC + unknown
+
+
+def watch_frame(event_type: str, encoded_object: bytes) -> bytes:
+    """One event of a protobuf watch stream: a 4-byte big-endian length, then a ``WatchEvent``
+    (type, and a RawExtension whose raw bytes are the enveloped object)."""
+    event = encode_field(1, event_type.encode()) + encode_field(2, encode_field(1, encoded_object))
+    return len(event).to_bytes(4, "big") + event

@@ -126,6 +126,10 @@ class Schema:
         """The JSON object for ``data``, an encoded message of the table ``name``."""
         return self._message(self.messages[name], data)
 
+    def encode(self, name: str, obj: Mapping[str, Any]) -> bytes:
+        """The message ``name`` for ``obj``, a JSON object: the inverse of :meth:`decode`."""
+        return _encode_schema_message(self, name, obj)
+
     # ----------------------------------------------------------------------------- decoding
 
     def _message(self, message: Message, data: bytes) -> dict[str, Any]:
@@ -351,3 +355,199 @@ def _fraction(value: int, unit: int) -> str:
         return str(whole)
     digits = len(str(unit)) - 1
     return f"{whole}.{frac:0{digits}d}".rstrip("0")
+
+
+# ================================================================================ encoding
+#
+# The inverse of the decoder, writing what Kubernetes' generated Go marshallers write: fields in
+# number order; every non-pointer scalar of a written message, zero or not (Go has no "absent" for
+# them); pointer scalars, nested messages, repeated fields and maps only when the JSON object has
+# them; map entries sorted by key; repeated scalars unpacked (the proto2 default Kubernetes uses).
+# JSON keys the table does not name are not written, so a kind is only as complete as its table.
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # negative int32/int64 values are written as 64-bit two's complement
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(number: int, wire_type: int) -> bytes:
+    return _varint(number << 3 | wire_type)
+
+
+def _delimited(number: int, data: bytes) -> bytes:
+    return _key(number, LENGTH_DELIMITED) + _varint(len(data)) + data
+
+
+def encode_varint(value: int) -> bytes:
+    """A protobuf varint (negative values as 64-bit two's complement, as Go writes int32/int64)."""
+    return _varint(value)
+
+
+def encode_field(number: int, data: bytes) -> bytes:
+    """One length-delimited field (a string, bytes or an encoded message)."""
+    return _delimited(number, data)
+
+
+def _parse_time(text: str, where: str) -> tuple[int, int]:
+    """Seconds and nanoseconds since the epoch of an RFC 3339 time (the JSON form of Time)."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ProtobufError(f"{where}: {text!r} is not an RFC 3339 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    delta = moment - _EPOCH
+    seconds = delta.days * 86_400 + delta.seconds
+    nanos = delta.microseconds * 1000
+    fraction = text.partition(".")[2].rstrip("Zz").split("+")[0].split("-")[0]
+    if len(fraction) > 6 and fraction.isdigit():
+        nanos = int(fraction[:9].ljust(9, "0"))  # fromisoformat keeps microseconds only
+    return seconds, nanos
+
+
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9}
+_DURATION_UNITS.update({"m": 60 * 10**9, "h": 3600 * 10**9})
+
+
+def parse_go_duration(text: str) -> int:
+    """Nanoseconds of a Go duration string (``1h2m3.5s``, ``1.5ms``, ``-2s``, ``0``)."""
+    rest = text.strip()
+    sign = -1 if rest.startswith("-") else 1
+    rest = rest.lstrip("+-")
+    if rest == "0":
+        return 0
+    total = 0.0
+    if not rest:
+        raise ProtobufError(f"invalid duration {text!r}")
+    while rest:
+        number = ""
+        while rest and (rest[0].isdigit() or rest[0] == "."):
+            number, rest = number + rest[0], rest[1:]
+        unit = ""
+        while rest and not (rest[0].isdigit() or rest[0] == "."):
+            unit, rest = unit + rest[0], rest[1:]
+        if not number or unit not in _DURATION_UNITS:
+            raise ProtobufError(f"invalid duration {text!r}")
+        total += float(number) * _DURATION_UNITS[unit]
+    return sign * round(total)
+
+
+def _encode_time(value: Any, where: str) -> bytes:
+    if value is None:
+        return b""  # the zero time: an empty message, as Go writes it
+    seconds, nanos = _parse_time(str(value), where)
+    return _key(1, VARINT) + _varint(seconds) + _key(2, VARINT) + _varint(nanos)
+
+
+def _encode_quantity(value: Any, where: str) -> bytes:
+    return _delimited(1, str(value).encode())
+
+
+def _encode_int_or_string(value: Any, where: str) -> bytes:
+    if isinstance(value, str):
+        return _key(1, VARINT) + _varint(1) + _key(2, VARINT) + _varint(0) + _delimited(3, value.encode())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtobufError(f"{where}: {value!r} is neither an integer nor a string")
+    return _key(1, VARINT) + _varint(0) + _key(2, VARINT) + _varint(value) + _delimited(3, b"")
+
+
+def _encode_duration(value: Any, where: str) -> bytes:
+    return _key(1, VARINT) + _varint(parse_go_duration(str(value)))
+
+
+def _encode_raw_json(value: Any, where: str) -> bytes:
+    return _delimited(1, json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _encode_extra_value(value: Any, where: str) -> bytes:
+    return b"".join(_delimited(1, str(item).encode()) for item in value or [])
+
+
+_SPECIAL_ENCODERS = {
+    "Time": _encode_time,
+    "MicroTime": _encode_time,
+    "Duration": _encode_duration,
+    "Quantity": _encode_quantity,
+    "IntOrString": _encode_int_or_string,
+    "RawExtension": _encode_raw_json,
+    "FieldsV1": _encode_raw_json,
+    "ExtraValue": _encode_extra_value,
+}
+
+
+def _encode_scalar(type_name: str, number: int, value: Any, where: str) -> bytes:
+    if type_name == "s":
+        return _delimited(number, str(value).encode())
+    if type_name == "B":
+        try:
+            data = base64.b64decode(value or "", validate=True)
+        except (ValueError, TypeError):
+            raise ProtobufError(f"{where}: {value!r} is not base64") from None
+        return _delimited(number, data)
+    if type_name == "b":
+        return _key(number, VARINT) + _varint(1 if value else 0)
+    if type_name in ("i", "u"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise ProtobufError(f"{where}: {value!r} is not an integer")
+        return _key(number, VARINT) + _varint(int(value))
+    if type_name == "d":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ProtobufError(f"{where}: {value!r} is not a number")
+        return _key(number, FIXED64) + struct.pack("<d", float(value))
+    raise ProtobufError(f"{where}: unknown scalar type {type_name}")
+
+
+def _encode_schema_message(schema: Schema, name: str, obj: Mapping[str, Any]) -> bytes:
+    message = schema._table(name)
+    if not isinstance(obj, Mapping):
+        raise ProtobufError(f"{name}: expected an object, got {type(obj).__name__}")
+    out = bytearray()
+    for number in sorted(message.fields):
+        f = message.fields[number]
+        where = f"{name}.{f.name}"
+        if f.inline:
+            out += _delimited(number, _encode_schema_message(schema, f.type, obj))
+            continue
+        present = f.name in obj and obj[f.name] is not None
+        value = obj.get(f.name)
+        if f.is_map:
+            if not present:
+                continue
+            if not isinstance(value, Mapping):
+                raise ProtobufError(f"{where}: expected an object")
+            for key in sorted(value):
+                entry = _delimited(1, str(key).encode()) + _encode_value(schema, f.type, 2, value[key], where)
+                out += _delimited(number, entry)
+        elif f.repeated:
+            if not present:
+                continue
+            if not isinstance(value, list):
+                raise ProtobufError(f"{where}: expected a list")
+            for item in value:
+                out += _encode_value(schema, f.type, number, item, where)
+        elif f.type in SCALARS:
+            if present:
+                out += _encode_scalar(f.type, number, value, where)
+            elif not f.pointer:
+                out += _encode_scalar(f.type, number, _ZERO[f.type], where)
+        elif f.name in obj and (value is not None or f.type in ("Time", "MicroTime")):
+            out += _encode_value(schema, f.type, number, value, where)
+    return bytes(out)
+
+
+def _encode_value(schema: Schema, type_name: str, number: int, value: Any, where: str) -> bytes:
+    if type_name in SCALARS:
+        return _encode_scalar(type_name, number, value, where)
+    special = _SPECIAL_ENCODERS.get(type_name)
+    if special is not None:
+        return _delimited(number, special(value, where))
+    return _delimited(number, _encode_schema_message(schema, type_name, value or {}))

@@ -1,4 +1,5 @@
-"""Field tables of ``meta.k8s.io/v1`` messages every object embeds (ObjectMeta and friends).
+"""Field tables of ``meta.k8s.io/v1`` messages: what every object embeds (ObjectMeta and friends),
+list metadata and the Status of errors.
 
 The notation is described in :mod:`apiserver.protobuf.schema`. ``Time``, ``MicroTime``,
 ``Duration``, ``Quantity``, ``IntOrString``, ``RawExtension`` and ``FieldsV1`` have JSON forms of
@@ -29,4 +30,8 @@ TABLES: dict[str, str] = {
         " 4 propagationPolicy s?; 5 dryRun s*; 6 ignoreStoreReadErrorWithClusterBreakingPotential b?"
     ),
     "Preconditions": "1 uid s?; 2 resourceVersion s?",
+    "ListMeta": "1 selfLink s; 2 resourceVersion s; 3 continue s; 4 remainingItemCount i?",
+    "Status": "1 metadata ListMeta; 2 status s; 3 message s; 4 reason s; 5 details StatusDetails; 6 code i",
+    "StatusDetails": "1 name s; 2 group s; 3 kind s; 6 uid s; 4 causes StatusCause*; 5 retryAfterSeconds i",
+    "StatusCause": "1 reason s; 2 message s; 3 field s",
 }

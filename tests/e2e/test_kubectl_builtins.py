@@ -3,11 +3,14 @@
 ``kubectl create namespace|configmap|secret|serviceaccount|service|poddisruptionbudget`` and
 ``kubectl auth whoami`` POST ``application/vnd.kubernetes.protobuf``; ``kubectl run``, ``label``,
 ``annotate``, ``edit`` and ``delete`` send JSON bodies and patches. Each result is read back with
-``kubectl get -o json``, the way a person would check it.
+``kubectl get -o json``, the way a person would check it. The typed commands also ask for protobuf
+answers first, and get them, as from kube-apiserver; ``get -o yaml``, ``get`` (a Table) and
+``get --watch`` ask for JSON.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import sys
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.test_kubectl import Kubectl
 
@@ -122,3 +126,46 @@ async def test_run_label_annotate_edit_and_delete(env: Any, namespace: str, tmp_
     await k.run("create", "namespace", doomed)
     await k.run("delete", "namespace", doomed, "--wait=false")
     assert (await get_json(k, "namespace", doomed))["status"]["phase"] == "Terminating"
+
+
+LEASE_YAML = """\
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: leader
+spec:
+  holderIdentity: me
+  leaseDurationSeconds: 15
+"""
+
+
+async def test_yaml_all_namespace_table_and_watch_of_built_ins_after_a_protobuf_create(
+    env: Any, namespace: str
+) -> None:
+    # `kubectl create configmap` asks for protobuf first and now gets it; `get -o yaml` asks for
+    # JSON, `get` for a Table and `get -w` for a Table stream (all JSON): each must still read.
+    k = Kubectl(env.kubeconfig_path, namespace)
+    assert await k.run("create", "configmap", "cfg", "--from-literal=mode=fast") == "configmap/cfg created\n"
+    as_yaml = yaml.safe_load(await k.run("get", "cm", "cfg", "-o", "yaml"))
+    assert (as_yaml["kind"], as_yaml["data"]) == ("ConfigMap", {"mode": "fast"})
+
+    await k.run("apply", "-f", "-", stdin=LEASE_YAML)
+    rows = [line.split() for line in (await k.run("get", "leases", "-A")).splitlines()]
+    assert rows[0][:3] == ["NAMESPACE", "NAME", "HOLDER"]
+    assert [namespace, "leader", "me"] in [row[:3] for row in rows[1:]]
+
+    watch = await asyncio.create_subprocess_exec(
+        *k.base, "get", "cm", "--watch", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert watch.stdout is not None
+    try:
+        header = await asyncio.wait_for(watch.stdout.readline(), 30)
+        assert header.split()[:2] == [b"NAME", b"DATA"], header
+        first = await asyncio.wait_for(watch.stdout.readline(), 30)
+        assert first.split()[:2] == [b"cfg", b"1"], first
+        await k.run("create", "configmap", "later", "--from-literal=a=1", "--from-literal=b=2")
+        added = await asyncio.wait_for(watch.stdout.readline(), 30)
+        assert added.split()[:2] == [b"later", b"2"], added
+    finally:
+        watch.terminate()
+        await watch.wait()

@@ -404,12 +404,22 @@ async def test_watch_from_a_list_version_works_for_a_resource_listed_before_any_
 
 
 async def _timed_collect(
-    kube: KubeHTTP, path: str, params: dict[str, str]
-) -> tuple[list[dict[str, Any]], float]:
-    """Every event of a watch the server ends (at its timeoutSeconds), and how long it lasted."""
+    kube: KubeHTTP, path: str, params: dict[str, str], *, opened: asyncio.Event | None = None
+) -> tuple[list[tuple[float, dict[str, Any]]], float]:
+    """Every event of a watch the server ends (at its timeoutSeconds) with the seconds after the
+    request it arrived at, and how long the watch lasted."""
     loop = asyncio.get_running_loop()
     started = loop.time()
-    events = await _collect(kube, path, params, until=99, limit=15)
+    events: list[tuple[float, dict[str, Any]]] = []
+
+    async def run() -> None:
+        async for ev in kube.watch(path, params, opened=opened):
+            events.append((loop.time() - started, ev))
+            if len(events) >= 15:
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(run(), 15)
     return events, loop.time() - started
 
 
@@ -423,9 +433,30 @@ def _bookmark_watch(resource_version: str, timeout: int) -> dict[str, str]:
     }
 
 
+async def _write_during_watch(
+    kube: KubeHTTP, path: str, params: dict[str, str], write: Any
+) -> tuple[list[tuple[float, dict[str, Any]]], float, Any]:
+    """Open the watch, make ``write()`` once the server has answered 200 (the watch is then
+    established), and collect the watch until the server ends it."""
+    opened = asyncio.Event()
+    watching = asyncio.create_task(_timed_collect(kube, path, params, opened=opened))
+    opened_or_done = asyncio.create_task(opened.wait())
+    await asyncio.wait({watching, opened_or_done}, return_when=asyncio.FIRST_COMPLETED)
+    opened_or_done.cancel()
+    assert opened.is_set(), "the watch ended before it opened"
+    written = await write()
+    events, lasted = await watching
+    return events, lasted, written
+
+
+# Measured on kube-apiserver 1.32 with a selector matching nothing and timeoutSeconds 3, 5 and 10:
+# a write to the resource made during the watch gives exactly one BOOKMARK, at the timeout
+# (3.02 s, 5.02 s, 10.02 s after the request), carrying that write's resourceVersion; a write made
+# before the watch (after the version it starts from) gives none, and nothing written gives none.
+# (tests/testdata/kube-apiserver/FACTS.md)
+
+
 async def test_watch_without_changes_sends_no_bookmark_and_ends(kube: KubeHTTP, namespace: str) -> None:
-    # Measured on kube-apiserver 1.32: with nothing written to the resource during the watch there is
-    # no BOOKMARK at all (timeoutSeconds 3, 4, 5, 6 and 10); the stream just ends at the timeout.
     created = await _create(kube, namespace, "bm", size="small")
     params = _bookmark_watch(created["metadata"]["resourceVersion"], 3)
     events, lasted = await _timed_collect(kube, widgets_path(namespace), params)
@@ -433,39 +464,57 @@ async def test_watch_without_changes_sends_no_bookmark_and_ends(kube: KubeHTTP, 
     assert 2.5 < lasted < 10, lasted
 
 
-async def test_watch_sends_bookmark_before_timeout_when_the_resource_moves(
+async def test_watch_sends_one_bookmark_at_the_timeout_when_the_resource_is_written_during_it(
     kube: KubeHTTP, namespace: str
 ) -> None:
-    # The bookmark comes 2 s before the deadline, carrying the resource's new version, when an
-    # object the selector does not match was written after the version the watch started from.
     created = await _create(kube, namespace, "bm-start", size="small")
     params = _bookmark_watch(created["metadata"]["resourceVersion"], 4)
-    watching = asyncio.create_task(_timed_collect(kube, widgets_path(namespace), params))
-    await asyncio.sleep(0.2)  # allow-sleep: let the watch start; written before it, the result is the same
-    other = await _create(kube, namespace, "bm-other", size="small")
-    events, lasted = await watching
-    assert [e["type"] for e in events] == ["BOOKMARK"]
-    mark = events[0]["object"]
+
+    async def write() -> dict[str, Any]:
+        return await _create(kube, namespace, "bm-other", size="small")
+
+    events, lasted, other = await _write_during_watch(kube, widgets_path(namespace), params, write)
+    assert [e["type"] for _, e in events] == ["BOOKMARK"]
+    arrived, event = events[0]
+    mark = event["object"]
     assert mark["kind"] == "Widget" and set(mark["metadata"]) == {"resourceVersion"}
-    assert int(mark["metadata"]["resourceVersion"]) >= int(other["metadata"]["resourceVersion"])
-    assert 3.5 < lasted < 10, lasted
+    assert mark["metadata"]["resourceVersion"] == other["metadata"]["resourceVersion"]
+    assert 3.5 < arrived <= lasted < 10, (arrived, lasted)
 
 
 async def test_bookmark_of_a_built_in_is_an_empty_typed_object(kube: KubeHTTP, namespace: str) -> None:
-    # Measured on 1.32: {"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"202",
+    # Measured on 1.32: {"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"4235",
     # "creationTimestamp":null}} -- Go encodes the empty ConfigMap's zero creation time as null.
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     first = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-a"}})
-    second = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-b"}})
+    assert first.status == 201, first.text
+
+    async def write() -> Any:
+        return await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-b"}})
+
+    params = _bookmark_watch(first.body["metadata"]["resourceVersion"], 3)
+    events, lasted, second = await _write_during_watch(kube, path, params, write)
+    assert second.status == 201, second.text
+    assert [e["type"] for _, e in events] == ["BOOKMARK"]
+    arrived, event = events[0]
+    mark = event["object"]
+    assert (mark["kind"], mark["apiVersion"]) == ("ConfigMap", "v1")
+    assert mark["metadata"] == {
+        "resourceVersion": second.body["metadata"]["resourceVersion"],
+        "creationTimestamp": None,
+    }
+    assert 2.5 < arrived <= lasted < 10, (arrived, lasted)
+
+
+async def test_write_before_the_watch_sends_no_bookmark(kube: KubeHTTP, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    first = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nb-a"}})
+    second = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nb-b"}})
     assert first.status == second.status == 201
     params = _bookmark_watch(first.body["metadata"]["resourceVersion"], 3)
-    events, _ = await _timed_collect(kube, path, params)
-    assert [e["type"] for e in events] == ["BOOKMARK"]
-    mark = events[0]["object"]
-    assert (mark["kind"], mark["apiVersion"]) == ("ConfigMap", "v1")
-    assert mark["metadata"]["creationTimestamp"] is None
-    assert set(mark["metadata"]) == {"resourceVersion", "creationTimestamp"}
-    assert int(mark["metadata"]["resourceVersion"]) >= int(second.body["metadata"]["resourceVersion"])
+    events, lasted = await _timed_collect(kube, path, params)
+    assert events == []
+    assert 2.5 < lasted < 10, lasted
 
 
 async def test_watch_label_selector_transitions(kube: KubeHTTP, namespace: str) -> None:

@@ -496,3 +496,54 @@ async def test_watch_decodes_every_event_of_a_backlog_and_of_a_line_cut_across_r
     async with WatchStreamServer(sent) as server, local_client(server.url) as c:
         received = [event async for event in c.watch("v1", "ConfigMap", "ns", timeout_seconds=5)]
     assert received == sent
+
+
+class AcceptRecordingServer(ThrottlingServer):
+    """Records the Accept header of every request: discovery, GET, LIST, watch and POST."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.accepts: list[tuple[str, str, str | None]] = []
+
+    @web.middleware
+    async def record(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.accepts.append((request.method, request.path, request.headers.get("Accept")))
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    async def collection(self, request: web.Request) -> web.StreamResponse:
+        if request.method == "POST":
+            return web.json_response(await request.json(), status=201)
+        if request.query.get("watch") in ("1", "true"):
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            event = {"type": "ADDED", "object": config_map("w", "ns")}
+            await response.write(json.dumps(event).encode() + b"\n")
+            await response.write_eof()
+            return response
+        listed = {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}}
+        return web.json_response({**listed, "items": [config_map("x", "ns")]})
+
+    def add_routes(self, app: web.Application) -> None:
+        app.middlewares.append(self.record)
+        super().add_routes(app)
+        app.router.add_route("*", "/api/v1/namespaces/ns/configmaps", self.collection)
+
+
+async def test_the_client_asks_for_json_only() -> None:
+    # The client decodes JSON only, and servers answer protobuf to clients that prefer it (as
+    # kube-apiserver does for client-go's "application/vnd.kubernetes.protobuf,application/json"):
+    # every request must ask for JSON and nothing else.
+    async with AcceptRecordingServer() as server, local_client(server.url) as c:
+        await c.get("v1", "ConfigMap", "x", "ns")
+        await c.list("v1", "ConfigMap", "ns")
+        await c.create(config_map("new", "ns"))
+        assert [e["type"] async for e in c.watch("v1", "ConfigMap", "ns", timeout_seconds=5)] == ["ADDED"]
+    paths = {(method, path) for method, path, _ in server.accepts}
+    assert {
+        ("GET", "/api/v1"),
+        ("GET", "/api/v1/namespaces/ns/configmaps/x"),
+        ("GET", "/api/v1/namespaces/ns/configmaps"),
+        ("POST", "/api/v1/namespaces/ns/configmaps"),
+    } <= paths
+    assert {accept for _, _, accept in server.accepts} == {"application/json"}

@@ -1068,7 +1068,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "01-get-apis-aggregated-discovery": "built-in groups no controller here uses are not served",
     "22-openapi-v3-root": "the root lists only the groups served (see 01-get-apis)",
     "22-openapi-v3-ref-group": "OpenAPI descriptions are our own wording: upstream prose is not copied",
-    "13-get-protobuf-only": "the 406 Status is sent as JSON; the server does not encode protobuf",
 }
 
 

@@ -7,6 +7,7 @@ the kubeconfig carries (bearer token or client certificate) instead of reaching 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import ssl
@@ -23,10 +24,14 @@ from runtime.jsoncodec import JSON
 
 @dataclass
 class Reply:
+    """An answer: ``body`` is the parsed JSON (None for anything else, protobuf among it),
+    ``content`` the bytes as sent and ``text`` those bytes as text."""
+
     status: int
     headers: Any
     body: Any
     text: str
+    content: bytes = b""
 
     def warnings(self) -> list[str]:
         return list(self.headers.getall("Warning", []))
@@ -96,12 +101,13 @@ class KubeHTTP:
         async with self._session.request(
             method, self.server + path, data=data, params=params, headers=all_headers
         ) as resp:
-            text = await resp.text()
+            content = await resp.read()
+            text = content.decode("utf-8", "replace")
             try:
                 parsed = json.loads(text) if text else None
             except json.JSONDecodeError:
                 parsed = None
-            return Reply(resp.status, resp.headers, parsed, text)
+            return Reply(resp.status, resp.headers, parsed, text, content)
 
     async def get(self, path: str, **kw: Any) -> Reply:
         return await self.request("GET", path, **kw)
@@ -123,12 +129,17 @@ class KubeHTTP:
     async def delete(self, path: str, body: Any = None, **kw: Any) -> Reply:
         return await self.request("DELETE", path, body=body, **kw)
 
-    async def watch(self, path: str, params: dict[str, str]) -> AsyncIterator[JSON]:
-        """Yield decoded watch events until the server ends the stream."""
+    async def watch(
+        self, path: str, params: dict[str, str], *, opened: asyncio.Event | None = None
+    ) -> AsyncIterator[JSON]:
+        """Yield decoded watch events until the server ends the stream; ``opened`` is set once the
+        server has answered 200 (the watch is then established)."""
         assert self._session is not None
         query = dict(params, watch="1")
         async with self._session.get(self.server + path, params=query, headers=self.headers) as resp:
             assert resp.status == 200, await resp.text()
+            if opened is not None:
+                opened.set()
             async for line in resp.content:
                 if line.strip():
                     yield json.loads(line)

@@ -3,6 +3,8 @@
 The descriptors are written here by hand from Kubernetes' ``generated.proto`` files (a subset of
 the fields, plus a few field numbers Kubernetes does not use, to stand for fields a newer client
 sends). The ``protobuf`` runtime encodes them; :mod:`apiserver.protobuf` must decode the bytes.
+It also parses what :mod:`apiserver.protobuf` encodes (:func:`unwrap`), as a decoder independent
+of ours.
 """
 
 from __future__ import annotations
@@ -269,6 +271,34 @@ MESSAGES: dict[str, list[tuple[str, int, str]]] = {
         ("propagationPolicy", 4, "string"),
         ("dryRun", 5, "repeated string"),
     ],
+    # What the server answers: lists, Status and the events of a protobuf watch stream.
+    "ListMeta": [
+        ("selfLink", 1, "string"),
+        ("resourceVersion", 2, "string"),
+        ("continue", 3, "string"),
+        ("remainingItemCount", 4, "int64"),
+    ],
+    "ConfigMapList": [("metadata", 1, "ListMeta"), ("items", 2, "repeated ConfigMap")],
+    "PodList": [("metadata", 1, "ListMeta"), ("items", 2, "repeated Pod")],
+    "StatusCause": [("reason", 1, "string"), ("message", 2, "string"), ("field", 3, "string")],
+    "StatusDetails": [
+        ("name", 1, "string"),
+        ("group", 2, "string"),
+        ("kind", 3, "string"),
+        ("causes", 4, "repeated StatusCause"),
+        ("retryAfterSeconds", 5, "int32"),
+        ("uid", 6, "string"),
+    ],
+    "Status": [
+        ("metadata", 1, "ListMeta"),
+        ("status", 2, "string"),
+        ("message", 3, "string"),
+        ("reason", 4, "string"),
+        ("details", 5, "StatusDetails"),
+        ("code", 6, "int32"),
+    ],
+    "RawExtension": [("raw", 1, "bytes")],
+    "WatchEvent": [("type", 1, "string"), ("object", 2, "RawExtension")],
 }
 
 
@@ -333,3 +363,10 @@ def envelope(api_version: str, kind: str, message: Any) -> bytes:
         typeMeta=K8S["TypeMeta"](apiVersion=api_version, kind=kind), raw=message.SerializeToString()
     )
     return b"k8s\x00" + unknown.SerializeToString()
+
+
+def unwrap(data: bytes) -> tuple[str, str, bytes]:
+    """The apiVersion, kind and raw message bytes of an enveloped object (magic + runtime.Unknown)."""
+    assert data[:4] == b"k8s\x00", data[:8]
+    unknown = K8S["Unknown"].FromString(data[4:])
+    return unknown.typeMeta.apiVersion, unknown.typeMeta.kind, unknown.raw

@@ -252,7 +252,8 @@ def test_protobuf_only_is_not_acceptable_with_the_recorded_message() -> None:
             "meta.k8s.io/v1beta1",
         ),
         ("application/yaml;as=Table;v=v1;g=meta.k8s.io", "table", "application/yaml", "meta.k8s.io/v1"),
-        # kubectl >= 1.33 puts protobuf first; it cannot be produced here, so the JSON clause wins.
+        # kubectl >= 1.33 puts protobuf first; Tables are not written in protobuf here, so the JSON
+        # clause wins.
         (
             "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io",
             "table",
