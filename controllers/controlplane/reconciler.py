@@ -16,7 +16,6 @@ import string
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from prometheus_client import Counter, Gauge
@@ -32,8 +31,15 @@ from api.machine import (
     CONDITION_HEALTH_CHECK_SUCCEEDED,
     CONDITION_OWNER_REMEDIATED,
 )
-from api.meta import format_time
 from api.selector import selector_matches, selector_string
+from controllers.common import (
+    condition_status,
+    controller_owner,
+    format_time,
+    merge_conditions,
+    now,
+    parse_time,
+)
 from controllers.controlplane import rules
 from controllers.controlplane.etcdfacts import (
     EtcdView,
@@ -154,32 +160,17 @@ class ResolvedControlPlaneOptions:
     controller: ControllerOptions
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((obj.get("status") or {}).get("conditions") or ())
-
-
-def _condition_status(obj: Mapping[str, Any], type_: str) -> str | None:
-    for condition in _conditions(obj):
-        if condition.get("type") == type_:
-            return str(condition.get("status"))
-    return None
-
-
 def marked_for_remediation(machine: Mapping[str, Any]) -> bool:
     """The MachineHealthCheck hand-off: HealthCheckSucceeded=False and OwnerRemediated=False."""
     return (
-        _condition_status(machine, CONDITION_HEALTH_CHECK_SUCCEEDED) == "False"
-        and _condition_status(machine, CONDITION_OWNER_REMEDIATED) == "False"
+        condition_status(machine, CONDITION_HEALTH_CHECK_SUCCEEDED) == "False"
+        and condition_status(machine, CONDITION_OWNER_REMEDIATED) == "False"
     )
 
 
 def node_ready(node: Mapping[str, Any] | None) -> bool:
     """Whether a Node's Ready condition is True."""
-    return _condition_status(node or {}, "Ready") == "True"
+    return condition_status(node or {}, "Ready") == "True"
 
 
 def controller_ref(cp: Mapping[str, Any]) -> JSON:
@@ -322,7 +313,7 @@ class ControlPlaneReconciler:
         status = machine.get("status") or {}
         node_name = (status.get("nodeRef") or {}).get("name")
         node = nodes.get(node_name) if node_name else None
-        created = rules.parse_time(metadata.get("creationTimestamp")) or _now()
+        created = parse_time(metadata.get("creationTimestamp")) or now()
         return MachineInfo(
             name=name,
             created=created,
@@ -377,7 +368,7 @@ class ControlPlaneReconciler:
         if facts.marked and not spec.paused:
             target = sorted(facts.marked, key=lambda m: (m.created, m.name))[0]
             remediation = spec.remediation
-            last_time = rules.parse_time(last.get("timestamp"))
+            last_time = parse_time(last.get("timestamp"))
             decision = rules.remediation_decision(
                 target=target,
                 machines=facts.infos,
@@ -389,13 +380,13 @@ class ControlPlaneReconciler:
                 max_retry=remediation.max_retry if remediation else None,
                 retry_period=remediation.retry_period if remediation else None,
                 min_healthy_period=remediation.min_healthy_period if remediation else None,
-                now=_now(),
+                now=now(),
             )
             if decision.allowed:
                 if not decision.resumed:
                     last_remediation = {
                         "machine": target.name,
-                        "timestamp": format_time(_now()),
+                        "timestamp": format_time(now()),
                         "retryCount": decision.retry_count,
                     }
                     # Recorded before the delete: a remediation that happened must count for the
@@ -621,9 +612,7 @@ class ControlPlaneReconciler:
     async def _write_status(self, cp: JSON, status: JSON) -> None:
         """Merge-patch the status subresource when it changed, keeping other writers' conditions."""
         current = cp.get("status") or {}
-        status["conditions"] = rules.merge_conditions(
-            current.get("conditions") or [], status["conditions"], format_time(_now())
-        )
+        status["conditions"] = merge_conditions(current.get("conditions") or [], status["conditions"], now())
         if "lastRemediation" not in status and current.get("lastRemediation"):
             status["lastRemediation"] = current["lastRemediation"]
         if all(current.get(k) == v for k, v in status.items() if v is not None) and not any(
@@ -764,7 +753,7 @@ class _NodeReadinessChanged(Funcs):
 def _map_machine(cache: Cache) -> Any:
     def controlplanes_for_machine(machine: JSON) -> list[Request]:
         metadata = machine.get("metadata") or {}
-        owner = rules.controller_owner(machine)
+        owner = controller_owner(machine)
         namespace = metadata.get("namespace") or ""
         if owner is not None:
             if owner.get("kind") == CP_KIND and str(owner.get("apiVersion", "")).startswith(

@@ -39,6 +39,7 @@ from api.controlplane import (
 )
 from api.meta import parse_duration
 from api.selector import selector_matches
+from controllers.common import controller_owner, parse_time
 from runtime.jsoncodec import JSON
 
 SPEC_HASH_ANNOTATION: Final = "controlplane.cpo.dev/spec-hash"
@@ -137,14 +138,6 @@ class Ownership:
     owned: list[JSON] = field(default_factory=list)
     adoptable: list[JSON] = field(default_factory=list)
     owned_by_others: list[JSON] = field(default_factory=list)
-
-
-def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ownerReference with ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
 
 
 def classify_machines(
@@ -277,13 +270,6 @@ def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | Non
     if spec.rollout_after is not None and created is not None and created < spec.rollout_after:
         return "it was created before spec.rolloutAfter"
     return None
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """A ``metav1.Time`` string as an aware datetime (None for None)."""
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 # ---------------------------------------------------------------------------------------------- placement
@@ -939,20 +925,3 @@ def compute_status(inputs: StatusInputs) -> JSON:
         "failureMessage": failure[1] if failure else None,
     }
     return status
-
-
-def merge_conditions(previous: Sequence[Mapping[str, Any]], computed: Sequence[JSON], now: str) -> list[JSON]:
-    """``computed`` conditions with lastTransitionTime kept from ``previous`` when the status did not
-    change, plus every previous condition of a type this controller does not compute (another
-    controller's, such as EtcdClusterHealthy)."""
-    by_type = {c.get("type"): c for c in previous}
-    merged: list[JSON] = []
-    ours = {c["type"] for c in computed}
-    for condition in computed:
-        old = by_type.get(condition["type"])
-        transition = (
-            old.get("lastTransitionTime") if old and old.get("status") == condition["status"] else None
-        )
-        merged.append({**condition, "lastTransitionTime": transition or now})
-    merged.extend(dict(c) for c in previous if c.get("type") not in ours)
-    return merged

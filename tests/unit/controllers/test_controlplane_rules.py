@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
+from controllers.common import format_time, merge_conditions
 from controllers.controlplane.rules import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
     CHECK_ETCD_MEMBERS_MATCH,
@@ -28,7 +29,6 @@ from controllers.controlplane.rules import (
     compute_status,
     desired_machine,
     is_outdated,
-    merge_conditions,
     next_step,
     preflight,
     remediation_decision,
@@ -647,7 +647,7 @@ def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> Non
         {"type": "Available", "status": "True", "reason": "B", "message": "x"},
         {"type": "Degraded", "status": "True", "reason": "C", "message": "y"},
     ]
-    merged = {c["type"]: c for c in merge_conditions(previous, computed, "now")}
+    merged = {c["type"]: c for c in merge_conditions(previous, computed, T0)}
     assert merged["Available"]["lastTransitionTime"] == "old"
-    assert merged["Degraded"]["lastTransitionTime"] == "now"
+    assert merged["Degraded"]["lastTransitionTime"] == format_time(T0)
     assert merged["EtcdClusterHealthy"] == previous[2]
