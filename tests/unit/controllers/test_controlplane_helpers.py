@@ -11,14 +11,14 @@ import pytest
 
 from api.controlplane import ControlPlane
 from controllers.controlplane.etcdfacts import etcd_endpoints, member_owner
-from controllers.controlplane.reconciler import (
-    ControlPlaneOptions,
+from controllers.controlplane.healthcheck import desired_mhc
+from controllers.controlplane.machines import (
+    MachineInfo,
     controller_ref,
-    desired_mhc,
     machine_name,
     marked_for_remediation,
 )
-from controllers.controlplane.rules import MachineInfo
+from controllers.controlplane.options import ControlPlaneOptions
 from controllers.etcd.client import Member
 
 CP: dict[str, Any] = {

@@ -9,7 +9,18 @@ import pytest
 
 from api.controlplane import ControlPlaneSpec
 from controllers.common import format_time, merge_conditions
-from controllers.controlplane.rules import (
+from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
+from controllers.controlplane.placement import (
+    FAILURE_DOMAIN_LABEL,
+    SPEC_HASH_ANNOTATION,
+    choose_failure_domain,
+    desired_machine,
+    is_outdated,
+    select_for_scale_in,
+    template_hash,
+)
+from controllers.controlplane.remediation import remediation_decision
+from controllers.controlplane.scale import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
     CHECK_ETCD_MEMBERS_MATCH,
     CHECK_ETCD_NO_ALARMS,
@@ -17,24 +28,12 @@ from controllers.controlplane.rules import (
     CHECK_ETCD_REACHABLE,
     CHECK_ETCD_VOTERS_REACHABLE,
     CHECK_MACHINES_READY,
-    FAILURE_DOMAIN_LABEL,
-    SPEC_HASH_ANNOTATION,
-    EtcdFacts,
-    MachineInfo,
     PreflightFailure,
-    StatusInputs,
-    Step,
-    choose_failure_domain,
-    classify_machines,
-    compute_status,
-    desired_machine,
-    is_outdated,
     next_step,
     preflight,
-    remediation_decision,
-    select_for_scale_in,
-    template_hash,
 )
+from controllers.controlplane.status import StatusInputs, compute_status
+from controllers.controlplane.step import Step
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 UID = "cp-uid"
