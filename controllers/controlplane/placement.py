@@ -132,6 +132,8 @@ def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | Non
     Outdated means: its failure domain is no longer configured (rebalance by replacement); its
     spec hash annotation (or, without one, :func:`observed_hash`) differs from
     :func:`template_hash` for its domain; or it was created before ``spec.rolloutAfter``.
+    Being outdated only makes a Machine a candidate: it is replaced one step at a time, each
+    step behind the preflight, so a template change never takes more than one member at once.
     """
     metadata = machine.get("metadata") or {}
     domain = machine_domain(spec, machine)
@@ -163,7 +165,8 @@ def domain_counts(domains: Sequence[str], machines: Iterable[MachineInfo]) -> Co
 def choose_failure_domain(domains: Sequence[str], machines: Iterable[MachineInfo]) -> str | None:
     """Where a new Machine goes: the configured domain with the fewest non-deleting Machines.
 
-    Ties go to the alphabetically first name. None when no domain is configured.
+    Ties go to the alphabetically first name (the same answer on every pass). None when no
+    domain is configured. Spreading the members keeps a quorum when one domain fails whole.
     """
     if not domains:
         return None
@@ -175,7 +178,8 @@ def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
     0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy,
-    3 outdated, 4 any other.
+    3 outdated, 4 any other: a Machine someone asked to remove, then one that must be replaced
+    anyway (an unhealthy one first, it serves least), before a good one.
     """
     if machine.outdated and machine.delete_annotation:
         return 0
@@ -192,7 +196,9 @@ def select_for_scale_in(machines: Sequence[MachineInfo]) -> MachineInfo | None:
     """Which non-deleting Machine to delete when there is one too many.
 
     By :func:`scale_in_class`; within a class, the Machine in the most populated failure domain,
-    then the oldest (then the name, for a stable answer).
+    then the oldest (then the name, for a stable answer). Taking from the fullest domain keeps
+    the spread even; the choice never looks at etcd, since the preflight already required every
+    voter healthy, so any one member may go.
     """
     candidates = [machine for machine in machines if not machine.deleting]
     if not candidates:
@@ -205,7 +211,11 @@ def select_for_scale_in(machines: Sequence[MachineInfo]) -> MachineInfo | None:
 
 
 def is_imbalanced(domains: Sequence[str], machines: Sequence[MachineInfo]) -> bool:
-    """Whether the non-deleting Machines are spread unevenly (two domains differ by more than one)."""
+    """Whether the non-deleting Machines are spread unevenly (two domains differ by more than one).
+
+    A difference of one is unavoidable whenever the count is not a multiple of the domains (3
+    Machines over 2 domains), so it starts no rebalancing, which would move Machines for ever.
+    """
     if len(domains) < 2:
         return False
     counts = domain_counts(domains, machines)

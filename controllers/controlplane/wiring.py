@@ -39,6 +39,9 @@ class _NodeReadinessChanged(Funcs):
 
 
 def _map_machine(cache: Cache) -> Any:
+    """A Machine event concerns its controlling ControlPlane; a Machine no controller owns, every
+    ControlPlane of its namespace whose selector matches it (one of them may adopt it)."""
+
     def controlplanes_for_machine(machine: JSON) -> list[Request]:
         metadata = machine.get("metadata") or {}
         owner = controller_owner(machine)
@@ -63,6 +66,8 @@ def _map_machine(cache: Cache) -> Any:
 
 
 def _map_node(cache: Cache) -> Any:
+    """A Node event concerns the ControlPlanes of its Machine (by the Node's Machine annotation,
+    else by the Machine's nodeRef); a Node without a Machine concerns every ControlPlane."""
     for_machine = _map_machine(cache)
 
     def controlplanes_for_node(node: JSON) -> list[Request]:
