@@ -70,13 +70,13 @@ MUTATIONS = (
     Mutation(
         "preflight",
         "the ControlPlane creates and deletes Machines without its preflight checks",
-        "controllers/controlplane/rules.py",
-        (("    failures: list[PreflightFailure] = []\n    not_ready = ", "    return []\n    not_ready = "),),
+        "controllers/controlplane/scale.py",
+        (("    failures = machines_ready_preflight(machines)\n", "    return []\n"),),
     ),
     Mutation(
         "one-remediation-at-a-time",
         "a remediation starts while the previous one, a deletion or a provisioning Machine is under way",
-        "controllers/controlplane/rules.py",
+        "controllers/controlplane/remediation.py",
         (
             ("    if previous is not None and not resuming and not held_by_hook(previous):\n", NEVER),
             _never(

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from controllers.controlplane.reconciler import marked_for_remediation
+from controllers.controlplane.machines import marked_for_remediation
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcd.monitor import QuorumMonitor, QuorumSample
 

@@ -113,20 +113,24 @@ Use it in a manager of your own::
 
     setup_with_manager(manager, ControlPlaneOptions(resync_period=30))
 
-The decisions live in :mod:`controllers.controlplane.rules` (one function per rule), the etcd
-reads in :mod:`controllers.controlplane.etcdfacts`, the wiring in
-:mod:`controllers.controlplane.reconciler`.
+The modules, along KubeadmControlPlane's lines: the pure decisions in
+:mod:`~controllers.controlplane.machines` (the facts and ownership),
+:mod:`~controllers.controlplane.placement` (failure domains, the desired Machine, its spec hash,
+outdated, scale-in choice), :mod:`~controllers.controlplane.scale` (the next step and the
+preflight), :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation`
+and :mod:`~controllers.controlplane.status` (one function per condition); the etcd reads in
+:mod:`~controllers.controlplane.etcdfacts`; gather → decide → act → report in
+:mod:`~controllers.controlplane.reconciler`, with :mod:`~controllers.controlplane.healthcheck`
+(the owned MachineHealthCheck) and :mod:`~controllers.controlplane.release` (the finalizer);
+:mod:`~controllers.controlplane.options`, :mod:`~controllers.controlplane.metrics`, and the
+watches in :mod:`~controllers.controlplane.wiring`.
 """
 
-from controllers.controlplane.reconciler import (
-    CONTROLLER_NAME,
-    FINALIZER,
-    ControlPlaneOptions,
-    ControlPlaneReconciler,
-    ResolvedControlPlaneOptions,
-    setup_with_manager,
-)
-from controllers.controlplane.rules import FAILURE_DOMAIN_LABEL, SPEC_HASH_ANNOTATION
+from controllers.controlplane.options import ControlPlaneOptions, ResolvedControlPlaneOptions
+from controllers.controlplane.placement import FAILURE_DOMAIN_LABEL, SPEC_HASH_ANNOTATION
+from controllers.controlplane.reconciler import ControlPlaneReconciler
+from controllers.controlplane.release import FINALIZER
+from controllers.controlplane.wiring import CONTROLLER_NAME, setup_with_manager
 
 __all__ = [
     "CONTROLLER_NAME",

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controllers.controlplane.rules import EtcdFacts
+from controllers.controlplane.machines import EtcdFacts
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
 from controllers.etcd.tls import tls_context_from_secret
 from runtime.client import Client

@@ -40,7 +40,8 @@ from api.machine import (
     REASON_NODE_STARTUP_TIMEOUT,
     REASON_UNHEALTHY_NODE,
 )
-from api.meta import format_time, parse_duration
+from api.meta import parse_duration
+from controllers.common import format_time, parse_time
 
 EXTERNAL_REMEDIATION_ANNOTATION = "host.metal3.io/external-remediation"
 """A Machine carrying this annotation is being remediated by an external remediator (bare metal):
@@ -79,17 +80,6 @@ HEALTHY = Verdict()
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp of the API (``2026-01-02T03:04:05Z``) as an aware datetime, else None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 def _until(deadline: datetime, now: datetime) -> float:

@@ -19,7 +19,12 @@ from api.machine import (
     REASON_WAITING_FOR_REMEDIATION,
     SEVERITY_WARNING,
 )
-from api.meta import format_time
+from controllers.common import conditions_of
+
+# The shared rules of controllers.common, re-exported: the controller imports them from here.
+from controllers.common import controller_owner as controller_owner
+from controllers.common import find_condition as find_condition
+from controllers.common import set_condition as set_condition
 from runtime.jsoncodec import JSON
 
 from .health import Verdict
@@ -34,14 +39,6 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ ownership
-
-
-def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ``ownerReferences`` entry with ``controller: true``, or None."""
-    for ref in _mapping(obj.get("metadata")).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def is_owned_by_controlplane(machine: Mapping[str, Any]) -> bool:
@@ -64,51 +61,6 @@ def is_deleting(obj: Mapping[str, Any]) -> bool:
 # ------------------------------------------------------------------------------------ conditions
 
 
-def find_condition(conditions: Sequence[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
-    """The condition of ``type_``, or None."""
-    for condition in conditions:
-        if condition.get("type") == type_:
-            return condition
-    return None
-
-
-def set_condition(
-    conditions: Sequence[Mapping[str, Any]],
-    type_: str,
-    status: str,
-    now: datetime,
-    *,
-    reason: str = "",
-    message: str = "",
-    severity: str = "",
-) -> list[JSON]:
-    """``conditions`` with ``type_`` set; ``lastTransitionTime`` moves only when the status changes.
-
-    Other conditions are kept as they are, in their order; a new type is appended.
-    """
-    new: JSON = {"type": type_, "status": status}
-    if severity and status == "False":
-        new["severity"] = severity
-    if reason:
-        new["reason"] = reason
-    if message:
-        new["message"] = message
-    result: list[JSON] = []
-    found = False
-    for condition in conditions:
-        if condition.get("type") != type_:
-            result.append(dict(condition))
-            continue
-        found = True
-        transition = condition.get("lastTransitionTime")
-        if condition.get("status") != status or not transition:
-            transition = format_time(now)
-        result.append({**new, "lastTransitionTime": transition})
-    if not found:
-        result.append({**new, "lastTransitionTime": format_time(now)})
-    return result
-
-
 def remove_condition(conditions: Sequence[Mapping[str, Any]], type_: str) -> list[JSON]:
     """``conditions`` without ``type_``."""
     return [dict(c) for c in conditions if c.get("type") != type_]
@@ -116,9 +68,7 @@ def remove_condition(conditions: Sequence[Mapping[str, Any]], type_: str) -> lis
 
 def machine_conditions(machine: Mapping[str, Any]) -> list[JSON]:
     """The Machine's ``status.conditions`` (copies)."""
-    return [
-        dict(c) for c in _mapping(machine.get("status")).get("conditions") or () if isinstance(c, Mapping)
-    ]
+    return [dict(c) for c in conditions_of(machine)]
 
 
 def marked_for_owner(machine: Mapping[str, Any], verdict: Verdict, now: datetime) -> list[JSON]:

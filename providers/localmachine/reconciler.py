@@ -335,8 +335,9 @@ class LocalMachineReconciler:
         The etcd-quorum hook maps members to Machines by that annotation and lets a deleting
         Machine go once no member maps to it. A member added (and maybe started) before its
         Machine named it would be nobody's if this provider died before naming it and the Machine
-        were deleted meanwhile: its hook would come off and the member stay in etcd for good
-        (chaos seed 38).
+        were deleted meanwhile: its hook would come off and the member stay in etcd for good.
+        Naming it first changes nothing else: until the add lands no member has that peer URL,
+        so the annotation maps no member to the Machine.
         """
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
 

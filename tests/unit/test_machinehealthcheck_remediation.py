@@ -6,13 +6,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.meta import format_time
+from controllers.common import set_condition
 from controllers.machinehealthcheck.health import Verdict
 from controllers.machinehealthcheck.remediation import (
     cleared_for_healthy,
     external_remediation_request,
     is_owned_by_controlplane,
     marked_for_owner,
-    set_condition,
     status_changed,
 )
 

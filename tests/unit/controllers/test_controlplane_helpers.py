@@ -1,5 +1,6 @@
-"""The ControlPlane controller's small pure helpers: the owned MachineHealthCheck, the remediation
-hand-off, Machine names, etcd endpoints and which Machine a member runs on."""
+"""The ControlPlane controller's small helpers: the owned MachineHealthCheck, the remediation
+hand-off, Machine names, new Machines, etcd endpoints, which Machine a member runs on, the
+expectations of our own writes, and when a status is written."""
 
 from __future__ import annotations
 
@@ -11,14 +12,22 @@ import pytest
 
 from api.controlplane import ControlPlane
 from controllers.controlplane.etcdfacts import etcd_endpoints, member_owner
-from controllers.controlplane.reconciler import (
-    ControlPlaneOptions,
+from controllers.controlplane.expectations import Expectations
+from controllers.controlplane.healthcheck import desired_mhc
+from controllers.controlplane.machines import (
+    MachineInfo,
     controller_ref,
-    desired_mhc,
     machine_name,
     marked_for_remediation,
 )
-from controllers.controlplane.rules import MachineInfo
+from controllers.controlplane.options import ControlPlaneOptions
+from controllers.controlplane.placement import (
+    FAILURE_DOMAIN_LABEL,
+    SPEC_HASH_ANNOTATION,
+    new_machine,
+    template_hash,
+)
+from controllers.controlplane.status import status_unchanged
 from controllers.etcd.client import Member
 
 CP: dict[str, Any] = {
@@ -174,3 +183,51 @@ def test_options_defaults_and_checks() -> None:
         ControlPlaneOptions(wait_period=0).with_defaults()
     with pytest.raises(ValueError, match="preflight_backoff_max"):
         ControlPlaneOptions(preflight_backoff_initial=10, preflight_backoff_max=1).with_defaults()
+
+
+def test_an_expectation_holds_until_the_cache_shows_our_create_or_delete() -> None:
+    expectations = Expectations()
+    key = ("ns", "cluster")
+    assert expectations.caught_up(key, [])
+    expectations.expect(key, "create", "new")
+    assert not expectations.caught_up(key, [running("old")])
+    assert expectations.caught_up(key, [running("old"), running("new")])
+    assert expectations.caught_up(key, [running("old")])  # met once, forgotten
+    expectations.expect(key, "delete", "old")
+    assert not expectations.caught_up(key, [running("old")])
+    assert expectations.caught_up(key, [running("old", deleting=True)])
+    expectations.expect(key, "delete", "old")
+    assert expectations.caught_up(key, [])
+    assert expectations.caught_up(("ns", "other"), [])
+
+
+def test_an_expectation_the_cache_never_meets_expires() -> None:
+    expectations = Expectations(timeout=0.0)
+    expectations.expect(("ns", "cluster"), "create", "never-seen")
+    assert expectations.caught_up(("ns", "cluster"), [])
+
+
+def test_a_new_machine_carries_its_domain_hash_and_controller() -> None:
+    spec = spec_with(failureDomains=[{"name": "a", "providerSpec": {"value": {"zone": "a"}}}])
+    machine = new_machine(spec, "a", name="cluster-x1y2z", owner=CP)
+    assert machine["metadata"]["name"] == "cluster-x1y2z" and machine["metadata"]["namespace"] == "ns"
+    assert machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "a"
+    assert machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == template_hash(spec, "a")
+    assert machine["metadata"]["ownerReferences"] == [controller_ref(CP)]
+    assert machine["spec"]["providerSpec"] == {"value": {"zone": "a"}}
+    assert FAILURE_DOMAIN_LABEL not in new_machine(spec, None, name="n", owner=CP)["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(
+    ("current", "status", "unchanged"),
+    [
+        ({"replicas": 3, "phase": "Running"}, {"replicas": 3, "failureReason": None}, True),
+        ({"replicas": 3}, {"replicas": 5}, False),
+        ({"replicas": 3, "failureReason": "MachineFailed"}, {"replicas": 3, "failureReason": None}, False),
+        ({}, {"phase": "Running"}, False),
+    ],
+)
+def test_a_status_is_written_only_when_it_changes(
+    current: dict[str, Any], status: dict[str, Any], unchanged: bool
+) -> None:
+    assert status_unchanged(current, status) is unchanged

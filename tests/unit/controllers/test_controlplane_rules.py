@@ -8,7 +8,19 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
-from controllers.controlplane.rules import (
+from controllers.common import format_time, merge_conditions
+from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
+from controllers.controlplane.placement import (
+    FAILURE_DOMAIN_LABEL,
+    SPEC_HASH_ANNOTATION,
+    choose_failure_domain,
+    desired_machine,
+    is_outdated,
+    select_for_scale_in,
+    template_hash,
+)
+from controllers.controlplane.remediation import remediation_decision
+from controllers.controlplane.scale import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
     CHECK_ETCD_MEMBERS_MATCH,
     CHECK_ETCD_NO_ALARMS,
@@ -16,25 +28,12 @@ from controllers.controlplane.rules import (
     CHECK_ETCD_REACHABLE,
     CHECK_ETCD_VOTERS_REACHABLE,
     CHECK_MACHINES_READY,
-    FAILURE_DOMAIN_LABEL,
-    SPEC_HASH_ANNOTATION,
-    EtcdFacts,
-    MachineInfo,
     PreflightFailure,
-    StatusInputs,
-    Step,
-    choose_failure_domain,
-    classify_machines,
-    compute_status,
-    desired_machine,
-    is_outdated,
-    merge_conditions,
     next_step,
     preflight,
-    remediation_decision,
-    select_for_scale_in,
-    template_hash,
 )
+from controllers.controlplane.status import StatusInputs, compute_status
+from controllers.controlplane.step import Step
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 UID = "cp-uid"
@@ -647,7 +646,7 @@ def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> Non
         {"type": "Available", "status": "True", "reason": "B", "message": "x"},
         {"type": "Degraded", "status": "True", "reason": "C", "message": "y"},
     ]
-    merged = {c["type"]: c for c in merge_conditions(previous, computed, "now")}
+    merged = {c["type"]: c for c in merge_conditions(previous, computed, T0)}
     assert merged["Available"]["lastTransitionTime"] == "old"
-    assert merged["Degraded"]["lastTransitionTime"] == "now"
+    assert merged["Degraded"]["lastTransitionTime"] == format_time(T0)
     assert merged["EtcdClusterHealthy"] == previous[2]

@@ -1,0 +1,117 @@
+"""The MachineHealthCheck a ControlPlane with ``enableAutorepair`` owns: what it should be, and
+keeping it so.
+
+The health check only marks Machines (the ControlPlane owns them, so the MachineHealthCheck
+controller hands them off instead of deleting them); the ControlPlane's remediation rules decide
+when a marked Machine is replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from api.controlplane import ControlPlaneSpec, HealthCheck
+from api.machine import API_VERSION as MACHINE_API_VERSION
+from controllers.controlplane.machines import MachineInfo, controller_ref
+from controllers.controlplane.remediation import health_check_budget
+from runtime.cache import Cache
+from runtime.client import JSON, Client
+from runtime.errors import AlreadyExists, Conflict, NotFound
+
+MHC_SUFFIX: Final = "-mhc"
+"""The owned MachineHealthCheck is named ``<controlplane>-mhc``."""
+
+EventFunc = Callable[[Mapping[str, Any], str, str, str], None]
+"""Records an event on an object: ``(object, type, reason, message)``."""
+
+
+def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequence[MachineInfo] = ()) -> JSON:
+    """The MachineHealthCheck ``<name>-mhc`` a ControlPlane with enableAutorepair owns.
+
+    Same selector; unhealthy conditions and nodeStartupTimeout from ``spec.healthCheck``;
+    maxUnhealthy :func:`~controllers.controlplane.remediation.health_check_budget` of the owned
+    ``machines``.
+    """
+    health = spec.health_check or HealthCheck()
+    metadata = cp["metadata"]
+    return {
+        "apiVersion": MACHINE_API_VERSION,
+        "kind": "MachineHealthCheck",
+        "metadata": {
+            "name": metadata["name"] + MHC_SUFFIX,
+            "namespace": metadata["namespace"],
+            "ownerReferences": [controller_ref(cp)],
+        },
+        "spec": {
+            "selector": spec.selector.to_dict(),
+            "unhealthyConditions": [c.to_dict() for c in health.unhealthy_conditions],
+            "nodeStartupTimeout": health.node_startup_timeout,
+            "maxUnhealthy": health_check_budget(spec.replicas, machines),
+        },
+    }
+
+
+def owned_by(obj: Mapping[str, Any], cp: Mapping[str, Any]) -> bool:
+    """Whether any ownerReference of ``obj`` points at ``cp`` (by uid)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(ref.get("uid") == cp["metadata"]["uid"] for ref in refs)
+
+
+async def delete_quietly(client: Client, api_version: str, kind: str, name: str, namespace: str) -> bool:
+    """Delete; False when it was already gone."""
+    try:
+        await client.delete(api_version, kind, name, namespace)
+    except NotFound:
+        return False
+    return True
+
+
+async def sync_mhc(
+    client: Client,
+    cache: Cache,
+    cp: JSON,
+    spec: ControlPlaneSpec,
+    machines: Sequence[MachineInfo],
+    event: EventFunc,
+) -> None:
+    """Create, update or delete the owned MachineHealthCheck to match enableAutorepair.
+
+    A MachineHealthCheck of that name that the ControlPlane does not own is left alone; a paused
+    ControlPlane keeps its MachineHealthCheck as it is.
+    """
+    namespace, name = cp["metadata"]["namespace"], cp["metadata"]["name"] + MHC_SUFFIX
+    try:
+        current: JSON | None = await cache.get(MACHINE_API_VERSION, "MachineHealthCheck", name, namespace)
+    except NotFound:
+        current = None
+    if current is not None and not owned_by(current, cp):
+        return  # someone else's MachineHealthCheck of that name: leave it alone
+    if not spec.enable_autorepair or spec.paused:
+        if current is not None and not spec.enable_autorepair:
+            if not await delete_quietly(client, MACHINE_API_VERSION, "MachineHealthCheck", name, namespace):
+                return  # already gone; the cache has not seen it yet
+            event(cp, "Normal", "MachineHealthCheckDeleted", f"Deleted {name}: enableAutorepair is false")
+        return
+    desired = desired_mhc(cp, spec, machines)
+    if current is None:
+        try:
+            await client.create(desired)
+        except AlreadyExists:
+            return  # created by our previous pass; the cache has not seen it yet
+        event(cp, "Normal", "MachineHealthCheckCreated", f"Created MachineHealthCheck {name}")
+        return
+    if any(current["spec"].get(k) != v for k, v in desired["spec"].items()):
+        # A Conflict means the cache is behind our own last write: its event brings us back.
+        with contextlib.suppress(Conflict):
+            await client.patch(
+                MACHINE_API_VERSION,
+                "MachineHealthCheck",
+                name,
+                {
+                    "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                    "spec": desired["spec"],
+                },
+                namespace,
+            )

@@ -1,0 +1,190 @@
+"""What the ControlPlane's decisions know about its Machines and their etcd members.
+
+The reconciler gathers these facts (from the cache and from etcd) into plain frozen values; every
+rule in :mod:`~controllers.controlplane.placement`, :mod:`~controllers.controlplane.scale`,
+:mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation` and
+:mod:`~controllers.controlplane.status` reads them and nothing else. Which Machines are the
+ControlPlane's at all is decided here too (:func:`classify_machines`), and so are the readings of
+Machines and Nodes these facts are made of (:func:`marked_for_remediation`, :func:`node_ready`,
+:func:`is_unmanaged_node`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from api.controlplane import API_VERSION as CP_API_VERSION
+from api.controlplane import KIND as CP_KIND
+from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
+from api.selector import selector_matches
+from controllers.common import condition_status, controller_owner
+from runtime.jsoncodec import JSON
+
+DELETE_MACHINE_ANNOTATION: Final = "machine.openshift.io/delete-machine"
+"""A user's (or autoscaler's) request: remove this Machine first on scale-in."""
+NODE_MACHINE_ANNOTATION: Final = "machine.openshift.io/machine"
+"""On a Node: ``<namespace>/<name>`` of the Machine it runs on."""
+
+
+@dataclass(frozen=True)
+class MachineInfo:
+    """What the decisions need to know about one owned Machine (gathered by the reconciler)."""
+
+    name: str
+    created: datetime
+    failure_domain: str | None = None
+    outdated: bool = False
+    deleting: bool = False
+    delete_annotation: bool = False
+    """Carries ``machine.openshift.io/delete-machine``."""
+    phase: str | None = None
+    node_ready: bool = False
+    """Its Node exists and is Ready."""
+    marked_unhealthy: bool = False
+    """The MachineHealthCheck marked it for remediation (``HealthCheckSucceeded=False``)."""
+    etcd_voter: bool = False
+    """Its etcd member is a voter."""
+    etcd_healthy: bool = False
+    """Its etcd member answered a health read."""
+    etcd_learner: bool = False
+    """Its etcd member is a learner."""
+
+    @property
+    def running(self) -> bool:
+        return self.phase == "Running"
+
+    @property
+    def failed(self) -> bool:
+        return self.phase == "Failed"
+
+    @property
+    def ready(self) -> bool:
+        """Running with a Ready Node."""
+        return self.running and self.node_ready
+
+    @property
+    def available(self) -> bool:
+        """Not being deleted, ready, and its etcd member is a healthy voter."""
+        return not self.deleting and self.ready and self.etcd_voter and self.etcd_healthy
+
+    @property
+    def unhealthy(self) -> bool:
+        """Marked by the health check, Failed, or its Node is not Ready once Running."""
+        return self.marked_unhealthy or self.failed or (self.running and not self.node_ready)
+
+    @property
+    def has_etcd_member(self) -> bool:
+        return self.etcd_voter or self.etcd_learner
+
+    @property
+    def in_transition(self) -> bool:
+        """Being deleted, or being created (not yet Running with a Ready Node, and not unhealthy):
+        not healthy to a MachineHealthCheck, yet no failure either."""
+        return self.deleting or not (self.ready or self.unhealthy)
+
+
+@dataclass(frozen=True)
+class EtcdFacts:
+    """What the reconciler learnt from etcd for the preflight (see :func:`preflight`)."""
+
+    reachable: bool = True
+    error: str = ""
+    """Why etcd could not be asked, when ``reachable`` is False."""
+    member_names: tuple[str, ...] = ()
+    """Names of every member (voters and learners; an unstarted member has the name ``""``)."""
+    learners: tuple[str, ...] = ()
+    """Names (or ids, for unstarted ones) of learners."""
+    disagreeing: tuple[str, ...] = ()
+    """Endpoints whose member list differs from the others'."""
+    alarms: tuple[str, ...] = ()
+    """Active alarms as ``ALARM@member``."""
+    unhealthy_voters: tuple[str, ...] = ()
+    """Voters whose health read failed, with the error."""
+
+
+# ---------------------------------------------------------------------------------------------- ownership
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """The selector's Machines, split by who controls them."""
+
+    owned: list[JSON] = field(default_factory=list)
+    adoptable: list[JSON] = field(default_factory=list)
+    owned_by_others: list[JSON] = field(default_factory=list)
+
+
+def classify_machines(
+    uid: str, selector: Mapping[str, Any], machines: Iterable[Mapping[str, Any]]
+) -> Ownership:
+    """Split Machines into owned, adoptable and owned by another controller.
+
+    * **owned**: the controller ownerReference is this ControlPlane (by uid), whatever the labels
+      say now (a Machine whose labels were edited stays ours until released);
+    * **adoptable**: matches ``spec.selector``, has no controller owner and is not being deleted
+      (adopting a dying Machine would only make us replace it);
+    * **owned by others**: matches the selector but another controller owns it: left alone and
+      reported (``Degraded``, reason ``MachinesAlreadyOwned``).
+    """
+    result = Ownership()
+    for machine in machines:
+        metadata = machine.get("metadata") or {}
+        owner = controller_owner(machine)
+        if owner is not None and owner.get("uid") == uid:
+            result.owned.append(dict(machine))
+            continue
+        if not selector_matches(selector, metadata.get("labels")):
+            continue
+        if owner is not None:
+            result.owned_by_others.append(dict(machine))
+        elif not metadata.get("deletionTimestamp"):
+            result.adoptable.append(dict(machine))
+    return result
+
+
+def controller_ref(cp: Mapping[str, Any]) -> JSON:
+    """The controller ownerReference pointing at ``cp``."""
+    return {
+        "apiVersion": CP_API_VERSION,
+        "kind": CP_KIND,
+        "name": cp["metadata"]["name"],
+        "uid": cp["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def machine_name(cp_name: str) -> str:
+    """``<controlplane>-<5 random lowercase letters/digits>``."""
+    alphabet = string.ascii_lowercase + string.digits
+    return f"{cp_name}-{''.join(secrets.choice(alphabet) for _ in range(5))}"
+
+
+# ---------------------------------------------------------------------------------------------- readings
+
+
+def marked_for_remediation(machine: Mapping[str, Any]) -> bool:
+    """The MachineHealthCheck hand-off: HealthCheckSucceeded=False and OwnerRemediated=False."""
+    return (
+        condition_status(machine, CONDITION_HEALTH_CHECK_SUCCEEDED) == "False"
+        and condition_status(machine, CONDITION_OWNER_REMEDIATED) == "False"
+    )
+
+
+def node_ready(node: Mapping[str, Any] | None) -> bool:
+    """Whether a Node's Ready condition is True."""
+    return condition_status(node, "Ready") == "True"
+
+
+def is_unmanaged_node(node: Mapping[str, Any], namespace: str, known: set[str]) -> bool:
+    """A control-plane Node without a Machine: no Machine annotation, or one naming a Machine of
+    this namespace that does not exist (a Node of another namespace's Machine is not ours to judge)."""
+    ref = ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_MACHINE_ANNOTATION) or ""
+    if not ref:
+        return True
+    return ref.partition("/")[0] == namespace and ref not in known

@@ -1,0 +1,64 @@
+"""How the ControlPlane controller runs: :class:`ControlPlaneOptions` and their defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controllers.etcd.client import EtcdClientOptions
+from runtime.controller import ControllerOptions
+
+
+@dataclass
+class ControlPlaneOptions:
+    """How the ControlPlane controller runs. ``None`` means "use the default" named per field."""
+
+    preflight_backoff_initial: float | None = None
+    """Seconds before looking again after a failed preflight; doubled per failure in a row.
+    Defaults to 2."""
+    preflight_backoff_max: float | None = None
+    """Longest wait after failed preflights. Defaults to 60."""
+    wait_period: float | None = None
+    """Seconds between two looks while a step waits on something no watch reports (a learner's
+    promotion, a member's removal). Defaults to 5."""
+    resync_period: float | None = None
+    """Seconds between two looks when nothing is going on (etcd health is not watched).
+    Defaults to 60."""
+    etcd: EtcdClientOptions | None = None
+    """How to reach etcd for the preflight. Defaults to ``EtcdClientOptions(timeout=2)``."""
+    controller: ControllerOptions | None = None
+    """Options of the controller. Defaults to ``ControllerOptions()``."""
+
+    def with_defaults(self) -> ResolvedControlPlaneOptions:
+        """Every default applied and checked; raises ``ValueError`` saying what to change."""
+        resolved = ResolvedControlPlaneOptions(
+            preflight_backoff_initial=_positive(
+                self.preflight_backoff_initial, 2.0, "preflight_backoff_initial"
+            ),
+            preflight_backoff_max=_positive(self.preflight_backoff_max, 60.0, "preflight_backoff_max"),
+            wait_period=_positive(self.wait_period, 5.0, "wait_period"),
+            resync_period=_positive(self.resync_period, 60.0, "resync_period"),
+            etcd=self.etcd or EtcdClientOptions(timeout=2.0),
+            controller=self.controller or ControllerOptions(),
+        )
+        if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
+            raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
+        return resolved
+
+
+def _positive(value: float | None, default: float, name: str) -> float:
+    result = default if value is None else float(value)
+    if result <= 0:
+        raise ValueError(f"ControlPlaneOptions.{name} must be positive seconds, got {value!r}")
+    return result
+
+
+@dataclass(frozen=True)
+class ResolvedControlPlaneOptions:
+    """:class:`ControlPlaneOptions` with every default applied."""
+
+    preflight_backoff_initial: float
+    preflight_backoff_max: float
+    wait_period: float
+    resync_period: float
+    etcd: EtcdClientOptions
+    controller: ControllerOptions

@@ -1,0 +1,222 @@
+"""Where the ControlPlane's Machines go and what they look like: failure domains, the Machine a
+template makes, its spec hash, whether a Machine is outdated, and which one leaves on scale-in.
+
+Pure functions of the spec and :class:`~controllers.controlplane.machines.MachineInfo` values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from api.controlplane import ControlPlaneSpec
+from api.machine import API_VERSION as MACHINE_API_VERSION
+from controllers.common import parse_time
+from controllers.controlplane.machines import MachineInfo, controller_ref
+from runtime.jsoncodec import JSON
+
+SPEC_HASH_ANNOTATION: Final = "controlplane.cpo.dev/spec-hash"
+"""On each Machine the controller creates: :func:`template_hash` of what it was created from."""
+FAILURE_DOMAIN_LABEL: Final = "controlplane.cpo.dev/failure-domain"
+"""On each Machine the controller creates: the name of its failure domain."""
+
+
+def json_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: ``patch`` merged over ``target`` (null deletes a key, objects merge, the rest replaces)."""
+    if not isinstance(patch, Mapping):
+        return patch
+    merged = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = json_merge_patch(merged.get(key), value)
+    return merged
+
+
+def domain_names(spec: ControlPlaneSpec) -> list[str]:
+    """The configured failure domains, in spec order (empty: one implicit domain)."""
+    return [domain.name for domain in spec.failure_domains or ()]
+
+
+def desired_machine(spec: ControlPlaneSpec, domain: str | None) -> JSON:
+    """The labels, annotations and providerSpec a new Machine in ``domain`` gets from the template.
+
+    Labels default to the selector's matchLabels; the domain's ``providerSpec`` is merged over the
+    template's (JSON merge patch). The failure-domain label and the spec-hash annotation are not
+    part of it (they are derived from it).
+    """
+    template = spec.template
+    labels = dict(
+        (template.metadata.labels if template.metadata else None) or spec.selector.match_labels or {}
+    )
+    annotations = dict((template.metadata.annotations if template.metadata else None) or {})
+    value: Any = dict(template.spec.provider_spec.value or {})
+    for candidate in spec.failure_domains or ():
+        if candidate.name == domain and candidate.provider_spec is not None:
+            value = json_merge_patch(value, candidate.provider_spec.value or {})
+    return {"labels": labels, "annotations": annotations, "providerSpec": {"value": value}}
+
+
+def new_machine(spec: ControlPlaneSpec, domain: str | None, *, name: str, owner: Mapping[str, Any]) -> JSON:
+    """The Machine ``name`` to create in ``domain``: :func:`desired_machine`, plus the
+    failure-domain label, the :func:`template_hash` annotation and ``owner`` as its controller."""
+    desired = desired_machine(spec, domain)
+    labels = dict(desired["labels"])
+    if domain is not None:
+        labels[FAILURE_DOMAIN_LABEL] = domain
+    annotations = {**desired["annotations"], SPEC_HASH_ANNOTATION: template_hash(spec, domain)}
+    return {
+        "apiVersion": MACHINE_API_VERSION,
+        "kind": "Machine",
+        "metadata": {
+            "name": name,
+            "namespace": owner["metadata"]["namespace"],
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [controller_ref(owner)],
+        },
+        "spec": {"providerSpec": desired["providerSpec"]},
+    }
+
+
+def _hash(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def template_hash(spec: ControlPlaneSpec, domain: str | None) -> str:
+    """The spec hash of a Machine created now in ``domain``: template metadata + merged providerSpec."""
+    return _hash(desired_machine(spec, domain))
+
+
+def observed_hash(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str:
+    """The spec hash a Machine without the annotation (an adopted one) stands for.
+
+    Computed from what the Machine carries, restricted to the keys the template sets: a Machine
+    that matches the template hashes like :func:`template_hash`, so adopting an up-to-date set of
+    Machines starts no rollout.
+    """
+    wanted = desired_machine(spec, machine_domain(spec, machine))
+    metadata = machine.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    return _hash(
+        {
+            "labels": {key: labels.get(key) for key in wanted["labels"]},
+            "annotations": {key: annotations.get(key) for key in wanted["annotations"]},
+            "providerSpec": {"value": value},
+        }
+    )
+
+
+def machine_domain(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | None:
+    """A Machine's failure domain: its label, else the configured domain whose providerSpec it carries."""
+    labels = (machine.get("metadata") or {}).get("labels") or {}
+    if labels.get(FAILURE_DOMAIN_LABEL):
+        return str(labels[FAILURE_DOMAIN_LABEL])
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    for name in domain_names(spec):
+        if desired_machine(spec, name)["providerSpec"]["value"] == value:
+            return name
+    return None
+
+
+def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | None:
+    """Why ``machine`` must be replaced, or None when it is up to date.
+
+    Outdated means: its failure domain is no longer configured (rebalance by replacement); its
+    spec hash annotation (or, without one, :func:`observed_hash`) differs from
+    :func:`template_hash` for its domain; or it was created before ``spec.rolloutAfter``.
+    Being outdated only makes a Machine a candidate: it is replaced one step at a time, each
+    step behind the preflight, so a template change never takes more than one member at once.
+    """
+    metadata = machine.get("metadata") or {}
+    domain = machine_domain(spec, machine)
+    names = domain_names(spec)
+    if names and domain not in names:
+        return f"failure domain {domain or '(none)'} is not in spec.failureDomains"
+    current = (metadata.get("annotations") or {}).get(SPEC_HASH_ANNOTATION) or observed_hash(spec, machine)
+    if current != template_hash(spec, domain):
+        return "its spec differs from the template"
+    created = parse_time(metadata.get("creationTimestamp"))
+    if spec.rollout_after is not None and created is not None and created < spec.rollout_after:
+        return "it was created before spec.rolloutAfter"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- placement
+
+
+def domain_counts(domains: Sequence[str], machines: Iterable[MachineInfo]) -> Counter[str]:
+    """Non-deleting Machines per configured domain (every configured domain present, maybe 0)."""
+    counts: Counter[str] = Counter({name: 0 for name in domains})
+    for machine in machines:
+        domain = machine.failure_domain
+        if not machine.deleting and domain is not None and domain in counts:
+            counts[domain] += 1
+    return counts
+
+
+def choose_failure_domain(domains: Sequence[str], machines: Iterable[MachineInfo]) -> str | None:
+    """Where a new Machine goes: the configured domain with the fewest non-deleting Machines.
+
+    Ties go to the alphabetically first name (the same answer on every pass). None when no
+    domain is configured. Spreading the members keeps a quorum when one domain fails whole.
+    """
+    if not domains:
+        return None
+    counts = domain_counts(domains, machines)
+    return min(sorted(domains), key=lambda name: counts[name])
+
+
+def scale_in_class(machine: MachineInfo) -> int:
+    """The scale-in priority class, lower goes first.
+
+    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy,
+    3 outdated, 4 any other: a Machine someone asked to remove, then one that must be replaced
+    anyway (an unhealthy one first, it serves least), before a good one.
+    """
+    if machine.outdated and machine.delete_annotation:
+        return 0
+    if machine.delete_annotation:
+        return 1
+    if machine.outdated and machine.unhealthy:
+        return 2
+    if machine.outdated:
+        return 3
+    return 4
+
+
+def select_for_scale_in(machines: Sequence[MachineInfo]) -> MachineInfo | None:
+    """Which non-deleting Machine to delete when there is one too many.
+
+    By :func:`scale_in_class`; within a class, the Machine in the most populated failure domain,
+    then the oldest (then the name, for a stable answer). Taking from the fullest domain keeps
+    the spread even; the choice never looks at etcd, since the preflight already required every
+    voter healthy, so any one member may go.
+    """
+    candidates = [machine for machine in machines if not machine.deleting]
+    if not candidates:
+        return None
+    per_domain = Counter(machine.failure_domain for machine in candidates)
+    return min(
+        candidates,
+        key=lambda m: (scale_in_class(m), -per_domain[m.failure_domain], m.created, m.name),
+    )
+
+
+def is_imbalanced(domains: Sequence[str], machines: Sequence[MachineInfo]) -> bool:
+    """Whether the non-deleting Machines are spread unevenly (two domains differ by more than one).
+
+    A difference of one is unavoidable whenever the count is not a multiple of the domains (3
+    Machines over 2 domains), so it starts no rebalancing, which would move Machines for ever.
+    """
+    if len(domains) < 2:
+        return False
+    counts = domain_counts(domains, machines)
+    return max(counts.values()) - min(counts.values()) > 1

@@ -1,0 +1,113 @@
+"""Rollout of the ControlPlane: which Machine is replaced once the count is right, and how.
+
+A replacement is a create and a delete, one at a time (the order set by ``maxSurge``), each a
+separate step of :func:`~controllers.controlplane.scale.next_step` decided from fresh facts: the
+etcd membership changes by one member per step, as in a scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from controllers.controlplane.machines import MachineInfo
+from controllers.controlplane.placement import choose_failure_domain, is_imbalanced, select_for_scale_in
+from controllers.controlplane.step import UP_TO_DATE, Step, in_domain
+
+
+def rollout_step(
+    *,
+    replicas: int,
+    strategy: Literal["RollingUpdate", "OnDelete"],
+    max_surge: int,
+    domains: Sequence[str],
+    active: Sequence[MachineInfo],
+) -> Step:
+    """The step when exactly ``replicas`` Machines exist and none is being deleted.
+
+    Under RollingUpdate, replace an outdated Machine (:func:`replace_outdated_step`), else
+    rebalance uneven failure domains (:func:`rebalance_step`). OnDelete only reports outdated
+    Machines (:func:`on_delete_step`). maxSurge 0 is honoured only with 3 or more replicas:
+    deleting first with 1 replica would lose the only member, so smaller control planes
+    surge by one.
+    """
+    if strategy == "OnDelete":
+        return on_delete_step(active)
+    surge = max_surge if replicas >= 3 else 1
+    outdated = [m for m in active if m.outdated]
+    if outdated:
+        return replace_outdated_step(outdated, surge, domains, active)
+    if is_imbalanced(domains, active):
+        return rebalance_step(surge, domains, active)
+    return UP_TO_DATE
+
+
+def on_delete_step(active: Sequence[MachineInfo]) -> Step:
+    """OnDelete: nothing is replaced until a human deletes the outdated Machines (then the scale
+    rules create their replacements); the outdated ones are reported."""
+    outdated = [m for m in active if m.outdated]
+    if not outdated:
+        return UP_TO_DATE
+    return Step(
+        "none",
+        "WaitingForManualDeletion",
+        f"{len(outdated)} outdated Machine(s) ({', '.join(sorted(m.name for m in outdated))}); "
+        "strategy OnDelete replaces a Machine only once you delete it",
+        needs_preflight=False,
+    )
+
+
+def replace_outdated_step(
+    outdated: Sequence[MachineInfo], surge: int, domains: Sequence[str], active: Sequence[MachineInfo]
+) -> Step:
+    """Replace the outdated Machine the scale-in rule would pick among the outdated ones.
+
+    maxSurge 1 creates its replacement first, in its domain while that is configured (then the
+    scale-in rule deletes it: it is the outdated one of replicas + 1); maxSurge 0 deletes it
+    first (then the scale-up rule replaces it in its domain), which a cluster of 3 or more
+    members survives since every voter was healthy at the preflight.
+    """
+    victim = select_for_scale_in(outdated)
+    assert victim is not None
+    if surge == 0:
+        return Step(
+            "delete",
+            "RollingUpdate",
+            f"Deleting outdated Machine {victim.name} first (maxSurge 0); its replacement follows",
+            machine=victim.name,
+        )
+    domain = (
+        victim.failure_domain if victim.failure_domain in domains else choose_failure_domain(domains, active)
+    )
+    return Step(
+        "create",
+        "RollingUpdate",
+        f"Creating the replacement of outdated Machine {victim.name}{in_domain(domain)}",
+        domain=domain,
+        machine=victim.name,
+    )
+
+
+def rebalance_step(surge: int, domains: Sequence[str], active: Sequence[MachineInfo]) -> Step:
+    """Even out failure domains that differ by more than one Machine, the way a replacement goes.
+
+    maxSurge 1 creates a Machine in the emptiest domain (then the scale-in rule deletes one from
+    the fullest); maxSurge 0 deletes from the fullest first (then the scale-up rule creates in
+    the emptiest). One member changes per step, as in a rollout.
+    """
+    if surge == 0:
+        victim = select_for_scale_in(active)
+        assert victim is not None
+        return Step(
+            "delete",
+            "Rebalancing",
+            f"Failure domains are uneven: deleting Machine {victim.name} from {victim.failure_domain}",
+            machine=victim.name,
+        )
+    domain = choose_failure_domain(domains, active)
+    return Step(
+        "create",
+        "Rebalancing",
+        f"Failure domains are uneven: creating a Machine in {domain}",
+        domain=domain,
+    )

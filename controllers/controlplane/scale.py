@@ -1,0 +1,251 @@
+"""Horizontal scaling of the ControlPlane: the next step toward ``replicas`` Machines, and the
+preflight checks a create or delete must pass first.
+
+One Machine at a time, never more than replicas + 1 Machines: every create or delete changes
+etcd's membership by at most one member, and is decided again from fresh facts after it.
+Once the count is right, :mod:`~controllers.controlplane.rollout` decides what is replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from controllers.controlplane.machines import EtcdFacts, MachineInfo
+from controllers.controlplane.placement import choose_failure_domain, select_for_scale_in
+from controllers.controlplane.rollout import rollout_step
+from controllers.controlplane.step import Step, in_domain
+
+# Preflight check names (also the ``check`` label of cpo_controlplane_preflight_failures_total).
+CHECK_MACHINES_READY: Final = "MachineNodesReady"
+CHECK_ETCD_REACHABLE: Final = "EtcdReachable"
+CHECK_ETCD_MEMBERS_MATCH: Final = "EtcdMembersMatchMachines"
+CHECK_ETCD_MEMBER_LISTS_AGREE: Final = "EtcdMemberListsAgree"
+CHECK_ETCD_NO_ALARMS: Final = "EtcdNoAlarms"
+CHECK_ETCD_VOTERS_REACHABLE: Final = "EtcdVotersHealthy"
+CHECK_ETCD_NO_PENDING_LEARNER: Final = "EtcdNoPendingLearner"
+PREFLIGHT_CHECKS: Final = (
+    CHECK_MACHINES_READY,
+    CHECK_ETCD_REACHABLE,
+    CHECK_ETCD_MEMBERS_MATCH,
+    CHECK_ETCD_MEMBER_LISTS_AGREE,
+    CHECK_ETCD_NO_ALARMS,
+    CHECK_ETCD_VOTERS_REACHABLE,
+    CHECK_ETCD_NO_PENDING_LEARNER,
+)
+
+
+# ---------------------------------------------------------------------------------------------- next step
+
+
+def next_step(
+    *,
+    replicas: int,
+    strategy: Literal["RollingUpdate", "OnDelete"],
+    max_surge: int,
+    domains: Sequence[str],
+    machines: Sequence[MachineInfo],
+) -> Step:
+    """The one next step toward ``replicas`` up-to-date, evenly spread Machines.
+
+    One Machine at a time, never more than replicas + 1 Machines (deleting ones included):
+
+    1. fewer non-deleting Machines than ``replicas``: :func:`scale_up_step`;
+    2. a Machine is being deleted: :func:`wait_for_deletion_step` (one replacement at a time);
+    3. more than ``replicas``: :func:`scale_down_step` (after a maxSurge-1 replacement this is
+       the outdated one);
+    4. exactly ``replicas``: :func:`~controllers.controlplane.rollout.rollout_step` replaces an
+       outdated Machine or rebalances the failure domains.
+    """
+    active = [m for m in machines if not m.deleting]
+    deleting = sorted((m for m in machines if m.deleting), key=lambda m: m.name)
+    if len(active) < replicas:
+        return scale_up_step(replicas, domains, active, deleting)
+    if deleting:
+        return wait_for_deletion_step(deleting)
+    if len(active) > replicas:
+        return scale_down_step(replicas, active)
+    return rollout_step(
+        replicas=replicas, strategy=strategy, max_surge=max_surge, domains=domains, active=active
+    )
+
+
+def scale_up_step(
+    replicas: int, domains: Sequence[str], active: Sequence[MachineInfo], deleting: Sequence[MachineInfo]
+) -> Step:
+    """Create one Machine, unless replicas + 1 Machines exist already (then wait for a deletion).
+
+    If a Machine is being deleted (a user's delete, a rollout's, a remediation's) the new one is
+    its replacement and goes to that Machine's domain when it is still configured, else to
+    :func:`~controllers.controlplane.placement.choose_failure_domain`. Safe because the cap of
+    replicas + 1 keeps at most one member being added while one may still be leaving, and the
+    create waits for the preflight.
+    """
+    if len(active) + len(deleting) >= replicas + 1:
+        names = ", ".join(m.name for m in deleting)
+        return Step(
+            "wait",
+            "WaitingForDeletion",
+            f"Waiting for Machine(s) {names} to be deleted before creating more (at most "
+            f"{replicas + 1} Machines)",
+        )
+    replaced = next((m for m in deleting if m.failure_domain in domains), None)
+    domain = replaced.failure_domain if replaced is not None else choose_failure_domain(domains, active)
+    if deleting:
+        return Step(
+            "create",
+            "ReplacingMachine",
+            f"Creating a replacement for Machine {deleting[0].name}{in_domain(domain)}",
+            domain=domain,
+        )
+    return Step(
+        "create",
+        "ScalingUp",
+        f"Scaling up from {len(active)} to {replicas} replica(s)"
+        + in_domain(domain, ": new Machine in failure domain "),
+        domain=domain,
+    )
+
+
+def wait_for_deletion_step(deleting: Sequence[MachineInfo]) -> Step:
+    """Wait while any Machine is being deleted (with at least ``replicas`` others).
+
+    A deletion in flight is a membership change in flight (the etcd-quorum hook removes the
+    member before the Machine goes): starting another one now could take two members at once.
+    """
+    return Step(
+        "wait",
+        "WaitingForDeletion",
+        f"Waiting for Machine(s) {', '.join(m.name for m in deleting)} to be deleted",
+        needs_preflight=False,
+    )
+
+
+def scale_down_step(replicas: int, active: Sequence[MachineInfo]) -> Step:
+    """Delete the :func:`~controllers.controlplane.placement.select_for_scale_in` Machine.
+
+    Only reached with nothing being deleted, so one member leaves at a time, and only after
+    the preflight found every voter healthy.
+    """
+    victim = select_for_scale_in(active)
+    assert victim is not None
+    surplus = "outdated " if victim.outdated else ""
+    return Step(
+        "delete",
+        "ScalingDown",
+        f"Deleting {surplus}Machine {victim.name} ({len(active)} Machines for {replicas} replica(s))",
+        machine=victim.name,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- preflight
+
+
+@dataclass(frozen=True)
+class PreflightFailure:
+    """One failed preflight check."""
+
+    check: str
+    message: str
+
+
+def preflight(
+    machines: Sequence[MachineInfo],
+    etcd: EtcdFacts | None,
+    *,
+    hosting_etcd: Sequence[str],
+    desired: int | None = None,
+) -> list[PreflightFailure]:
+    """Which checks forbid starting a create or delete now (empty: go ahead).
+
+    * ``MachineNodesReady``: every owned, non-deleting Machine is Running with a Ready Node.
+    * With stacked etcd (``etcd`` not None): :func:`etcd_preflight`.
+
+    A membership change is safe only on a cluster that is whole: a create or delete started
+    while a Machine or a member is already unwell could take the cluster below quorum.
+    """
+    failures = machines_ready_preflight(machines)
+    if etcd is not None:
+        failures.extend(etcd_preflight(etcd, hosting_etcd=hosting_etcd, desired=desired))
+    return failures
+
+
+def machines_ready_preflight(machines: Sequence[MachineInfo]) -> list[PreflightFailure]:
+    """``MachineNodesReady``: every owned, non-deleting Machine is Running with a Ready Node."""
+    not_ready = sorted(m.name for m in machines if not m.deleting and not m.ready)
+    if not not_ready:
+        return []
+    return [
+        PreflightFailure(
+            CHECK_MACHINES_READY, f"Machine(s) {', '.join(not_ready)} not Running with a Ready Node"
+        )
+    ]
+
+
+def etcd_preflight(
+    etcd: EtcdFacts, *, hosting_etcd: Sequence[str], desired: int | None
+) -> list[PreflightFailure]:
+    """The etcd checks of :func:`preflight`.
+
+    ``EtcdReachable`` (the member list could be read; nothing else is checked without it),
+    ``EtcdMembersMatchMachines`` (:func:`members_match_preflight`), ``EtcdMemberListsAgree``
+    (every member reports the same list), ``EtcdNoAlarms``, ``EtcdVotersHealthy`` (every voter
+    answers a health read), ``EtcdNoPendingLearner`` (:func:`pending_learner_preflight`).
+    """
+    if not etcd.reachable:
+        return [PreflightFailure(CHECK_ETCD_REACHABLE, f"cannot read the etcd member list: {etcd.error}")]
+    failures = members_match_preflight(etcd, hosting_etcd)
+    if etcd.disagreeing:
+        failures.append(
+            PreflightFailure(
+                CHECK_ETCD_MEMBER_LISTS_AGREE, f"member list differs at {', '.join(etcd.disagreeing)}"
+            )
+        )
+    if etcd.alarms:
+        failures.append(PreflightFailure(CHECK_ETCD_NO_ALARMS, f"active alarm(s): {', '.join(etcd.alarms)}"))
+    if etcd.unhealthy_voters:
+        failures.append(
+            PreflightFailure(
+                CHECK_ETCD_VOTERS_REACHABLE, f"voter(s) unhealthy: {'; '.join(etcd.unhealthy_voters)}"
+            )
+        )
+    failures.extend(pending_learner_preflight(etcd, desired))
+    return failures
+
+
+def members_match_preflight(etcd: EtcdFacts, hosting_etcd: Sequence[str]) -> list[PreflightFailure]:
+    """``EtcdMembersMatchMachines``: every member belongs to a Machine in ``hosting_etcd`` and
+    every such Machine has a member.
+
+    A member without a Machine, or a Machine whose member is missing, is a membership change
+    someone else started or left half done: counting quorum over it would be counting wrong.
+    """
+    members = set(etcd.member_names)
+    hosts = set(hosting_etcd)
+    strangers = sorted(name or "(unstarted)" for name in members - hosts)
+    missing = sorted(hosts - members)
+    parts = []
+    if strangers:
+        parts.append(f"member(s) without a Machine: {', '.join(strangers)}")
+    if missing:
+        parts.append(f"Machine(s) without a member: {', '.join(missing)}")
+    return [PreflightFailure(CHECK_ETCD_MEMBERS_MATCH, "; ".join(parts))] if parts else []
+
+
+def pending_learner_preflight(etcd: EtcdFacts, desired: int | None) -> list[PreflightFailure]:
+    """``EtcdNoPendingLearner``: no learner waits for promotion (the previous step is not finished).
+
+    With ``desired`` (the replica count) a learner counts as pending only while it may still be
+    promoted, that is while the voters are at most ``desired``: the etcd-quorum hook never
+    promotes beyond desired + 1 voters, so after a scale-in below the voters a learner waits for
+    a removal, which only a step of this controller brings.
+    """
+    voters = len(etcd.member_names) - len(etcd.learners)
+    if etcd.learners and (desired is None or voters <= desired):
+        return [
+            PreflightFailure(
+                CHECK_ETCD_NO_PENDING_LEARNER, f"learner(s) {', '.join(etcd.learners)} not promoted yet"
+            )
+        ]
+    return []

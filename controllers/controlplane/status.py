@@ -1,0 +1,239 @@
+"""The ControlPlane's status: replica counts, phase, and one function per condition.
+
+Computed from scratch every reconcile from the gathered facts and the decisions taken (the
+step, the preflight failures, the remediation decision), without lastTransitionTime: the
+reconciler merges the result over the stored conditions with
+:func:`controllers.common.merge_conditions`, which keeps other writers' conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from api.controlplane import (
+    CONDITION_AVAILABLE,
+    CONDITION_DEGRADED,
+    CONDITION_MACHINES_READY,
+    CONDITION_PROGRESSING,
+    CONDITION_REMEDIATING,
+    Phase,
+)
+from controllers.controlplane.machines import MachineInfo
+from controllers.controlplane.remediation import RemediationDecision
+from controllers.controlplane.scale import PreflightFailure
+from controllers.controlplane.step import Step
+from runtime.jsoncodec import JSON
+
+
+@dataclass(frozen=True)
+class StatusInputs:
+    """Everything :func:`compute_status` needs."""
+
+    replicas: int
+    selector: str
+    generation: int
+    machines: Sequence[MachineInfo]
+    step: Step | None = None
+    preflight_failures: Sequence[PreflightFailure] = ()
+    paused: bool = False
+    deleting: bool = False
+    owned_by_others: Sequence[str] = ()
+    unmanaged_nodes: Sequence[str] = ()
+    remediation: RemediationDecision | None = None
+    """The decision about the Machine marked unhealthy, when there is one."""
+    remediating: bool = False
+    """A remediation is in progress (started now, or its Machine is still being replaced)."""
+    failure: tuple[str, str] | None = None
+    """``(reason, message)`` of a problem only a human can fix."""
+
+    @property
+    def active(self) -> list[MachineInfo]:
+        """The Machines not being deleted."""
+        return [m for m in self.machines if not m.deleting]
+
+    @property
+    def outdated(self) -> list[MachineInfo]:
+        """The Machines not being deleted that must be replaced."""
+        return [m for m in self.active if m.outdated]
+
+    @property
+    def missing(self) -> int:
+        """spec.replicas − available Machines, never negative."""
+        return max(self.replicas - sum(m.available for m in self.machines), 0)
+
+
+def compute_status(inputs: StatusInputs) -> JSON:
+    """The ControlPlane's status, without lastTransitionTime (see :mod:`controllers.common`).
+
+    Counts: ``replicas`` (owned Machines, deleting included), ``updatedReplicas`` (not outdated,
+    not deleting), ``readyReplicas`` (Running with a Ready Node), ``availableReplicas`` (not deleting,
+    ready and a healthy etcd voter), ``unavailableReplicas`` (spec.replicas − available, never negative).
+    Phase: :func:`phase`. Conditions: one function each.
+    """
+    machines = inputs.machines
+    failure = failure_of(inputs)
+    remediating = is_remediating(inputs)
+    return {
+        "replicas": len(machines),
+        "updatedReplicas": sum(not m.outdated for m in inputs.active),
+        "readyReplicas": sum(m.ready for m in machines),
+        "availableReplicas": sum(m.available for m in machines),
+        "unavailableReplicas": inputs.missing,
+        "selector": inputs.selector,
+        "observedGeneration": inputs.generation,
+        "phase": phase(inputs, failure=failure, remediating=remediating),
+        "conditions": [
+            available_condition(inputs),
+            progressing_condition(inputs),
+            degraded_condition(inputs, failure),
+            machines_ready_condition(inputs),
+            remediating_condition(inputs, remediating),
+        ],
+        "failureReason": failure[0] if failure else None,
+        "failureMessage": failure[1] if failure else None,
+    }
+
+
+def status_unchanged(current: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """Whether writing ``status`` would change nothing in ``current``: every field it sets has
+    that value already, and every field it clears (None) is absent. An unchanged status is never
+    written, so a reconcile that finds nothing new costs no API write."""
+    return all(current.get(k) == v for k, v in status.items() if v is not None) and not any(
+        current.get(k) is not None for k, v in status.items() if v is None
+    )
+
+
+def failure_of(inputs: StatusInputs) -> tuple[str, str] | None:
+    """The problem only a human can fix: the one given, else Failed Machines (``MachineFailed``)."""
+    if inputs.failure is not None:
+        return inputs.failure
+    failed = sorted(m.name for m in inputs.machines if m.failed)
+    if not failed:
+        return None
+    return (
+        "MachineFailed",
+        f"Machine(s) {', '.join(failed)} Failed; see their status.errorMessage, fix the cause and "
+        "delete them to get replacements",
+    )
+
+
+def is_remediating(inputs: StatusInputs) -> bool:
+    """A remediation is in progress, or was allowed in this reconcile."""
+    return inputs.remediating or (inputs.remediation is not None and inputs.remediation.allowed)
+
+
+def phase(inputs: StatusInputs, *, failure: tuple[str, str] | None, remediating: bool) -> Phase:
+    """Deleting > Remediating > Degraded > Pending (no Machine) > Provisioning (none ready)
+    > Updating (outdated Machines) > Scaling (count differs) > Running."""
+    machines, active = inputs.machines, inputs.active
+    if inputs.deleting:
+        return "Deleting"
+    if remediating:
+        return "Remediating"
+    if failure is not None or inputs.owned_by_others:
+        return "Degraded"
+    if not machines:
+        return "Pending"
+    if not any(m.ready for m in machines):
+        return "Provisioning"
+    if inputs.outdated:
+        return "Updating"
+    if len(active) != inputs.replicas or len(machines) != len(active):
+        return "Scaling"
+    return "Running"
+
+
+def _condition(type_: str, status: bool, reason: str, message: str) -> JSON:
+    return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message}
+
+
+def available_condition(inputs: StatusInputs) -> JSON:
+    """``Available``: True (``AsExpected``) with every desired replica available. While some are
+    missing, reason ``MissingReplicas``, and True as long as any replica is available: the control
+    plane still serves, with less to spare."""
+    available = sum(m.available for m in inputs.machines)
+    if inputs.missing == 0:
+        return _condition(CONDITION_AVAILABLE, True, "AsExpected", f"{available} available replica(s)")
+    return _condition(
+        CONDITION_AVAILABLE,
+        available > 0,
+        "MissingReplicas",
+        f"Missing {inputs.missing} available replica(s)",
+    )
+
+
+def progressing_condition(inputs: StatusInputs) -> JSON:
+    """``Progressing``: True while a step is under way or held back by the preflight.
+
+    Reasons by precedence: ``Paused``, ``PreflightFailed`` (the failed checks), the step's own
+    reason, ``OutdatedMachines`` (outdated Machines with no step for them, e.g. OnDelete), else
+    ``AsExpected``. While outdated Machines remain, the message starts with how many.
+    """
+    outdated = inputs.outdated
+    step = inputs.step
+    reason, message, progressing = "AsExpected", "All Machines are up to date", False
+    if inputs.paused:
+        reason, message = "Paused", "spec.paused is true: no Machine is created or deleted"
+    elif inputs.preflight_failures:
+        reason, progressing = "PreflightFailed", True
+        message = "; ".join(f"{f.check}: {f.message}" for f in inputs.preflight_failures)
+    elif step is not None and step.action != "none":
+        reason, message, progressing = step.reason, step.message, True
+    elif outdated:
+        reason = "OutdatedMachines"
+        message = f"Waiting for {len(outdated)} old replica(s) to be removed"
+        if step is not None and step.reason == "WaitingForManualDeletion":
+            message = step.message
+    if outdated and progressing:
+        message = f"Waiting for {len(outdated)} old replica(s) to be removed; {message}"
+    return _condition(CONDITION_PROGRESSING, progressing, reason, message)
+
+
+def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) -> JSON:
+    """``Degraded``: True when something needs a human: the :func:`failure_of`, Machines the
+    selector matches but another controller owns (``MachinesAlreadyOwned``), control-plane Nodes
+    without a Machine (``UnmanagedNodes``). The first one's reason, every one's message."""
+    problems: list[tuple[str, str]] = []
+    if failure is not None:
+        problems.append(failure)
+    if inputs.owned_by_others:
+        problems.append(
+            (
+                "MachinesAlreadyOwned",
+                f"Machine(s) {', '.join(inputs.owned_by_others)} match spec.selector but another controller "
+                "owns them; they are left alone",
+            )
+        )
+    if inputs.unmanaged_nodes:
+        problems.append(
+            ("UnmanagedNodes", f"control-plane Node(s) {', '.join(inputs.unmanaged_nodes)} have no Machine")
+        )
+    if not problems:
+        return _condition(CONDITION_DEGRADED, False, "AsExpected", "")
+    return _condition(CONDITION_DEGRADED, True, problems[0][0], "; ".join(message for _, message in problems))
+
+
+def machines_ready_condition(inputs: StatusInputs) -> JSON:
+    """``MachinesReady``: every Machine not being deleted is Running with a Ready Node."""
+    not_ready = sorted(m.name for m in inputs.active if not m.ready)
+    if not not_ready:
+        return _condition(CONDITION_MACHINES_READY, True, "AsExpected", "")
+    return _condition(
+        CONDITION_MACHINES_READY, False, "MachinesNotReady", f"Machine(s) {', '.join(not_ready)} not ready"
+    )
+
+
+def remediating_condition(inputs: StatusInputs, remediating: bool) -> JSON:
+    """``Remediating``: True while a remediation is in progress; else False with the reason the
+    marked Machine's remediation waits (the decision's), or ``AsExpected`` when none is marked."""
+    decision = inputs.remediation
+    if remediating:
+        message = decision.message if decision and decision.allowed else ""
+        return _condition(
+            CONDITION_REMEDIATING, True, "Remediating", message or "Replacing an unhealthy Machine"
+        )
+    if decision is not None:
+        return _condition(CONDITION_REMEDIATING, False, decision.reason, decision.message)
+    return _condition(CONDITION_REMEDIATING, False, "AsExpected", "")
