@@ -354,6 +354,24 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="asyncio event loop: uvloop when installed (auto), or force one (default: auto)",
     )
+    parser.add_argument(
+        "--controllers",
+        metavar="LIST",
+        help="controllers to run, comma-separated: '*' every one, 'name' enables, '-name' disables; "
+        "names: controlplane, etcd-quorum-hook, machinehealthcheck; e.g. *,-machinehealthcheck "
+        "(default: *)",
+    )
+    parser.add_argument(
+        "--etcd-hook-name",
+        metavar="NAME",
+        help="name of the preDrain hook the etcd-quorum-hook controller places; never another "
+        "operator's (default: EtcdQuorumOperator)",
+    )
+    parser.add_argument(
+        "--etcd-hook-owner",
+        metavar="OWNER",
+        help="owner written in that hook (default: clusteroperator/etcd)",
+    )
 
 
 def _flag_bool(text: str) -> bool:
@@ -385,6 +403,9 @@ def _run_operator(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         log_level=args.log_level,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+        controllers=args.controllers,
+        etcd_hook_name=args.etcd_hook_name,
+        etcd_hook_owner=args.etcd_hook_owner,
     )
     return eventloop.run(run_operator(options), loop=args.event_loop)
 

@@ -19,7 +19,14 @@ What runs, and on which ports (the defaults match ``config/manager/manager.yaml`
 * leader election on the Lease ``controlplane-operator.cpo.dev``, on by default inside a cluster
   (in the pod's namespace), off elsewhere: only the leader runs controllers, every replica serves
   webhooks;
-* the controllers, registered in :func:`setup_controllers`.
+* the controllers, registered in :func:`setup_controllers`: ``controlplane``, ``etcd-quorum-hook``
+  and ``machinehealthcheck``. ``--controllers`` picks them as kube-controller-manager does: a
+  comma-separated list of ``*`` (every controller), ``name`` (enable) and ``-name`` (disable),
+  e.g. ``--controllers=*,-machinehealthcheck`` beside another MachineHealthCheck controller; an
+  unknown name is refused at start with the list of valid ones. ``--etcd-hook-name`` and
+  ``--etcd-hook-owner`` name the preDrain hook the etcd-quorum-hook controller writes (default
+  ``EtcdQuorumOperator``, owner ``clusteroperator/etcd``), so that it never becomes a second
+  writer of another operator's hook (``docs/operations.md``, "Beside OpenShift's operators").
 
 Logs are structured (:mod:`runtime.log`): JSON inside a cluster, console lines elsewhere.
 SIGTERM or SIGINT stops the manager gracefully (the Lease is released) and the process exits 0;
@@ -37,6 +44,12 @@ Every option is a field of :class:`OperatorOptions`, resolved in one place,
 >>> OperatorOptions(leader_election=True, kubeconfig=kubeconfig).with_defaults()
 Traceback (most recent call last):
 ValueError: --leader-elect outside a cluster needs --leader-election-namespace (the Lease's ...
+>>> only = OperatorOptions(kubeconfig=kubeconfig, controllers="*,-machinehealthcheck").with_defaults()
+>>> sorted(only.controllers)
+['controlplane', 'etcd-quorum-hook']
+>>> OperatorOptions(kubeconfig=kubeconfig, controllers="*,-mhc").with_defaults()
+Traceback (most recent call last):
+ValueError: --controllers: unknown controller 'mhc'; the controllers are controlplane, etcd-quorum-hook, ...
 
 ``asyncio.run(run_operator(options))`` then runs the operator until SIGTERM or SIGINT and returns
 the exit code, as ``cpo run`` does.
@@ -63,6 +76,11 @@ DEFAULT_WEBHOOK_PORT: Final = 9443
 DEFAULT_WEBHOOK_CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"
 DEFAULT_LOG_LEVEL: Final = "info"
 DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Final = 30.0
+DEFAULT_CONTROLLERS: Final = "*"
+
+CONTROLLER_NAMES: Final = ("controlplane", "etcd-quorum-hook", "machinehealthcheck")
+"""Every controller ``cpo run`` can run, by the name it reports itself by (the ``controller`` label
+of its metrics and logs)."""
 
 CONTROLPLANE_API_VERSION: Final = "controlplane.cpo.dev/v1alpha1"
 CONTROLPLANE_KIND: Final = "ControlPlane"
@@ -125,6 +143,15 @@ class OperatorOptions:
     graceful_shutdown_timeout: float | None = None
     """Seconds the controllers get to finish after SIGTERM. Defaults to 30 (below the pod's
     default 30 s termination grace period plus the Lease release)."""
+    controllers: str | None = None
+    """Which controllers run, as kube-controller-manager's ``--controllers``: a comma-separated
+    list of ``*`` (every controller of :data:`CONTROLLER_NAMES`), ``name`` (enable it) and
+    ``-name`` (disable it); without ``*`` only the named ones run. Defaults to ``"*"``."""
+    etcd_hook_name: str | None = None
+    """Name of the preDrain hook the etcd-quorum-hook controller places. Defaults to
+    ``"EtcdQuorumOperator"`` (see :class:`controllers.etcdquorum.EtcdQuorumOptions`)."""
+    etcd_hook_owner: str | None = None
+    """Owner written in that hook. Defaults to ``"clusteroperator/etcd"``."""
 
     def with_defaults(self) -> ResolvedOperatorOptions:
         """Every default filled in and checked; raises ``ValueError`` saying what to change."""
@@ -160,6 +187,11 @@ class OperatorOptions:
         metrics_secure = True if self.metrics_secure is None else self.metrics_secure
         if self.metrics_cert_dir and not metrics_secure:
             raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
+        enabled = enabled_controllers(self.controllers or DEFAULT_CONTROLLERS)
+        if self.etcd_hook_name is not None or self.etcd_hook_owner is not None:
+            from controllers.etcdquorum.options import EtcdQuorumOptions
+
+            EtcdQuorumOptions(hook_name=self.etcd_hook_name, hook_owner=self.etcd_hook_owner).with_defaults()
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
@@ -177,7 +209,33 @@ class OperatorOptions:
             log_format=log_format,
             log_level=log_level,
             graceful_shutdown_timeout=float(grace),
+            controllers=enabled,
+            etcd_hook_name=self.etcd_hook_name,
+            etcd_hook_owner=self.etcd_hook_owner,
         )
+
+
+def enabled_controllers(spec: str) -> frozenset[str]:
+    """The controllers a ``--controllers`` value enables; raises ``ValueError`` naming the valid
+    names for an unknown one. Later entries win: ``*,-a`` is every controller but ``a``."""
+    enabled: set[str] = set()
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        name = item.removeprefix("-")
+        if item == "*":
+            enabled.update(CONTROLLER_NAMES)
+        elif name not in CONTROLLER_NAMES:
+            raise ValueError(
+                f"--controllers: unknown controller {name!r}; the controllers are "
+                f"{', '.join(CONTROLLER_NAMES)} ('*' is all of them, '-name' disables one)"
+            )
+        elif item.startswith("-"):
+            enabled.discard(name)
+        else:
+            enabled.add(name)
+    return frozenset(enabled)
 
 
 @dataclass(frozen=True)
@@ -199,6 +257,9 @@ class ResolvedOperatorOptions:
     log_format: LogFormat
     log_level: str
     graceful_shutdown_timeout: float
+    controllers: frozenset[str]
+    etcd_hook_name: str | None
+    etcd_hook_owner: str | None
 
 
 def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = None) -> WebhookServer:
@@ -234,13 +295,22 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
 def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> None:
     """THE place controllers join the manager: build each with ``ControllerBuilder(manager)``.
 
-    They run only while this process holds the Lease (when leader election is on).
+    They run only while this process holds the Lease (when leader election is on), and only those
+    ``options.controllers`` enables.
     """
     from controllers import controlplane, etcdquorum, machinehealthcheck
 
-    controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions())
-    etcdquorum.setup_with_manager(manager, options)
-    machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
+    if "controlplane" in options.controllers:
+        controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions())
+    if "etcd-quorum-hook" in options.controllers:
+        etcdquorum.setup_with_manager(
+            manager,
+            etcdquorum.EtcdQuorumOptions(
+                hook_name=options.etcd_hook_name, hook_owner=options.etcd_hook_owner
+            ),
+        )
+    if "machinehealthcheck" in options.controllers:
+        machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 
 
 def operator_cache_options() -> CacheOptions:
@@ -293,7 +363,9 @@ async def run_operator(options: OperatorOptions) -> int:
         return 1
     configure_logging(format=resolved.log_format, level=resolved.log_level)
     log.info(
-        "starting controlplane-operator (metrics %s%s, probes %s, webhooks %s, leader election %s)",
+        "starting controlplane-operator (controllers %s; metrics %s%s, probes %s, webhooks %s, "
+        "leader election %s)",
+        ", ".join(name for name in CONTROLLER_NAMES if name in resolved.controllers) or "none",
         resolved.metrics_bind_address,
         " over HTTPS, authenticated" if resolved.metrics_secure else " over plain HTTP",
         resolved.health_probe_bind_address,

@@ -98,18 +98,22 @@ finished by the next one. The timings are :class:`EtcdQuorumOptions`; in Python:
 
     setup_with_manager(manager, EtcdQuorumOptions(busy_period=1.0, abandoned_learner_grace=300))
 
-The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules`, the reconciler
-in :mod:`controllers.etcdquorum.reconciler`, the metrics in :mod:`controllers.etcdquorum.metrics`.
+The hook's name and owner are options too (``hook_name``, ``hook_owner``; ``cpo run
+--etcd-hook-name``/``--etcd-hook-owner``): on a cluster where another operator already writes
+``EtcdQuorumOperator`` (OpenShift's etcd operator does), run this controller under a hook name of
+its own, or not at all (``cpo run --controllers=*,-etcd-quorum-hook``); never as a second writer
+of another operator's hook. ``docs/operations.md`` says which to choose.
+
+The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules`; the reconciler
+(:mod:`controllers.etcdquorum.reconciler`) gathers, decides and acts, with its hook steps in
+:mod:`controllers.etcdquorum.hooks` and its condition, events and gauges in
+:mod:`controllers.etcdquorum.report`; the options in :mod:`controllers.etcdquorum.options`, the
+metrics in :mod:`controllers.etcdquorum.metrics`.
 """
 
-from controllers.etcdquorum.reconciler import (
-    CONTROLLER_NAME,
-    EtcdQuorumOptions,
-    EtcdQuorumReconciler,
-    ResolvedEtcdQuorumOptions,
-    setup_with_manager,
-)
-from controllers.etcdquorum.rules import HOOK_NAME, HOOK_OWNER
+from controllers.etcdquorum.options import EtcdQuorumOptions, ResolvedEtcdQuorumOptions
+from controllers.etcdquorum.reconciler import CONTROLLER_NAME, EtcdQuorumReconciler, setup_with_manager
+from controllers.etcdquorum.rules import HOOK_NAME, HOOK_OWNER, Hook
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -117,6 +121,7 @@ __all__ = [
     "HOOK_OWNER",
     "EtcdQuorumOptions",
     "EtcdQuorumReconciler",
+    "Hook",
     "ResolvedEtcdQuorumOptions",
     "setup_with_manager",
 ]

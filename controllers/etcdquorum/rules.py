@@ -28,7 +28,22 @@ from controllers.etcd.client import Member
 HOOK_NAME: Final = "EtcdQuorumOperator"
 """Name of the preDrain lifecycle hook this controller owns (the name OpenShift's etcd operator uses)."""
 HOOK_OWNER: Final = "clusteroperator/etcd"
-"""Owner written in the hook."""
+"""Owner written in the hook by default."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hook:
+    """The preDrain lifecycle hook this controller places: its name and the owner it writes.
+
+    Defaults to the name and owner OpenShift's etcd operator uses (:data:`HOOK_NAME`,
+    :data:`HOOK_OWNER`); :class:`~controllers.etcdquorum.options.EtcdQuorumOptions` can change both.
+    """
+
+    name: str = HOOK_NAME
+    owner: str = HOOK_OWNER
+
+
+DEFAULT_HOOK: Final = Hook()
 
 PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
 """Machine annotation naming its member's peer URL exactly (written by the local provider)."""
@@ -80,7 +95,9 @@ class MachineInfo:
     running: bool = False
     """``status.phase`` is ``Running``."""
     hook_owner: str | None = None
-    """Owner of its preDrain hook named :data:`HOOK_NAME`; None when it has no such hook."""
+    """Owner of its preDrain hook named as :attr:`hook`'s; None when it has no such hook."""
+    hook: Hook = DEFAULT_HOOK
+    """The hook the controller places (what :attr:`has_our_hook` compares with)."""
     peer_url: str | None = None
     """The :data:`PEER_URL_ANNOTATION` value, when present."""
     internal_ips: tuple[str, ...] = ()
@@ -93,13 +110,13 @@ class MachineInfo:
 
     @property
     def has_hook(self) -> bool:
-        """It carries a preDrain hook named :data:`HOOK_NAME`, whoever is written as owner."""
+        """It carries a preDrain hook of :attr:`hook`'s name, whoever is written as owner."""
         return self.hook_owner is not None
 
     @property
     def has_our_hook(self) -> bool:
-        """It carries :data:`HOOK_NAME` with :data:`HOOK_OWNER` as owner."""
-        return self.hook_owner == HOOK_OWNER
+        """It carries :attr:`hook`: its name with its owner."""
+        return self.hook_owner == self.hook.owner
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +163,14 @@ def _url_with_host(host: str, port: int) -> str:
     return f"https://{literal}:{port}"
 
 
-def machine_info(machine: Mapping[str, Any]) -> MachineInfo:
-    """Read a Machine (wire dict) into a :class:`MachineInfo`."""
+def machine_info(machine: Mapping[str, Any], hook: Hook = DEFAULT_HOOK) -> MachineInfo:
+    """Read a Machine (wire dict) into a :class:`MachineInfo`, its hook being ``hook``'s name."""
     metadata = machine.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
     spec = machine.get("spec") or {}
     status = machine.get("status") or {}
     hooks = (spec.get("lifecycleHooks") or {}).get("preDrain") or []
-    owner = next((str(h.get("owner") or "") for h in hooks if h.get("name") == HOOK_NAME), None)
+    owner = next((str(h.get("owner") or "") for h in hooks if h.get("name") == hook.name), None)
     ips = tuple(
         str(address.get("address"))
         for address in status.get("addresses") or ()
@@ -167,6 +184,7 @@ def machine_info(machine: Mapping[str, Any]) -> MachineInfo:
         deleting=bool(metadata.get("deletionTimestamp")),
         running=status.get("phase") == "Running",
         hook_owner=owner,
+        hook=hook,
         peer_url=annotations.get(PEER_URL_ANNOTATION) or None,
         internal_ips=ips,
         failure_domain=machine_failure_domain(machine),
@@ -258,20 +276,20 @@ def hook_action(machine: MachineInfo, api_functional: bool) -> HookAction | None
         return None
     if machine.hook_owner is None:
         return "add"
-    if machine.hook_owner != HOOK_OWNER:
+    if not machine.has_our_hook:
         return "repair"
     return None
 
 
-def hooks_with_ours(hooks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``hooks`` (a preDrain list) with ours present and owned by us; every other hook kept as is."""
-    kept = [dict(hook) for hook in hooks if hook.get("name") != HOOK_NAME]
-    return [*kept, {"name": HOOK_NAME, "owner": HOOK_OWNER}]
+def hooks_with_ours(hooks: Sequence[Mapping[str, Any]], ours: Hook = DEFAULT_HOOK) -> list[dict[str, Any]]:
+    """``hooks`` (a preDrain list) with ``ours`` present and owned by us; every other hook kept as is."""
+    kept = [dict(hook) for hook in hooks if hook.get("name") != ours.name]
+    return [*kept, {"name": ours.name, "owner": ours.owner}]
 
 
-def hooks_without_ours(hooks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``hooks`` without ours; every other hook kept as is."""
-    return [dict(hook) for hook in hooks if hook.get("name") != HOOK_NAME]
+def hooks_without_ours(hooks: Sequence[Mapping[str, Any]], ours: Hook = DEFAULT_HOOK) -> list[dict[str, Any]]:
+    """``hooks`` without ``ours``; every other hook kept as is."""
+    return [dict(hook) for hook in hooks if hook.get("name") != ours.name]
 
 
 def hook_removable(machine: MachineInfo, members: Sequence[Member]) -> bool:
@@ -361,7 +379,10 @@ def promotion_decision(
             continue
         return Decision(
             member=learner,
-            why=f"its Machine {machine.name} carries the {HOOK_NAME} hook; voters {voters} → {voters + 1}",
+            why=(
+                f"its Machine {machine.name} carries the {machine.hook.name} hook; "
+                f"voters {voters} → {voters + 1}"
+            ),
             waits=tuple(waits),
         )
     return Decision(waits=tuple(waits))
@@ -390,6 +411,58 @@ def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desire
     return None
 
 
+def _removal_candidates(
+    members: Sequence[MemberState], machines: Mapping[str, MachineInfo]
+) -> list[MemberState]:
+    """Members of Machines being deleted that carry the hook, by label (without the hook, a human
+    took over: see :func:`hook_action`)."""
+    return sorted(
+        (
+            m
+            for m in members
+            if m.machine is not None
+            and m.machine in machines
+            and machines[m.machine].deleting
+            and machines[m.machine].has_hook
+        ),
+        key=lambda m: m.label,
+    )
+
+
+def _one_at_a_time(chosen: MemberState, others: Iterable[MemberState]) -> tuple[Wait, ...]:
+    return tuple(
+        Wait(m.machine, WAIT_ONE_CHANGE_PER_PASS, f"member {chosen.label} is removed first")
+        for m in others
+        if m is not chosen
+    )
+
+
+def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[MemberState]) -> tuple[Wait, ...]:
+    healthy = sum(m.healthy for m in voters)
+    message = (
+        f"etcd has lost quorum ({healthy} healthy of {len(voters)} voters, quorum "
+        f"{quorum(len(voters))}; unhealthy: {_names([m for m in voters if not m.healthy])}): "
+        "no member is removed, restore the unhealthy members or recover etcd from a backup"
+    )
+    return tuple(Wait(m.machine, WAIT_QUORUM_LOST, message) for m in candidates)
+
+
+def _removal_preference(
+    allowed: Sequence[MemberState], voters: Sequence[MemberState], machines: Mapping[str, MachineInfo]
+) -> list[MemberState]:
+    """``allowed`` in the order they go: first a member whose failure domain hosts another voter
+    too (its domain keeps a voter), then unhealthy before healthy, then by label."""
+    domains = Counter(
+        machines[m.machine].failure_domain for m in voters if m.machine is not None and m.machine in machines
+    )
+
+    def preference(m: MemberState) -> tuple[bool, bool, str]:
+        domain = machines[m.machine].failure_domain if m.machine else None
+        return (not (domain is not None and domains[domain] > 1), m.healthy, m.label)
+
+    return sorted(allowed, key=preference)
+
+
 def removal_decision(
     members: Sequence[MemberState], machines: Mapping[str, MachineInfo], desired: int
 ) -> Decision:
@@ -408,70 +481,33 @@ def removal_decision(
     Several allowed: first the one whose failure domain hosts another voter too, then the
     unhealthy ones, then by name. The others wait with reason ``OneMemberChangeAtATime``.
     """
-    candidates = sorted(
-        (
-            m
-            for m in members
-            if m.machine is not None
-            and m.machine in machines
-            and machines[m.machine].deleting
-            and machines[m.machine].has_hook
-        ),
-        key=lambda m: m.label,
-    )
+    candidates = _removal_candidates(members, machines)
     if not candidates:
         return Decision()
     learners = [m for m in candidates if m.member.is_learner]
     if learners:
-        chosen_learner = learners[0]
         return Decision(
-            member=chosen_learner,
+            member=learners[0],
             why="it is a learner of a deleting Machine: it holds no vote",
-            waits=tuple(
-                Wait(m.machine, WAIT_ONE_CHANGE_PER_PASS, f"member {chosen_learner.label} is removed first")
-                for m in candidates
-                if m is not chosen_learner
-            ),
+            waits=_one_at_a_time(learners[0], candidates),
         )
     voters = _voters(members)
     if quorum_lost(members):
-        healthy = sum(m.healthy for m in voters)
-        message = (
-            f"etcd has lost quorum ({healthy} healthy of {len(voters)} voters, quorum "
-            f"{quorum(len(voters))}; unhealthy: {_names([m for m in voters if not m.healthy])}): "
-            "no member is removed, restore the unhealthy members or recover etcd from a backup"
-        )
-        return Decision(waits=tuple(Wait(m.machine, WAIT_QUORUM_LOST, message) for m in candidates))
-    allowed: list[MemberState] = []
-    waits: list[Wait] = []
-    for candidate in candidates:
-        wait = _removal_check(candidate, voters, desired)
-        if wait is None:
-            allowed.append(candidate)
-        else:
-            waits.append(wait)
+        return Decision(waits=_quorum_lost_waits(voters, candidates))
+    checks = [(candidate, _removal_check(candidate, voters, desired)) for candidate in candidates]
+    allowed = [candidate for candidate, wait in checks if wait is None]
+    waits = [wait for _, wait in checks if wait is not None]
     if not allowed:
         return Decision(waits=tuple(waits))
-    domains = Counter(
-        machines[m.machine].failure_domain for m in voters if m.machine is not None and m.machine in machines
-    )
-
-    def preference(m: MemberState) -> tuple[bool, bool, str]:
-        domain = machines[m.machine].failure_domain if m.machine else None
-        return (not (domain is not None and domains[domain] > 1), m.healthy, m.label)
-
-    chosen, *others = sorted(allowed, key=preference)
+    chosen, *others = _removal_preference(allowed, voters, machines)
     healthy_after = sum(m.healthy for m in voters if m is not chosen)
-    waits.extend(
-        Wait(m.machine, WAIT_ONE_CHANGE_PER_PASS, f"member {chosen.label} is removed first") for m in others
-    )
     return Decision(
         member=chosen,
         why=(
             f"{healthy_after} healthy of {len(voters) - 1} voters remain (desired {desired}, "
             f"quorum {quorum(len(voters) - 1)})"
         ),
-        waits=tuple(waits),
+        waits=(*waits, *_one_at_a_time(chosen, others)),
     )
 
 

@@ -102,7 +102,7 @@ Wiring::
     setup_with_manager(manager)   # controller "machinehealthcheck"
 """
 
-from controllers.machinehealthcheck.controller import (
+from controllers.machinehealthcheck.reconciler import (
     CONTROLLER_NAME,
     EVENT_MACHINE_DELETED,
     EVENT_MACHINE_MARKED,

@@ -19,7 +19,7 @@ from api.machine import (
 )
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
 from controllers.etcd.monitor import QuorumMonitor
-from controllers.machinehealthcheck.controller import EVENT_MACHINE_MARKED
+from controllers.machinehealthcheck import EVENT_MACHINE_MARKED
 from runtime.client import JSON, Client
 from tests.support.controlplane import (
     MachineCount,

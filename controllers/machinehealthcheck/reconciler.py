@@ -8,11 +8,10 @@ changed, and asks to be called again at the moment the next pending timeout expi
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from api.machine import (
     API_VERSION,
@@ -28,19 +27,20 @@ from api.machine import (
 )
 from api.selector import selector_matches
 from runtime.builder import ControllerBuilder
-from runtime.cache import INDEX_NAMESPACE, Cache
+from runtime.cache import Cache
 from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
 from runtime.errors import APIError, NotFound
-from runtime.event import UpdateEvent
 from runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from runtime.handler import EnqueueRequestsFromMapFunc
 from runtime.jsoncodec import JSON
-from runtime.predicate import Funcs
+from runtime.log import get_logger
+from runtime.manager import Manager
 from runtime.reconcile import Request, Result
 
 from . import metrics
 from .health import (
+    RemediationDecision,
     Verdict,
     counts_as_healthy,
     earliest_recheck,
@@ -62,15 +62,12 @@ from .remediation import (
     set_condition,
     status_changed,
 )
+from .watches import MACHINE_KIND, MHC_KIND, NODE_NAME_INDEX, Mapper, NodeHealthChanged, machine_node_name
 
 Clock = Callable[[], datetime]
 
 CONTROLLER_NAME: Final = "machinehealthcheck"
-MHC_KIND: Final = "MachineHealthCheck"
-MACHINE_KIND: Final = "Machine"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
-NODE_NAME_INDEX: Final = "machinehealthcheck/status.nodeRef.name"
-"""Index of the Machine informer: the Node name in ``status.nodeRef``."""
 
 # Event reasons (the machine-api-operator's).
 EVENT_REMEDIATION_RESTRICTED: Final = "RemediationRestricted"
@@ -80,26 +77,12 @@ EVENT_SKIPPED_NO_CONTROLLER: Final = "SkippedNoController"
 EVENT_MACHINE_MARKED: Final = "MachineMarkedUnhealthy"
 EVENT_EXTERNAL_REMEDIATION_CREATED: Final = "ExternalRemediationRequestCreated"
 
-log = logging.getLogger("cpo.machinehealthcheck")
+log = get_logger("controllers.machinehealthcheck")
 
 
 def utc_now() -> datetime:
     """The wall clock, as an aware UTC datetime (the default :data:`Clock`)."""
     return datetime.now(UTC)
-
-
-class Manager(Protocol):
-    """What :func:`setup_with_manager` needs of a manager (``runtime.manager.Manager`` has it)."""
-
-    @property
-    def client(self) -> Client: ...
-
-    @property
-    def cache(self) -> Cache: ...
-
-    def add(self, runnable: Any) -> object: ...
-
-    def get_event_recorder(self, name: str) -> EventRecorder: ...
 
 
 @dataclass
@@ -132,64 +115,6 @@ class _Target:
 # ------------------------------------------------------------------------------------ mapping
 
 
-def machine_node_name(machine: JSON) -> list[str]:
-    """Index function: the Node the Machine's ``status.nodeRef`` names (none without nodeRef)."""
-    name = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
-    return [name] if isinstance(name, str) and name else []
-
-
-def node_conditions_changed(old: JSON | None, new: JSON | None) -> bool:
-    """Whether a Node update changes anything a health check reads.
-
-    Kubelets rewrite every condition's ``lastHeartbeatTime`` every few seconds; those updates
-    cannot change a verdict, so they do not wake the MachineHealthChecks.
-    """
-
-    def health(node: JSON | None) -> list[tuple[Any, Any, Any]]:
-        conditions = ((node or {}).get("status") or {}).get("conditions") or ()
-        return sorted(
-            (str(c.get("type")), c.get("status"), c.get("lastTransitionTime"))
-            for c in conditions
-            if isinstance(c, Mapping)
-        )
-
-    return health(old) != health(new)
-
-
-class _NodeHealthChanged(Funcs):
-    """Node updates pass only when conditions change (creates and deletes always pass)."""
-
-    def update(self, event: UpdateEvent) -> bool:
-        return node_conditions_changed(event.object_old, event.object_new)
-
-
-class _Mapper:
-    """Map functions from Machines and Nodes to the MachineHealthChecks that select them."""
-
-    def __init__(self, cache: Cache) -> None:
-        self.mhcs = cache.informer_for(API_VERSION, MHC_KIND)
-        self.machines = cache.informer_for(API_VERSION, MACHINE_KIND)
-
-    def for_machine(self, machine: JSON) -> list[Request]:
-        """Every MachineHealthCheck of the Machine's namespace whose selector matches it."""
-        meta = machine.get("metadata") or {}
-        namespace = meta.get("namespace") or ""
-        labels = meta.get("labels") or {}
-        return [
-            Request(mhc["metadata"]["name"], namespace)
-            for mhc in self.mhcs.by_index(INDEX_NAMESPACE, namespace)
-            if selector_matches((mhc.get("spec") or {}).get("selector"), labels)
-        ]
-
-    def for_node(self, node: JSON) -> list[Request]:
-        """The MachineHealthChecks of the Machine(s) whose ``status.nodeRef`` names the Node."""
-        name = (node.get("metadata") or {}).get("name") or ""
-        requests: list[Request] = []
-        for machine in self.machines.by_index(NODE_NAME_INDEX, name):
-            requests.extend(self.for_machine(machine))
-        return requests
-
-
 # ---------------------------------------------------------------------------------- reconciler
 
 
@@ -214,40 +139,12 @@ class MachineHealthCheckReconciler:
             _Target(machine, node, target_health(machine, node, spec, now))
             for machine, node in await self._machines_and_nodes(mhc)
         ]
-        expected = len(targets)
         healthy = [t for t in targets if counts_as_healthy(t.machine, t.node, t.verdict)]
-        decision = remediation_decision(spec.get("maxUnhealthy"), expected, len(healthy))
-        paused = PAUSED_ANNOTATION in ((mhc["metadata"].get("annotations")) or {})
-        status = mhc.get("status") or {}
-        conditions: list[JSON] = [dict(c) for c in status.get("conditions") or ()]
+        decision = remediation_decision(spec.get("maxUnhealthy"), len(targets), len(healthy))
+        conditions = self._remediation_allowed(mhc, decision, len(targets), now)
         errors: list[str] = []
-
-        if decision.allowed:
-            conditions = set_condition(conditions, CONDITION_REMEDIATION_ALLOWED, "True", now)
-        else:
-            conditions = set_condition(
-                conditions,
-                CONDITION_REMEDIATION_ALLOWED,
-                "False",
-                now,
-                reason=REASON_TOO_MANY_UNHEALTHY,
-                message=decision.message,
-                severity=SEVERITY_WARNING,
-            )
-            log.warning("%s/%s: short-circuited: %s", request.namespace, request.name, decision.message)
-            self.recorder.eventf(
-                mhc,
-                EVENT_TYPE_WARNING,
-                EVENT_REMEDIATION_RESTRICTED,
-                "Remediation restricted due to exceeded number of unhealthy machines "
-                "(total: %s, unhealthy: %s, maxUnhealthy: %s)",
-                expected,
-                decision.unhealthy,
-                format_max_unhealthy(spec.get("maxUnhealthy")),
-            )
-
-        if paused:
-            log.info("%s/%s: paused (%s): no remediation", request.namespace, request.name, PAUSED_ANNOTATION)
+        if PAUSED_ANNOTATION in (mhc["metadata"].get("annotations") or {}):
+            log.info("paused: no remediation", annotation=PAUSED_ANNOTATION)
         else:
             if decision.allowed:
                 for target in targets:
@@ -255,14 +152,13 @@ class MachineHealthCheckReconciler:
                         conditions = await self._remediate(mhc, target, conditions, now, errors)
             for target in healthy:
                 await self._after_recovery(mhc, target, now, errors)
-
         metrics.observe(
-            request.name, request.namespace, covered=expected, short_circuited=not decision.allowed
+            request.name, request.namespace, covered=len(targets), short_circuited=not decision.allowed
         )
         await self._write_status(
             mhc,
             {
-                "expectedMachines": expected,
+                "expectedMachines": len(targets),
                 "currentHealthy": len(healthy),
                 "remediationsAllowed": decision.remediations_allowed,
                 "conditions": conditions,
@@ -272,6 +168,35 @@ class MachineHealthCheckReconciler:
             raise RuntimeError(f"{request}: " + "; ".join(errors))
         recheck = earliest_recheck(t.verdict for t in targets)
         return Result(requeue_after=recheck) if recheck is not None else Result()
+
+    def _remediation_allowed(
+        self, mhc: JSON, decision: RemediationDecision, expected: int, now: datetime
+    ) -> list[JSON]:
+        """The MachineHealthCheck's conditions with ``RemediationAllowed`` set from ``decision``; a
+        short-circuit is logged and gets the machine-api-operator's ``RemediationRestricted`` event."""
+        conditions: list[JSON] = [dict(c) for c in (mhc.get("status") or {}).get("conditions") or ()]
+        if decision.allowed:
+            return set_condition(conditions, CONDITION_REMEDIATION_ALLOWED, "True", now)
+        log.warning("remediation short-circuited", detail=decision.message)
+        self.recorder.eventf(
+            mhc,
+            EVENT_TYPE_WARNING,
+            EVENT_REMEDIATION_RESTRICTED,
+            "Remediation restricted due to exceeded number of unhealthy machines "
+            "(total: %s, unhealthy: %s, maxUnhealthy: %s)",
+            expected,
+            decision.unhealthy,
+            format_max_unhealthy((mhc.get("spec") or {}).get("maxUnhealthy")),
+        )
+        return set_condition(
+            conditions,
+            CONDITION_REMEDIATION_ALLOWED,
+            "False",
+            now,
+            reason=REASON_TOO_MANY_UNHEALTHY,
+            message=decision.message,
+            severity=SEVERITY_WARNING,
+        )
 
     # -------------------------------------------------------------------------------- reading
 
@@ -498,7 +423,7 @@ class MachineHealthCheckReconciler:
             await self.client.delete(api_version, request_kind(kind), target.name, namespace)
         except NotFound:
             return
-        log.info("%s: healthy again, deleted its %s", target.describe(mhc), request_kind(kind))
+        log.info(f"healthy again, deleted its {request_kind(kind)}", target=target.describe(mhc))
 
     async def _clear_mark(self, target: _Target, now: datetime) -> None:
         """Clear our mark on a ControlPlane-owned Machine that recovered before its owner acted."""
@@ -557,7 +482,7 @@ def setup_with_manager(manager: Manager, options: MachineHealthCheckOptions | No
     """
     options = options or MachineHealthCheckOptions()
     cache = manager.cache
-    mapper = _Mapper(cache)
+    mapper = Mapper(cache)
     mapper.machines.add_indexers({NODE_NAME_INDEX: machine_node_name})
     reconciler = MachineHealthCheckReconciler(
         manager.client, cache, manager.get_event_recorder(CONTROLLER_NAME), options.clock
@@ -567,7 +492,7 @@ def setup_with_manager(manager: Manager, options: MachineHealthCheckOptions | No
         .named(CONTROLLER_NAME)
         .for_(API_VERSION, MHC_KIND)
         .watches(API_VERSION, MACHINE_KIND, EnqueueRequestsFromMapFunc(mapper.for_machine))
-        .watches("v1", "Node", EnqueueRequestsFromMapFunc(mapper.for_node), _NodeHealthChanged())
+        .watches("v1", "Node", EnqueueRequestsFromMapFunc(mapper.for_node), NodeHealthChanged())
         .with_options(options.controller)
         .complete(reconciler)
     )
