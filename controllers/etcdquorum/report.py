@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY
 from api.controlplane import KIND as CP_KIND
+from controllers.common import conditions_of, find_condition, now, set_condition
 from controllers.etcd.client import Member
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.rules import (
@@ -32,9 +32,8 @@ from controllers.etcdquorum.rules import (
 from runtime.client import JSON, Client
 from runtime.events import EventRecorder
 
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+MAX_MESSAGE = 32768
+"""The API's limit on a condition's message."""
 
 
 @dataclass
@@ -113,30 +112,26 @@ class Reporter:
         condition, with the ControlPlane's resourceVersion so a concurrent writer's change is never
         overwritten (a 409 makes the pass run again)."""
         cp = state.cp
-        conditions = [dict(c) for c in (cp.get("status") or {}).get("conditions") or ()]
-        previous = next((c for c in conditions if c.get("type") == CONDITION_ETCD_CLUSTER_HEALTHY), None)
+        message = message[:MAX_MESSAGE]
         generation = cp["metadata"].get("generation")
-        if (
-            previous is not None
-            and previous.get("status") == status
-            and previous.get("reason") == reason
-            and previous.get("message") == message
-            and previous.get("observedGeneration") == generation
-        ):
+        stored = conditions_of(cp)
+        previous = find_condition(stored, CONDITION_ETCD_CLUSTER_HEALTHY)
+        if previous is not None and (
+            previous.get("status"),
+            previous.get("reason"),
+            previous.get("message"),
+            previous.get("observedGeneration"),
+        ) == (status, reason, message, generation):
             return
-        transition = (
-            previous.get("lastTransitionTime") if previous and previous.get("status") == status else None
-        ) or _now()
-        condition: JSON = {
-            "type": CONDITION_ETCD_CLUSTER_HEALTHY,
-            "status": status,
-            "reason": reason,
-            "message": message[:32768],
-            "lastTransitionTime": transition,
-        }
-        if generation is not None:
-            condition["observedGeneration"] = generation
-        others = [c for c in conditions if c.get("type") != CONDITION_ETCD_CLUSTER_HEALTHY]
+        conditions = set_condition(
+            stored,
+            CONDITION_ETCD_CLUSTER_HEALTHY,
+            status,
+            now(),
+            reason=reason,
+            message=message,
+            observed_generation=generation,
+        )
         metadata = cp["metadata"]
         await self.client.patch_status(
             CP_API_VERSION,
@@ -144,7 +139,7 @@ class Reporter:
             metadata["name"],
             {
                 "metadata": {"resourceVersion": metadata.get("resourceVersion")},
-                "status": {"conditions": [*others, condition]},
+                "status": {"conditions": conditions},
             },
             metadata.get("namespace"),
         )

@@ -26,6 +26,7 @@ from api.machine import (
     SEVERITY_WARNING,
 )
 from api.selector import selector_matches
+from controllers.common import controller_owner, find_condition, set_condition
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client
@@ -50,16 +51,13 @@ from .health import (
 )
 from .remediation import (
     cleared_for_healthy,
-    controller_owner,
     external_remediation_request,
-    find_condition,
     is_deleting,
     is_owned_by_controlplane,
     machine_conditions,
     marked_for_owner,
     request_kind,
     same_conditions,
-    set_condition,
     status_changed,
 )
 from .watches import MACHINE_KIND, MHC_KIND, NODE_NAME_INDEX, Mapper, NodeHealthChanged, machine_node_name

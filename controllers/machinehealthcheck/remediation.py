@@ -19,12 +19,7 @@ from api.machine import (
     REASON_WAITING_FOR_REMEDIATION,
     SEVERITY_WARNING,
 )
-from controllers.common import conditions_of
-
-# The shared rules of controllers.common, re-exported: the controller imports them from here.
-from controllers.common import controller_owner as controller_owner
-from controllers.common import find_condition as find_condition
-from controllers.common import set_condition as set_condition
+from controllers.common import conditions_of, controller_owner, find_condition, set_condition
 from runtime.jsoncodec import JSON
 
 from .health import Verdict
