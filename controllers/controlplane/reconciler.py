@@ -35,12 +35,7 @@ from api.machine import (
 from api.meta import format_time
 from api.selector import selector_matches, selector_string
 from controllers.controlplane import rules
-from controllers.controlplane.etcdfacts import (
-    EtcdView,
-    etcd_endpoints,
-    gather_etcd_facts,
-    tls_options,
-)
+from controllers.controlplane.etcdfacts import EtcdView, gather_etcd_facts
 from controllers.controlplane.rules import (
     DELETE_MACHINE_ANNOTATION,
     FAILURE_DOMAIN_LABEL,
@@ -53,6 +48,8 @@ from controllers.controlplane.rules import (
     Step,
 )
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
+from controllers.etcd.membership import MachineIdentity, client_endpoints
+from controllers.etcd.pool import EtcdClientPool
 from controllers.etcd.tls import TLSSecretError
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
@@ -253,6 +250,7 @@ class ControlPlaneReconciler:
         self.recorder = recorder
         self._preflight_failures: dict[tuple[str, str], int] = {}
         self._expected: dict[tuple[str, str], tuple[str, str, float]] = {}
+        self.etcd_clients = EtcdClientPool(client, options.etcd)
 
     # ------------------------------------------------------------------------------ entry
 
@@ -261,6 +259,7 @@ class ControlPlaneReconciler:
             cp = await self.cache.get(CP_API_VERSION, CP_KIND, request.name, request.namespace)
         except NotFound:
             self._preflight_failures.pop((request.namespace, request.name), None)
+            await self.etcd_clients.forget(f"{request.namespace}/{request.name}")
             return Result()
         if cp["metadata"].get("deletionTimestamp"):
             return await self._reconcile_delete(cp)
@@ -293,14 +292,13 @@ class ControlPlaneReconciler:
         stacked = not (spec.etcd is not None and spec.etcd.external)
         view: EtcdView | None = None
         if stacked and owned:
-            endpoints = etcd_endpoints(spec.etcd.endpoints if spec.etcd else None, owned)
-            secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
-            try:
-                options = await tls_options(self.client, namespace, secret, self.options.etcd)
-            except TLSSecretError as err:
-                view = EtcdView(EtcdFacts(reachable=False, error=str(err)))
+            etcd = await self._etcd_client(cp, spec, owned)
+            if isinstance(etcd, EtcdView):
+                view = etcd
             else:
-                view = await gather_etcd_facts(endpoints, owned, deleting, options)
+                view = await gather_etcd_facts(etcd, owned, deleting)
+        elif not stacked:
+            await self.etcd_clients.forget(f"{namespace}/{cp['metadata']['name']}")
         infos = [self._info(spec, machine, by_name, view) for machine in owned]
         return _Facts(
             cp=cp,
@@ -312,6 +310,26 @@ class ControlPlaneReconciler:
             etcd=view,
             marked=[info for info in infos if info.marked_unhealthy and not info.deleting],
         )
+
+    async def _etcd_client(
+        self, cp: JSON, spec: ControlPlaneSpec, owned: Sequence[JSON]
+    ) -> EtcdClient | EtcdView:
+        """The ControlPlane's pooled etcd client, pointed at its endpoints; or, when etcd cannot be
+        asked (no endpoint, a bad one, a missing TLS Secret), the unreachable view saying why."""
+        metadata = cp["metadata"]
+        explicit = spec.etcd.endpoints if spec.etcd else None
+        endpoints = client_endpoints(explicit, [MachineIdentity.from_machine(m) for m in owned])
+        if not endpoints:
+            return EtcdView(
+                EtcdFacts(reachable=False, error="no etcd endpoint known (no Machine has an address)")
+            )
+        secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
+        try:
+            return await self.etcd_clients.client_for(
+                f"{metadata['namespace']}/{metadata['name']}", metadata["namespace"], endpoints, secret
+            )
+        except (TLSSecretError, ValueError) as err:
+            return EtcdView(EtcdFacts(reachable=False, error=str(err)))
 
     @staticmethod
     def _info(
@@ -550,12 +568,14 @@ class ControlPlaneReconciler:
         target = next((i for i in candidates if i.name in view.member_ids), None)
         if target is None:
             return
-        async with EtcdClient([view.client_urls[name]], self.options.etcd) as etcd:
-            try:
-                await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
-            except EtcdError as err:
-                self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
-                return
+        try:
+            etcd = await self._etcd_client(cp, facts.spec, facts.owned)
+            if isinstance(etcd, EtcdView):
+                raise EtcdError(etcd.facts.error)
+            await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
+        except EtcdError as err:
+            self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
+            return
         self._event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
@@ -822,6 +842,7 @@ def setup_with_manager(
     reconciler = ControlPlaneReconciler(
         manager.client, manager.cache, resolved, manager.get_event_recorder(CONTROLLER_NAME)
     )
+    manager.add(reconciler.etcd_clients)
     return (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)

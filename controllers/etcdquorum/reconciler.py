@@ -22,9 +22,6 @@ learner, which a restart starts over (later cleanup, never earlier).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,7 +45,15 @@ from controllers.etcd.client import (
     NotEnoughStartedMembers,
     UnhealthyCluster,
 )
-from controllers.etcd.tls import TLSSecretError, tls_context_from_secret
+from controllers.etcd.membership import (
+    MachineIdentity,
+    MemberState,
+    client_endpoints,
+    quorum,
+    read_membership,
+)
+from controllers.etcd.pool import EtcdClientPool
+from controllers.etcd.tls import TLSSecretError
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -57,9 +62,7 @@ from controllers.etcdquorum.rules import (
     WAIT_REASONS,
     Decision,
     MachineInfo,
-    MemberState,
     Wait,
-    client_endpoint_order,
     cluster_health,
     hook_action,
     hook_removable,
@@ -68,10 +71,7 @@ from controllers.etcdquorum.rules import (
     is_abandoned_learner,
     machine_api_functional,
     machine_info,
-    map_members,
-    member_belongs_to,
     promotion_decision,
-    quorum,
     quorum_lost,
     removal_decision,
 )
@@ -191,7 +191,9 @@ class _Pass:
     desired: int
     machines: dict[str, JSON]
     infos: dict[str, MachineInfo]
+    identities: dict[str, MachineIdentity]
     members: list[Member]
+    owners: dict[int, str | None]
     states: list[MemberState]
     alarms: list[str]
     waits: list[Wait]
@@ -224,6 +226,7 @@ class EtcdQuorumReconciler:
         self._last_change: dict[str, float] = {}
         self._hooked: set[str] = set()
         self._escape_reported: set[str] = set()
+        self.etcd_clients = EtcdClientPool(client, EtcdClientOptions(timeout=self.options.etcd_timeout))
 
     # ------------------------------------------------------------------------------ entry
 
@@ -232,12 +235,12 @@ class EtcdQuorumReconciler:
         try:
             cp = await self.cache.get(CP_API_VERSION, CP_KIND, request.name, request.namespace)
         except NotFound:
-            self._forget(key)
+            await self._forget(key)
             return Result()
         spec = cp.get("spec") or {}
         if (spec.get("etcd") or {}).get("external"):
             # External etcd: nothing of this controller applies, not even the hooks.
-            self._forget(key)
+            await self._forget(key)
             return Result()
         etcd_metrics.init(key)
         try:
@@ -256,7 +259,9 @@ class EtcdQuorumReconciler:
             desired=int(spec.get("replicas") or 1),
             machines=machines,
             infos=infos,
+            identities={name: MachineIdentity.from_machine(obj) for name, obj in machines.items()},
             members=[],
+            owners={},
             states=[],
             alarms=[],
             waits=[],
@@ -265,11 +270,11 @@ class EtcdQuorumReconciler:
         self._report_escape_hatch(state, members=None)
         state.busy = any(info.deleting and info.has_hook for info in infos.values())
         try:
-            async with await self._etcd_client(cp, infos) as etcd:
-                await self._read_etcd(state, etcd)
-                self._report_escape_hatch(state, members=state.members)
-                await self._remove_hooks(state)
-                await self._change_membership(state, etcd)
+            etcd = await self._etcd_client(state)
+            await self._read_etcd(state, etcd)
+            self._report_escape_hatch(state, members=state.members)
+            await self._remove_hooks(state)
+            await self._change_membership(state, etcd)
         except _EtcdUnreachable as err:
             await self._report_unreachable(state, str(err))
             return Result(requeue_after=self.options.busy_period)
@@ -335,7 +340,7 @@ class EtcdQuorumReconciler:
     async def _remove_hooks(self, state: _Pass) -> None:
         """Step 3: a deleting Machine's hook goes once no member belongs to it (fresh member list)."""
         for name, info in sorted(state.infos.items()):
-            if not hook_removable(info, state.members):
+            if not hook_removable(info, state.owners):
                 continue
             obj = state.machines[name]
             hooks = ((obj.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
@@ -359,7 +364,7 @@ class EtcdQuorumReconciler:
             uid = obj["metadata"].get("uid") or name
             if not info.deleting or info.has_hook or uid in self._escape_reported:
                 continue
-            listed = [m for m in members or () if member_belongs_to(m, info)]
+            listed = [m for m in members or () if state.owners.get(m.id) == name]
             if uid not in self._hooked and not listed:
                 continue
             self._escape_reported.add(uid)
@@ -377,61 +382,39 @@ class EtcdQuorumReconciler:
 
     # ------------------------------------------------------------------------------ etcd
 
-    async def _etcd_client(self, cp: JSON, infos: Mapping[str, MachineInfo]) -> EtcdClient:
-        etcd_spec = (cp.get("spec") or {}).get("etcd") or {}
-        endpoints = list(etcd_spec.get("endpoints") or ())
-        if not endpoints:
-            endpoints = client_endpoint_order(infos.values())
+    async def _etcd_client(self, state: _Pass) -> EtcdClient:
+        """The ControlPlane's pooled etcd client, pointed at ``spec.etcd.endpoints`` or the
+        Machines' endpoints (:func:`~controllers.etcd.membership.client_endpoints`)."""
+        etcd_spec = (state.cp.get("spec") or {}).get("etcd") or {}
+        endpoints = client_endpoints(etcd_spec.get("endpoints"), state.identities.values())
         if not endpoints:
             raise _EtcdUnreachable("no etcd endpoint: no Machine has an etcd client URL or an InternalIP yet")
-        options = EtcdClientOptions(timeout=self.options.etcd_timeout)
         secret_ref = (etcd_spec.get("tlsSecretRef") or {}).get("name")
-        if secret_ref:
-            options = replace(options, ssl_context=await self._tls_context(cp, secret_ref))
         try:
-            return EtcdClient(list(dict.fromkeys(endpoints)), options)
+            return await self.etcd_clients.client_for(
+                state.key, state.cp["metadata"].get("namespace") or "", endpoints, secret_ref
+            )
+        except TLSSecretError as err:
+            raise _EtcdUnreachable(str(err)) from err
         except ValueError as err:
             raise _EtcdUnreachable(f"bad etcd endpoint: {err}") from err
 
-    async def _tls_context(self, cp: JSON, secret_name: str) -> ssl.SSLContext:
-        """The client TLS context of the ControlPlane's ``spec.etcd.tlsSecretRef``."""
-        try:
-            return await tls_context_from_secret(self.client, cp["metadata"].get("namespace"), secret_name)
-        except TLSSecretError as err:
-            raise _EtcdUnreachable(str(err)) from err
-
     async def _read_etcd(self, state: _Pass, etcd: EtcdClient) -> None:
-        """Step 2: member list, each member's health and the alarms."""
+        """Step 2: member list, each member's health and the alarms, read by
+        :func:`~controllers.etcd.membership.read_membership`."""
         try:
-            members = await etcd.member_list()
+            membership = await read_membership(etcd, list(state.identities.values()))
         except EtcdError as err:
             raise _EtcdUnreachable(f"etcd member list failed: {err}") from err
-        owners = map_members(members, list(state.infos.values()))
-
-        async def healthy(member: Member) -> bool:
-            machine = state.infos.get(owners[member.id] or "")
-            urls = list(member.client_urls) or (
-                [machine.client_url] if machine and machine.client_url else []
-            )
-            if not member.started or not urls:
-                return False
-            with contextlib.suppress(ValueError):
-                (answer,) = await etcd.health(urls[:1])
-                return answer.healthy
-            return False
-
-        health = await asyncio.gather(*(healthy(member) for member in members))
-        state.members = members
-        state.states = [
-            MemberState(member, owners[member.id], ok) for member, ok in zip(members, health, strict=True)
+        state.members = [m.member for m in membership.members]
+        state.owners = {m.member.id: m.machine for m in membership.members}
+        state.states = list(membership.members)
+        by_id = {m.id: m.name or m.id_hex for m in state.members}
+        state.alarms = [
+            f"{a.alarm} on {by_id.get(a.member_id, f'{a.member_id:x}')}" for a in membership.alarms
         ]
-        try:
-            by_id = {m.id: m.name or m.id_hex for m in members}
-            state.alarms = [
-                f"{a.alarm} on {by_id.get(a.member_id, f'{a.member_id:x}')}" for a in await etcd.alarms()
-            ]
-        except EtcdError as err:
-            state.alarms = [f"alarm list failed: {err.message}"]
+        if membership.alarm_error is not None:
+            state.alarms = [f"alarm list failed: {membership.alarm_error}"]
 
     async def _change_membership(self, state: _Pass, etcd: EtcdClient) -> None:
         """Step 4: at most one membership change, abandoned learners first, then removals, then
@@ -669,7 +652,8 @@ class EtcdQuorumReconciler:
         name = (machine or {}).get("metadata", {}).get("name")
         self._event(state.cp, type_, reason, f"Machine {name}: {message}" if name else message)
 
-    def _forget(self, key: str) -> None:
+    async def _forget(self, key: str) -> None:
+        await self.etcd_clients.forget(key)
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
         for table in (self._unmapped_since, self._promotion_attempts):
@@ -715,6 +699,7 @@ def setup_with_manager(manager: Manager, options: object = None) -> Controller:
     reconciler = EtcdQuorumReconciler(
         manager.client, manager.cache, resolved, manager.get_event_recorder(CONTROLLER_NAME)
     )
+    manager.add(reconciler.etcd_clients)
     return (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)

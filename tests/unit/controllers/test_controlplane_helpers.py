@@ -1,5 +1,5 @@
 """The ControlPlane controller's small pure helpers: the owned MachineHealthCheck, the remediation
-hand-off, Machine names, etcd endpoints and which Machine a member runs on."""
+hand-off, Machine names (etcd endpoints and member owners: tests/unit/controllers/test_etcd_membership.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlane
-from controllers.controlplane.etcdfacts import etcd_endpoints, member_owner
 from controllers.controlplane.reconciler import (
     ControlPlaneOptions,
     controller_ref,
@@ -19,7 +18,6 @@ from controllers.controlplane.reconciler import (
     marked_for_remediation,
 )
 from controllers.controlplane.rules import MachineInfo
-from controllers.etcd.client import Member
 
 CP: dict[str, Any] = {
     "apiVersion": "controlplane.cpo.dev/v1alpha1",
@@ -124,46 +122,6 @@ def test_machine_names_are_the_controlplane_name_and_five_random_characters() ->
     names = {machine_name("cluster") for _ in range(50)}
     assert all(re.fullmatch(r"cluster-[a-z0-9]{5}", name) for name in names)
     assert len(names) > 45
-
-
-def machine(name: str, **extra: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "metadata": {"name": name, "annotations": extra.pop("annotations", {})},
-        "status": {},
-    }
-    obj["status"].update(extra)
-    return obj
-
-
-def test_etcd_endpoints_prefer_the_spec_then_the_annotation_then_the_internal_ip() -> None:
-    machines = [
-        machine("a", annotations={"local.cpo.dev/etcd-client-url": "http://127.0.0.1:2001"}),
-        machine(
-            "b",
-            addresses=[{"type": "Hostname", "address": "b"}, {"type": "InternalIP", "address": "10.0.0.2"}],
-        ),
-        machine("c"),
-    ]
-    assert etcd_endpoints(["https://etcd:2379"], machines) == ["https://etcd:2379"]
-    assert etcd_endpoints(None, machines) == ["http://127.0.0.1:2001", "https://10.0.0.2:2379"]
-
-
-def test_a_member_belongs_to_the_machine_by_name_node_id_or_peer_url() -> None:
-    machines = [
-        machine("by-name"),
-        machine("by-node", nodeRef={"name": "ip-10-0-0-5"}),
-        machine("by-id", annotations={"local.cpo.dev/etcd-member-id": "ff"}),
-        machine("by-peer", annotations={"local.cpo.dev/etcd-peer-url": "http://127.0.0.1:3001"}),
-    ]
-
-    def member(name: str = "", id_: int = 1, peer: str = "http://x:1") -> Member:
-        return Member(id=id_, name=name, peer_urls=(peer,), client_urls=(), is_learner=False)
-
-    assert member_owner(member("by-name"), machines) == "by-name"
-    assert member_owner(member("ip-10-0-0-5"), machines) == "by-node"
-    assert member_owner(member(id_=255), machines) == "by-id"  # an unstarted learner has no name
-    assert member_owner(member(peer="http://127.0.0.1:3001"), machines) == "by-peer"
-    assert member_owner(member("stranger"), machines) is None
 
 
 def test_options_defaults_and_checks() -> None:
