@@ -1,15 +1,19 @@
-"""One etcd client per etcd cluster, kept across passes: the etcd-quorum-hook controller against a
-real etcd serving TLS with client certificates, counting the clients it makes.
+"""One etcd client per etcd cluster, kept across passes, counted against real etcd.
 
-Each pass reads the member list; the test counts passes by those reads and clients by their
-construction (both spied on the real class, calls go through). Many passes make one client; a
-rotated certificate Secret (a new resourceVersion) makes one more and closes the old; a deleted
-ControlPlane and a stopped manager leave no client open.
+Each pass of either controller reads the member list; the tests count passes by those reads and
+clients by their construction (both spied on the real class, every call goes through), counting
+only what the controllers (modules under ``controllers``) make and read, not the provider. The
+etcd-quorum-hook controller, against etcd serving TLS with client certificates: many passes make
+one client; a rotated certificate Secret (a new resourceVersion) makes one more and closes the
+old; a deleted ControlPlane and a stopped manager leave no client open. The ControlPlane
+controller, with the local provider: one client for a whole bootstrap and many passes after it.
 """
 
 from __future__ import annotations
 
 import base64
+import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,8 @@ from controllers.etcd.membership import CLIENT_URL_ANNOTATION, PEER_URL_ANNOTATI
 from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 from runtime.client import Client
 from runtime.envtest.certs import CertificateAuthority
+from tests.support.controlplane import controlplane as cp_of_local_machines
+from tests.support.controlplane import get_cp, running_controlplane
 from tests.support.etcd import etcd_serving_cert
 from tests.support.etcdquorum import (
     controlplane,
@@ -31,13 +37,17 @@ from tests.support.etcdquorum import (
     quick_options,
     running_quorum_controller,
 )
-from tests.support.localmachine import eventually
+from tests.support.localmachine import eventually, provider_options
 
 pytestmark = pytest.mark.slow
 
 
+def _called_from_controllers(depth: int) -> bool:
+    return str(sys._getframe(depth).f_globals.get("__name__", "")).startswith("controllers.")
+
+
 class ClientSpy:
-    """Every :class:`EtcdClient` made, and how many member lists were read, while installed."""
+    """Every :class:`EtcdClient` the controllers made, and how many member lists they read."""
 
     def __init__(self) -> None:
         self.clients: list[EtcdClient] = []
@@ -55,10 +65,12 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ClientSpy]:
 
     def init(self: EtcdClient, *args: Any, **kwargs: Any) -> None:
         original_init(self, *args, **kwargs)
-        found.clients.append(self)
+        if _called_from_controllers(2):
+            found.clients.append(self)
 
     async def member_list(self: EtcdClient) -> list[Member]:
-        found.member_lists += 1
+        if _called_from_controllers(2):
+            found.member_lists += 1
         return await original_member_list(self)
 
     monkeypatch.setattr(EtcdClient, "__init__", init)
@@ -147,6 +159,25 @@ async def test_one_client_per_cluster_across_passes_renewed_only_with_the_secret
         assert len(spy.clients) == 3
     finally:
         await supervisor.stop_all()
+
+
+async def test_the_controlplane_controller_keeps_one_client_through_bootstrap_and_passes(
+    kube: Client, namespace: str, provider_state_dir: Path, spy: ClientSpy
+) -> None:
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+        await kube.create(cp_of_local_machines(name, namespace, replicas=1))
+
+        async def available() -> bool:
+            status = ((await get_cp(kube, name, namespace)) or {}).get("status") or {}
+            return status.get("availableReplicas") == 1
+
+        await eventually(available, within=60, what="one available replica")
+        first = spy.member_lists
+        await eventually(lambda: _now(spy.member_lists >= first + 5), within=30, what="five more passes")
+        assert len(spy.clients) == 1, "one client for the bootstrap and every pass after it"
+        assert len(spy.open_clients()) == 1
+    assert spy.open_clients() == [], "the manager's stop closes the client"
 
 
 async def _now(value: Any) -> Any:
