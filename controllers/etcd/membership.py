@@ -73,7 +73,7 @@ import contextlib
 import dataclasses
 import ipaddress
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
@@ -208,11 +208,6 @@ class MachineIdentity:
         )
 
 
-def identities(machines: Iterable[Mapping[str, Any]]) -> list[MachineIdentity]:
-    """:meth:`MachineIdentity.from_machine` of each Machine."""
-    return [MachineIdentity.from_machine(machine) for machine in machines]
-
-
 # ---------------------------------------------------------------------------------------------- ownership
 
 
@@ -324,7 +319,6 @@ class Membership:
     """Why the alarm list could not be read, when it could not."""
     leader: int = 0
     """Member id of the leader; 0 when not known."""
-    machines: tuple[MachineIdentity, ...] = field(default=(), repr=False)
 
     @classmethod
     def of(
@@ -350,7 +344,7 @@ class Membership:
                     member, owners[member.id], healthy, None if healthy else error, endpoints[member.id]
                 )
             )
-        return cls(tuple(states), tuple(alarms), alarm_error, leader, tuple(machines))
+        return cls(tuple(states), tuple(alarms), alarm_error, leader)
 
     @property
     def voters(self) -> list[MemberState]:
@@ -441,7 +435,6 @@ __all__ = [
     "Membership",
     "client_endpoints",
     "fault_tolerance",
-    "identities",
     "map_members",
     "member_client_url",
     "member_endpoints",

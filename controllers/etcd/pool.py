@@ -54,8 +54,7 @@ class EtcdClientPool:
             identity = (tls_secret, str((secret.get("metadata") or {}).get("resourceVersion") or ""))
         entry = self._entries.get(key)
         if entry is not None and entry.tls_identity == identity:
-            if entry.client.endpoints != tuple(endpoints):
-                entry.client.set_endpoints(endpoints)
+            entry.client.set_endpoints(endpoints)
             return entry.client
         options = self.options
         if secret is not None:

@@ -44,8 +44,8 @@ def tls_context(secret: JSON) -> ssl.SSLContext:
         raise TLSSecretError(
             f"etcd TLS Secret {where} lacks {', '.join(missing)} (it needs {', '.join(SECRET_KEYS)})"
         )
-    cert, key, ca = (base64.b64decode(data[name]) for name in SECRET_KEYS)
     try:
+        cert, key, ca = (base64.b64decode(data[name]) for name in SECRET_KEYS)
         context = ssl.create_default_context(cadata=ca.decode())
         # load_cert_chain reads files only: the pair is on disk for the duration of that call.
         with tempfile.TemporaryDirectory(prefix="cpo-etcd-tls-") as folder:
@@ -54,7 +54,7 @@ def tls_context(secret: JSON) -> ssl.SSLContext:
             key_file.write_bytes(key)
             key_file.chmod(0o600)
             context.load_cert_chain(str(cert_file), str(key_file))
-    except (ssl.SSLError, ValueError) as err:
+    except (ssl.SSLError, ValueError) as err:  # a bad certificate, key or base64
         raise TLSSecretError(f"etcd TLS Secret {where}: {err}") from err
     return context
 
