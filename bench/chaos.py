@@ -78,9 +78,9 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.controlplane import API_VERSION as CP_API_VERSION
-from controllers.etcd.monitor import QuorumSample, quorum_losses
 from controllers.etcdquorum.rules import machine_info
 from demo.lifetime import Stopped, StopSignals, end_abandoned_worlds
+from demo.monitor import QuorumSample, quorum_losses
 from demo.observer import MachineView, Observer, Sample
 from demo.report import build_report, plot_timeline, write_json
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, describe, settled

@@ -59,7 +59,7 @@ MUTATIONS = (
         "hook-membership-gate",
         "the etcd-quorum hook leaves a deleting Machine at once, member or not",
         "controllers/etcdquorum/rules.py",
-        (("        and not any(member_belongs_to(member, machine) for member in members)\n", ""),),
+        ((" and machine.has_hook and machine.name not in owners.values()\n", " and machine.has_hook\n"),),
     ),
     Mutation(
         "voters-stay-desired",

@@ -1,6 +1,6 @@
 """What the demo watches while it runs: the etcd cluster through the quorum monitor, and the Machines.
 
-:class:`Observer` runs a :class:`~controllers.etcd.monitor.QuorumMonitor` on the demo's etcd
+:class:`Observer` runs a :class:`~demo.monitor.QuorumMonitor` on the demo's etcd
 cluster (started as soon as the first Machine announces its member, then following the member
 list as members come and go) and, beside it, polls the namespace's Machines and the ControlPlane.
 Every :data:`SAMPLE_PERIOD` it appends a :class:`Sample` joining the two. The monitor's own record
@@ -19,9 +19,9 @@ from typing import Any
 
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.etcd.client import EtcdClientOptions
-from controllers.etcd.monitor import QuorumMonitor, QuorumSample
+from controllers.etcd.membership import CLIENT_URL_ANNOTATION, quorum
+from demo.monitor import QuorumMonitor, QuorumSample
 
-ETCD_CLIENT_URL_ANNOTATION = "local.cpo.dev/etcd-client-url"
 FAILURE_DOMAIN_LABEL = "controlplane.cpo.dev/failure-domain"
 SAMPLE_PERIOD = 0.1
 
@@ -63,7 +63,7 @@ class Sample:
     @property
     def quorum_margin(self) -> int:
         """Healthy voters beyond the quorum: how many more may fail before etcd stops."""
-        return self.healthy_voters - (self.voters // 2 + 1)
+        return self.healthy_voters - quorum(self.voters)
 
     def phases(self) -> Counter[str]:
         return Counter("Deleting" if m.deleting else (m.phase or "Pending") for m in self.machines)
@@ -194,6 +194,6 @@ def _machine_view(machine: dict[str, Any]) -> MachineView:
         phase=str((machine.get("status") or {}).get("phase") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
         failure_domain=str(value.get("failureDomain") or labels.get(FAILURE_DOMAIN_LABEL) or ""),
-        client_url=(metadata.get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION),
+        client_url=(metadata.get("annotations") or {}).get(CLIENT_URL_ANNOTATION),
         marked_unhealthy=marked_for_remediation(machine),
     )

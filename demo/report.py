@@ -2,7 +2,7 @@
 
 Everything here is computed from the quorum monitor's record, the observer's samples and the
 writer's records, so the report says what was measured, not what the steps believe happened.
-Quorum losses are the monitor's (:func:`controllers.etcd.monitor.quorum_losses`: a stretch without a
+Quorum losses are the monitor's (:func:`demo.monitor.quorum_losses`: a stretch without a
 healthy quorum long enough not to be a leader election); ``quorum_timeline`` is its whole record.
 """
 
@@ -14,7 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from controllers.etcd.monitor import QuorumSample, quorum_losses
+from controllers.etcd.membership import quorum
+from demo.monitor import QuorumSample, quorum_losses
 from demo.observer import Sample
 from demo.tour import StepRecord
 from demo.writer import Verification, WriterStats
@@ -106,8 +107,8 @@ def plot_timeline(report: dict[str, Any], path: Path) -> Path:
     members.step(
         at, [p["learners"] for p in timeline], where="post", label="learners", color="tab:orange", lw=2
     )
-    quorum = [p["voters"] // 2 + 1 if p["voters"] else 0 for p in timeline]
-    members.step(at, quorum, where="post", label="quorum needed", color="tab:red", lw=1, ls=":")
+    needed = [quorum(p["voters"]) if p["voters"] else 0 for p in timeline]
+    members.step(at, needed, where="post", label="quorum needed", color="tab:red", lw=1, ls=":")
     members.set_ylabel("etcd members")
     members.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
     members.set_title(

@@ -1,31 +1,22 @@
 """What the ControlPlane controller asks etcd before a step: members, their views, alarms, voter health.
 
-:func:`gather_etcd_facts` reads etcd through :class:`~controllers.etcd.client.EtcdClient` and
-matches members to Machines; the verdict is :func:`controllers.controlplane.rules.preflight`'s.
-A member belongs to a Machine when its name is the Machine's (or its Node's) name, or its id or
-peer URL is the one the Machine's annotations record (``local.cpo.dev/etcd-member-id``,
-``local.cpo.dev/etcd-peer-url``).
+:func:`gather_etcd_facts` reads the cluster through the one model of it
+(:func:`controllers.etcd.membership.read_membership`: members, which Machine each belongs to,
+health, leader, alarms) and adds what only the preflight asks: whether every healthy voter
+reports the same member list. The verdict is :func:`controllers.controlplane.scale.preflight`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from controllers.controlplane.machines import EtcdFacts
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
-from controllers.etcd.tls import tls_context_from_secret
-from runtime.client import Client
-
-ETCD_CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
-ETCD_PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
-ETCD_MEMBER_ID_ANNOTATION: Final = "local.cpo.dev/etcd-member-id"
-ETCD_CLIENT_PORT: Final = 2379
+from controllers.etcd.client import EtcdClient, EtcdError
+from controllers.etcd.membership import MachineIdentity, Membership, MemberState, read_membership
 
 
 @dataclass
@@ -35,6 +26,7 @@ class EtcdView:
     facts: EtcdFacts
     voters: set[str] = field(default_factory=set)
     healthy: set[str] = field(default_factory=set)
+    """Machines whose member is a voter that answers a health read."""
     with_member: set[str] = field(default_factory=set)
     leader: str | None = None
     """Name of the Machine whose member leads, when known."""
@@ -44,139 +36,79 @@ class EtcdView:
     """A client URL of each Machine's started member."""
 
 
-async def tls_options(
-    client: Client, namespace: str, secret_name: str | None, options: EtcdClientOptions
-) -> EtcdClientOptions:
-    """``options`` with the TLS context of ``spec.etcd.tlsSecretRef`` when one is named; raises
-    :class:`~controllers.etcd.tls.TLSSecretError` saying what is wrong."""
-    if not secret_name:
-        return options
-    context = await tls_context_from_secret(client, namespace, secret_name)
-    return dataclasses.replace(options, ssl_context=context)
+def _label(state: MemberState) -> str:
+    return state.machine or state.member.name or state.member.id_hex
 
 
-def etcd_endpoints(explicit: Sequence[str] | None, machines: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Where to reach etcd: ``spec.etcd.endpoints``; else each Machine's client URL annotation,
-    else ``https://<InternalIP>:2379``."""
-    if explicit:
-        return list(explicit)
-    endpoints: list[str] = []
-    for machine in machines:
-        annotations = (machine.get("metadata") or {}).get("annotations") or {}
-        url = annotations.get(ETCD_CLIENT_URL_ANNOTATION)
-        if not url:
-            for address in (machine.get("status") or {}).get("addresses") or ():
-                if address.get("type") == "InternalIP" and address.get("address"):
-                    url = f"https://{address['address']}:{ETCD_CLIENT_PORT}"
-                    break
-        if url and url not in endpoints:
-            endpoints.append(str(url))
-    return endpoints
+async def _member_view(etcd: EtcdClient, endpoint: str) -> frozenset[tuple[int, bool]] | None:
+    try:
+        return frozenset((m.id, m.is_learner) for m in await etcd.member_list_at(endpoint))
+    except (EtcdError, ValueError):
+        return None
 
 
-def member_owner(member: Member, machines: Sequence[Mapping[str, Any]]) -> str | None:
-    """The name of the Machine ``member`` runs on, or None."""
-    for machine in machines:
-        metadata = machine.get("metadata") or {}
-        annotations = metadata.get("annotations") or {}
-        node = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
-        if member.name and member.name in (metadata.get("name"), node):
-            return str(metadata["name"])
-        if annotations.get(ETCD_MEMBER_ID_ANNOTATION) == member.id_hex:
-            return str(metadata["name"])
-        if annotations.get(ETCD_PEER_URL_ANNOTATION) in member.peer_urls:
-            return str(metadata["name"])
-    return None
+async def _disagreeing(etcd: EtcdClient, asked: Sequence[MemberState]) -> list[str]:
+    """The endpoints of ``asked`` whose member list differs from the most common one."""
+    views = await asyncio.gather(*(_member_view(etcd, m.endpoint or "") for m in asked))
+    known = [view for view in views if view is not None]
+    if not known:
+        return []
+    majority, _ = Counter(known).most_common(1)[0]
+    return [
+        member.endpoint or ""
+        for member, view in zip(asked, views, strict=True)
+        if view is not None and view != majority
+    ]
 
 
-def _member_label(member_id: int, owners: Mapping[int, str | None], by_id: Mapping[int, Member]) -> str:
-    member = by_id.get(member_id)
-    return owners.get(member_id) or (member.name if member else "") or f"{member_id:x}"
+def view_of(membership: Membership, deleting: set[str], disagreeing: Sequence[str] = ()) -> EtcdView:
+    """The :class:`EtcdView` of ``membership``.
 
-
-async def _member_view(endpoint: str, options: EtcdClientOptions) -> frozenset[tuple[int, bool]] | None:
-    async with EtcdClient([endpoint], options) as client:
-        try:
-            return frozenset((m.id, m.is_learner) for m in await client.member_list())
-        except EtcdError:
-            return None
+    Voters of Machines being deleted are left out of the health checks (their health is still
+    reported in :attr:`EtcdView.healthy`): they are on their way out (a remediated Machine's
+    member is dead by definition), and the hook holds them until their replacement votes.
+    """
+    members = membership.members
+    by_id = {m.member.id: m for m in members}
+    checked = [m for m in membership.voters if m.endpoint and m.machine not in deleting]
+    alarm_labels = [
+        f"{alarm.alarm}@{_label(by_id[alarm.member_id])}"
+        if alarm.member_id in by_id
+        else f"{alarm.alarm}@{alarm.member_id:x}"
+        for alarm in membership.alarms
+    ]
+    if membership.alarm_error is not None:
+        # Unknown alarms count as an alarm: the preflight must not go ahead on a guess.
+        alarm_labels.append(f"alarm list failed: {membership.alarm_error}")
+    facts = EtcdFacts(
+        member_names=tuple(m.machine or m.member.name for m in members),
+        learners=tuple(_label(m) for m in membership.learners),
+        disagreeing=tuple(disagreeing),
+        alarms=tuple(alarm_labels),
+        unhealthy_voters=tuple(f"{_label(m)}: {m.error}" for m in checked if not m.healthy),
+    )
+    owned = [m for m in members if m.machine]
+    return EtcdView(
+        facts,
+        leader=membership.leader_machine,
+        member_ids={m.machine or "": m.member.id for m in owned},
+        client_urls={m.machine or "": m.member.client_urls[0] for m in owned if m.member.client_urls},
+        voters={m.machine or "" for m in owned if m.voter},
+        healthy={m.machine or "" for m in owned if m.voter and m.healthy},
+        with_member={m.machine or "" for m in owned},
+    )
 
 
 async def gather_etcd_facts(
-    endpoints: Sequence[str],
-    machines: Sequence[Mapping[str, Any]],
-    deleting: set[str],
-    options: EtcdClientOptions,
+    etcd: EtcdClient, machines: Sequence[Mapping[str, Any]], deleting: set[str]
 ) -> EtcdView:
-    """Read etcd once: member list, each voter's own member list, alarms, voter health.
-
-    Voters of Machines being deleted are left out of the health and agreement checks (their
-    health is still read and reported in :attr:`EtcdView.healthy`): they are on their way out (a
-    remediated Machine's member is dead by definition), and the hook holds them until their
-    replacement votes.
-    """
-    if not endpoints:
-        return EtcdView(
-            EtcdFacts(reachable=False, error="no etcd endpoint known (no Machine has an address)")
+    """Read etcd once (:func:`~controllers.etcd.membership.read_membership`) and ask each healthy
+    voter of a Machine that stays for its own member list (:attr:`EtcdFacts.disagreeing`)."""
+    try:
+        membership = await read_membership(
+            etcd, [MachineIdentity.from_machine(m) for m in machines], leader_skipping=deleting
         )
-    async with EtcdClient(endpoints, options) as client:
-        try:
-            members = await client.member_list()
-            alarms = await client.alarms()
-        except EtcdError as err:
-            return EtcdView(EtcdFacts(reachable=False, error=str(err)))
-        owners = {member.id: member_owner(member, machines) for member in members}
-        voters = [m for m in members if not m.is_learner]
-        # Every voter's health is read (a deleting Machine's too: the remediation rules ask
-        # whether the hook still holds a healthy voter); the checks below leave deleting ones out.
-        probed = [m for m in voters if m.client_urls]
-        health = dict(
-            zip(
-                (m.id for m in probed),
-                await client.health([m.client_urls[0] for m in probed]) if probed else [],
-                strict=True,
-            )
-        )
-        healthy_ids = {member_id for member_id, result in health.items() if result.healthy}
-        checked = [m for m in probed if owners[m.id] not in deleting]
-        leader_id = 0
-        for member in checked:
-            if member.id in healthy_ids:
-                with contextlib.suppress(EtcdError):
-                    leader_id = (await client.endpoint_status(member.client_urls[0])).leader
-                    break
-    unhealthy = [
-        f"{owners[member.id] or member.name or member.id_hex}: {health[member.id].error}"
-        for member in checked
-        if not health[member.id].healthy
-    ]
-    views = await asyncio.gather(
-        *(_member_view(m.client_urls[0], options) for m in checked if m.id in healthy_ids)
-    )
-    disagreeing: list[str] = []
-    known = [view for view in views if view is not None]
-    if known:
-        majority, _ = Counter(known).most_common(1)[0]
-        disagreeing = [
-            member.client_urls[0]
-            for member, view in zip([m for m in checked if m.id in healthy_ids], views, strict=True)
-            if view is not None and view != majority
-        ]
-    by_id = {member.id: member for member in members}
-    names = tuple(owners[m.id] or m.name for m in members)
-    facts = EtcdFacts(
-        member_names=names,
-        learners=tuple(owners[m.id] or m.name or m.id_hex for m in members if m.is_learner),
-        disagreeing=tuple(disagreeing),
-        alarms=tuple(f"{alarm.alarm}@{_member_label(alarm.member_id, owners, by_id)}" for alarm in alarms),
-        unhealthy_voters=tuple(unhealthy),
-    )
-    return EtcdView(
-        facts,
-        leader=owners.get(leader_id),
-        member_ids={name: member_id for member_id, name in owners.items() if name},
-        client_urls={owners[m.id] or "": m.client_urls[0] for m in members if m.client_urls},
-        voters={owners[m.id] or "" for m in voters} - {""},
-        healthy={owners[i] or "" for i in healthy_ids} - {""},
-        with_member={name for name in owners.values() if name},
-    )
+    except EtcdError as err:
+        return EtcdView(EtcdFacts(reachable=False, error=str(err)))
+    asked = [m for m in membership.voters if m.endpoint and m.machine not in deleting and m.healthy]
+    return view_of(membership, deleting, await _disagreeing(etcd, asked))

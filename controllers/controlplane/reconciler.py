@@ -34,12 +34,7 @@ from api.controlplane import ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
 from controllers.common import format_time, merge_conditions, now, parse_time
-from controllers.controlplane.etcdfacts import (
-    EtcdView,
-    etcd_endpoints,
-    gather_etcd_facts,
-    tls_options,
-)
+from controllers.controlplane.etcdfacts import EtcdView, gather_etcd_facts
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.machines import (
@@ -62,6 +57,8 @@ from controllers.controlplane.scale import PreflightFailure, next_step, prefligh
 from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
 from controllers.controlplane.step import Step
 from controllers.etcd.client import EtcdClient, EtcdError
+from controllers.etcd.membership import MachineIdentity, client_endpoints
+from controllers.etcd.pool import EtcdClientPool
 from controllers.etcd.tls import TLSSecretError
 from runtime.cache import Cache
 from runtime.client import JSON, Client
@@ -135,6 +132,7 @@ class ControlPlaneReconciler:
         self.recorder = recorder
         self._preflight_failures: dict[tuple[str, str], int] = {}
         self._expectations = Expectations()
+        self.etcd_clients = EtcdClientPool(client, options.etcd)
 
     # ------------------------------------------------------------------------------ entry
 
@@ -143,6 +141,7 @@ class ControlPlaneReconciler:
             cp = await self.cache.get(CP_API_VERSION, CP_KIND, request.name, request.namespace)
         except NotFound:
             self._preflight_failures.pop((request.namespace, request.name), None)
+            await self.etcd_clients.forget(f"{request.namespace}/{request.name}")
             return Result()
         if cp["metadata"].get("deletionTimestamp"):
             await release(self.client, self.cache, cp, self._event)
@@ -178,14 +177,10 @@ class ControlPlaneReconciler:
         stacked = not (spec.etcd is not None and spec.etcd.external)
         view: EtcdView | None = None
         if stacked and owned:
-            endpoints = etcd_endpoints(spec.etcd.endpoints if spec.etcd else None, owned)
-            secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
-            try:
-                options = await tls_options(self.client, namespace, secret, self.options.etcd)
-            except TLSSecretError as err:
-                view = EtcdView(EtcdFacts(reachable=False, error=str(err)))
-            else:
-                view = await gather_etcd_facts(endpoints, owned, deleting, options)
+            etcd = await self._etcd_client(cp, spec, owned)
+            view = etcd if isinstance(etcd, EtcdView) else await gather_etcd_facts(etcd, owned, deleting)
+        elif not stacked:
+            await self.etcd_clients.forget(f"{namespace}/{cp['metadata']['name']}")
         infos = [self._info(spec, machine, by_name, view) for machine in owned]
         return _Facts(
             cp=cp,
@@ -197,6 +192,26 @@ class ControlPlaneReconciler:
             etcd=view,
             marked=[info for info in infos if info.marked_unhealthy and not info.deleting],
         )
+
+    async def _etcd_client(
+        self, cp: JSON, spec: ControlPlaneSpec, owned: Sequence[JSON]
+    ) -> EtcdClient | EtcdView:
+        """The ControlPlane's pooled etcd client, pointed at its endpoints; or, when etcd cannot be
+        asked (no endpoint, a bad one, a missing TLS Secret), the unreachable view saying why."""
+        metadata = cp["metadata"]
+        explicit = spec.etcd.endpoints if spec.etcd else None
+        endpoints = client_endpoints(explicit, [MachineIdentity.from_machine(m) for m in owned])
+        if not endpoints:
+            return EtcdView(
+                EtcdFacts(reachable=False, error="no etcd endpoint known (no Machine has an address)")
+            )
+        secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
+        try:
+            return await self.etcd_clients.client_for(
+                f"{metadata['namespace']}/{metadata['name']}", metadata["namespace"], endpoints, secret
+            )
+        except (TLSSecretError, ValueError) as err:
+            return EtcdView(EtcdFacts(reachable=False, error=str(err)))
 
     @staticmethod
     def _info(
@@ -426,12 +441,14 @@ class ControlPlaneReconciler:
         target = next((i for i in candidates if i.name in view.member_ids), None)
         if target is None:
             return
-        async with EtcdClient([view.client_urls[name]], self.options.etcd) as etcd:
-            try:
-                await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
-            except EtcdError as err:
-                self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
-                return
+        try:
+            etcd = await self._etcd_client(cp, facts.spec, facts.owned)
+            if isinstance(etcd, EtcdView):
+                raise EtcdError(etcd.facts.error)
+            await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
+        except EtcdError as err:
+            self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
+            return
         self._event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:

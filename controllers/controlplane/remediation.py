@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from api.meta import parse_duration
 from controllers.controlplane.machines import MachineInfo
+from controllers.etcd import membership
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,9 @@ class RemediationDecision:
 
 
 def quorum_kept_without(machines: Sequence[MachineInfo], target: str) -> bool:
-    """Whether removing ``target``'s member keeps a quorum among the healthy voters left.
-
-    The cluster after removal has the other voters; a quorum of it (n // 2 + 1) must be healthy.
-    """
-    voters = [m for m in machines if m.etcd_voter and m.name != target]
-    healthy = [m for m in voters if m.etcd_healthy]
-    return len(healthy) >= len(voters) // 2 + 1 if voters else False
+    """Whether removing ``target``'s member keeps a quorum among the healthy voters left
+    (:func:`controllers.etcd.membership.quorum_kept_without` over the Machines' voters)."""
+    return membership.quorum_kept_without({m.name: m.etcd_healthy for m in machines if m.etcd_voter}, target)
 
 
 def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
@@ -65,7 +62,7 @@ def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
     are marked: every remediation still passes :func:`remediation_decision`.
     """
     members = max(replicas, len(machines))
-    return (members - 1) // 2 + sum(m.in_transition for m in machines)
+    return membership.fault_tolerance(members) + sum(m.in_transition for m in machines)
 
 
 def held_by_hook(machine: MachineInfo) -> bool:

@@ -11,7 +11,7 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_matches
 from controllers.common import controller_owner
 from controllers.controlplane.machines import NODE_MACHINE_ANNOTATION, node_ready
-from controllers.controlplane.options import ControlPlaneOptions, ResolvedControlPlaneOptions
+from controllers.controlplane.options import ControlPlaneOptions
 from controllers.controlplane.reconciler import ControlPlaneReconciler
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
@@ -96,14 +96,14 @@ def _map_node(cache: Cache) -> Any:
     return controlplanes_for_node
 
 
-def setup_with_manager(
-    manager: Manager, options: ControlPlaneOptions | ResolvedControlPlaneOptions
-) -> Controller:
-    """Add the ControlPlane controller to ``manager`` and return it."""
-    resolved = options if isinstance(options, ResolvedControlPlaneOptions) else options.with_defaults()
+def setup_with_manager(manager: Manager, options: ControlPlaneOptions | None = None) -> Controller:
+    """Add the ControlPlane controller to ``manager`` and return it; ``options`` default to
+    ``ControlPlaneOptions()`` (raises ``ValueError`` saying what to change in a bad one)."""
+    resolved = (options or ControlPlaneOptions()).with_defaults()
     reconciler = ControlPlaneReconciler(
         manager.client, manager.cache, resolved, manager.get_event_recorder(CONTROLLER_NAME)
     )
+    manager.add(reconciler.etcd_clients)
     return (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)

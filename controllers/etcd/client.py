@@ -477,6 +477,12 @@ class EtcdClient:
         self.options = (options or EtcdClientOptions()).with_defaults()
         self._session: aiohttp.ClientSession | None = None
 
+    def set_endpoints(self, endpoints: Sequence[str]) -> None:
+        """Send the next requests to ``endpoints`` (in this order); the HTTP session is kept."""
+        if isinstance(endpoints, str) or not endpoints:
+            raise ValueError("EtcdClient needs a non-empty list of endpoints")
+        self.endpoints = tuple(normalize_endpoint(endpoint) for endpoint in endpoints)
+
     async def __aenter__(self) -> EtcdClient:
         return self
 
@@ -553,6 +559,15 @@ class EtcdClient:
 
     async def member_list(self) -> list[Member]:
         payload = await self._post("/v3/cluster/member/list", {"linearizable": True})
+        return [Member.from_json(raw) for raw in payload.get("members") or ()]
+
+    async def member_list_at(self, endpoint: str) -> list[Member]:
+        """The member list as the member at ``endpoint`` itself reports it (no other is tried)."""
+        normalized = normalize_endpoint(endpoint)
+        try:
+            payload = await self._post_one(normalized, "/v3/cluster/member/list", {"linearizable": True})
+        except _Unreachable as err:
+            raise Unavailable("no member list", errors={normalized: str(err)}) from err
         return [Member.from_json(raw) for raw in payload.get("members") or ()]
 
     async def _member_add(self, peer_urls: Sequence[str], *, learner: bool) -> MemberAddResult:

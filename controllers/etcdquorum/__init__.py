@@ -13,11 +13,14 @@ etcd cluster, and ``spec.replicas`` is the number of voters it should have (the 
 count). A ControlPlane with ``spec.etcd.external: true`` is left alone entirely: no hooks, no
 condition. etcd is reached at ``spec.etcd.endpoints`` (client certificate and CA from the Secret
 ``spec.etcd.tlsSecretRef``: ``tls.crt``, ``tls.key``, ``ca.crt``), else at each Machine's
-``local.cpo.dev/etcd-client-url`` annotation, else at ``https://<InternalIP>:2379``.
+``etcd.cpo.dev/client-url`` annotation, else at ``https://<InternalIP>:2379``; one client per
+ControlPlane is kept across passes (:mod:`controllers.etcd.pool`).
 
-A member belongs to a Machine when its peer URL equals the Machine's
-``local.cpo.dev/etcd-peer-url`` annotation or, for a Machine without that annotation, when the
-host of its peer URL is one of the Machine's InternalIP addresses (IPv4 or IPv6).
+Which Machine a member belongs to is the one rule of :mod:`controllers.etcd.membership`, which
+the ControlPlane controller follows as well: the provider's optional ``etcd.cpo.dev/member-id``
+or ``etcd.cpo.dev/peer-url`` annotation, else the host of the member's peer URL among the
+Machine's InternalIP addresses (IPv4 or IPv6), else the member's name as the Machine's or its
+Node's.
 
 The rules
 ---------

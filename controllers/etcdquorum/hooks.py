@@ -23,7 +23,6 @@ from controllers.etcdquorum.rules import (
     hooks_with_ours,
     hooks_without_ours,
     machine_api_functional,
-    member_belongs_to,
 )
 from runtime.client import JSON, Client
 
@@ -83,7 +82,7 @@ class HookKeeper:
     async def remove(self, state: Pass) -> None:
         """Step 3: a deleting Machine's hook goes once no member belongs to it (fresh member list)."""
         for name, info in sorted(state.infos.items()):
-            if not hook_removable(info, state.members):
+            if not hook_removable(info, state.owners):
                 continue
             obj = state.machines[name]
             hooks = ((obj.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
@@ -108,7 +107,7 @@ class HookKeeper:
             uid = obj["metadata"].get("uid") or name
             if not info.deleting or info.has_hook or uid in self.escape_reported:
                 continue
-            listed = [m for m in members or () if member_belongs_to(m, info)]
+            listed = [m for m in members or () if state.owners.get(m.id) == name]
             if uid not in self.hooked and not listed:
                 continue
             self.escape_reported.add(uid)

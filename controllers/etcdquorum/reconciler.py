@@ -22,12 +22,8 @@ learner, which a restart starts over (later cleanup, never earlier).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import ssl
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any, Final
 
 import aiohttp
@@ -42,11 +38,12 @@ from controllers.etcd.client import (
     EtcdClientOptions,
     EtcdError,
     LearnerNotInSync,
-    Member,
     NotEnoughStartedMembers,
     UnhealthyCluster,
 )
-from controllers.etcd.tls import TLSSecretError, tls_context_from_secret
+from controllers.etcd.membership import MachineIdentity, client_endpoints, read_membership
+from controllers.etcd.pool import EtcdClientPool
+from controllers.etcd.tls import TLSSecretError
 from controllers.etcdquorum.hooks import HookKeeper
 from controllers.etcdquorum.options import EtcdQuorumOptions, ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.report import Pass, Reporter
@@ -54,13 +51,9 @@ from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
     WAIT_LEARNER_NOT_IN_SYNC,
     Decision,
-    MachineInfo,
-    MemberState,
     Wait,
-    client_endpoint_order,
     is_abandoned_learner,
     machine_info,
-    map_members,
     promotion_decision,
     quorum_lost,
     removal_decision,
@@ -116,6 +109,7 @@ class EtcdQuorumReconciler:
         self._hooks = HookKeeper(client, self.options, self._reporter)
         self._promotion_attempts: dict[tuple[str, int], int] = {}
         self._last_change: dict[str, float] = {}
+        self.etcd_clients = EtcdClientPool(client, EtcdClientOptions(timeout=self.options.etcd_timeout))
 
     # ------------------------------------------------------------------------------ entry
 
@@ -124,12 +118,12 @@ class EtcdQuorumReconciler:
         try:
             cp = await self.cache.get(CP_API_VERSION, CP_KIND, request.name, request.namespace)
         except NotFound:
-            self._forget(key)
+            await self._forget(key)
             return Result()
         spec = cp.get("spec") or {}
         if (spec.get("etcd") or {}).get("external"):
             # External etcd: nothing of this controller applies, not even the hooks.
-            self._forget(key)
+            await self._forget(key)
             return Result()
         etcd_metrics.init(key)
         try:
@@ -148,7 +142,9 @@ class EtcdQuorumReconciler:
             desired=int(spec.get("replicas") or 1),
             machines=machines,
             infos=infos,
+            identities={name: MachineIdentity.from_machine(obj) for name, obj in machines.items()},
             members=[],
+            owners={},
             states=[],
             alarms=[],
             waits=[],
@@ -157,11 +153,11 @@ class EtcdQuorumReconciler:
         self._hooks.report_escape_hatch(state, members=None)
         state.busy = any(info.deleting and info.has_hook for info in infos.values())
         try:
-            async with await self._etcd_client(cp, infos) as etcd:
-                await self._read_etcd(state, etcd)
-                self._hooks.report_escape_hatch(state, members=state.members)
-                await self._hooks.remove(state)
-                await self._change_membership(state, etcd)
+            etcd = await self._etcd_client(state)
+            await self._read_etcd(state, etcd)
+            self._hooks.report_escape_hatch(state, members=state.members)
+            await self._hooks.remove(state)
+            await self._change_membership(state, etcd)
         except _EtcdUnreachable as err:
             await self._reporter.unreachable(state, str(err))
             return Result(requeue_after=self.options.busy_period)
@@ -184,61 +180,39 @@ class EtcdQuorumReconciler:
 
     # ------------------------------------------------------------------------------ etcd
 
-    async def _etcd_client(self, cp: JSON, infos: Mapping[str, MachineInfo]) -> EtcdClient:
-        etcd_spec = (cp.get("spec") or {}).get("etcd") or {}
-        endpoints = list(etcd_spec.get("endpoints") or ())
-        if not endpoints:
-            endpoints = client_endpoint_order(infos.values())
+    async def _etcd_client(self, state: Pass) -> EtcdClient:
+        """The ControlPlane's pooled etcd client, pointed at ``spec.etcd.endpoints`` or the
+        Machines' endpoints (:func:`~controllers.etcd.membership.client_endpoints`)."""
+        etcd_spec = (state.cp.get("spec") or {}).get("etcd") or {}
+        endpoints = client_endpoints(etcd_spec.get("endpoints"), state.identities.values())
         if not endpoints:
             raise _EtcdUnreachable("no etcd endpoint: no Machine has an etcd client URL or an InternalIP yet")
-        options = EtcdClientOptions(timeout=self.options.etcd_timeout)
         secret_ref = (etcd_spec.get("tlsSecretRef") or {}).get("name")
-        if secret_ref:
-            options = replace(options, ssl_context=await self._tls_context(cp, secret_ref))
         try:
-            return EtcdClient(list(dict.fromkeys(endpoints)), options)
+            return await self.etcd_clients.client_for(
+                state.key, state.cp["metadata"].get("namespace") or "", endpoints, secret_ref
+            )
+        except TLSSecretError as err:
+            raise _EtcdUnreachable(str(err)) from err
         except ValueError as err:
             raise _EtcdUnreachable(f"bad etcd endpoint: {err}") from err
 
-    async def _tls_context(self, cp: JSON, secret_name: str) -> ssl.SSLContext:
-        """The client TLS context of the ControlPlane's ``spec.etcd.tlsSecretRef``."""
-        try:
-            return await tls_context_from_secret(self.client, cp["metadata"].get("namespace"), secret_name)
-        except TLSSecretError as err:
-            raise _EtcdUnreachable(str(err)) from err
-
     async def _read_etcd(self, state: Pass, etcd: EtcdClient) -> None:
-        """Step 2: member list, each member's health and the alarms."""
+        """Step 2: member list, each member's health and the alarms, read by
+        :func:`~controllers.etcd.membership.read_membership`."""
         try:
-            members = await etcd.member_list()
+            membership = await read_membership(etcd, list(state.identities.values()))
         except EtcdError as err:
             raise _EtcdUnreachable(f"etcd member list failed: {err}") from err
-        owners = map_members(members, list(state.infos.values()))
-
-        async def healthy(member: Member) -> bool:
-            machine = state.infos.get(owners[member.id] or "")
-            urls = list(member.client_urls) or (
-                [machine.client_url] if machine and machine.client_url else []
-            )
-            if not member.started or not urls:
-                return False
-            with contextlib.suppress(ValueError):
-                (answer,) = await etcd.health(urls[:1])
-                return answer.healthy
-            return False
-
-        health = await asyncio.gather(*(healthy(member) for member in members))
-        state.members = members
-        state.states = [
-            MemberState(member, owners[member.id], ok) for member, ok in zip(members, health, strict=True)
+        state.members = [m.member for m in membership.members]
+        state.owners = {m.member.id: m.machine for m in membership.members}
+        state.states = list(membership.members)
+        by_id = {m.id: m.name or m.id_hex for m in state.members}
+        state.alarms = [
+            f"{a.alarm} on {by_id.get(a.member_id, f'{a.member_id:x}')}" for a in membership.alarms
         ]
-        try:
-            by_id = {m.id: m.name or m.id_hex for m in members}
-            state.alarms = [
-                f"{a.alarm} on {by_id.get(a.member_id, f'{a.member_id:x}')}" for a in await etcd.alarms()
-            ]
-        except EtcdError as err:
-            state.alarms = [f"alarm list failed: {err.message}"]
+        if membership.alarm_error is not None:
+            state.alarms = [f"alarm list failed: {membership.alarm_error}"]
 
     async def _change_membership(self, state: Pass, etcd: EtcdClient) -> None:
         """Step 4: at most one membership change, abandoned learners first, then removals, then
@@ -381,7 +355,8 @@ class EtcdQuorumReconciler:
         _log.info(message, machine=member.machine)
         state.requeue_after = self.options.busy_period
 
-    def _forget(self, key: str) -> None:
+    async def _forget(self, key: str) -> None:
+        await self.etcd_clients.forget(key)
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
         for table in (self._unmapped_since, self._promotion_attempts):
@@ -416,6 +391,7 @@ def setup_with_manager(manager: Manager, options: EtcdQuorumOptions | None = Non
     reconciler = EtcdQuorumReconciler(
         manager.client, manager.cache, resolved, manager.get_event_recorder(CONTROLLER_NAME)
     )
+    manager.add(reconciler.etcd_clients)
     return (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)

@@ -19,15 +19,14 @@ from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY
 from api.controlplane import KIND as CP_KIND
 from controllers.common import conditions_of, find_condition, now, set_condition
 from controllers.etcd.client import Member
+from controllers.etcd.membership import MachineIdentity, MemberState, quorum
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
     WAIT_REASONS,
     MachineInfo,
-    MemberState,
     Wait,
     cluster_health,
-    quorum,
 )
 from runtime.client import JSON, Client
 from runtime.events import EventRecorder
@@ -45,7 +44,9 @@ class Pass:
     desired: int
     machines: dict[str, JSON]
     infos: dict[str, MachineInfo]
+    identities: dict[str, MachineIdentity]
     members: list[Member]
+    owners: dict[int, str | None]
     states: list[MemberState]
     alarms: list[str]
     waits: list[Wait]

@@ -5,7 +5,9 @@ list, turns them into :class:`MachineInfo` and :class:`MemberState`, and asks th
 what to do. Keeping the rules free of I/O is what lets a unit test walk every case of the quorum
 arithmetic, and lets an SRE read each rule in one place:
 
-* :func:`member_belongs_to` / :func:`map_members`: which Machine hosts which etcd member;
+Which Machine a member belongs to, where etcd is reached and the quorum arithmetic are the one
+model's (:mod:`controllers.etcd.membership`); the rules here take its answers.
+
 * :func:`machine_api_functional` and :func:`hook_action`: where the preDrain hook goes;
 * :func:`promotion_decision`: which learner may become a voter now;
 * :func:`removal_decision`: which deleting Machine's member may be removed now, or why not;
@@ -16,14 +18,13 @@ arithmetic, and lets an SRE read each rule in one place:
 
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
-from controllers.etcd.client import Member
+from controllers.etcd.membership import MemberState, quorum, quorum_kept_without
+from controllers.etcd.membership import quorum_lost as _voters_lost_quorum
 
 HOOK_NAME: Final = "EtcdQuorumOperator"
 """Name of the preDrain lifecycle hook this controller owns (the name OpenShift's etcd operator uses)."""
@@ -45,13 +46,8 @@ class Hook:
 
 DEFAULT_HOOK: Final = Hook()
 
-PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
-"""Machine annotation naming its member's peer URL exactly (written by the local provider)."""
-CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
-"""Machine annotation naming its member's client URL (written by the local provider)."""
 ZONE_LABEL: Final = "machine.openshift.io/zone"
 """Machine label OpenShift's machine controllers set to the instance's zone."""
-DEFAULT_CLIENT_PORT: Final = 2379
 
 # Names of the checks a removal or a promotion can wait on: the reason label of
 # cpo_etcd_hook_waits, the reason of the wait events, and the word in the condition message.
@@ -77,11 +73,6 @@ WAIT_REASONS: Final = (
 )
 
 
-def quorum(voters: int) -> int:
-    """Votes a cluster of ``voters`` voting members needs to commit anything: a strict majority."""
-    return voters // 2 + 1
-
-
 # ---------------------------------------------------------------------------------------------- inputs
 
 
@@ -98,15 +89,7 @@ class MachineInfo:
     """Owner of its preDrain hook named as :attr:`hook`'s; None when it has no such hook."""
     hook: Hook = DEFAULT_HOOK
     """The hook the controller places (what :attr:`has_our_hook` compares with)."""
-    peer_url: str | None = None
-    """The :data:`PEER_URL_ANNOTATION` value, when present."""
-    internal_ips: tuple[str, ...] = ()
-    """Its ``status.addresses`` of type InternalIP."""
     failure_domain: str | None = None
-    client_url: str | None = None
-    """Where its member answers clients: the annotation, else ``https://<first InternalIP>:2379``."""
-    created: str = ""
-    """Its ``metadata.creationTimestamp`` (RFC 3339, so it sorts as text); empty when unknown."""
 
     @property
     def has_hook(self) -> bool:
@@ -117,24 +100,6 @@ class MachineInfo:
     def has_our_hook(self) -> bool:
         """It carries :attr:`hook`: its name with its owner."""
         return self.hook_owner == self.hook.owner
-
-
-@dataclass(frozen=True, slots=True)
-class MemberState:
-    """One etcd member with what the controller learnt about it."""
-
-    member: Member
-    machine: str | None
-    """The Machine it belongs to (:func:`map_members`); None when none."""
-    healthy: bool
-    """It answered a health read (a linearizable read for a voter)."""
-
-    @property
-    def label(self) -> str:
-        """How messages name it: ``<name> (<hex id>)``, or the id and peer URL before it started."""
-        if self.member.name:
-            return f"{self.member.name} ({self.member.id_hex})"
-        return f"{self.member.id_hex} (not started, {', '.join(self.member.peer_urls)})"
 
 
 def machine_failure_domain(machine: Mapping[str, Any]) -> str | None:
@@ -155,102 +120,21 @@ def machine_failure_domain(machine: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _url_with_host(host: str, port: int) -> str:
-    try:
-        literal = f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
-    except ValueError:
-        literal = host
-    return f"https://{literal}:{port}"
-
-
 def machine_info(machine: Mapping[str, Any], hook: Hook = DEFAULT_HOOK) -> MachineInfo:
     """Read a Machine (wire dict) into a :class:`MachineInfo`, its hook being ``hook``'s name."""
     metadata = machine.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
     spec = machine.get("spec") or {}
     status = machine.get("status") or {}
     hooks = (spec.get("lifecycleHooks") or {}).get("preDrain") or []
     owner = next((str(h.get("owner") or "") for h in hooks if h.get("name") == hook.name), None)
-    ips = tuple(
-        str(address.get("address"))
-        for address in status.get("addresses") or ()
-        if address.get("type") == "InternalIP" and address.get("address")
-    )
-    client_url = annotations.get(CLIENT_URL_ANNOTATION) or (
-        _url_with_host(ips[0], DEFAULT_CLIENT_PORT) if ips else None
-    )
     return MachineInfo(
         name=str(metadata.get("name") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
         running=status.get("phase") == "Running",
         hook_owner=owner,
         hook=hook,
-        peer_url=annotations.get(PEER_URL_ANNOTATION) or None,
-        internal_ips=ips,
         failure_domain=machine_failure_domain(machine),
-        client_url=client_url,
-        created=str(metadata.get("creationTimestamp") or ""),
     )
-
-
-def client_endpoint_order(infos: Iterable[MachineInfo]) -> list[str]:
-    """The Machines' etcd client URLs in the order the controller's requests try them.
-
-    Machines that stay come first (a deleting Machine's member may be going away), running ones
-    before the rest, then the oldest. Age matters for membership changes: with etcd's strict
-    reconfiguration check (on by default) the member that receives a change refuses to remove a
-    voter, or to add a member, unless it has been connected for 5 s to enough of the voters; a
-    member that joined a moment ago has not, so a change sent to it fails for up to 5 s, while the
-    same change sent to an older member goes through at once.
-    """
-    ordered = sorted(infos, key=lambda i: (i.deleting, not i.running, i.created or "~", i.name))
-    return list(dict.fromkeys(i.client_url for i in ordered if i.client_url))
-
-
-# ---------------------------------------------------------------------------------------------- mapping
-
-
-def _normalized_ip(text: str) -> str | None:
-    try:
-        return str(ipaddress.ip_address(text.strip("[]")))
-    except ValueError:
-        return None
-
-
-def _peer_host(url: str) -> str | None:
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return None
-    return _normalized_ip(host) if host else None
-
-
-def member_belongs_to(member: Member, machine: MachineInfo) -> bool:
-    """Whether ``member`` runs on ``machine``.
-
-    A Machine that names its member's peer URL (annotation ``local.cpo.dev/etcd-peer-url``) owns
-    exactly the member with that peer URL. Otherwise a member belongs to it when the host of one of
-    its peer URLs is one of the Machine's InternalIP addresses, IPv4 or IPv6, compared as addresses
-    (``[fd00::0001]`` equals ``fd00::1``), as OpenShift's etcd operator matches them. A Machine with
-    neither annotation nor InternalIP owns no member yet.
-    """
-    if machine.peer_url is not None:
-        return machine.peer_url.rstrip("/") in (url.rstrip("/") for url in member.peer_urls)
-    ips = {ip for ip in (_normalized_ip(address) for address in machine.internal_ips) if ip}
-    return any(_peer_host(url) in ips for url in member.peer_urls)
-
-
-def map_members(members: Sequence[Member], machines: Sequence[MachineInfo]) -> dict[int, str | None]:
-    """Member id → name of the Machine it belongs to (:func:`member_belongs_to`), or None.
-
-    An exact peer-URL match wins over an address match, and a Machine that is not being deleted
-    wins over one that is (a replacement that reuses a deleted machine's address); ties go to the
-    first name in alphabetical order, so the answer never depends on list order.
-    """
-    ordered = sorted(machines, key=lambda m: (m.peer_url is None, m.deleting, m.name))
-    return {
-        member.id: next((m.name for m in ordered if member_belongs_to(member, m)), None) for member in members
-    }
 
 
 # ---------------------------------------------------------------------------------------------- hooks
@@ -292,14 +176,11 @@ def hooks_without_ours(hooks: Sequence[Mapping[str, Any]], ours: Hook = DEFAULT_
     return [dict(hook) for hook in hooks if hook.get("name") != ours.name]
 
 
-def hook_removable(machine: MachineInfo, members: Sequence[Member]) -> bool:
+def hook_removable(machine: MachineInfo, owners: Mapping[int, str | None]) -> bool:
     """The hook of a deleting Machine may go once no member, voter or learner, belongs to it any
-    more (:func:`member_belongs_to`). ``members`` must be a member list just read from etcd."""
-    return (
-        machine.deleting
-        and machine.has_hook
-        and not any(member_belongs_to(member, machine) for member in members)
-    )
+    more. ``owners`` (member id → Machine name, :func:`controllers.etcd.membership.map_members`)
+    must come from a member list just read from etcd."""
+    return machine.deleting and machine.has_hook and machine.name not in owners.values()
 
 
 # ---------------------------------------------------------------------------------------------- decisions
@@ -335,8 +216,7 @@ def _names(members: Sequence[MemberState]) -> str:
 
 def quorum_lost(members: Sequence[MemberState]) -> bool:
     """Fewer healthy voters than a quorum of the voters: etcd cannot commit; change nothing."""
-    voters = _voters(members)
-    return bool(voters) and sum(m.healthy for m in voters) < quorum(len(voters))
+    return _voters_lost_quorum({m.member.id: m.healthy for m in _voters(members)})
 
 
 def promotion_decision(
@@ -394,7 +274,7 @@ def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desire
     remaining = len(voters) - 1
     unhealthy_others = [m for m in voters if m is not candidate and not m.healthy]
     also = f"; unhealthy voters: {_names(unhealthy_others)}" if unhealthy_others else ""
-    if healthy_after < quorum(remaining):
+    if not quorum_kept_without({m.member.id: m.healthy for m in voters}, candidate.member.id):
         return Wait(
             candidate.machine,
             WAIT_QUORUM_AFTER_REMOVAL,

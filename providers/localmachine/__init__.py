@@ -77,11 +77,13 @@ etcd ≥ 3.6, :attr:`providers.localmachine.etcd_process.EtcdProcessOptions.max_
 nothing else changes. For about 5 s after a member starts or is promoted, etcd refuses member
 adds ("unhealthy cluster"): reason ``WaitingForEtcdCluster``, retried the same way.
 
-Where the etcd-quorum-hook controller finds a machine's member: the Machine's annotations
-``local.cpo.dev/etcd-client-url``, ``local.cpo.dev/etcd-peer-url`` and
-``local.cpo.dev/etcd-member-id`` (hex), written together with ``spec.providerID``. The peer URL
-is also written *before* each ``member add`` (the URL that add asks for), so that a member etcd
-has always belongs to a Machine, even if the provider dies between the add and the rest.
+Where the operator finds a machine's member: every member of this provider listens on the same
+host, so addresses cannot tell them apart, and the provider writes the operator's contract
+annotations (:mod:`controllers.etcd.membership`): ``etcd.cpo.dev/client-url``,
+``etcd.cpo.dev/peer-url`` and ``etcd.cpo.dev/member-id`` (hex), together with
+``spec.providerID``. The peer URL is also written *before* each ``member add`` (the URL that add
+asks for), so that a member etcd has always belongs to a Machine, even if the provider dies
+between the add and the rest.
 
 Lifecycle
 ---------

@@ -30,6 +30,7 @@ from controllers.etcd.client import (
     TooManyLearners,
     UnhealthyCluster,
 )
+from controllers.etcd.membership import CLIENT_URL_ANNOTATION, MEMBER_ID_ANNOTATION, PEER_URL_ANNOTATION
 from providers.localmachine.etcd_process import EtcdProcessError, EtcdSupervisor, MemberProcess
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
 from runtime.builder import ControllerBuilder
@@ -48,9 +49,11 @@ PROVIDER_SPEC_KIND: Final = "LocalMachineProviderSpec"
 FINALIZER: Final = "local.cpo.dev/machine"
 FAULT_ANNOTATION: Final = "local.cpo.dev/fault"
 FAULTS: Final = ("kill", "stop", "notready", "fail-provision")
-ETCD_CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
-ETCD_PEER_URL_ANNOTATION: Final = "local.cpo.dev/etcd-peer-url"
-ETCD_MEMBER_ID_ANNOTATION: Final = "local.cpo.dev/etcd-member-id"
+ETCD_CLIENT_URL_ANNOTATION: Final = CLIENT_URL_ANNOTATION
+"""The operator's contract annotations (:mod:`controllers.etcd.membership`), which this provider
+writes because all its members share one address: only these tell them apart."""
+ETCD_PEER_URL_ANNOTATION: Final = PEER_URL_ANNOTATION
+ETCD_MEMBER_ID_ANNOTATION: Final = MEMBER_ID_ANNOTATION
 NODE_MACHINE_ANNOTATION: Final = "machine.openshift.io/machine"
 """On the Node: ``<namespace>/<name>`` of its Machine (OpenShift's machine controller sets the same)."""
 LABEL_MASTER: Final = "node-role.kubernetes.io/master"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers.etcd.monitor import QuorumSample, quorum_losses
+from demo.monitor import QuorumSample, quorum_losses
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 

@@ -27,8 +27,8 @@ import pytest_asyncio
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient
-from controllers.etcd.monitor import QuorumMonitor, QuorumSample
 from controllers.etcdquorum import HOOK_OWNER
+from demo.monitor import QuorumMonitor, QuorumSample
 from runtime.client import Client
 from runtime.envtest import Environment, write_kubeconfig
 from tests.support.etcdquorum import (

@@ -15,7 +15,7 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
 from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
 from controllers.etcd.client import EtcdClient
-from controllers.etcd.monitor import QuorumMonitor
+from demo.monitor import QuorumMonitor
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION
 from runtime.client import Client
 from runtime.errors import NotFound

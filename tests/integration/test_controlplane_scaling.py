@@ -18,8 +18,8 @@ from api.machine import (
     API_VERSION,
 )
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
-from controllers.etcd.monitor import QuorumMonitor
 from controllers.machinehealthcheck import EVENT_MACHINE_MARKED
+from demo.monitor import QuorumMonitor
 from runtime.client import JSON, Client
 from tests.support.controlplane import (
     MachineCount,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controllers.etcd.client import EtcdClient
-from controllers.etcd.monitor import DEFAULT_ELECTION_GRACE, QuorumMonitor, QuorumSample
+from demo.monitor import DEFAULT_ELECTION_GRACE, QuorumMonitor, QuorumSample
 from providers.localmachine.etcd_process import EtcdSupervisor
 from tests.support.etcd import eventually, join_when_healthy, promote_when_in_sync
 

@@ -2,7 +2,7 @@
 
 Each test runs the provider and the controller (in a manager of this process, with the
 operator's cache scope) against the embedded API server, watches the cluster with a
-:class:`~controllers.etcd.monitor.QuorumMonitor` for the whole test, and checks the order of what
+:class:`~demo.monitor.QuorumMonitor` for the whole test, and checks the order of what
 happens to the Machines with a :class:`~tests.support.etcdquorum.MachineTimeline`.
 """
 
@@ -18,8 +18,9 @@ import pytest
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, MemberAddResult, UnhealthyCluster
-from controllers.etcd.monitor import QuorumMonitor, QuorumSample
+from controllers.etcd.membership import PEER_URL_ANNOTATION
 from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
+from demo.monitor import QuorumMonitor, QuorumSample
 from providers.localmachine import CONDITION_ETCD_MEMBER
 from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 from runtime.client import Client
@@ -430,7 +431,7 @@ async def test_etcd_named_by_endpoints_is_reached_with_the_client_certificate_of
         cp["spec"]["etcd"] = {"endpoints": [member.client_url], "tlsSecretRef": {"name": "etcd-client"}}
         await kube.create(cp)
         obj = cp_machine("tls0", namespace)
-        obj["metadata"]["annotations"] = {"local.cpo.dev/etcd-peer-url": member.peer_url}
+        obj["metadata"]["annotations"] = {PEER_URL_ANNOTATION: member.peer_url}
         await kube.create(obj)
         await kube.patch_status(API_VERSION, "Machine", "tls0", {"status": {"phase": "Running"}}, namespace)
         async with running_quorum_controller(kube, namespace, quick_options()):

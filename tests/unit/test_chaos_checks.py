@@ -23,7 +23,7 @@ from bench.chaos import (
     unseen_kills,
 )
 from bench.mutation import MUTATIONS
-from controllers.etcd.monitor import QuorumSample
+from demo.monitor import QuorumSample
 from demo.observer import MachineView, Observer, Sample
 from demo.tour import Tour
 from demo.world import DemoWorld

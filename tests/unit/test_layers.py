@@ -136,3 +136,40 @@ def test_the_operator_loads_no_development_tool() -> None:
         assert "controllers.operator" in loaded or "cli.__main__" in loaded
         tools = [name for name in loaded if name.split(".")[0] in DEVELOPMENT_TOOLS]
         assert tools == [], f"{statement!r} loaded {tools}"
+
+
+PRODUCT = ("runtime", "api", "controllers", "webhooks", "cli")
+FORBIDDEN_IN_PRODUCT_IMPORTS = ("demo.monitor",)
+PROVIDER_DOMAIN = "local.cpo.dev"
+
+
+def product_violations(root: Path) -> list[str]:
+    """Product files that import the quorum monitor (anywhere in the file) or name the local
+    provider's annotation domain."""
+    offenders = []
+    for package in PRODUCT:
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            for module, _ in _imports(path):
+                if any(module == f or module.startswith(f"{f}.") for f in FORBIDDEN_IN_PRODUCT_IMPORTS):
+                    offenders.append(f"{relative} imports {module}")
+            if PROVIDER_DOMAIN in path.read_text():
+                offenders.append(f"{relative} names {PROVIDER_DOMAIN}")
+    return offenders
+
+
+def test_the_product_neither_imports_the_monitor_nor_reads_provider_annotations() -> None:
+    assert product_violations(ROOT) == []
+
+
+def test_the_product_check_catches_the_monitor_and_a_provider_annotation(tmp_path: Path) -> None:
+    for package in PRODUCT:
+        (tmp_path / package).mkdir()
+    (tmp_path / "controllers" / "watch.py").write_text("from demo.monitor import QuorumMonitor\n")
+    (tmp_path / "cli" / "lazy.py").write_text("def run():\n    import demo.monitor\n")
+    (tmp_path / "api" / "names.py").write_text('PEER = "local.cpo.dev/etcd-peer-url"\n')
+    assert product_violations(tmp_path) == [
+        "api/names.py names local.cpo.dev",
+        "controllers/watch.py imports demo.monitor",
+        "cli/lazy.py imports demo.monitor",
+    ]

@@ -1,6 +1,6 @@
 """The ControlPlane controller's small helpers: the owned MachineHealthCheck, the remediation
-hand-off, Machine names, new Machines, etcd endpoints, which Machine a member runs on, the
-expectations of our own writes, and when a status is written."""
+hand-off, Machine names, new Machines, the expectations of our own writes, and when a status is
+written (etcd endpoints and member owners: tests/unit/controllers/test_etcd_membership.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlane
-from controllers.controlplane.etcdfacts import etcd_endpoints, member_owner
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import desired_mhc
 from controllers.controlplane.machines import (
@@ -28,7 +27,6 @@ from controllers.controlplane.placement import (
     template_hash,
 )
 from controllers.controlplane.status import status_unchanged
-from controllers.etcd.client import Member
 
 CP: dict[str, Any] = {
     "apiVersion": "controlplane.cpo.dev/v1alpha1",
@@ -142,37 +140,6 @@ def machine(name: str, **extra: Any) -> dict[str, Any]:
     }
     obj["status"].update(extra)
     return obj
-
-
-def test_etcd_endpoints_prefer_the_spec_then_the_annotation_then_the_internal_ip() -> None:
-    machines = [
-        machine("a", annotations={"local.cpo.dev/etcd-client-url": "http://127.0.0.1:2001"}),
-        machine(
-            "b",
-            addresses=[{"type": "Hostname", "address": "b"}, {"type": "InternalIP", "address": "10.0.0.2"}],
-        ),
-        machine("c"),
-    ]
-    assert etcd_endpoints(["https://etcd:2379"], machines) == ["https://etcd:2379"]
-    assert etcd_endpoints(None, machines) == ["http://127.0.0.1:2001", "https://10.0.0.2:2379"]
-
-
-def test_a_member_belongs_to_the_machine_by_name_node_id_or_peer_url() -> None:
-    machines = [
-        machine("by-name"),
-        machine("by-node", nodeRef={"name": "ip-10-0-0-5"}),
-        machine("by-id", annotations={"local.cpo.dev/etcd-member-id": "ff"}),
-        machine("by-peer", annotations={"local.cpo.dev/etcd-peer-url": "http://127.0.0.1:3001"}),
-    ]
-
-    def member(name: str = "", id_: int = 1, peer: str = "http://x:1") -> Member:
-        return Member(id=id_, name=name, peer_urls=(peer,), client_urls=(), is_learner=False)
-
-    assert member_owner(member("by-name"), machines) == "by-name"
-    assert member_owner(member("ip-10-0-0-5"), machines) == "by-node"
-    assert member_owner(member(id_=255), machines) == "by-id"  # an unstarted learner has no name
-    assert member_owner(member(peer="http://127.0.0.1:3001"), machines) == "by-peer"
-    assert member_owner(member("stranger"), machines) is None
 
 
 def test_options_defaults_and_checks() -> None:

@@ -16,7 +16,6 @@ from controllers.etcdquorum.rules import (
     WAIT_QUORUM_LOST,
     MachineInfo,
     MemberState,
-    client_endpoint_order,
     cluster_health,
     hook_action,
     hook_removable,
@@ -25,10 +24,7 @@ from controllers.etcdquorum.rules import (
     is_abandoned_learner,
     machine_api_functional,
     machine_info,
-    map_members,
-    member_belongs_to,
     promotion_decision,
-    quorum,
     removal_decision,
 )
 
@@ -67,7 +63,6 @@ def cluster(*rows: M) -> tuple[list[MemberState], dict[str, MachineInfo]]:
             deleting=r.deleting,
             running=True,
             hook_owner=HOOK_OWNER if r.hook else None,
-            internal_ips=(f"10.0.0.{r.index}",),
             failure_domain=r.zone,
         )
         for r in rows
@@ -264,45 +259,7 @@ def test_a_learner_that_never_started_or_has_no_machine_is_not_promoted() -> Non
     assert promotion_decision([voter, unstarted, orphan], machines, 3).member is None
 
 
-# ---------------------------------------------------------------------------------------------- mapping
-
-
-def test_the_peer_url_annotation_maps_exactly_even_when_every_machine_shares_an_address() -> None:
-    a = MachineInfo(name="a", peer_url="http://127.0.0.1:2381", internal_ips=("127.0.0.1",))
-    b = MachineInfo(name="b", peer_url="http://127.0.0.1:2382", internal_ips=("127.0.0.1",))
-    ma = Member(1, "a", ("http://127.0.0.1:2381",), (), False)
-    mb = Member(2, "b", ("http://127.0.0.1:2382",), (), False)
-    other = Member(3, "", ("http://127.0.0.1:2399",), (), True)
-    assert map_members([ma, mb, other], [a, b]) == {1: "a", 2: "b", 3: None}
-
-
-@pytest.mark.parametrize(
-    ("peer_host", "machine_ip", "belongs"),
-    [
-        ("10.0.0.1", "10.0.0.1", True),
-        ("10.0.0.1", "10.0.0.2", False),
-        ("fd00::1", "fd00:0:0:0:0:0:0:1", True),
-        ("fd00::1", "fd00::2", False),
-        ("etcd-0.example.com", "10.0.0.1", False),
-    ],
-)
-def test_a_member_belongs_to_the_machine_whose_internal_ip_hosts_its_peer_url(
-    peer_host: str, machine_ip: str, belongs: bool
-) -> None:
-    literal = f"[{peer_host}]" if ":" in peer_host else peer_host
-    m = Member(1, "x", (f"https://{literal}:2380",), (), False)
-    machine = MachineInfo(name="x", internal_ips=(machine_ip,))
-    assert member_belongs_to(m, machine) is belongs
-
-
-def test_a_machine_with_no_address_and_no_annotation_owns_nothing() -> None:
-    assert not member_belongs_to(member(1), MachineInfo(name="x"))
-
-
-def test_a_replacement_on_a_reused_address_gets_the_member_over_the_deleting_machine() -> None:
-    old = MachineInfo(name="a-old", deleting=True, internal_ips=("10.0.0.1",))
-    new = MachineInfo(name="z-new", internal_ips=("10.0.0.1",))
-    assert map_members([member(1, host="10.0.0.1")], [old, new]) == {0x101: "z-new"}
+# ---------------------------------------------------------------------------------------------- machines
 
 
 def test_machine_info_reads_the_wire_form() -> None:
@@ -324,31 +281,7 @@ def test_machine_info_reads_the_wire_form() -> None:
         }
     )
     assert info.deleting and info.running and info.hook_owner == "x/y" and not info.has_our_hook
-    assert info.internal_ips == ("fd00::5",) and info.failure_domain == "us-east-1a"
-    assert info.client_url == "https://[fd00::5]:2379"
-    assert info.created == ""
-
-
-def test_requests_go_first_to_the_oldest_running_machine_that_stays() -> None:
-    def info(name: str, created: str, **kwargs: bool) -> MachineInfo:
-        return MachineInfo(name=name, created=created, client_url=f"http://{name}:2379", **kwargs)
-
-    machines = [
-        info("a-new", "2026-01-01T00:05:00Z", running=True),
-        info("b-leaving", "2026-01-01T00:00:00Z", running=True, deleting=True),
-        info("c-booting", "2026-01-01T00:00:01Z"),
-        info("d-old", "2026-01-01T00:01:00Z", running=True),
-        info("e-unknown-age", "", running=True),
-    ]
-    # A member that joined a moment ago refuses membership changes under etcd's strict
-    # reconfiguration check, so the oldest member that stays is asked first.
-    assert client_endpoint_order(machines) == [
-        "http://d-old:2379",
-        "http://a-new:2379",
-        "http://e-unknown-age:2379",
-        "http://c-booting:2379",
-        "http://b-leaving:2379",
-    ]
+    assert info.failure_domain == "us-east-1a"
 
 
 # ---------------------------------------------------------------------------------------------- hooks
@@ -378,11 +311,11 @@ def test_hook_lists_keep_every_other_hook() -> None:
 
 
 def test_the_hook_goes_only_when_no_member_voter_or_learner_belongs_to_the_machine() -> None:
-    machine = MachineInfo(name="m0", deleting=True, hook_owner=HOOK_OWNER, internal_ips=("10.0.0.0",))
-    assert not hook_removable(machine, [member(0), member(1)])
-    assert not hook_removable(machine, [member(0, learner=True, started=False), member(1)])
-    assert hook_removable(machine, [member(1), member(2)])
-    assert not hook_removable(MachineInfo(name="m0", hook_owner=HOOK_OWNER), [member(1)])
+    machine = MachineInfo(name="m0", deleting=True, hook_owner=HOOK_OWNER)
+    assert not hook_removable(machine, {0x100: "m0", 0x101: "m1"})
+    assert not hook_removable(machine, {0x100: "m0"})  # a learner, started or not, counts too
+    assert hook_removable(machine, {0x101: "m1", 0x102: None})
+    assert not hook_removable(MachineInfo(name="m0", hook_owner=HOOK_OWNER), {0x101: "m1"})
 
 
 # ------------------------------------------------------------------------------- cleanup, health
@@ -414,7 +347,6 @@ def test_cluster_health() -> None:
     members, _ = cluster(M(0), M(1), M(2))
     members[2] = MemberState(members[2].member, None, True)
     assert cluster_health(members, []).reason == "MembersWithoutMachine"
-    assert [quorum(n) for n in range(1, 8)] == [1, 2, 2, 3, 3, 4, 4]
 
 
 # ---------------------------------------------------------------------------------------------- options

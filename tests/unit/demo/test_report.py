@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controllers.etcd.monitor import QuorumSample
+from demo.monitor import QuorumSample
 from demo.observer import MachineView, Sample
 from demo.report import build_report, plot_timeline
 from demo.tour import StepRecord

@@ -5,7 +5,7 @@ default) in the background and records one :class:`QuorumSample` per poll: how m
 learners there are, how many voters answer a linearizable read, who leads, and whether a quorum
 of the voters is healthy. A test wraps a whole scenario in it and asserts on the record::
 
-    from controllers.etcd.monitor import QuorumMonitor
+    from demo.monitor import QuorumMonitor
 
     async with QuorumMonitor(["http://127.0.0.1:2379"]) as monitor:
         await monitor.next_sample()          # the cluster is being watched from here on
@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
+from controllers.etcd.membership import quorum
 
 DEFAULT_INTERVAL = 0.1
 DEFAULT_TIMEOUT = 2.0
@@ -156,7 +157,7 @@ class QuorumMonitor:
                     leader_member = next((m for m in members if m.id == status.leader), None)
                     leader = _label(leader_member) if leader_member else None
                     break
-        needed = len(voters) // 2 + 1
+        needed = quorum(len(voters))
         return QuorumSample(
             at=round(at, 3),
             voters=len(voters),
