@@ -444,6 +444,12 @@ def _configure_demo(parser: argparse.ArgumentParser) -> None:
         "--fast", action="store_true", help="health-check timeouts of seconds instead of minutes (for CI)"
     )
     parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="run the provider with --realistic: a loopback address per member, etcd over TLS with "
+        "client certificates, no annotation saying where a member is",
+    )
+    parser.add_argument(
         "--plain",
         action="store_true",
         help="plain log lines even in a terminal (default: a live panel there)",
@@ -460,6 +466,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             out=args.out,
             keep=args.keep,
             fast=args.fast,
+            realistic=args.realistic,
             live=False if args.plain else None,
         )
         options.with_defaults()

@@ -40,6 +40,9 @@ class DemoOptions:
     """Leave everything running at the end and print how to reach it. Defaults to False."""
     fast: bool | None = None
     """Short health-check timeouts (seconds, not minutes), for CI. Defaults to False."""
+    realistic: bool | None = None
+    """Run the provider in its realistic mode (``cpo localmachine --realistic``): the ControlPlane
+    names the etcd client Secret, and the demo's own etcd clients use it too. Defaults to False."""
     live: bool | None = None
     """A live terminal panel. Defaults to True when stdout is a terminal."""
 
@@ -59,6 +62,7 @@ class DemoOptions:
             out=(self.out or DEFAULT_OUT).absolute(),
             keep=bool(self.keep),
             fast=bool(self.fast),
+            realistic=bool(self.realistic),
             live=self.live,
         )
 
@@ -70,6 +74,7 @@ class ResolvedDemoOptions:
     out: Path
     keep: bool
     fast: bool
+    realistic: bool
     live: bool | None
 
 
@@ -77,7 +82,9 @@ async def run_demo(options: DemoOptions) -> int:
     """Run the demo (see the package docstring); returns the exit code."""
     resolved = options.with_defaults()
     resolved.out.mkdir(parents=True, exist_ok=True)
-    world = DemoWorld(Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE)
+    world = DemoWorld(
+        Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE, realistic=resolved.realistic
+    )
     with Progress(live=resolved.live) as progress:
         try:
             await world.start(progress.say)
@@ -97,10 +104,17 @@ async def _tour(world: DemoWorld, options: ResolvedDemoOptions, progress: Progre
     from runtime.client import Client
 
     async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
-        observer = Observer(client, NAMESPACE)
-        writer = EtcdWriter(observer.endpoints)
+        observer = Observer(client, NAMESPACE, tls_secret=world.etcd_client_secret)
+        writer = EtcdWriter(observer.endpoints, client_options=lambda: observer.client_options)
         observer.writes_acknowledged = lambda: len(writer.stats.acknowledged)
-        tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=options.replicas, fast=options.fast)
+        tour = Tour(
+            world.kubeconfig_path,
+            NAMESPACE,
+            observer,
+            replicas=options.replicas,
+            fast=options.fast,
+            tls_secret=world.etcd_client_secret,
+        )
         failure: str | None = None
         verification: Verification | None = None
         async with observer, writer:
