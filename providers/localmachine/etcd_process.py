@@ -41,7 +41,9 @@ Ports and start-up
 ------------------
 Client and peer ports are picked free on the host (port 0 probing). Another process can take a
 port between the probe and etcd's bind; a start that fails on "address already in use" is retried
-with new ports (a join first removes the member it added). A member counts as started once its
+with new ports (a join first removes the member it added). With a :class:`MemberPlacement`
+(the provider's realistic mode) each member instead gets an address of its own at fixed ports,
+an etcd name and TLS flags from it, and a retry gets a new address. A member counts as started once its
 client port answers ``/v3/maintenance/status`` and it knows a leader.
 
 Faults
