@@ -101,7 +101,7 @@ what a cloud shows it (see :mod:`providers.localmachine.realistic`):
   ``ip-127-5-3-1``, also the Hostname address), and the **etcd member is named after the Node**,
   as OpenShift names them: no name the operator sees is the Machine's.
 * etcd serves **TLS with client-certificate auth** on both ports, from a CA the provider creates
-  under ``<state_dir>/pki/`` (kept across restarts); each member's certificate names its address.
+  under ``<state_dir>/_pki/`` (kept across restarts); each member's certificate names its address.
   The client certificate, its key and the CA go into the Secret ``etcd-client-tls``
   (``--etcd-client-secret``) of each Machines' namespace as ``tls.crt``, ``tls.key`` and
   ``ca.crt``: name it in the ControlPlane's ``spec.etcd.tlsSecretRef``. The provider's own etcd

@@ -9,7 +9,7 @@ docstring, "Realistic mode"). This module holds the two pieces that mode adds:
   clients and 2380 for peers. Linux routes the whole of 127.0.0.0/8 to ``lo``, so no setup is
   needed. Addresses are handed out in turn through the block, and an address is handed out again
   only once no member record holds it (the record goes when the Machine's member is gone).
-* :class:`EtcdPKI`: the CA of the provider's etcd clusters (``<state_dir>/pki/``), a certificate
+* :class:`EtcdPKI`: the CA of the provider's etcd clusters (``<state_dir>/_pki/``), a certificate
   per member for its address (serving and peer, both ways authenticated), and the client
   certificate the provider itself and the operator use, handed to the operator in a Secret.
 
@@ -44,7 +44,8 @@ DEFAULT_CLIENT_SECRET: Final = "etcd-client-tls"
 provider is told another (``--etcd-client-secret``). The ControlPlane names it in
 ``spec.etcd.tlsSecretRef``."""
 BLOCK_FILE: Final = "address-block.json"
-PKI_DIR: Final = "pki"
+PKI_DIR: Final = "_pki"
+"""Not a valid namespace name, so no cluster folder (``<state_dir>/<namespace>/``) can be it."""
 CERTIFICATE_LIFETIME: Final = timedelta(days=365)
 _HOSTS_PER_BLOCK: Final = 254
 _PROBED_HOSTS: Final = 4
@@ -185,7 +186,7 @@ class MemberCertificate:
 
 
 class EtcdPKI:
-    """The CA of one provider's etcd clusters, kept under ``<state_dir>/pki/`` across restarts."""
+    """The CA of one provider's etcd clusters, kept under ``<state_dir>/_pki/`` across restarts."""
 
     def __init__(self, state_dir: Path) -> None:
         self.directory = state_dir / PKI_DIR

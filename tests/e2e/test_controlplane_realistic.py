@@ -27,6 +27,7 @@ from demo.observer import Observer
 from demo.tour import CONTROLPLANE, Tour, kill, rollout, scale_out
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
+from providers.localmachine.realistic import PKI_DIR
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
@@ -127,7 +128,7 @@ async def test_bootstrap_finds_the_members_from_internal_ips_over_tls(realistic:
     assert url.startswith("https://") and url.endswith(":2379")
     secret = await realistic.client.get("v1", "Secret", realistic.world.etcd_client_secret, NAMESPACE)
     assert set(secret["data"]) >= {"tls.crt", "tls.key", "ca.crt"}
-    ca_only = ssl.create_default_context(cafile=str(realistic.world.state_dir / "pki" / "ca.crt"))
+    ca_only = ssl.create_default_context(cafile=str(realistic.world.state_dir / PKI_DIR / "ca.crt"))
     async with EtcdClient([url], EtcdClientOptions(timeout=3, ssl_context=ca_only)) as anonymous:
         with pytest.raises(EtcdError):
             await anonymous.member_list()
