@@ -4,8 +4,7 @@
 matches members to Machines; the verdict is :func:`controllers.controlplane.rules.preflight`'s.
 A member belongs to a Machine when its name is the Machine's (or its Node's) name, or its id or
 peer URL is the one the Machine's annotations record (``local.cpo.dev/etcd-member-id``,
-``local.cpo.dev/etcd-peer-url``), or the host of its peer URL is one of the Machine's InternalIP
-addresses (the one fact every cloud gives, and the one the etcd-quorum-hook controller uses).
+``local.cpo.dev/etcd-peer-url``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from typing import Any, Final
 from controllers.controlplane.rules import EtcdFacts
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
 from controllers.etcd.tls import tls_context_from_secret
-from controllers.etcdquorum.rules import machine_info, member_belongs_to
 from runtime.client import Client
 
 ETCD_CLIENT_URL_ANNOTATION: Final = "local.cpo.dev/etcd-client-url"
@@ -88,12 +86,6 @@ def member_owner(member: Member, machines: Sequence[Mapping[str, Any]]) -> str |
             return str(metadata["name"])
         if annotations.get(ETCD_PEER_URL_ANNOTATION) in member.peer_urls:
             return str(metadata["name"])
-    # A member that has not started has no name, and a Machine has no nodeRef before its Node is
-    # up: the address is all a cloud says then. Asked second, so that where Machines share an
-    # address (every member on one host) the names and annotations above decide.
-    for machine in machines:
-        if member_belongs_to(member, machine_info(machine)):
-            return str(machine["metadata"]["name"])
     return None
 
 
