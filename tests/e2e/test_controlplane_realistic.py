@@ -185,7 +185,6 @@ async def test_the_quorum_monitor_saw_quorum_kept_and_never_more_than_one_extra_
     assert quorum_losses(samples) == [], [
         (samples[start].at, samples[end - 1].at) for start, end in quorum_losses(samples)
     ]
-    assert sum(1 for s in samples if s.error is not None) < len(samples) / 20
     # The observer pairs each quorum sample with the ControlPlane's replicas at that moment; the
     # tests only ever raised them, so the count read just after the sample bounds it.
     over = [
