@@ -235,6 +235,9 @@ class _Facts:
     unmanaged_nodes: list[str]
     etcd: EtcdView | None
     marked: list[MachineInfo] = field(default_factory=list)
+    etcd_options: EtcdClientOptions | None = None
+    """How this pass reached etcd (with the TLS context of ``spec.etcd.tlsSecretRef``); every
+    later etcd call of the pass must use it, or etcd's client-certificate auth refuses the call."""
 
 
 class ControlPlaneReconciler:
@@ -292,6 +295,7 @@ class ControlPlaneReconciler:
         deleting = {m["metadata"]["name"] for m in owned if m["metadata"].get("deletionTimestamp")}
         stacked = not (spec.etcd is not None and spec.etcd.external)
         view: EtcdView | None = None
+        options: EtcdClientOptions | None = None
         if stacked and owned:
             endpoints = etcd_endpoints(spec.etcd.endpoints if spec.etcd else None, owned)
             secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
@@ -310,6 +314,7 @@ class ControlPlaneReconciler:
             owned_by_others=sorted(m["metadata"]["name"] for m in ownership.owned_by_others),
             unmanaged_nodes=unmanaged,
             etcd=view,
+            etcd_options=options,
             marked=[info for info in infos if info.marked_unhealthy and not info.deleting],
         )
 
@@ -550,7 +555,7 @@ class ControlPlaneReconciler:
         target = next((i for i in candidates if i.name in view.member_ids), None)
         if target is None:
             return
-        async with EtcdClient([view.client_urls[name]], self.options.etcd) as etcd:
+        async with EtcdClient([view.client_urls[name]], facts.etcd_options or self.options.etcd) as etcd:
             try:
                 await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
             except EtcdError as err:

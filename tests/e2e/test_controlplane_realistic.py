@@ -7,8 +7,9 @@ named ``ip-127-X-Y-Z`` after that address (so Node and member names differ from 
 the etcd client certificate in a Secret the ControlPlane names in ``spec.etcd.tlsSecretRef``; and
 no annotation saying where a member is. The operator must find the members from the Machines'
 InternalIP addresses alone. The tests run in order on that world: bootstrap 3 voters, scale to
-5, a rolling update, a killed member remediated, then the ControlPlane deleted (its Machines
-stay). The quorum monitor samples etcd over TLS all along; the last test reads its whole record.
+5, a rolling update, a killed member remediated, a scale-in that deletes the leader's Machine
+(leadership is handed on first, over TLS), then the ControlPlane deleted (its Machines stay).
+The quorum monitor samples etcd over TLS all along; the last test reads its whole record.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
 from controllers.etcd.monitor import quorum_losses
 from demo.observer import Observer
-from demo.tour import CONTROLPLANE, Tour, kill, rollout, scale_out
+from demo.tour import CONTROLPLANE, Tour, kill, rollout, scale_out, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
 from providers.localmachine.realistic import PKI_DIR
@@ -38,6 +39,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_sc
 NAMESPACE = "realistic"
 CP = "controlplane.cpo.dev/v1alpha1"
 LOCATION_ANNOTATION_PREFIXES = ("etcd.cpo.dev/", "local.cpo.dev/etcd")
+DELETE_MACHINE_ANNOTATION = "machine.openshift.io/delete-machine"
+"""A scale-in deletes the Machine carrying it first (OpenShift's Machine API convention)."""
 
 
 @dataclass
@@ -46,6 +49,8 @@ class World:
     client: Client
     observer: Observer
     tour: Tour
+    scale_in_started: float | None = None
+    """When the scale from 5 to 3 began, on the quorum monitor's clock."""
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -152,9 +157,35 @@ async def test_a_killed_member_is_marked_and_replaced(realistic: World) -> None:
     await assert_cloud_like(realistic)
 
 
+async def test_scaling_in_hands_leadership_on_over_tls_before_deleting_the_leaders_machine(
+    realistic: World,
+) -> None:
+    monitor = realistic.observer.monitor
+    assert monitor is not None
+
+    async def leader() -> str | None:
+        return monitor.samples[-1].leader if monitor.samples else None
+
+    leading = await eventually(leader, within=30, what="etcd has a leader")
+    items = await machines(realistic.client)
+    victim = next(m["metadata"]["name"] for m in items if m["status"]["nodeRef"]["name"] == leading)
+    await realistic.tour.kubectl("annotate", "machine", victim, f"{DELETE_MACHINE_ANNOTATION}=")
+    realistic.scale_in_started = monitor.mark()
+    await realistic.tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", "3")
+    await realistic.tour.wait_for("3 voters", settled(3))
+    assert victim not in {m["metadata"]["name"] for m in await machines(realistic.client)}
+    # The operator's log, not its Events: by now the Event spam filter (25 per object, then one per
+    # 5 minutes) has long dropped the ControlPlane's Events.
+    log = realistic.world.log_path("operator").read_text(errors="replace")
+    assert f"Moved etcd leadership from {victim} to " in log, [
+        line for line in log.splitlines() if "leadership" in line.lower()
+    ]
+    assert "CERTIFICATE_VERIFY_FAILED" not in log
+
+
 async def test_deleting_the_controlplane_releases_its_machines(realistic: World) -> None:
     before = {m["metadata"]["name"] for m in await machines(realistic.client)}
-    assert len(before) == 5
+    assert len(before) == 3
     await realistic.client.delete(CP, "ControlPlane", CONTROLPLANE, NAMESPACE)
 
     async def gone() -> bool:
@@ -172,7 +203,7 @@ async def test_deleting_the_controlplane_releases_its_machines(realistic: World)
         m["metadata"].get("ownerReferences") for m in after
     ]
     sample = realistic.observer.latest
-    assert sample is not None and sample.voters == 5 and sample.healthy_voters == 5
+    assert sample is not None and sample.voters == 3 and sample.healthy_voters == 3
 
 
 async def test_the_quorum_monitor_saw_quorum_kept_and_never_more_than_one_extra_voter(
@@ -185,12 +216,15 @@ async def test_the_quorum_monitor_saw_quorum_kept_and_never_more_than_one_extra_
     assert quorum_losses(samples) == [], [
         (samples[start].at, samples[end - 1].at) for start, end in quorum_losses(samples)
     ]
-    # The observer pairs each quorum sample with the ControlPlane's replicas at that moment; the
-    # tests only ever raised them, so the count read just after the sample bounds it.
+    # The observer pairs each quorum sample with the ControlPlane's replicas read just after it.
+    # Until the scale-in the tests only raised them, so that count bounds the sample; from the
+    # scale-in on, voters only go down from the 5 the cluster had.
+    scale_in = realistic.scale_in_started
+    assert scale_in is not None
     over = [
         (s.at, s.voters, s.desired)
         for s in realistic.observer.samples
-        if s.desired and s.voters > s.desired + 1
+        if s.desired and s.voters > (s.desired + 1 if s.at < scale_in else 5)
     ]
     assert over == []
     assert max(s.voters for s in samples) == 6, "the rollout adds one voter at a time above 5"
