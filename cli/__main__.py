@@ -195,6 +195,28 @@ def _configure_localmachine(parser: argparse.ArgumentParser) -> None:
         help="longest wait between two attempts to join etcd (default: 10)",
     )
     parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="show the operator only what a cloud shows: each member on its own loopback address "
+        "(its Node's InternalIP) at ports 2379/2380, etcd over TLS with client certificates, Nodes "
+        "named ip-127-X-Y-Z, no annotation saying where a member is",
+    )
+    parser.add_argument(
+        "--address-block",
+        default=None,
+        metavar="127.X.Y",
+        help="with --realistic: the loopback /24 of this provider's members (default: the one "
+        "recorded in --state-dir, else a free one drawn at random)",
+    )
+    parser.add_argument(
+        "--etcd-client-secret",
+        default=None,
+        metavar="NAME",
+        help="with --realistic: the Secret, in each Machines' namespace, holding the etcd client "
+        "certificate (tls.crt, tls.key, ca.crt) for the ControlPlane's spec.etcd.tlsSecretRef "
+        "(default: etcd-client-tls)",
+    )
+    parser.add_argument(
         "--log-format",
         choices=["json", "console"],
         default=None,
@@ -227,6 +249,9 @@ def _run_localmachine(args: argparse.Namespace) -> int:
             health_timeout=args.health_timeout,
             stop_grace_period=args.stop_grace_period,
             join_backoff_max=args.join_backoff_max,
+            realistic=args.realistic,
+            address_block=args.address_block,
+            etcd_client_secret=args.etcd_client_secret,
         ).with_defaults()
     except (ValueError, RuntimeError) as err:
         print(f"cpo localmachine: {err}", file=sys.stderr)
@@ -251,7 +276,13 @@ def _run_localmachine(args: argparse.Namespace) -> int:
             print(f"cpo localmachine: {err}", file=sys.stderr)
             return 1
         setup_with_manager(manager, options)
-        print(f"localmachine provider running; members under {options.state_dir}", flush=True)
+        where = (
+            f"; addresses {options.address_block.prefix}.0/24, "
+            f"etcd client Secret {options.etcd_client_secret}"
+            if options.address_block is not None
+            else ""
+        )
+        print(f"localmachine provider running; members under {options.state_dir}{where}", flush=True)
         return await manager.run()
 
     return asyncio.run(serve())
@@ -437,6 +468,12 @@ def _configure_demo(parser: argparse.ArgumentParser) -> None:
         "--fast", action="store_true", help="health-check timeouts of seconds instead of minutes (for CI)"
     )
     parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="run the provider with --realistic: a loopback address per member, etcd over TLS with "
+        "client certificates, no annotation saying where a member is",
+    )
+    parser.add_argument(
         "--plain",
         action="store_true",
         help="plain log lines even in a terminal (default: a live panel there)",
@@ -453,6 +490,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             out=args.out,
             keep=args.keep,
             fast=args.fast,
+            realistic=args.realistic,
             live=False if args.plain else None,
         )
         options.with_defaults()

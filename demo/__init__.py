@@ -18,6 +18,7 @@ change; elsewhere (CI, a pipe) plain lines tell the same story.
 
     cpo demo                     # everything, about 5 minutes on 2 cores
     cpo demo --fast              # short health timeouts (CI)
+    cpo demo --realistic         # members on their own addresses, etcd over TLS, no provider hints
     cpo demo --keep              # then keep it running until stopped; prints KUBECONFIG and kubectl commands
     cpo demo --steps bootstrap,kill --replicas 5 --out /tmp/demo
 

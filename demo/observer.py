@@ -19,7 +19,8 @@ from typing import Any
 
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.etcd.client import EtcdClientOptions
-from controllers.etcd.membership import CLIENT_URL_ANNOTATION, quorum
+from controllers.etcd.membership import MachineIdentity, quorum
+from controllers.etcd.tls import tls_context_from_secret
 from demo.monitor import QuorumMonitor, QuorumSample
 
 FAILURE_DOMAIN_LABEL = "controlplane.cpo.dev/failure-domain"
@@ -35,6 +36,10 @@ class MachineView:
     deleting: bool
     failure_domain: str
     client_url: str | None
+    """The provider's client URL annotation, else ``https://<InternalIP>:2379``, as the operator finds it."""
+    node: str | None = None
+    """Its Node's name (``status.nodeRef``, else its Hostname address): the member's name when the
+    provider names members after Nodes, as its realistic mode does."""
     etcd_role: str = "-"
     """``voter``, ``learner`` or ``-`` (no member)."""
     etcd_healthy: bool = True
@@ -84,6 +89,11 @@ class Observer:
     """The quorum monitor, once the first member exists."""
     last_error: str | None = None
     """Why the latest attempt to sample the API server failed, if it did."""
+    tls_secret: str | None = None
+    """The Secret with the etcd client certificate (``tls.crt``, ``tls.key``, ``ca.crt``), read
+    once the first member exists; None: plain HTTP."""
+    client_options: EtcdClientOptions = field(default_factory=lambda: EtcdClientOptions(timeout=2.0))
+    """How the monitor (and the demo's writer) connect to etcd; TLS from :attr:`tls_secret`."""
     _started: float = field(default_factory=time.monotonic)
     _task: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -134,8 +144,11 @@ class Observer:
             urls = [m.client_url for m in machines if m.client_url]
             if not urls:
                 return None
+            if self.tls_secret is not None:
+                context = await tls_context_from_secret(self.client, self.namespace, self.tls_secret)
+                self.client_options = replace(self.client_options, ssl_context=context)
             # The monitor's clock starts here: the demo's timeline begins with the first member.
-            self.monitor = QuorumMonitor(urls, client_options=EtcdClientOptions(timeout=2.0))
+            self.monitor = QuorumMonitor(urls, client_options=self.client_options)
             await self.monitor.__aenter__()
         quorum = self.monitor.samples[-1] if self.monitor.samples else None
         if quorum is None:
@@ -157,8 +170,8 @@ class Observer:
                     (
                         replace(
                             m,
-                            etcd_role=roles.get(m.name, "-"),
-                            etcd_healthy=m.name not in quorum.unhealthy_voters,
+                            etcd_role=roles.get(m.node or "", roles.get(m.name, "-")),
+                            etcd_healthy=not {m.name, m.node} & set(quorum.unhealthy_voters),
                         )
                         for m in machines
                     ),
@@ -176,8 +189,8 @@ class Observer:
 
 
 def _roles(sample: QuorumSample) -> dict[str, str]:
-    """Member name → role; the monitor marks learners with a ``~`` suffix (members are named after
-    their Machine by the local provider)."""
+    """Member name → role; the monitor marks learners with a ``~`` suffix (the local provider names
+    members after their Machine, or in its realistic mode after their Node)."""
     return {name.removesuffix("~"): "learner" if name.endswith("~") else "voter" for name in sample.machines}
 
 
@@ -189,11 +202,17 @@ def _machine_view(machine: dict[str, Any]) -> MachineView:
     metadata = machine.get("metadata") or {}
     labels = metadata.get("labels") or {}
     value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    status = machine.get("status") or {}
+    addresses = {
+        address.get("type"): address.get("address") for address in reversed(status.get("addresses") or ())
+    }
+    client_url = MachineIdentity.from_machine(machine).endpoint
     return MachineView(
         name=str(metadata.get("name")),
         phase=str((machine.get("status") or {}).get("phase") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
         failure_domain=str(value.get("failureDomain") or labels.get(FAILURE_DOMAIN_LABEL) or ""),
-        client_url=(metadata.get("annotations") or {}).get(CLIENT_URL_ANNOTATION),
+        client_url=client_url,
+        node=(status.get("nodeRef") or {}).get("name") or addresses.get("Hostname"),
         marked_unhealthy=marked_for_remediation(machine),
     )

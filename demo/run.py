@@ -50,6 +50,9 @@ class DemoOptions:
     """Leave everything running at the end and print how to reach it. Defaults to False."""
     fast: bool | None = None
     """Short health-check timeouts (seconds, not minutes), for CI. Defaults to False."""
+    realistic: bool | None = None
+    """Run the provider in its realistic mode (``cpo localmachine --realistic``): the ControlPlane
+    names the etcd client Secret, and the demo's own etcd clients use it too. Defaults to False."""
     live: bool | None = None
     """A live terminal panel. Defaults to True when stdout is a terminal."""
 
@@ -69,6 +72,7 @@ class DemoOptions:
             out=(self.out or DEFAULT_OUT).absolute(),
             keep=bool(self.keep),
             fast=bool(self.fast),
+            realistic=bool(self.realistic),
             live=self.live,
         )
 
@@ -80,6 +84,7 @@ class ResolvedDemoOptions:
     out: Path
     keep: bool
     fast: bool
+    realistic: bool
     live: bool | None
 
 
@@ -90,7 +95,9 @@ async def run_demo(options: DemoOptions) -> int:
     with StopSignals() as signals, Progress(live=resolved.live) as progress:
         for line in await end_abandoned_worlds():
             progress.say(line)
-        world = DemoWorld(Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE)
+        world = DemoWorld(
+            Path(tempfile.mkdtemp(prefix="cpo-demo-")), namespace=NAMESPACE, realistic=resolved.realistic
+        )
         unpictured: dict[str, object] | None = None
         try:
             await signals.interruptible(world.start(progress.say))
@@ -127,10 +134,17 @@ async def _tour(
     from runtime.client import Client
 
     async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
-        observer = Observer(client, NAMESPACE)
-        writer = EtcdWriter(observer.endpoints)
+        observer = Observer(client, NAMESPACE, tls_secret=world.etcd_client_secret)
+        writer = EtcdWriter(observer.endpoints, client_options=lambda: observer.client_options)
         observer.writes_acknowledged = lambda: len(writer.stats.acknowledged)
-        tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=options.replicas, fast=options.fast)
+        tour = Tour(
+            world.kubeconfig_path,
+            NAMESPACE,
+            observer,
+            replicas=options.replicas,
+            fast=options.fast,
+            tls_secret=world.etcd_client_secret,
+        )
         failure: str | None = None
         verification: Verification | None = None
         async with observer, writer:

@@ -65,6 +65,8 @@ class Tour:
     failure_domains: tuple[str, ...] = ("zone-a", "zone-b", "zone-c")
     fast: bool = False
     step_budget: float = 240.0
+    tls_secret: str | None = None
+    """The etcd client certificate Secret the ControlPlane names (``spec.etcd.tlsSecretRef``)."""
     records: list[StepRecord] = field(default_factory=list)
     on_change: Callable[[], None] = lambda: None
 
@@ -123,6 +125,8 @@ class Tour:
                 for name in self.failure_domains
             ],
         }
+        if self.tls_secret is not None:
+            spec["etcd"] = {"tlsSecretRef": {"name": self.tls_secret}}
         if self.fast:
             # Seconds instead of OpenShift's minutes, so a killed member is replaced at once.
             spec["healthCheck"] = {

@@ -32,6 +32,7 @@ import yaml
 
 from demo.lifetime import die_with_parent, end_processes, world_environment, world_processes
 from providers.localmachine.etcd_process import recorded_processes
+from providers.localmachine.realistic import DEFAULT_CLIENT_SECRET
 from runtime.envtest.certs import CertificateAuthority
 from runtime.localproc import free_port
 
@@ -127,6 +128,8 @@ class DemoWorld:
     namespace: str = "demo"
     heartbeat_period: float = 0.5
     operators: int = 1
+    realistic: bool = False
+    """Run the provider with ``--realistic`` (its etcd client Secret: :attr:`etcd_client_secret`)."""
     children: list[ChildProcess] = field(default_factory=list)
     kubeconfig_path: Path = field(init=False)
     state_dir: Path = field(init=False)
@@ -137,6 +140,11 @@ class DemoWorld:
         self.kubeconfig_path = self.directory / "kubeconfig"
         self.state_dir = self.directory / "machines"
         (self.directory / "logs").mkdir(exist_ok=True)
+
+    @property
+    def etcd_client_secret(self) -> str | None:
+        """The Secret with the etcd client certificate in realistic mode; None otherwise."""
+        return DEFAULT_CLIENT_SECRET if self.realistic else None
 
     @property
     def webhook_port(self) -> int:
@@ -203,6 +211,7 @@ class DemoWorld:
                 "--heartbeat-period", str(self.heartbeat_period),
                 "--stop-grace-period", "3",
                 "--join-backoff-max", "1",
+                *(["--realistic"] if self.realistic else []),
             ),
         )  # fmt: skip
 

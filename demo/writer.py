@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Unavailable
 
@@ -52,8 +52,17 @@ class Verification:
 class EtcdWriter:
     """Writes unique keys in a loop until stopped; see the module docstring."""
 
-    def __init__(self, endpoints: Callable[[], Sequence[str]], *, prefix: str = "/cpo-demo/w/") -> None:
+    def __init__(
+        self,
+        endpoints: Callable[[], Sequence[str]],
+        *,
+        prefix: str = "/cpo-demo/w/",
+        client_options: Callable[[], EtcdClientOptions] = EtcdClientOptions,
+    ) -> None:
+        """``client_options`` gives how to connect (TLS), asked before each write; its timeout is
+        replaced by the writer's own."""
         self._endpoints = endpoints
+        self._client_options = client_options
         self.prefix = prefix
         self.stats = WriterStats()
         self._task: asyncio.Task[None] | None = None
@@ -79,8 +88,8 @@ class EtcdWriter:
 
     async def _run(self) -> None:
         sequence = 0
-        options = EtcdClientOptions(timeout=WRITE_TIMEOUT)
         while not self._stop.is_set():
+            options = replace(self._client_options(), timeout=WRITE_TIMEOUT)
             endpoints = list(self._endpoints())
             if not endpoints:
                 with contextlib.suppress(TimeoutError):
@@ -106,7 +115,7 @@ class EtcdWriter:
 
     async def verify(self, endpoints: Sequence[str]) -> Verification:
         """Read every key back (linearizable) and list the acknowledged writes that are not there."""
-        async with EtcdClient(list(endpoints), EtcdClientOptions(timeout=10)) as etcd:
+        async with EtcdClient(list(endpoints), replace(self._client_options(), timeout=10)) as etcd:
             stored = await etcd.get_prefix(self.prefix)
         lost = [
             key

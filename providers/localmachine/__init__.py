@@ -77,13 +77,39 @@ etcd ≥ 3.6, :attr:`providers.localmachine.etcd_process.EtcdProcessOptions.max_
 nothing else changes. For about 5 s after a member starts or is promoted, etcd refuses member
 adds ("unhealthy cluster"): reason ``WaitingForEtcdCluster``, retried the same way.
 
-Where the operator finds a machine's member: every member of this provider listens on the same
+Where the operator finds a machine's member (default mode): every member of this provider listens on the same
 host, so addresses cannot tell them apart, and the provider writes the operator's contract
 annotations (:mod:`controllers.etcd.membership`): ``etcd.cpo.dev/client-url``,
 ``etcd.cpo.dev/peer-url`` and ``etcd.cpo.dev/member-id`` (hex), together with
 ``spec.providerID``. The peer URL is also written *before* each ``member add`` (the URL that add
 asks for), so that a member etcd has always belongs to a Machine, even if the provider dies
 between the add and the rest.
+
+Realistic mode
+--------------
+``cpo localmachine --realistic`` (:attr:`LocalMachineOptions.realistic`) shows the operator only
+what a cloud shows it (see :mod:`providers.localmachine.realistic`):
+
+* every member listens on a **loopback address of its own** at the standard ports, 2379 for
+  clients and 2380 for peers. The provider takes a block ``127.X.Y.0/24`` (``--address-block
+  127.X.Y``; by default one drawn at random whose first addresses are free on both ports, so two
+  providers run side by side), records it in ``<state_dir>/address-block.json`` and hands its
+  addresses out in turn; an address is handed out again only once no member record holds it.
+  Linux routes all of 127.0.0.0/8 to ``lo``: nothing to set up.
+* that address is the Machine's ``status.addresses`` InternalIP (written *before* the member
+  add, as a cloud reports an instance's private address before anything runs on it) and its
+  Node's. The **Node is named after it**, as clouds name instances (``127.5.3.1`` →
+  ``ip-127-5-3-1``, also the Hostname address), and the **etcd member is named after the Node**,
+  as OpenShift names them: no name the operator sees is the Machine's.
+* etcd serves **TLS with client-certificate auth** on both ports, from a CA the provider creates
+  under ``<state_dir>/_pki/`` (kept across restarts); each member's certificate names its address.
+  The client certificate, its key and the CA go into the Secret ``etcd-client-tls``
+  (``--etcd-client-secret``) of each Machines' namespace as ``tls.crt``, ``tls.key`` and
+  ``ca.crt``: name it in the ControlPlane's ``spec.etcd.tlsSecretRef``. The provider's own etcd
+  calls (member add, health reads) use the same certificate.
+* **no annotation** says where a member is: the operator derives ``https://<InternalIP>:2379``
+  and maps members to Machines by their peer URL's host. The fault annotation below stays: it is
+  a test control, not a fact about the cluster.
 
 Lifecycle
 ---------

@@ -41,7 +41,9 @@ Ports and start-up
 ------------------
 Client and peer ports are picked free on the host (port 0 probing). Another process can take a
 port between the probe and etcd's bind; a start that fails on "address already in use" is retried
-with new ports (a join first removes the member it added). A member counts as started once its
+with new ports (a join first removes the member it added). With a :class:`MemberPlacement`
+(the provider's realistic mode) each member instead gets an address of its own at fixed ports,
+an etcd name and TLS flags from it, and a retry gets a new address. A member counts as started once its
 client port answers ``/v3/maintenance/status`` and it knows a leader.
 
 Faults
@@ -106,6 +108,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from controllers.etcd.client import (
     EtcdClient,
@@ -282,6 +285,23 @@ class EtcdServerTLS:
         return flags
 
 
+@dataclass(frozen=True)
+class MemberPlacement:
+    """Where members listen when each gets an address of its own (the provider's realistic mode),
+    instead of free ports on :attr:`EtcdProcessOptions.host`."""
+
+    allocate_host: Callable[[], str]
+    """A new member's address; called synchronously right before its record is written, so
+    within one event loop no two members get the same one."""
+    member_name: Callable[[str], str]
+    """The etcd member name of the member at an address (the provider names it after its Node)."""
+    tls_flags: Callable[[Path, str, str], Mapping[str, list[str]]] | None = None
+    """etcd's TLS flags for the member in a folder, at an address, of a name (certificates issued
+    there as needed); with it both URLs are ``https``. Needs client options that authenticate."""
+    client_port: int = 2379
+    peer_port: int = 2380
+
+
 @dataclass
 class EtcdProcessOptions:
     """How :class:`EtcdSupervisor` runs etcd. ``None`` means "use the default" named per field."""
@@ -433,12 +453,24 @@ class MemberProcess:
     """``new`` for the member that bootstrapped the cluster, ``existing`` for members that joined."""
     argv: tuple[str, ...]
     """The command line, reused by :meth:`EtcdSupervisor.start` after a stop or crash."""
+    member_name: str | None = None
+    """The etcd member name when it is not :attr:`name` (a :class:`MemberPlacement` names it)."""
     member_id: int | None = None
     """The etcd member id once known (at once for a join, from the first status for a bootstrap)."""
     learner: bool = False
     """Whether it joined as a learner (it may have been promoted since: ask etcd)."""
     process: ProcessIdentity | None = None
     """The running process, or None when it is not running."""
+
+    @property
+    def etcd_name(self) -> str:
+        """The name etcd knows the member by."""
+        return self.member_name or self.name
+
+    @property
+    def host(self) -> str:
+        """The address the member listens on."""
+        return url_host_of(self.client_url)
 
     @property
     def adding(self) -> bool:
@@ -494,6 +526,7 @@ class MemberProcess:
             "peerURL": self.peer_url,
             "clusterState": self.cluster_state,
             "argv": list(self.argv),
+            "memberName": self.member_name,
             "memberID": None if self.member_id is None else str(self.member_id),
             "learner": self.learner,
             "pid": None if self.process is None else self.process.pid,
@@ -514,6 +547,7 @@ class MemberProcess:
             peer_url=str(raw["peerURL"]),
             cluster_state=state,
             argv=tuple(str(arg) for arg in raw["argv"]),
+            member_name=None if raw.get("memberName") is None else str(raw["memberName"]),
             member_id=None if member_id is None else int(member_id),
             learner=bool(raw.get("learner", False)),
             process=ProcessIdentity(int(pid), int(start_time))
@@ -540,10 +574,13 @@ class EtcdSupervisor:
         self,
         state_dir: Path | str,
         options: EtcdProcessOptions | ResolvedEtcdProcessOptions | None = None,
+        placement: MemberPlacement | None = None,
     ) -> None:
         """``options`` may be already resolved, so that many supervisors (one per cluster, as the
-        ``localmachine`` provider keeps them) share one ``etcd --help`` probe."""
+        ``localmachine`` provider keeps them) share one ``etcd --help`` probe. ``placement`` gives
+        each new member an address (and name, and certificate) of its own."""
         self.state_dir = Path(state_dir)
+        self.placement = placement
         self.options = (
             options
             if isinstance(options, ResolvedEtcdProcessOptions)
@@ -622,18 +659,31 @@ class EtcdSupervisor:
             flags["initial-cluster-token"] = [f"cpo-{uuid.uuid4().hex[:12]}"]
         if self.options.client_tls is not None:
             flags.update(self.options.client_tls.flags())
+        if self.placement is not None and self.placement.tls_flags is not None:
+            flags.update(self.placement.tls_flags(directory, url_host_of(client_url), name))
         if self.options.no_fsync:
             flags["unsafe-no-fsync"] = ["true"]
         if self.options.max_learners_flag is not None:
             flags[self.options.max_learners_flag.removeprefix("--")] = [str(self.options.max_learners)]
         return (str(self.options.binary), *render_flags(flags, self.options.extra_flags))
 
-    def _urls(self) -> tuple[str, str]:
+    def _urls(self) -> tuple[str, str, str | None]:
+        """A new member's client URL, peer URL and etcd name (None: the record's name)."""
+        placement = self.placement
+        if placement is not None:
+            host = placement.allocate_host()
+            scheme = "http" if placement.tls_flags is None else "https"
+            return (
+                f"{scheme}://{url_host(host)}:{placement.client_port}",
+                f"{scheme}://{url_host(host)}:{placement.peer_port}",
+                placement.member_name(host),
+            )
         host = self.options.host
         scheme = "http" if self.options.client_tls is None else "https"
         return (
             f"{scheme}://{url_host(host)}:{free_port(host)}",
             f"http://{url_host(host)}:{free_port(host)}",
+            None,
         )
 
     async def bootstrap(self, name: str) -> MemberProcess:
@@ -651,9 +701,12 @@ class EtcdSupervisor:
         directory = self._directory(name)
         last_error: EtcdProcessError | None = None
         for _ in range(_START_ATTEMPTS):
-            client_url, peer_url = self._urls()
-            argv = self._argv(name, directory, client_url, peer_url, f"{name}={peer_url}", "new")
-            member = MemberProcess(name, directory, client_url, peer_url, "new", argv)
+            client_url, peer_url, member_name = self._urls()
+            etcd_name = member_name or name
+            argv = self._argv(etcd_name, directory, client_url, peer_url, f"{etcd_name}={peer_url}", "new")
+            member = MemberProcess(
+                name, directory, client_url, peer_url, "new", argv, member_name=member_name
+            )
             try:
                 return await self._spawn(member)
             except _PortTaken as err:
@@ -703,8 +756,17 @@ class EtcdSupervisor:
                     await cluster.remove(added_before.member.id)
             await self._forget(name)
         for _ in range(_START_ATTEMPTS):
-            client_url, peer_url = self._urls()
-            adding = MemberProcess(name, directory, client_url, peer_url, "existing", (), learner=learner)
+            client_url, peer_url, member_name = self._urls()
+            adding = MemberProcess(
+                name,
+                directory,
+                client_url,
+                peer_url,
+                "existing",
+                (),
+                member_name=member_name,
+                learner=learner,
+            )
             # Recorded before the add: a supervisor that dies before the add's answer still knows
             # which peer URL it asked etcd to add, and the next join finds that member.
             _write_state(adding)
@@ -735,11 +797,11 @@ class EtcdSupervisor:
     async def _start_added(self, adding: MemberProcess, added: MemberAddResult) -> MemberProcess:
         """Record the member etcd added for ``adding`` (its id and command line), then start it."""
         argv = self._argv(
-            adding.name,
+            adding.etcd_name,
             adding.directory,
             adding.client_url,
             adding.peer_url,
-            added.initial_cluster(adding.name),
+            added.initial_cluster(adding.etcd_name),
             "existing",
         )
         member = replace(adding, argv=argv, member_id=added.member.id)
@@ -900,6 +962,11 @@ class EtcdSupervisor:
         return True
 
 
+def url_host_of(url: str) -> str:
+    """The host of ``url`` without IPv6 brackets (``https://127.5.3.1:2379`` → ``127.5.3.1``)."""
+    return urlsplit(url).hostname or ""
+
+
 class _PortTaken(EtcdProcessError):
     """etcd could not bind a port we picked: another process took it between the probe and the bind."""
 
@@ -937,6 +1004,7 @@ __all__ = [
     "EtcdProcessOptions",
     "EtcdServerTLS",
     "EtcdSupervisor",
+    "MemberPlacement",
     "MemberProcess",
     "ProcessIdentity",
     "ResolvedEtcdProcessOptions",

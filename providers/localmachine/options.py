@@ -18,6 +18,7 @@ from typing import Final
 
 from controllers.etcd.client import EtcdClientOptions
 from providers.localmachine.etcd_process import EtcdProcessOptions, ResolvedEtcdProcessOptions
+from providers.localmachine.realistic import DEFAULT_CLIENT_SECRET, AddressBlock, EtcdPKI
 from runtime.controller import ControllerOptions
 
 DEFAULT_HEARTBEAT_PERIOD: Final = 10.0
@@ -65,10 +66,27 @@ class LocalMachineOptions:
     """Options of the Machine controller. Defaults to 4 concurrent reconciles, so that one slow
     member start does not delay the other machines' heartbeats."""
 
+    realistic: bool | None = None
+    """Show the operator only what a cloud shows it: each member on a loopback address of its own
+    (its Node's InternalIP) at ports 2379/2380, etcd over TLS with client-certificate auth, Nodes
+    named after the address, and no annotation saying where a member is (see the package
+    docstring). Defaults to False: every member on 127.0.0.1 at free ports, plain HTTP, and the
+    location annotations written."""
+
+    address_block: str | None = None
+    """Realistic mode: the loopback /24 of this provider's members, as ``127.X.Y``. Defaults to the
+    block recorded in the state directory, else one drawn at random whose first addresses are free."""
+
+    etcd_client_secret: str | None = None
+    """Realistic mode: name of the Secret, in each Machines' namespace, with the etcd client
+    certificate (``tls.crt``, ``tls.key``, ``ca.crt``); the ControlPlane names it in
+    ``spec.etcd.tlsSecretRef``. Defaults to ``etcd-client-tls``."""
+
     def with_defaults(self) -> ResolvedLocalMachineOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change.
 
-        Resolves the etcd options too, which runs ``etcd --help`` once.
+        Resolves the etcd options too, which runs ``etcd --help`` once. In realistic mode this
+        also records the address block and creates the CA under ``state_dir`` (kept for restarts).
         """
         if self.state_dir is None or str(self.state_dir) == "":
             raise ValueError(
@@ -119,6 +137,22 @@ class LocalMachineOptions:
                 controller, max_concurrent_reconciles=DEFAULT_MAX_CONCURRENT_RECONCILES
             )
         controller.with_defaults()  # checked now, not when the controller starts
+        realistic = bool(self.realistic)
+        block: AddressBlock | None = None
+        pki: EtcdPKI | None = None
+        if not realistic and (self.address_block is not None or self.etcd_client_secret is not None):
+            raise ValueError("LocalMachineOptions: address_block and etcd_client_secret need realistic=True")
+        if realistic:
+            if etcd.host is not None or etcd.client_tls is not None:
+                raise ValueError(
+                    "LocalMachineOptions.realistic gives every member its own address and certificate: "
+                    "leave etcd.host and etcd.client_tls unset"
+                )
+            state_dir = Path(self.state_dir)
+            block = AddressBlock.for_state_dir(state_dir, self.address_block)
+            pki = EtcdPKI(state_dir)
+            if etcd.client_options is None:
+                etcd = dataclasses.replace(etcd, client_options=pki.client_options(timeout=2.0))
         resolved_etcd = etcd.with_defaults()
         return ResolvedLocalMachineOptions(
             state_dir=Path(self.state_dir),
@@ -130,6 +164,9 @@ class LocalMachineOptions:
             etcd=resolved_etcd,
             client_options=resolved_etcd.client_options,
             controller=controller,
+            address_block=block,
+            pki=pki,
+            etcd_client_secret=self.etcd_client_secret or DEFAULT_CLIENT_SECRET,
         )
 
 
@@ -148,3 +185,12 @@ class ResolvedLocalMachineOptions:
     """How the provider's own etcd calls (joins, health reads) connect: the etcd options' client
     options; health reads use ``health_timeout`` instead of their timeout."""
     controller: ControllerOptions
+    address_block: AddressBlock | None = None
+    """Realistic mode: the block the members' addresses come from; None in the default mode."""
+    pki: EtcdPKI | None = None
+    """Realistic mode: the CA and certificates of the members; None in the default mode."""
+    etcd_client_secret: str = DEFAULT_CLIENT_SECRET
+
+    @property
+    def realistic(self) -> bool:
+        return self.address_block is not None

@@ -31,8 +31,14 @@ from controllers.etcd.client import (
     UnhealthyCluster,
 )
 from controllers.etcd.membership import CLIENT_URL_ANNOTATION, MEMBER_ID_ANNOTATION, PEER_URL_ANNOTATION
-from providers.localmachine.etcd_process import EtcdProcessError, EtcdSupervisor, MemberProcess
+from providers.localmachine.etcd_process import (
+    EtcdProcessError,
+    EtcdSupervisor,
+    MemberPlacement,
+    MemberProcess,
+)
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
+from providers.localmachine.realistic import AddressAllocator, node_name, recorded_hosts
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client
@@ -214,6 +220,21 @@ class LocalMachineReconciler:
         self._supervisors: dict[str, EtcdSupervisor] = {}
         self._cluster_locks: dict[str, asyncio.Lock] = {}
         self._join_attempts: dict[tuple[str, str], int] = {}
+        self._placement = self._member_placement()
+        self._secrets_written: set[str] = set()
+
+    def _member_placement(self) -> MemberPlacement | None:
+        """Realistic mode: each member on an address of the block, named after its Node, with TLS."""
+        block, pki = self.options.address_block, self.options.pki
+        if block is None or pki is None:
+            return None
+        state_dir = self.options.state_dir
+        allocator = AddressAllocator(state_dir, block, lambda: recorded_hosts(state_dir))
+        return MemberPlacement(
+            allocate_host=allocator.allocate,
+            member_name=node_name,
+            tls_flags=lambda directory, host, name: pki.member_certificate(directory, host, name).flags(),
+        )
 
     # ------------------------------------------------------------------------------ clusters
 
@@ -221,7 +242,7 @@ class LocalMachineReconciler:
         """The supervisor of one cluster's members (``<state_dir>/<cluster>/``)."""
         supervisor = self._supervisors.get(cluster)
         if supervisor is None:
-            supervisor = EtcdSupervisor(self.options.state_dir / cluster, self.options.etcd)
+            supervisor = EtcdSupervisor(self.options.state_dir / cluster, self.options.etcd, self._placement)
             self._supervisors[cluster] = supervisor
         return supervisor
 
@@ -283,28 +304,24 @@ class LocalMachineReconciler:
             return Result()
         if (machine.get("status") or {}).get("phase") != PHASE_PROVISIONING:
             await self._patch_status(machine, {"phase": PHASE_PROVISIONING})
+        await self._ensure_client_secret(namespace)
         try:
             member = await self._ensure_member(supervisor, name, announce=self._announcer(machine))
         except _Waiting as waiting:
             return await self._wait_to_join(machine, waiting)
         self._join_attempts.pop((namespace, name), None)
         provider_id = f"local:///{name}"
-        patched = await self.client.patch(
-            API_VERSION,
-            "Machine",
-            name,
-            {
-                "metadata": {
-                    "annotations": {
-                        ETCD_CLIENT_URL_ANNOTATION: member.client_url,
-                        ETCD_PEER_URL_ANNOTATION: member.peer_url,
-                        ETCD_MEMBER_ID_ANNOTATION: f"{member.member_id or 0:x}",
-                    }
-                },
-                "spec": {"providerID": provider_id},
-            },
-            namespace,
-        )
+        patch: JSON = {"spec": {"providerID": provider_id}}
+        if not self.options.realistic:
+            # All members share 127.0.0.1 here, so the address alone names none of them.
+            patch["metadata"] = {
+                "annotations": {
+                    ETCD_CLIENT_URL_ANNOTATION: member.client_url,
+                    ETCD_PEER_URL_ANNOTATION: member.peer_url,
+                    ETCD_MEMBER_ID_ANNOTATION: f"{member.member_id or 0:x}",
+                }
+            }
+        patched = await self.client.patch(API_VERSION, "Machine", name, patch, namespace)
         kind = "joined as a learner" if member.learner else "bootstrapped a new etcd cluster"
         conditions, _ = _set_condition(
             (patched.get("status") or {}).get("conditions"),
@@ -316,7 +333,7 @@ class LocalMachineReconciler:
         )
         status = {
             "phase": PHASE_PROVISIONED,
-            "addresses": self._addresses(name),
+            "addresses": self._addresses(machine, member),
             "conditions": conditions,
             "errorReason": None,
             "errorMessage": None,
@@ -341,10 +358,15 @@ class LocalMachineReconciler:
         were deleted meanwhile: its hook would come off and the member stay in etcd for good.
         Naming it first changes nothing else: until the add lands no member has that peer URL,
         so the annotation maps no member to the Machine.
+        In realistic mode the Machine's addresses say it instead, as a cloud reports an instance's
+        private address before anything runs on it: the member's peer URL host is that InternalIP.
         """
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
 
         async def announce(member: MemberProcess) -> None:
+            if self.options.realistic:
+                await self._patch_status(machine, {"addresses": self._addresses(machine, member)})
+                return
             await self.client.patch(
                 API_VERSION,
                 "Machine",
@@ -461,15 +483,20 @@ class LocalMachineReconciler:
             )
             return Result()
         await self._apply_faults(machine, supervisor, member)
-        node = await self._ensure_node(machine, zone)
+        node = await self._ensure_node(machine, member, zone)
         if node is None:
             return Result(requeue_after=self.options.heartbeat_period)
         await self._heartbeat(machine, supervisor, node)
         status = machine.get("status") or {}
-        node_ref = {"kind": "Node", "name": name, "uid": node["metadata"].get("uid")}
-        if status.get("phase") != PHASE_RUNNING or status.get("nodeRef") != node_ref:
+        node_ref = {"kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"].get("uid")}
+        addresses = self._addresses(machine, member)
+        if (
+            status.get("phase") != PHASE_RUNNING
+            or status.get("nodeRef") != node_ref
+            or status.get("addresses") != addresses
+        ):
             await self._patch_status(
-                machine, {"phase": PHASE_RUNNING, "nodeRef": node_ref, "addresses": self._addresses(name)}
+                machine, {"phase": PHASE_RUNNING, "nodeRef": node_ref, "addresses": addresses}
             )
         return Result(requeue_after=self.options.heartbeat_period)
 
@@ -492,10 +519,21 @@ class LocalMachineReconciler:
         if fault is not None and fault not in FAULTS:
             _log.info("unknown fault ignored", fault=fault, known=list(FAULTS))
 
-    async def _ensure_node(self, machine: JSON, zone: str | None) -> JSON | None:
+    def _node_name(self, machine: Mapping[str, Any], member: MemberProcess | None) -> str:
+        """The Machine's Node name: the Machine's own name, or in realistic mode the one a cloud
+        gives an instance, from its address (the etcd member has that name too); a deleting
+        Machine whose member record is gone keeps the name its ``status.nodeRef`` recorded."""
+        if not self.options.realistic:
+            return str(machine["metadata"]["name"])
+        if member is not None:
+            return member.etcd_name
+        return str(((machine.get("status") or {}).get("nodeRef") or {}).get("name") or "")
+
+    async def _ensure_node(self, machine: JSON, member: MemberProcess, zone: str | None) -> JSON | None:
         """The Machine's Node, created if missing; None when that Node belongs to another Machine."""
-        name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
-        owner = f"{namespace}/{name}"
+        machine_name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+        name = self._node_name(machine, member)
+        owner = f"{namespace}/{machine_name}"
         labels = {LABEL_MASTER: "", LABEL_CONTROL_PLANE: "", LABEL_HOSTNAME: name}
         if zone is not None:
             labels[LABEL_ZONE] = zone
@@ -506,7 +544,7 @@ class LocalMachineReconciler:
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": name, "labels": labels, "annotations": {NODE_MACHINE_ANNOTATION: owner}},
-                "spec": {"providerID": f"local:///{name}"},
+                "spec": {"providerID": f"local:///{machine_name}"},
             }
             try:
                 node = await self.client.create(body)
@@ -587,15 +625,15 @@ class LocalMachineReconciler:
         }
         if previous == ready:
             return
-        name = machine["metadata"]["name"]
+        member = supervisor.get(machine["metadata"]["name"])
         await self.client.patch_status(
             "v1",
             "Node",
-            name,
+            node["metadata"]["name"],
             {
                 "status": {
                     "conditions": [c for c in conditions if c.get("type") != "Ready"] + [ready],
-                    "addresses": self._addresses(name),
+                    "addresses": self._addresses(machine, member),
                 }
             },
         )
@@ -617,7 +655,7 @@ class LocalMachineReconciler:
         if status.get("phase") != PHASE_DELETING:
             machine = await self._patch_status(machine, {"phase": PHASE_DELETING})
         member = supervisor.get(name)
-        node = await self._get_own_node(machine)
+        node = await self._get_own_node(machine, member)
         if member is not None:
             await self._apply_faults(machine, supervisor, member)
         hooks = (machine.get("spec") or {}).get("lifecycleHooks") or {}
@@ -628,7 +666,9 @@ class LocalMachineReconciler:
         if held:
             return await self._hold_for_hooks(machine, supervisor, member, node, conditions, drain_changed)
         if node is not None and not (node.get("spec") or {}).get("unschedulable"):
-            node = await self.client.patch("v1", "Node", name, {"spec": {"unschedulable": True}})
+            node = await self.client.patch(
+                "v1", "Node", node["metadata"]["name"], {"spec": {"unschedulable": True}}
+            )
         conditions, terminate_changed, held = _hook_gate(
             conditions,
             hooks.get("preTerminate") or [],
@@ -647,7 +687,7 @@ class LocalMachineReconciler:
         await supervisor.remove(name)
         if node is not None:
             try:
-                await self.client.delete("v1", "Node", name)
+                await self.client.delete("v1", "Node", node["metadata"]["name"])
             except NotFound:
                 pass
         await self._remove_finalizer(machine)
@@ -673,10 +713,13 @@ class LocalMachineReconciler:
             await self._patch_status(machine, {"conditions": conditions})
         return Result(requeue_after=self.options.heartbeat_period)
 
-    async def _get_own_node(self, machine: JSON) -> JSON | None:
+    async def _get_own_node(self, machine: JSON, member: MemberProcess | None) -> JSON | None:
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
+        node_name = self._node_name(machine, member)
+        if not node_name:
+            return None
         try:
-            node = await self.client.get("v1", "Node", name)
+            node = await self.client.get("v1", "Node", node_name)
         except NotFound:
             return None
         claimed = (node["metadata"].get("annotations") or {}).get(NODE_MACHINE_ANNOTATION)
@@ -711,11 +754,29 @@ class LocalMachineReconciler:
             API_VERSION, "Machine", metadata["name"], {"status": status}, metadata.get("namespace")
         )
 
-    def _addresses(self, name: str) -> list[JSON]:
+    def _addresses(self, machine: Mapping[str, Any], member: MemberProcess | None) -> list[JSON]:
+        """The Machine's (and its Node's) addresses: InternalIP where its member listens, Hostname
+        its Node name."""
+        host = member.host if member is not None and self.options.realistic else self.options.etcd.host
         return [
-            NodeAddress(type="InternalIP", address=self.options.etcd.host).to_dict(),
-            NodeAddress(type="Hostname", address=name).to_dict(),
+            NodeAddress(type="InternalIP", address=host).to_dict(),
+            NodeAddress(type="Hostname", address=self._node_name(machine, member)).to_dict(),
         ]
+
+    async def _ensure_client_secret(self, namespace: str) -> None:
+        """Realistic mode: the Secret with the etcd client certificate in ``namespace``, written
+        once per namespace and process (an existing one is brought up to date)."""
+        pki = self.options.pki
+        if pki is None or namespace in self._secrets_written:
+            return
+        secret = pki.client_secret(self.options.etcd_client_secret, namespace)
+        try:
+            await self.client.create(secret)
+        except AlreadyExists:
+            await self.client.patch(
+                "v1", "Secret", self.options.etcd_client_secret, {"data": secret["data"]}, namespace
+            )
+        self._secrets_written.add(namespace)
 
     def _event(self, machine: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         if reason.startswith("Fault"):

@@ -87,13 +87,33 @@ class CertificateAuthority:
         cert = _builder(name, name, key.public_key(), valid_for, ca=True).sign(key, hashes.SHA256())
         return cls(key, cert, valid_for)
 
+    @classmethod
+    def load(
+        cls, cert_pem: bytes, key_pem: bytes, *, valid_for: timedelta = timedelta(days=1)
+    ) -> CertificateAuthority:
+        """The CA written earlier as ``cert_pem``/``key_pem`` (a tool that keeps its CA across restarts);
+        ``valid_for`` is how long the certificates it issues from now on stay valid."""
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError("the CA key is not an ECDSA key written by CertificateAuthority")
+        return cls(key, x509.load_pem_x509_certificate(cert_pem), valid_for)
+
+    def peer_cert(self, hosts: list[str], common_name: str) -> CertPair:
+        """A certificate for ``hosts`` that serves and also authenticates as a client (both usages),
+        as etcd members need: each is a server to its clients and a client of its peers."""
+        return self._issue(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]),
+            [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
+            _subject_alternative_names(hosts),
+        )
+
     def serving_cert(self, hosts: list[str] | None = None) -> CertPair:
         """A TLS server certificate for ``hosts``: IP literals become IP SANs, anything else DNS SANs."""
         names = list(hosts) if hosts is not None else list(DEFAULT_SERVING_HOSTS)
         common_name = names[0] if names else "cpo-envtest-serving"
         return self._issue(
             x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]),
-            ExtendedKeyUsageOID.SERVER_AUTH,
+            [ExtendedKeyUsageOID.SERVER_AUTH],
             _subject_alternative_names(names),
         )
 
@@ -101,15 +121,18 @@ class CertificateAuthority:
         """A TLS client certificate that kube-apiserver maps to ``user`` (CN) in ``groups`` (one O each)."""
         attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups or []]
         attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
-        return self._issue(x509.Name(attributes), ExtendedKeyUsageOID.CLIENT_AUTH, [])
+        return self._issue(x509.Name(attributes), [ExtendedKeyUsageOID.CLIENT_AUTH], [])
 
     def _issue(
-        self, subject: x509.Name, usage: x509.ObjectIdentifier, alternative_names: list[x509.GeneralName]
+        self,
+        subject: x509.Name,
+        usages: list[x509.ObjectIdentifier],
+        alternative_names: list[x509.GeneralName],
     ) -> CertPair:
         key = _new_key()
         builder = (
             _builder(subject, self._cert.subject, key.public_key(), self._valid_for, ca=False)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False
             )
