@@ -14,13 +14,8 @@ import pytest_asyncio
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
 from tests.support.controlplane import controlplane, get_cp, running_controlplane
-from tests.support.localmachine import (
-    CRD_DIR,
-    eventually,
-    kill_recorded,
-    provider_options,
-    track_state_dir,
-)
+from tests.support.localmachine import CRD_DIR, kill_recorded, provider_options, track_state_dir
+from tests.support.poll import eventually
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl, pytest.mark.slow]
 
@@ -53,7 +48,7 @@ async def test_kubectl_get_and_describe_a_controlplane(
             cp = await get_cp(kube, name, namespace)
             return ((cp or {}).get("status") or {}).get("phase") == "Running"
 
-        await eventually(running, within=30, what="ControlPlane Running")
+        await eventually(running, timeout=30, message="ControlPlane Running")
         table = await k.run("get", "cp", name)
         header, row = table.splitlines()[:2]
         assert header.split() == ["NAME", "DESIRED", "READY", "UPDATED", "AVAILABLE", "PHASE", "AGE"]

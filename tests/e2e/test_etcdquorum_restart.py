@@ -42,7 +42,6 @@ from tests.support.etcdquorum import (
 )
 from tests.support.localmachine import (
     CRD_DIR,
-    eventually,
     get_machine,
     kill_recorded,
     provider_options,
@@ -50,6 +49,7 @@ from tests.support.localmachine import (
     set_fault,
     track_state_dir,
 )
+from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
 pytestmark = pytest.mark.slow
@@ -108,15 +108,15 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
             async with QuorumMonitor([url]) as monitor, EtcdClient([url]) as etcd:
                 await eventually(
                     lambda: _latest(monitor, voters=3, learners=0),
-                    within=START_WITHIN + 60,
-                    what=f"cpo run promoted two learners; log:\n{operator.log()[-3000:]}",
+                    timeout=START_WITHIN + 60,
+                    message=f"cpo run promoted two learners; log:\n{operator.log()[-3000:]}",
                 )
                 bootstrapped = monitor.mark()
 
                 # --- 1. the replacement joins and is promoted; cpo run dies before the old member goes.
                 await kube.create(cp_machine(m3, namespace, zone="zone-a"))
                 sample = await eventually(
-                    lambda: _latest(monitor, voters=4, learners=0), within=60, what=f"{m3} promoted"
+                    lambda: _latest(monitor, voters=4, learners=0), timeout=60, message=f"{m3} promoted"
                 )
                 await operator.kill()
                 leader = sample.leader
@@ -126,7 +126,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 await kube.delete(API_VERSION, "Machine", old, namespace)
                 await set_fault(kube, frozen, namespace, "stop")
                 await eventually(
-                    lambda: _latest(monitor, healthy_voters=3), within=15, what=f"{frozen} stopped"
+                    lambda: _latest(monitor, healthy_voters=3), timeout=15, message=f"{frozen} stopped"
                 )
 
                 # A new process takes over: with a voter frozen, removing the old member would leave
@@ -138,7 +138,9 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                     return "HealthyVotersBelowDesired" in message and frozen in message
 
                 await eventually(
-                    waiting, within=START_WITHIN, what=f"the wait is reported; log:\n{operator.log()[-3000:]}"
+                    waiting,
+                    timeout=START_WITHIN,
+                    message=f"the wait is reported; log:\n{operator.log()[-3000:]}",
                 )
                 assert any(m.name == old for m in await etcd.member_list())
 
@@ -149,8 +151,8 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 await set_fault(kube, frozen, namespace, None)
                 await eventually(
                     lambda: _gone_from(etcd, old),
-                    within=60,
-                    what=f"{old}'s member removed; log:\n{operator.log()[-3000:]}",
+                    timeout=60,
+                    message=f"{old}'s member removed; log:\n{operator.log()[-3000:]}",
                 )
                 await operator.kill()
                 assert hook_owner(await get_machine(kube, old, namespace)) == HOOK_OWNER
@@ -160,8 +162,8 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 operator = await start_operator(operator_kubeconfig, log)
                 await eventually(
                     lambda: _now(old in timeline.gone),
-                    within=START_WITHIN,
-                    what=f"{old} gone; log:\n{operator.log()[-3000:]}",
+                    timeout=START_WITHIN,
+                    message=f"{old} gone; log:\n{operator.log()[-3000:]}",
                 )
                 members = await etcd.member_list()
                 survivors = [n for n in names if n != old]

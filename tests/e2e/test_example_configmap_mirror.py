@@ -6,8 +6,7 @@ import asyncio
 import os
 import signal
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +16,11 @@ import pytest_asyncio
 from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.errors import NotFound
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 30) -> Any:  # noqa: ASYNC109
-    """Poll ``check`` until it returns something truthy, failing after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.05)  # allow-sleep: poll interval of a deadline-bounded wait
-    pytest.fail(f"timed out waiting for {what}; last seen: {last!r}")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -91,7 +79,9 @@ async def test_mirror_follows_its_source_and_is_put_back(
         mirror = await get_or_none(client, "b-app-mirror", namespace)
         return None if mirror is None else mirror.get("data", {})
 
-    mirror = await eventually(lambda: get_or_none(client, "b-app-mirror", namespace), "b-app-mirror")
+    mirror = await eventually(
+        lambda: get_or_none(client, "b-app-mirror", namespace), timeout=30, message="b-app-mirror"
+    )
     assert mirror["data"] == {"colour": "blue"}
     [owner] = mirror["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
@@ -104,15 +94,27 @@ async def test_mirror_follows_its_source_and_is_put_back(
 
     # The source changes: the copy follows.
     await client.patch("v1", "ConfigMap", "b-app", {"data": {"colour": "green"}}, namespace=namespace)
-    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the copy to follow the source")
+    await eventually(
+        lambda: _equals(mirror_data(), {"colour": "green"}),
+        timeout=30,
+        message="the copy to follow the source",
+    )
 
     # Someone edits the copy: it is put back (an event on an owned object enqueues its owner).
     await client.patch("v1", "ConfigMap", "b-app-mirror", {"data": {"colour": "red"}}, namespace=namespace)
-    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the edited copy to be restored")
+    await eventually(
+        lambda: _equals(mirror_data(), {"colour": "green"}),
+        timeout=30,
+        message="the edited copy to be restored",
+    )
 
     # Someone deletes the copy: it is created again.
     await client.delete("v1", "ConfigMap", "b-app-mirror", namespace=namespace)
-    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the deleted copy to come back")
+    await eventually(
+        lambda: _equals(mirror_data(), {"colour": "green"}),
+        timeout=30,
+        message="the deleted copy to come back",
+    )
 
     # SIGTERM: the manager stops cleanly and the process exits 0.
     operator.send_signal(signal.SIGTERM)

@@ -34,6 +34,7 @@ from runtime.leaderelection import (
 )
 from runtime.manager import Manager, ManagerOptions
 from runtime.runnable import runnable_func
+from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
 LEASE = 2.0
@@ -60,14 +61,6 @@ class Activity:
                     await asyncio.wait_for(stop.wait(), 0.01)
         finally:
             interval[1] = time.monotonic()
-
-
-async def eventually(predicate: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait
 
 
 class Running:
@@ -152,8 +145,8 @@ async def test_only_the_leader_runs_and_a_clean_shutdown_hands_over_in_under_2s(
         lambda: (
             b.manager.leader_elector is not None and b.manager.leader_elector.observed_leader == a.identity
         ),
-        10,
-        "B to see A holding the lease",
+        timeout=10,
+        message="B to see A holding the lease",
     )
     # Let A renew several times while B campaigns: B's runnable must never start.
     first = (await get_lease(env, namespace))["spec"]["renewTime"]
@@ -217,8 +210,8 @@ async def test_a_killed_leader_hands_over_within_lease_duration_plus_retry_perio
                 b.manager.leader_elector is not None
                 and b.manager.leader_elector.observed_leader == "killed-leader"
             ),
-            10,
-            "the successor to see the child holding the lease",
+            timeout=10,
+            message="the successor to see the child holding the lease",
         )
         assert b.activity.intervals == []
         killed_at = time.monotonic()
@@ -254,8 +247,8 @@ async def test_a_partitioned_leader_stops_before_its_renew_deadline_and_never_ov
                 b.manager.leader_elector is not None
                 and b.manager.leader_elector.observed_leader == a.identity
             ),
-            10,
-            "B to see A holding the lease",
+            timeout=10,
+            message="B to see A holding the lease",
         )
         cut_at = time.monotonic()
         # Open connections hang, new ones are refused: A can neither renew nor learn why.
@@ -332,7 +325,7 @@ async def test_a_fractional_lease_duration_is_rounded_up_in_the_lease(
         )
         stop = asyncio.Event()
         task = asyncio.get_running_loop().create_task(elector.run(stop))
-        await eventually(lambda: elector.is_leader, 10, "the elector to lead")
+        await eventually(lambda: elector.is_leader, timeout=10, message="the elector to lead")
         lease = await client.get(LEASE_API_VERSION, "Lease", "fractional", namespace)
         assert lease["spec"]["leaseDurationSeconds"] == 2
         assert lease["spec"]["holderIdentity"] == elector.identity

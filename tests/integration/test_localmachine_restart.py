@@ -27,13 +27,13 @@ from tests.support.etcd import AddAnswerLost, etcd_processes_for, promote_when_i
 from tests.support.localmachine import (
     HEARTBEAT,
     REPO,
-    eventually,
     get_machine,
     get_node,
     ready_condition,
     recorded_processes,
 )
 from tests.support.localmachine import machine as machine_manifest
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def pid_of(state_dir: Path, namespace: str, name: str) -> int:
 
 async def wait_exit(process: subprocess.Popen[bytes], within: float) -> int:
     code = await eventually(
-        lambda: _returncode(process), within=within, what=f"provider pid {process.pid} exited"
+        lambda: _returncode(process), timeout=within, message=f"provider pid {process.pid} exited"
     )
     return int(code[0])
 
@@ -103,9 +103,9 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
     try:
         providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
         await kube.create(machine_manifest(m0, namespace))
-        await eventually(lambda: phase_is(m0, "Running"), within=40, what=f"{m0} Running")
+        await eventually(lambda: phase_is(m0, "Running"), timeout=40, message=f"{m0} Running")
         await kube.create(machine_manifest(m1, namespace))
-        await eventually(lambda: phase_is(m1, "Running"), within=40, what=f"{m1} Running")
+        await eventually(lambda: phase_is(m1, "Running"), timeout=40, message=f"{m1} Running")
         before = {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1)}
 
         providers[0].send_signal(signal.SIGKILL)
@@ -134,13 +134,13 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
                     return True
                 raise AssertionError("the add answered")
 
-            await eventually(added_answer_lost, within=20, what=f"{m2}'s member added, answer lost")
+            await eventually(added_answer_lost, timeout=20, message=f"{m2}'s member added, answer lost")
             orphan = next(m for m in await etcd.member_list() if not m.started)
 
             restarted_at = datetime.now(UTC).replace(microsecond=0)
             providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
             await eventually(
-                lambda: phase_is(m2, "Running"), within=40, what=f"{m2} joined after the restart"
+                lambda: phase_is(m2, "Running"), timeout=40, message=f"{m2} joined after the restart"
             )
             members = {m.name: m for m in await etcd.member_list()}
             assert sorted(members) == sorted([m0, m1, m2])
@@ -161,7 +161,7 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
                     return False
             return True
 
-        await eventually(heartbeats_resumed, within=10, what="the new provider heartbeats every Node")
+        await eventually(heartbeats_resumed, timeout=10, message="the new provider heartbeats every Node")
 
         # The new provider also stops members it did not start itself.
         for name in (m0, m1, m2):
@@ -175,7 +175,7 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
                 etcd_processes_for(provider_state_dir / namespace / name / "data") for name in (m0, m1, m2)
             )
 
-        await eventually(all_gone, within=20, what="machines deleted and their members stopped")
+        await eventually(all_gone, timeout=20, message="machines deleted and their members stopped")
         providers[-1].send_signal(signal.SIGTERM)
         assert await wait_exit(providers[-1], 15) == 0
     except BaseException:

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from runtime.events import EventSink, EventSinkOptions
 from runtime.leaderelection import LEASE_API_VERSION
 from runtime.manager import GracefulShutdownTimeout, Manager, ManagerOptions
 from runtime.runnable import runnable_func
+from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,14 +46,6 @@ DESIGN_METRICS = (
     "controller_runtime_webhook_requests_total",
     "controller_runtime_webhook_latency_seconds",
 )
-
-
-async def eventually(predicate: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait
 
 
 class GatedCache:
@@ -143,7 +136,9 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
     stop = asyncio.Event()
     task = asyncio.get_running_loop().create_task(manager.start(stop))
     try:
-        await eventually(lambda: "cache started" in log and "webhook started" in log, 10, "start-up")
+        await eventually(
+            lambda: "cache started" in log and "webhook started" in log, timeout=10, message="start-up"
+        )
         probes = manager.health_probe_port
         assert probes is not None and manager.metrics_port is not None
         # Caches not synced: not ready, nothing that waits for them has started.

@@ -7,7 +7,7 @@ import base64
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from runtime.webhook import (
     review_for,
     validate_path,
 )
+from tests.support.poll import eventually
 from tests.support.webhooks import ServingCerts, post, running_webhook_server
 
 GROUP, VERSION, KIND = "test.cpo.dev", "v1", "Widget"
@@ -450,13 +451,6 @@ async def served_certificate(port: int, server_hostname: str | None = None) -> b
         writer.close()
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        assert time.monotonic() < deadline, f"not true within {within} s"
-        await asyncio.sleep(0.02)  # allow-sleep: poll interval of a deadline-bounded wait
-
-
 async def test_a_new_serving_certificate_reaches_new_connections(
     server: WebhookServer, certs: ServingCerts
 ) -> None:
@@ -475,7 +469,11 @@ async def test_a_new_serving_certificate_reaches_new_connections(
         return named == plain == der(second.cert_pem)
 
     started = time.monotonic()
-    await eventually(rotated)
+    await eventually(
+        rotated,
+        timeout=10.0,
+        message="new connections are served the rotated certificate, with and without SNI",
+    )
     assert time.monotonic() - started < 10
     assert sample("certwatcher_read_certificate_total") >= loads + 1
 
@@ -494,7 +492,7 @@ async def test_a_new_ca_is_trusted_by_new_connections(server: WebhookServer, cer
 
     assert not await handshake_with_new_ca()
     fresh.write()
-    await eventually(handshake_with_new_ca)
+    await eventually(handshake_with_new_ca, timeout=10.0, message="a handshake with the new CA succeeds")
     connector = aiohttp.TCPConnector(ssl=trusting_new_ca)
     async with aiohttp.ClientSession(connector=connector) as session:
         client = Client(session, f"https://127.0.0.1:{server.port}")
@@ -517,13 +515,13 @@ async def test_a_half_written_or_invalid_pair_keeps_the_old_one(
     # the new certificate arrives before its key: the pair does not match
     errors = sample("certwatcher_read_certificate_errors_total")
     cert_file.write_bytes(new.cert_pem)
-    await eventually(lambda: rejected_since(errors))
+    await eventually(lambda: rejected_since(errors), timeout=10.0, message="rejected_since(errors)")
     assert await served_certificate(port) == der(old.cert_pem)
 
     # a truncated certificate
     errors = sample("certwatcher_read_certificate_errors_total")
     cert_file.write_bytes(new.cert_pem[:100])
-    await eventually(lambda: rejected_since(errors))
+    await eventually(lambda: rejected_since(errors), timeout=10.0, message="rejected_since(errors)")
     assert await served_certificate(port) == der(old.cert_pem)
 
     # the complete pair is taken
@@ -533,7 +531,7 @@ async def test_a_half_written_or_invalid_pair_keeps_the_old_one(
     async def serves_new() -> bool:
         return await served_certificate(port) == der(new.cert_pem)
 
-    await eventually(serves_new)
+    await eventually(serves_new, timeout=10.0, message="the new certificate is served")
 
 
 def test_certwatcher_reads_only_changed_content(certs: ServingCerts) -> None:

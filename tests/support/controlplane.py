@@ -30,7 +30,7 @@ from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
 from tests.support.etcdquorum import quick_options
-from tests.support.localmachine import eventually
+from tests.support.poll import eventually
 
 MASTER_LABELS = {"machine.openshift.io/cluster-api-machine-role": "master"}
 
@@ -113,7 +113,7 @@ async def running_controlplane(
     task = asyncio.create_task(manager.start(stop))
     try:
         await eventually(
-            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="manager started"
+            lambda: _async(manager.elected.is_set() or task.done()), timeout=20, message="manager started"
         )
         if task.done():
             await task
@@ -237,7 +237,7 @@ async def settled(client: Client, name: str, namespace: str, replicas: int, *, w
 
     try:
         result: JSON = await eventually(
-            check, within=within, what=f"{replicas} up-to-date available replica(s)"
+            check, timeout=within, message=f"{replicas} up-to-date available replica(s)"
         )
     except AssertionError as err:
         cp = await get_cp(client, name, namespace)
@@ -264,5 +264,5 @@ async def first_client_url(client: Client, namespace: str) -> str:
                 return str(found)
         return None
 
-    result: str = await eventually(url, within=30, what="a provisioned Machine")
+    result: str = await eventually(url, timeout=30, message="a provisioned Machine")
     return result

@@ -30,7 +30,8 @@ from runtime.cache import CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
 from runtime.manager import Manager, ManagerOptions
-from tests.support.localmachine import eventually, get_machine, machine
+from tests.support.localmachine import get_machine, machine
+from tests.support.poll import eventually
 
 ROLE_LABELS = {MASTER_ROLE_LABEL: "master"}
 
@@ -99,7 +100,7 @@ async def running_quorum_controller(
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     try:
-        await eventually(lambda: _now(manager.elected.is_set() or task.done()), within=20, what="started")
+        await eventually(lambda: _now(manager.elected.is_set() or task.done()), timeout=20, message="started")
         if task.done():
             await task
         yield manager
@@ -125,7 +126,7 @@ async def client_url(client: Client, name: str, namespace: str) -> str:
         obj = await get_machine(client, name, namespace)
         return ((obj or {}).get("metadata", {}).get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION)
 
-    url: str = await eventually(read, within=60, what=f"{name} provisioned")
+    url: str = await eventually(read, timeout=60, message=f"{name} provisioned")
     return url
 
 
@@ -159,8 +160,8 @@ async def event_recorded(
     after the change it reports, so a test that saw the change may not see the Event yet."""
     event: JSON = await eventually(
         lambda: has_event(client, namespace, kind, name, reason),
-        within=within,
-        what=f"a {reason} event about {kind} {name}",
+        timeout=within,
+        message=f"a {reason} event about {kind} {name}",
     )
     return event
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
 from runtime.manager import Manager, ManagerOptions
+from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "config" / "crd"
@@ -59,34 +59,13 @@ async def kill_recorded(state_dir: Path) -> None:
         process.signal(signal.SIGKILL)
     await eventually(
         lambda: _async(not any(process.alive() for process in processes)),
-        within=10,
-        what="recorded etcd processes gone",
+        timeout=10,
+        message="recorded etcd processes gone",
     )
 
 
 async def _async(value: Any) -> Any:
     return value
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], *, within: float, what: str) -> Any:
-    """Poll ``check`` until it returns something truthy; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {within:g}s: {what}")
-        await asyncio.sleep(POLL)  # allow-sleep: poll interval of a deadline loop
-
-
-async def holds_for(check: Callable[[], Awaitable[Any]], *, duration: float, what: str) -> None:
-    """Poll ``check`` for ``duration`` seconds; fail the first time it does not hold."""
-    end = time.monotonic() + duration
-    while time.monotonic() < end:
-        if not await check():
-            raise AssertionError(f"stopped holding: {what}")
-        await asyncio.sleep(POLL)  # allow-sleep: poll interval of an observation window
 
 
 def machine(
@@ -179,7 +158,7 @@ async def running_provider(
     task = asyncio.create_task(manager.start(stop))
     try:
         await eventually(
-            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="provider started"
+            lambda: _async(manager.elected.is_set() or task.done()), timeout=20, message="provider started"
         )
         if task.done():
             await task  # raises what stopped it
