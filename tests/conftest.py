@@ -6,6 +6,9 @@ Fixtures
                     environment variables, see ``runtime/envtest/__init__.py``); started on first use.
 ``namespace``       a new namespace named after the test; deleted afterwards on an existing cluster.
 ``api_client``      a ``kubernetes_asyncio`` ApiClient for ``env``, closed after the test.
+``client``          a :class:`runtime.client.Client` for ``env``, closed after the test; built with
+                    the ``client_options`` fixture (None: the defaults), which a test module overrides
+                    when it needs other options (a field manager of its own, say).
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
@@ -32,6 +35,7 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from apiserver import EmbeddedServerOptions
+from runtime.client import Client, ClientOptions
 from runtime.envtest import Environment, EnvironmentOptions, unique_namespace_name
 
 # Fixtures whose values belong to the session loop: a test using any of them must run in that loop.
@@ -77,6 +81,17 @@ async def namespace(env: Environment, request: pytest.FixtureRequest) -> AsyncIt
 async def api_client(env: Environment) -> AsyncIterator[ApiClient]:
     async with env.client() as client:
         yield client
+
+
+@pytest.fixture
+def client_options() -> ClientOptions | None:
+    return None
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(env: Environment, client_options: ClientOptions | None) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(env.kubeconfig, options=client_options) as opened:
+        yield opened
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -42,51 +42,57 @@ spec:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any, namespace: str, tmp_path: Path) -> AsyncIterator[Client]:
+async def controlplane_webhooks(
+    env: Any, client: Client, namespace: str, tmp_path: Path
+) -> AsyncIterator[None]:
+    """The ControlPlane CRD installed and the API server calling this process's ControlPlane
+    validating and defaulting webhooks, for as long as the test runs."""
     await env.install_crds([ROOT / "config" / "crd"])
     certs = support.ServingCerts(tmp_path / "certs")
     certs.write()
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        server = webhook.WebhookServer(
-            webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
-        )
-        server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(c)))
-        server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
-        async with support.running_webhook_server(server):
-            created = []
-            for kind, path, resources in (
-                (
-                    "ValidatingWebhookConfiguration",
-                    webhook.validate_path(GROUP, VERSION, KIND),
-                    ["controlplanes", "controlplanes/scale"],
-                ),
-                (
-                    "MutatingWebhookConfiguration",
-                    webhook.mutate_path(GROUP, VERSION, KIND),
-                    ["controlplanes"],
-                ),
-            ):
-                name = f"{kind[:1].lower()}controlplane.{namespace}.cpo.dev"
-                url = f"https://127.0.0.1:{server.port}{path}"
-                created.append(
-                    await c.create(
-                        webhook_configuration(
-                            kind,
-                            name,
-                            url,
-                            certs.ca.cert_pem,
-                            group=GROUP,
-                            version=VERSION,
-                            resources=resources,
-                            namespace=namespace,
-                        )
+    server = webhook.WebhookServer(
+        webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
+    )
+    server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(client)))
+    server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
+    async with support.running_webhook_server(server):
+        created = []
+        for kind, path, resources in (
+            (
+                "ValidatingWebhookConfiguration",
+                webhook.validate_path(GROUP, VERSION, KIND),
+                ["controlplanes", "controlplanes/scale"],
+            ),
+            (
+                "MutatingWebhookConfiguration",
+                webhook.mutate_path(GROUP, VERSION, KIND),
+                ["controlplanes"],
+            ),
+        ):
+            name = f"{kind[:1].lower()}controlplane.{namespace}.cpo.dev"
+            url = f"https://127.0.0.1:{server.port}{path}"
+            created.append(
+                await client.create(
+                    webhook_configuration(
+                        kind,
+                        name,
+                        url,
+                        certs.ca.cert_pem,
+                        group=GROUP,
+                        version=VERSION,
+                        resources=resources,
+                        namespace=namespace,
                     )
                 )
-            try:
-                yield c
-            finally:
-                for obj in created:
-                    await c.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+            )
+        try:
+            yield
+        finally:
+            for obj in created:
+                await client.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+
+
+pytestmark = pytest.mark.usefixtures("controlplane_webhooks")
 
 
 async def test_even_replicas_refused_on_create_update_and_scale(

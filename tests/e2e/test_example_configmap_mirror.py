@@ -24,12 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
-
-
-@pytest_asyncio.fixture(loop_scope="session")
 async def operator(env: Environment, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
     log_path = tmp_path / "operator.log"
     with log_path.open("wb") as log:

@@ -73,12 +73,6 @@ async def operator(
         await reader
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        yield c
-
-
 def health_check(name: str, namespace: str, group: str, **spec: Any) -> JSON:
     return {
         "apiVersion": API_VERSION,

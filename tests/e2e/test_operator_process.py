@@ -131,12 +131,6 @@ async def operator(
         await reader
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        yield c
-
-
 async def wait_ready(session: aiohttp.ClientSession, url: str, process: OperatorProcess) -> None:
     deadline = time.monotonic() + START_WITHIN
     last = ""

@@ -4,7 +4,7 @@
                      afterwards every member is stopped and the test fails if one survived.
 ``machine_crds``     the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
                      installed once per session.
-``kube``             a :class:`runtime.client.Client` for ``env`` with ``machine_crds`` installed.
+``kube``             the ``client`` fixture (tests/conftest.py) with ``machine_crds`` installed.
 ``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
                      session-end leak check; afterwards every member recorded there is killed.
 """
@@ -50,9 +50,8 @@ async def machine_crds(env: Environment) -> None:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Environment, machine_crds: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as client:
-        yield client
+async def kube(client: Client, machine_crds: None) -> Client:
+    return client
 
 
 @pytest_asyncio.fixture(loop_scope="session")

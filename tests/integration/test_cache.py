@@ -47,10 +47,7 @@ async def widgets_installed(env: Environment) -> None:
     await env.install_crds([widget_crd()])
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment, widgets_installed: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("widgets_installed")
 
 
 @pytest_asyncio.fixture(loop_scope="session")

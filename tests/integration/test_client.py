@@ -38,12 +38,13 @@ async def widgets_installed(env: Environment) -> None:
     await env.install_crds([widget_crd()])
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment, widgets_installed: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(
-        env.kubeconfig, options=ClientOptions(field_manager="client-tests")
-    ) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("widgets_installed")
+
+
+@pytest.fixture
+def client_options() -> ClientOptions:
+    """The ``client`` fixture's options here: a field manager of its own, which the tests look for."""
+    return ClientOptions(field_manager="client-tests")
 
 
 def config_map(name: str, namespace: str, **data: str) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
@@ -25,12 +24,6 @@ from tests.support.crds import GROUP, VERSION, widget, widget_crd
 from tests.support.poll import DEADLINE, eventually
 
 WIDGET_API = f"{GROUP}/{VERSION}"
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
 
 
 class MiniManager:

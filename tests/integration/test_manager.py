@@ -8,13 +8,11 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime import metrics
@@ -93,12 +91,6 @@ def recorder_runnable(log: list[str], label: str, *, leader: bool) -> Any:
         await stop.wait()
 
     return runnable_func(run, need_leader_election=leader)
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
 
 
 async def http_get(port: int, path: str) -> tuple[int, str, str]:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest_asyncio
 
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache, CacheOptions
@@ -16,12 +14,6 @@ from runtime.envtest import Environment
 from runtime.manager import Manager, ManagerOptions
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.runnable import runnable_func
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
 
 
 async def test_the_default_cache_is_started_and_synced_before_leader_runnables(
