@@ -10,6 +10,11 @@ Fixtures
                     the ``client_options`` fixture (None: the defaults), which a test module overrides
                     when it needs other options (a field manager of its own, say).
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
+``machine_crds``    the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
+                    installed once per session.
+``kube``            the ``client`` fixture with ``machine_crds`` installed.
+``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
+                    session-end leak check; afterwards every member recorded there is killed.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
 test started (:func:`providers.localmachine.etcd_process.spawned_processes`, plus the members recorded in the
@@ -92,6 +97,29 @@ def client_options() -> ClientOptions | None:
 async def client(env: Environment, client_options: ClientOptions | None) -> AsyncIterator[Client]:
     async with await Client.from_kubeconfig(env.kubeconfig, options=client_options) as opened:
         yield opened
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def machine_crds(env: Environment) -> None:
+    from tests.support.localmachine import CRD_DIR  # imported on use: see pytest_sessionfinish
+
+    await env.install_crds([CRD_DIR])
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def kube(client: Client, machine_crds: None) -> Client:
+    return client
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def provider_state_dir(tmp_path: Path) -> AsyncIterator[Path]:
+    from tests.support.localmachine import kill_recorded, track_state_dir
+
+    state_dir = track_state_dir(tmp_path / "machines")
+    try:
+        yield state_dir
+    finally:
+        await kill_recorded(state_dir)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

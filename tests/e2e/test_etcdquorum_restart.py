@@ -19,11 +19,9 @@ than 4 voters.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient
@@ -41,13 +39,10 @@ from tests.support.etcdquorum import (
     start_operator,
 )
 from tests.support.localmachine import (
-    CRD_DIR,
     get_machine,
-    kill_recorded,
     provider_options,
     running_provider,
     set_fault,
-    track_state_dir,
 )
 from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
@@ -58,22 +53,6 @@ START_WITHIN = 90.0
 """A cold ``cpo run`` on a loaded 2-core machine imports everything before its first pass."""
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Environment) -> AsyncIterator[Client]:
-    await env.install_crds([CRD_DIR])
-    async with await Client.from_kubeconfig(env.kubeconfig) as client:
-        yield client
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def state_dir(tmp_path: Path) -> AsyncIterator[Path]:
-    directory = track_state_dir(tmp_path / "machines")
-    try:
-        yield directory
-    finally:
-        await kill_recorded(directory)
-
-
 async def _latest(monitor: QuorumMonitor, **expected: object) -> QuorumSample | None:
     if not monitor.samples:
         return None
@@ -82,7 +61,7 @@ async def _latest(monitor: QuorumMonitor, **expected: object) -> QuorumSample | 
 
 
 async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
-    env: Environment, kube: Client, namespace: str, state_dir: Path, tmp_path: Path
+    env: Environment, kube: Client, namespace: str, provider_state_dir: Path, tmp_path: Path
 ) -> None:
     prefix = f"rs{secrets.token_hex(2)}"
     names = [f"{prefix}-m{i}" for i in range(4)]
@@ -99,7 +78,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
     try:
         async with (
             machine_timeline(kube, namespace) as timeline,
-            running_provider(kube, namespace, provider_options(state_dir)),
+            running_provider(kube, namespace, provider_options(provider_state_dir)),
         ):
             await kube.create(cp_machine(m0, namespace, zone="zone-a"))
             url = await client_url(kube, m0, namespace)
@@ -161,7 +140,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 # A third process removes the hook; the provider then drains and deletes the Machine.
                 operator = await start_operator(operator_kubeconfig, log)
                 await eventually(
-                    lambda: _now(old in timeline.gone),
+                    lambda: old in timeline.gone,
                     timeout=START_WITHIN,
                     message=f"{old} gone; log:\n{operator.log()[-3000:]}",
                 )
@@ -182,7 +161,3 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
 
 async def _gone_from(etcd: EtcdClient, name: str) -> bool:
     return all(m.name != name for m in await etcd.member_list())
-
-
-async def _now(value: object) -> object:
-    return value

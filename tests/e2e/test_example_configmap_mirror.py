@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable
@@ -17,6 +15,7 @@ from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.errors import NotFound
 from tests.support.poll import eventually
+from tests.support.processes import ChildProcess, start_process
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -24,28 +23,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def operator(env: Environment, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    log_path = tmp_path / "operator.log"
-    with log_path.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "examples.configmap_mirror",
-            "--kubeconfig",
-            str(env.kubeconfig_path),
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
+async def operator(env: Environment, tmp_path: Path) -> AsyncIterator[ChildProcess]:
+    argv = [sys.executable, "-m", "examples.configmap_mirror", "--kubeconfig", str(env.kubeconfig_path)]
+    process = await start_process(argv, log_path=tmp_path / "operator.log")
     try:
-        yield proc
+        yield process
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        print(log_path.read_text())
+        await process.stop()
+        print(process.log())
 
 
 async def get_or_none(client: Client, name: str, namespace: str) -> dict[str, Any] | None:
@@ -56,7 +41,7 @@ async def get_or_none(client: Client, name: str, namespace: str) -> dict[str, An
 
 
 async def test_mirror_follows_its_source_and_is_put_back(
-    client: Client, namespace: str, operator: asyncio.subprocess.Process
+    client: Client, namespace: str, operator: ChildProcess
 ) -> None:
     def configmap(name: str, data: dict[str, str], labels: dict[str, str]) -> dict[str, Any]:
         meta = {"name": name, "namespace": namespace, "labels": labels}
@@ -112,7 +97,7 @@ async def test_mirror_follows_its_source_and_is_put_back(
 
     # SIGTERM: the manager stops cleanly and the process exits 0.
     operator.send_signal(signal.SIGTERM)
-    assert await asyncio.wait_for(operator.wait(), 30) == 0
+    assert await operator.exited(within=30) == 0
 
 
 async def _equals(value: Awaitable[Any], expected: Any) -> bool:

@@ -181,7 +181,7 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
 
             # --- with a replacement: promoted first, then the old member removed, then the hook, then gone.
             await kube.create(cp_machine(m3, namespace, zone="zone-c"))
-            await eventually(lambda: _now(m2 in timeline.gone), timeout=90, message=f"{m2} gone")
+            await eventually(lambda: m2 in timeline.gone, timeout=90, message=f"{m2} gone")
             order = [
                 (e["reason"], e["message"].split(":")[0])
                 for e in await cp_events_in_order(kube, namespace, cp_name)
@@ -206,7 +206,7 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             await kube.patch(
                 API_VERSION, "Machine", m1, {"spec": {"lifecycleHooks": {"preDrain": None}}}, namespace
             )
-            await eventually(lambda: _now(m1 in timeline.gone), timeout=30, message=f"{m1} drained and gone")
+            await eventually(lambda: m1 in timeline.gone, timeout=30, message=f"{m1} drained and gone")
             event = await event_recorded(kube, namespace, "Machine", m1, "HookRemovedByOthers")
             assert "not re-added" in event["message"]
             assert m1 not in timeline.hook_removed or timeline.hook_removed[m1] < timeline.gone[m1]
@@ -260,7 +260,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             await wait_sample(monitor, lambda s: s.healthy_voters == 2, 10, f"{m2} dead")
             await kube.delete(API_VERSION, "Machine", m2, namespace)
             await wait_sample(monitor, lambda s: s.voters == 2 and not has_member(m2)(s), 15, f"{m2} removed")
-            await eventually(lambda: _now(m2 in timeline.gone), timeout=30, message=f"{m2} gone")
+            await eventually(lambda: m2 in timeline.gone, timeout=30, message=f"{m2} gone")
             assert timeline.hook_removed[m2] < timeline.gone[m2]
 
             # --- its replacement joins and is promoted; one more makes desired + 1 voters; a third
@@ -283,7 +283,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
                 message=f"{m5} stays a learner",
             )
             await kube.delete(API_VERSION, "Machine", m5, namespace)
-            await eventually(lambda: _now(m5 in timeline.gone), timeout=30, message=f"{m5} gone")
+            await eventually(lambda: m5 in timeline.gone, timeout=30, message=f"{m5} gone")
             await event_recorded(kube, namespace, "Machine", m5, "MemberRemoved")
 
             # --- three Machines are deleted; they wait while 5 voters are desired. Then the
@@ -308,7 +308,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             await eventually(all_three_wait, timeout=10, message="three removals waiting")
             await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 1}}, namespace)
             await eventually(
-                lambda: _now(all(n in timeline.gone for n in (m1, m3, m4))),
+                lambda: all(n in timeline.gone for n in (m1, m3, m4)),
                 timeout=60,
                 message="all three gone",
             )
@@ -333,10 +333,6 @@ async def _condition_with(
     if text is not None and text not in condition.get("message", ""):
         return None
     return condition or None
-
-
-async def _now(value: object) -> object:
-    return value
 
 
 # ---------------------------------------------------------------------------------------------- API only

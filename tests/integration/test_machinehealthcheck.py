@@ -8,7 +8,6 @@ Timeouts are a few seconds, so every wait below is bounded by a deadline.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import secrets
 from collections.abc import AsyncIterator
@@ -38,12 +37,11 @@ from controllers.machinehealthcheck import (
     MachineHealthCheckOptions,
     setup_with_manager,
 )
-from controllers.operator import MACHINE_ROLE_SELECTOR, NODE_ROLE_SELECTOR
-from runtime.cache import ByObject, CacheOptions
+from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
 from runtime.envtest import Environment
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
 from runtime.metrics import registry
 from tests.support.localmachine import (
     HEARTBEAT,
@@ -55,6 +53,7 @@ from tests.support.localmachine import (
     running_provider,
     set_fault,
 )
+from tests.support.manager import running_manager
 from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
@@ -77,40 +76,11 @@ REMEDIATION_API_VERSION = f"{REMEDIATION_GROUP}/v1"
 @contextlib.asynccontextmanager
 async def running_mhc_controller(client: Client, namespace: str) -> AsyncIterator[Manager]:
     """The ``machinehealthcheck`` controller in a manager scoped like ``cpo run``'s, in ``namespace``."""
-    manager = Manager(
-        ManagerOptions(
-            client=client,
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_options=CacheOptions(
-                namespace=namespace,
-                by_object={
-                    (API_VERSION, "Machine"): ByObject(label_selector=MACHINE_ROLE_SELECTOR),
-                    ("v1", "Node"): ByObject(label_selector=NODE_ROLE_SELECTOR),
-                },
-            ),
-            graceful_shutdown_timeout=10,
-        )
-    )
-    setup_with_manager(
-        manager, MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
-    )
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.start(stop))
-    try:
-        await eventually(
-            lambda: _value(manager.elected.is_set() or task.done()), timeout=20, message="started"
-        )
-        if task.done():
-            await task
+    options = MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
+    async with running_manager(
+        client, namespace, lambda manager: setup_with_manager(manager, options)
+    ) as manager:
         yield manager
-    finally:
-        stop.set()
-        await task
-
-
-async def _value(value: Any) -> Any:
-    return value
 
 
 def control_plane_machine(name: str, namespace: str, owner: JSON | None, **labels: str) -> JSON:
@@ -287,7 +257,7 @@ async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller
                 message="MachineDeleted",
             )
             await eventually(
-                lambda: _value(
+                lambda: (
                     metric("mapi_machinehealthcheck_remediation_success_total", "workers", namespace) == 1
                 ),
                 timeout=5,
@@ -300,13 +270,13 @@ async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller
                 message=f"{name} gone (provider finalizer)",
             )
             await eventually(
-                lambda: _value(metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) == 0),
+                lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) == 0,
                 timeout=10,
                 message="no node covered any more",
             )
             await kube.delete(API_VERSION, "MachineHealthCheck", "workers", namespace)
             await eventually(
-                lambda: _value(metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) is None),
+                lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) is None,
                 timeout=10,
                 message="series removed with the MachineHealthCheck",
             )

@@ -9,7 +9,6 @@ started by a provider in *another* process (``cpo localmachine`` as a subprocess
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 from collections.abc import AsyncIterator
@@ -24,12 +23,12 @@ from providers.localmachine import (
     setup_with_manager,
 )
 from providers.localmachine.etcd_process import EtcdProcessOptions, ProcessIdentity, recorded_processes
-from runtime.cache import CacheOptions
 from runtime.client import Client
 from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
+from tests.support.manager import running_manager
 from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,14 +57,10 @@ async def kill_recorded(state_dir: Path) -> None:
     for process in processes:
         process.signal(signal.SIGKILL)
     await eventually(
-        lambda: _async(not any(process.alive() for process in processes)),
+        lambda: not any(process.alive() for process in processes),
         timeout=10,
         message="recorded etcd processes gone",
     )
-
-
-async def _async(value: Any) -> Any:
-    return value
 
 
 def machine(
@@ -144,28 +139,10 @@ async def running_provider(
     client: Client, namespace: str, options: LocalMachineOptions
 ) -> AsyncIterator[Manager]:
     """The provider in a manager of this process, watching ``namespace`` only, until the block ends."""
-    manager = Manager(
-        ManagerOptions(
-            client=client,
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_options=CacheOptions(namespace=namespace),
-            graceful_shutdown_timeout=10,
-        )
-    )
-    setup_with_manager(manager, options)
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.start(stop))
-    try:
-        await eventually(
-            lambda: _async(manager.elected.is_set() or task.done()), timeout=20, message="provider started"
-        )
-        if task.done():
-            await task  # raises what stopped it
+    async with running_manager(
+        client, namespace, lambda manager: setup_with_manager(manager, options), operator_scope=False
+    ) as manager:
         yield manager
-    finally:
-        stop.set()
-        await task
 
 
 async def set_fault(client: Client, name: str, namespace: str, fault: str | None) -> None:
