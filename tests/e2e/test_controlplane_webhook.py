@@ -13,7 +13,6 @@ import runtime.webhook as webhook
 import tests.support.webhooks as support
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
-from tests.support.webhooks import webhook_configuration
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
@@ -55,41 +54,16 @@ async def controlplane_webhooks(
     )
     server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(client)))
     server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
+    paths = {
+        "ValidatingWebhookConfiguration": webhook.validate_path(GROUP, VERSION, KIND),
+        "MutatingWebhookConfiguration": webhook.mutate_path(GROUP, VERSION, KIND),
+    }
     async with support.running_webhook_server(server):
-        created = []
-        for kind, path, resources in (
-            (
-                "ValidatingWebhookConfiguration",
-                webhook.validate_path(GROUP, VERSION, KIND),
-                ["controlplanes", "controlplanes/scale"],
-            ),
-            (
-                "MutatingWebhookConfiguration",
-                webhook.mutate_path(GROUP, VERSION, KIND),
-                ["controlplanes"],
-            ),
-        ):
-            name = f"{kind[:1].lower()}controlplane.{namespace}.cpo.dev"
-            url = f"https://127.0.0.1:{server.port}{path}"
-            created.append(
-                await client.create(
-                    webhook_configuration(
-                        kind,
-                        name,
-                        url,
-                        certs.ca.cert_pem,
-                        group=GROUP,
-                        version=VERSION,
-                        resources=resources,
-                        namespace=namespace,
-                    )
-                )
-            )
-        try:
+        configurations = support.controlplane_webhook_configurations(
+            f"https://127.0.0.1:{server.port}", certs.ca.cert_pem, namespace, paths=paths, name="controlplane"
+        )
+        async with support.registered_webhooks(client, *configurations):
             yield
-        finally:
-            for obj in created:
-                await client.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
 
 
 pytestmark = pytest.mark.usefixtures("controlplane_webhooks")

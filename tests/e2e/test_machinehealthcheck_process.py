@@ -25,7 +25,7 @@ from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.errors import APIError, NotFound
 from tests.support.poll import eventually
-from tests.support.processes import ChildProcess, cpo_run_argv, running_process
+from tests.support.processes import ChildProcess, cpo_run_argv, cpo_run_ports, running_process
 from tests.support.webhooks import ServingCerts, webhook_configuration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,9 +122,7 @@ async def test_cpo_run_serves_the_machinehealthcheck_webhook_controller_and_mapi
     operator: tuple[ChildProcess, ServingCerts], client: Client, namespace: str
 ) -> None:
     process, certs = operator
-    metrics_port = await process.port_from_log(r"serving metrics on port (\d+)")
-    probe_port = await process.port_from_log(r"serving health probes on port (\d+)")
-    webhook_port = await process.port_from_log(r"webhook server listening on \S+ port (\d+)")
+    metrics_port, probe_port, webhook_port = await cpo_run_ports(process)
     async with aiohttp.ClientSession() as session:
         await process.wait_ready(session, f"http://127.0.0.1:{probe_port}/readyz")
         hook = await client.create(

@@ -21,7 +21,13 @@ from runtime.client import Client
 from runtime.errors import AlreadyExists
 from tests.support.kubehttp import KubeHTTP
 from tests.support.poll import eventually
-from tests.support.processes import START_WITHIN, ChildProcess, cpo_run_argv, running_process
+from tests.support.processes import (
+    METRICS_PORT_LOG,
+    START_WITHIN,
+    ChildProcess,
+    cpo_run_argv,
+    running_process,
+)
 from tests.support.webhooks import ServingCerts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +59,7 @@ async def secure_operator(
     argv = [a for a in cpo_run_argv(kubeconfig_path, certs.directory) if a != "--metrics-secure=false"]
     argv += ["--metrics-cert-dir", str(certs.directory)]  # the webhook's pair serves 127.0.0.1 too
     async with running_process(argv, log_path=tmp_path / "operator.log", cwd=tmp_path) as process:
-        port = await process.port_from_log(r"serving metrics on port (\d+)")
+        port = await process.port_from_log(METRICS_PORT_LOG)
         yield process, port, certs
 
 

@@ -26,7 +26,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from runtime.envtest import unique_namespace_name
 from tests.support.manifests import kustomize
 from tests.support.monitoring import series_labels, used_metric_names
-from tests.support.processes import ChildProcess, child_environment, cpo, cpo_run_argv, running_process
+from tests.support.processes import (
+    ChildProcess,
+    child_environment,
+    cpo,
+    cpo_run_argv,
+    cpo_run_ports,
+    running_process,
+)
 from tests.support.webhooks import ServingCerts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,8 +88,7 @@ async def running(
         async with running_process(
             argv, log_path=tmp_path / "operator.log", cwd=home, env=pod_environment(home), stop_grace=15
         ) as process:
-            metrics_port = await process.port_from_log(r"serving metrics on port (\d+)")
-            probe_port = await process.port_from_log(r"serving health probes on port (\d+)")
+            metrics_port, probe_port, _ = await cpo_run_ports(process)
             yield Running(process, home, metrics_port, probe_port)
     finally:
         if not env.owns_cluster:

@@ -8,7 +8,6 @@ the ones ``config/webhook/manifests.yaml`` ships.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -22,8 +21,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.client import Client
 from runtime.errors import APIError, NotFound
-from tests.support.processes import START_WITHIN, ChildProcess, cpo, cpo_run_argv, running_process
-from tests.support.webhooks import ServingCerts, webhook_configuration
+from tests.support.poll import eventually
+from tests.support.processes import (
+    START_WITHIN,
+    ChildProcess,
+    cpo,
+    cpo_run_argv,
+    cpo_run_ports,
+    running_process,
+)
+from tests.support.webhooks import ServingCerts, controlplane_webhook_configurations, registered_webhooks
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
@@ -59,24 +66,19 @@ def controlplane(name: str, namespace: str, replicas: int, external: bool = Fals
 
 async def scale_when_cached(client: Client, name: str, namespace: str, replicas: int) -> None:
     """Scale; retried while the refusal may only mean the operator's cache has not seen ``name`` yet."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            await client.update_scale(CP, KIND, name, replicas, namespace)
-            return
-        except APIError:
-            if time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(0.1)  # allow-sleep: polling until the informer has the new object
+
+    async def scaled() -> bool:
+        await client.update_scale(CP, KIND, name, replicas, namespace)
+        return True
+
+    await eventually(scaled, timeout=10, message=f"{name} scaled to {replicas}")
 
 
 async def test_cpo_run_serves_admission_metrics_probes_and_exits_0_on_sigterm(
     operator: tuple[ChildProcess, ServingCerts], client: Client, namespace: str
 ) -> None:
     process, certs = operator
-    metrics_port = await process.port_from_log(r"serving metrics on port (\d+)")
-    probe_port = await process.port_from_log(r"serving health probes on port (\d+)")
-    webhook_port = await process.port_from_log(r"webhook server listening on \S+ port (\d+)")
+    metrics_port, probe_port, webhook_port = await cpo_run_ports(process)
     async with aiohttp.ClientSession() as session:
         await process.wait_ready(session, f"http://127.0.0.1:{probe_port}/readyz")
         async with session.get(f"http://127.0.0.1:{probe_port}/readyz?verbose=1") as response:
@@ -88,29 +90,15 @@ async def test_cpo_run_serves_admission_metrics_probes_and_exits_0_on_sigterm(
         assert lease["spec"]["holderIdentity"], lease
 
         paths = shipped_webhook_paths()
-        created = []
-        for kind, resources in (
-            ("ValidatingWebhookConfiguration", ["controlplanes", "controlplanes/scale"]),
-            ("MutatingWebhookConfiguration", ["controlplanes"]),
-        ):
-            url = f"https://127.0.0.1:{webhook_port}{paths[kind]}"
-            name = f"{kind[:1].lower()}cpo-run.{namespace}.cpo.dev"
-            created.append(
-                await client.create(
-                    webhook_configuration(
-                        kind,
-                        name,
-                        url,
-                        certs.ca.cert_pem,
-                        group=GROUP,
-                        version=VERSION,
-                        resources=resources,
-                        namespace=namespace,
-                        timeout_seconds=10,
-                    )
-                )
-            )
-        try:
+        configurations = controlplane_webhook_configurations(
+            f"https://127.0.0.1:{webhook_port}",
+            certs.ca.cert_pem,
+            namespace,
+            paths=paths,
+            name="cpo-run",
+            timeout_seconds=10,
+        )
+        async with registered_webhooks(client, *configurations):
             try:
                 await client.create(controlplane("even", namespace, 4))
                 raise AssertionError("an even replica count was accepted")
@@ -136,9 +124,6 @@ async def test_cpo_run_serves_admission_metrics_probes_and_exits_0_on_sigterm(
                 raise AssertionError("scaling a stacked control plane to 2 was accepted")
             except APIError as err:
                 assert f"spec.replicas: Invalid value: 2: {ODD}" in err.message, err.message
-        finally:
-            for obj in created:
-                await client.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
 
         async with session.get(f"http://127.0.0.1:{metrics_port}/metrics") as response:
             assert response.status == 200

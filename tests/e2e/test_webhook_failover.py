@@ -31,7 +31,7 @@ from tests.e2e.test_operator_process import (
     controlplane,
     shipped_webhook_paths,
 )
-from tests.support.processes import ChildProcess, cpo_run_argv, running_process
+from tests.support.processes import ChildProcess, cpo_run_argv, cpo_run_ports, running_process
 from tests.support.tcpproxy import ServiceProxy
 from tests.support.webhooks import ServingCerts
 
@@ -70,9 +70,9 @@ async def replicas(
         ports = []
         async with aiohttp.ClientSession() as session:
             for process in started:
-                probe = await process.port_from_log(r"serving health probes on port (\d+)")
-                await process.wait_ready(session, f"http://127.0.0.1:{probe}/readyz")
-                ports.append(await process.port_from_log(r"webhook server listening on \S+ port (\d+)"))
+                served = await cpo_run_ports(process)
+                await process.wait_ready(session, f"http://127.0.0.1:{served.probes}/readyz")
+                ports.append(served.webhook)
         yield list(zip(started, ports, strict=True)), certs
 
 

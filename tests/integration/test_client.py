@@ -29,6 +29,7 @@ from runtime.errors import (
     TooManyRequests,
 )
 from tests.support.crds import GROUP, VERSION, widget, widget_crd
+from tests.support.poll import eventually
 
 WIDGET_API = f"{GROUP}/{VERSION}"
 
@@ -233,15 +234,14 @@ async def test_widget_crud_status_and_scale(client: Client, namespace: str) -> N
 
 
 async def _wait_until_gone(client: Client, namespace: str, name: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while loop.time() < deadline:
+    async def gone() -> bool:
         try:
             await client.get(WIDGET_API, "Widget", name, namespace)
         except NotFound:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"widget {name} still exists")
+            return True
+        return False
+
+    await eventually(gone, timeout=10, message=f"widget {name} gone")
 
 
 # ------------------------------------------------------------------------------------ patches

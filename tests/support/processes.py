@@ -21,7 +21,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 
@@ -72,6 +72,28 @@ def cpo_run_argv(kubeconfig: Path, cert_dir: Path, lease_namespace: str | None =
     if lease_namespace is not None:
         argv += ["--leader-elect", "--leader-election-namespace", lease_namespace]
     return [*argv, "--log-format", "json"]
+
+
+class CpoRunPorts(NamedTuple):
+    """The ports a ``cpo run`` started with :func:`cpo_run_argv` serves on 127.0.0.1."""
+
+    metrics: int
+    probes: int
+    webhook: int
+
+
+METRICS_PORT_LOG = r"serving metrics on port (\d+)"
+PROBES_PORT_LOG = r"serving health probes on port (\d+)"
+WEBHOOK_PORT_LOG = r"webhook server listening on \S+ port (\d+)"
+
+
+async def cpo_run_ports(process: ChildProcess) -> CpoRunPorts:
+    """The kernel-picked ports of a ``cpo run`` (:func:`cpo_run_argv`), read from its JSON log."""
+    return CpoRunPorts(
+        metrics=await process.port_from_log(METRICS_PORT_LOG),
+        probes=await process.port_from_log(PROBES_PORT_LOG),
+        webhook=await process.port_from_log(WEBHOOK_PORT_LOG),
+    )
 
 
 @dataclass
