@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -42,11 +41,10 @@ spec:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def controlplane_webhooks(
-    env: Any, client: Client, namespace: str, tmp_path: Path
+    machine_crds: None, client: Client, namespace: str, tmp_path: Path
 ) -> AsyncIterator[None]:
     """The ControlPlane CRD installed and the API server calling this process's ControlPlane
     validating and defaulting webhooks, for as long as the test runs."""
-    await env.install_crds([ROOT / "config" / "crd"])
     certs = support.ServingCerts(tmp_path / "certs")
     certs.write()
     server = webhook.WebhookServer(

@@ -51,9 +51,8 @@ async def service_account_token(kube: KubeHTTP, namespace: str, name: str) -> st
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def secure_operator(
-    env: Any, kubeconfig_path: Path, tmp_path: Path
+    machine_crds: None, kubeconfig_path: Path, tmp_path: Path
 ) -> AsyncIterator[tuple[ChildProcess, int, ServingCerts]]:
-    await env.install_crds([ROOT / "config" / "crd"])
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
     argv = [a for a in cpo_run_argv(kubeconfig_path, certs.directory) if a != "--metrics-secure=false"]

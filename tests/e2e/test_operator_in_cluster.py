@@ -73,11 +73,10 @@ class Running:
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def running(
-    env: Any, kubeconfig_path: Path, tmp_path_factory: pytest.TempPathFactory
+    env: Any, machine_crds: None, kubeconfig_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Running]:
     """One `cpo run` for the module: leader election on, webhooks on, HOME read-only."""
     tmp_path = tmp_path_factory.mktemp("in-cluster")
-    await env.install_crds([ROOT / "config" / "crd"])
     namespace = unique_namespace_name("in-cluster")
     await env.create_namespace(namespace, labels={"cpo.dev/test": "true"})
     certs = ServingCerts(tmp_path / "certs")

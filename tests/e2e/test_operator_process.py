@@ -47,9 +47,8 @@ def shipped_webhook_paths() -> dict[str, str]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def operator(
-    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
+    machine_crds: None, kubeconfig_path: Path, namespace: str, tmp_path: Path
 ) -> AsyncIterator[tuple[ChildProcess, ServingCerts]]:
-    await env.install_crds([ROOT / "config" / "crd"])
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
     argv = cpo_run_argv(kubeconfig_path, certs.directory, namespace)

@@ -47,10 +47,9 @@ def shipped_timeout() -> int:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def replicas(
-    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
+    machine_crds: None, kubeconfig_path: Path, namespace: str, tmp_path: Path
 ) -> AsyncIterator[tuple[list[tuple[ChildProcess, int]], ServingCerts]]:
     """Two `cpo run`: (process, webhook port) each, sharing the serving pair of the Service."""
-    await env.install_crds([ROOT / "config" / "crd"])
     service = yaml.safe_load((WEBHOOK / "service.yaml").read_text())["metadata"]["name"]
     certs = ServingCerts(tmp_path / "certs")
     certs.write(certs.ca.serving_cert(["127.0.0.1", f"{service}.{namespace}.svc"]))
