@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
-import os
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -34,6 +31,8 @@ from runtime.leaderelection import (
 )
 from runtime.manager import Manager, ManagerOptions
 from runtime.runnable import runnable_func
+from tests.support import manager_process
+from tests.support.manager_process import next_event
 from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
@@ -182,28 +181,19 @@ async def test_a_killed_leader_hands_over_within_lease_duration_plus_retry_perio
     # Watching sees each renew as it happens. Polling (client-go) sees it up to one jittered
     # retry period (×2.2) late, and its lease clock starts that much later.
     bound = LEASE + RETRY if watch else LEASE + RETRY * (1 + JITTER_FACTOR)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.support.manager_process",
-        str(env.kubeconfig_path),
+    process = await manager_process.spawn(
+        env.kubeconfig_path,
         "test-lease",
         namespace,
         "killed-leader",
-        str(LEASE),
-        str(RENEW),
-        str(RETRY),
-        "0.05",
-        "5",
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        lease_duration=LEASE,
+        renew_deadline=RENEW,
+        retry_period=RETRY,
+        step=0.05,
+        grace=5,
     )
     try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert json.loads(line)["event"] == "leading"
+        assert (await next_event(process))["event"] == "leading"
         b: Running = await managers("successor", watch=watch)
         b.start()
         await eventually(

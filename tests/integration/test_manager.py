@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,8 @@ from runtime.events import EventSink, EventSinkOptions
 from runtime.leaderelection import LEASE_API_VERSION
 from runtime.manager import GracefulShutdownTimeout, Manager, ManagerOptions
 from runtime.runnable import runnable_func
+from tests.support import manager_process
+from tests.support.manager_process import next_event
 from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -289,32 +288,17 @@ async def test_the_event_queue_drops_instead_of_blocking_when_full(client: Clien
 async def spawn_manager(
     env: Environment, namespace: str, lease: str, step: float, grace: float
 ) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.support.manager_process",
-        str(env.kubeconfig_path),
+    return await manager_process.spawn(
+        env.kubeconfig_path,
         lease,
         namespace,
         "signalled",
-        "2",
-        "1.2",
-        "0.25",
-        str(step),
-        str(grace),
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        lease_duration=2,
+        renew_deadline=1.2,
+        retry_period=0.25,
+        step=step,
+        grace=grace,
     )
-
-
-async def next_event(process: asyncio.subprocess.Process, within: float = 30) -> dict[str, Any]:
-    assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), within)
-    assert line, "the manager process exited early"
-    event: dict[str, Any] = json.loads(line)
-    return event
 
 
 async def test_sigterm_finishes_the_step_in_flight_releases_the_lease_and_exits_0(
