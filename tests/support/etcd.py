@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -24,10 +23,6 @@ from controllers.etcd.client import (
 from providers.localmachine.etcd_process import EtcdSupervisor, MemberProcess
 from runtime.envtest.certs import CertificateAuthority, CertPair
 from tests.support.poll import eventually
-
-T = TypeVar("T")
-
-POLL_INTERVAL = 0.05
 
 
 async def promote_when_in_sync(cluster: EtcdCluster, member_id: int, *, within: float = 20.0) -> list[Member]:

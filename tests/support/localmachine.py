@@ -35,7 +35,6 @@ REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "config" / "crd"
 HEARTBEAT = 0.4
 """Heartbeat period of the test providers (seconds)."""
-POLL = 0.05
 
 _TRACKED: list[Path] = []
 
