@@ -14,7 +14,12 @@ from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
+# Every test runs with the ControlPlane webhooks of this process registered (controlplane_webhooks).
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="session"),
+    pytest.mark.kubectl,
+    pytest.mark.usefixtures("controlplane_webhooks"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
@@ -62,9 +67,6 @@ async def controlplane_webhooks(
         )
         async with support.registered_webhooks(client, *configurations):
             yield
-
-
-pytestmark = pytest.mark.usefixtures("controlplane_webhooks")
 
 
 async def test_even_replicas_refused_on_create_update_and_scale(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TypeVar, overload
 
 T = TypeVar("T")
 
@@ -28,13 +28,33 @@ IO_POLL_INTERVAL = 0.05
 _NOTHING_SEEN = object()
 
 
+@overload
 async def eventually(
-    predicate: Callable[[], T | Awaitable[T]],
+    predicate: Callable[[], Awaitable[T | None]],
     *,
     timeout: float,  # noqa: ASYNC109 - the deadline of the whole poll, not of one awaited call
     message: str,
     interval: float | None = None,
-) -> T:
+) -> T: ...
+
+
+@overload
+async def eventually(
+    predicate: Callable[[], T | None],
+    *,
+    timeout: float,  # noqa: ASYNC109 - as above
+    message: str,
+    interval: float | None = None,
+) -> T: ...
+
+
+async def eventually(
+    predicate: Callable[[], object],
+    *,
+    timeout: float,  # noqa: ASYNC109 - as above
+    message: str,
+    interval: float | None = None,
+) -> object:
     """Poll ``predicate`` until it returns a truthy value and return that value.
 
     ``predicate`` is a plain function or one returning an awaitable (an ``async def``). After
@@ -61,7 +81,7 @@ async def eventually(
             last_error = error
         else:
             if result:
-                return result  # type: ignore[return-value]
+                return result
             last_value = result
         if loop.time() >= deadline:
             seen = [] if last_value is _NOTHING_SEEN else [f"last value: {last_value!r}"]

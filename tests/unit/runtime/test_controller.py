@@ -152,8 +152,10 @@ async def test_an_exception_is_retried_with_growing_backoff_and_the_worker_keeps
             assert len(attempts) == n, f"retried before its {expected_delay} s backoff"
             clock.advance_to(due)
             await eventually(
-                lambda n=n: len(attempts) == n + 1, timeout=DEADLINE, message="len(attempts) == n + 1"
-            )  # type: ignore[misc]
+                lambda n=n: len(attempts) == n + 1,  # type: ignore[misc]
+                timeout=DEADLINE,
+                message=f"attempt {n + 1}",
+            )
 
         delays = [round(b - a, 6) for a, b in itertools.pairwise(attempts)]
         assert delays == [0.005, 0.01, 0.02]
