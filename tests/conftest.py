@@ -10,6 +10,8 @@ Fixtures
                     the ``client_options`` fixture (None: the defaults), which a test module overrides
                     when it needs other options (a field manager of its own, say).
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
+``kube_http``       a :class:`tests.support.kubehttp.KubeHTTP` (raw HTTP) for ``env``, closed after the test.
+``widgets_installed``  the test-only Widget CRD (tests/support/crds.py) installed once per session.
 ``machine_crds``    the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
                     installed once per session.
 ``kube``            the ``client`` fixture with ``machine_crds`` installed.
@@ -42,6 +44,8 @@ from kubernetes_asyncio.client import ApiClient
 from apiserver import EmbeddedServerOptions
 from runtime.client import Client, ClientOptions
 from runtime.envtest import Environment, EnvironmentOptions, unique_namespace_name
+from tests.support.crds import widget_crd
+from tests.support.kubehttp import KubeHTTP
 
 # Fixtures whose values belong to the session loop: a test using any of them must run in that loop.
 SESSION_LOOP_FIXTURES = frozenset({"env", "namespace", "api_client"})
@@ -97,6 +101,17 @@ def client_options() -> ClientOptions | None:
 async def client(env: Environment, client_options: ClientOptions | None) -> AsyncIterator[Client]:
     async with await Client.from_kubeconfig(env.kubeconfig, options=client_options) as opened:
         yield opened
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def kube_http(env: Environment) -> AsyncIterator[KubeHTTP]:
+    async with KubeHTTP(env.kubeconfig) as opened:
+        yield opened
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def widgets_installed(env: Environment) -> None:
+    await env.install_crds([widget_crd()])
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -32,7 +32,7 @@ from runtime.cache import (
 from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.errors import NotFound
-from tests.support.crds import GROUP, VERSION, widget, widget_crd
+from tests.support.crds import GROUP, VERSION, widget
 from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
@@ -40,11 +40,6 @@ WIDGET_API = f"{GROUP}/{VERSION}"
 
 # Millisecond backoff so fault tests recover fast; the long timeouts stay out of the way.
 FAST = InformerOptions(backoff_initial=0.02, backoff_max=0.2, page_size=7)
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Environment) -> None:
-    await env.install_crds([widget_crd()])
 
 
 pytestmark = pytest.mark.usefixtures("widgets_installed")

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from typing import Any, Self
 
 import pytest
-import pytest_asyncio
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,15 +27,10 @@ from runtime.errors import (
     ServiceUnavailable,
     TooManyRequests,
 )
-from tests.support.crds import GROUP, VERSION, widget, widget_crd
+from tests.support.crds import GROUP, VERSION, widget
 from tests.support.poll import eventually
 
 WIDGET_API = f"{GROUP}/{VERSION}"
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Environment) -> None:
-    await env.install_crds([widget_crd()])
 
 
 pytestmark = pytest.mark.usefixtures("widgets_installed")

@@ -8,19 +8,16 @@ import uuid
 from collections import Counter
 from typing import Any
 
-import pytest_asyncio
-
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache, CacheOptions
 from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
-from runtime.envtest import Environment
 from runtime.handler import EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from runtime.predicate import GenerationChangedPredicate, new_predicate_funcs
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.runnable import Runnable
 from runtime.source import Kind
-from tests.support.crds import GROUP, VERSION, widget, widget_crd
+from tests.support.crds import GROUP, VERSION, widget
 from tests.support.poll import DEADLINE, eventually
 
 WIDGET_API = f"{GROUP}/{VERSION}"
@@ -234,11 +231,6 @@ async def test_the_builder_names_the_controller_after_the_for_kind(client: Clien
         .complete(Recorder())
     )
     assert controller.name == "configmap"
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Environment) -> None:
-    await env.install_crds([widget_crd()])
 
 
 async def test_status_writes_of_the_reconciler_do_not_retrigger_it_behind_generation_changed(

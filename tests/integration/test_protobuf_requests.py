@@ -7,11 +7,9 @@ kube-apiserver does too, so the module runs on any back end.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.support.kubehttp import KubeHTTP, Reply
 from tests.support.protobuf_messages import K8S, envelope
@@ -22,14 +20,10 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 CLIENT_GO_ACCEPT = {"Accept": "application/vnd.kubernetes.protobuf,application/json"}
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Any) -> AsyncIterator[KubeHTTP]:
-    async with KubeHTTP(env.kubeconfig) as client:
-        yield client
-
-
-async def send(kube: KubeHTTP, method: str, path: str, api_version: str, kind: str, message: Any) -> Reply:
-    return await kube.request(
+async def send(
+    kube_http: KubeHTTP, method: str, path: str, api_version: str, kind: str, message: Any
+) -> Reply:
+    return await kube_http.request(
         method,
         path,
         raw=envelope(api_version, kind, message),
@@ -49,10 +43,10 @@ def pod(name: str, **meta: Any) -> Any:
     )
 
 
-async def test_pod_create_status_and_delete(kube: KubeHTTP, namespace: str) -> None:
+async def test_pod_create_status_and_delete(kube_http: KubeHTTP, namespace: str) -> None:
     pods = f"/api/v1/namespaces/{namespace}/pods"
 
-    created = await send(kube, "POST", pods, "v1", "Pod", pod("pb", labels={"app": "web"}))
+    created = await send(kube_http, "POST", pods, "v1", "Pod", pod("pb", labels={"app": "web"}))
     assert created.status == 201, created.text
     assert created.headers["Content-Type"].startswith("application/json")
     assert created.body["metadata"]["labels"] == {"app": "web"}
@@ -65,7 +59,7 @@ async def test_pod_create_status_and_delete(kube: KubeHTTP, namespace: str) -> N
     status.status.conditions.add(
         type="Ready", status="True", lastTransitionTime=K8S["Time"](seconds=1_700_000_000)
     )
-    reported = await send(kube, "PUT", f"{pods}/pb/status", "v1", "Pod", status)
+    reported = await send(kube_http, "PUT", f"{pods}/pb/status", "v1", "Pod", status)
     assert reported.status == 200, reported.text
     assert reported.body["status"]["phase"] == "Running"
     assert reported.body["status"]["podIP"] == "10.1.2.3"
@@ -74,45 +68,45 @@ async def test_pod_create_status_and_delete(kube: KubeHTTP, namespace: str) -> N
     assert condition["lastTransitionTime"] == "2023-11-14T22:13:20Z"
 
     options = K8S["DeleteOptions"](gracePeriodSeconds=0)
-    deleted = await send(kube, "DELETE", f"{pods}/pb", "meta.k8s.io/v1", "DeleteOptions", options)
+    deleted = await send(kube_http, "DELETE", f"{pods}/pb", "meta.k8s.io/v1", "DeleteOptions", options)
     assert deleted.status == 200, deleted.text
-    assert (await kube.get(f"{pods}/pb")).status == 404
+    assert (await kube_http.get(f"{pods}/pb")).status == 404
 
 
-async def test_configmap_create_and_update(kube: KubeHTTP, namespace: str) -> None:
+async def test_configmap_create_and_update(kube_http: KubeHTTP, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     cm = K8S["ConfigMap"](
         metadata=K8S["ObjectMeta"](name="pb"), data={"a": "1"}, binaryData={"raw": b"\x00\x01"}
     )
-    created = await send(kube, "POST", path, "v1", "ConfigMap", cm)
+    created = await send(kube_http, "POST", path, "v1", "ConfigMap", cm)
     assert created.status == 201, created.text
     assert (created.body["data"], created.body["binaryData"]) == ({"a": "1"}, {"raw": "AAE="})
 
     cm.metadata.resourceVersion = created.body["metadata"]["resourceVersion"]
     cm.data["b"] = "2"
     cm.immutable = True
-    updated = await send(kube, "PUT", f"{path}/pb", "v1", "ConfigMap", cm)
+    updated = await send(kube_http, "PUT", f"{path}/pb", "v1", "ConfigMap", cm)
     assert updated.status == 200, updated.text
     assert updated.body["data"] == {"a": "1", "b": "2"}
     assert updated.body["immutable"] is True
 
 
-async def test_node_and_lease_keep_quantities_and_micro_times(kube: KubeHTTP, namespace: str) -> None:
+async def test_node_and_lease_keep_quantities_and_micro_times(kube_http: KubeHTTP, namespace: str) -> None:
     name = f"{namespace}-node"
     node = K8S["Node"](
         metadata=K8S["ObjectMeta"](name=name, labels={"kubernetes.io/hostname": name}),
         spec=K8S["NodeSpec"](taints=[K8S["Taint"](key="dedicated", value="cp", effect="NoSchedule")]),
     )
-    created = await send(kube, "POST", "/api/v1/nodes", "v1", "Node", node)
+    created = await send(kube_http, "POST", "/api/v1/nodes", "v1", "Node", node)
     assert created.status == 201, created.text
     assert created.body["spec"]["taints"] == [{"key": "dedicated", "value": "cp", "effect": "NoSchedule"}]
     node.metadata.resourceVersion = created.body["metadata"]["resourceVersion"]
     node.status.capacity["cpu"].string = "4"
     node.status.capacity["memory"].string = "8Gi"
-    reported = await send(kube, "PUT", f"/api/v1/nodes/{name}/status", "v1", "Node", node)
+    reported = await send(kube_http, "PUT", f"/api/v1/nodes/{name}/status", "v1", "Node", node)
     assert reported.status == 200, reported.text
     assert reported.body["status"]["capacity"] == {"cpu": "4", "memory": "8Gi"}
-    assert (await kube.delete(f"/api/v1/nodes/{name}")).status == 200
+    assert (await kube_http.delete(f"/api/v1/nodes/{name}")).status == 200
 
     lease = K8S["Lease"](
         metadata=K8S["ObjectMeta"](name="leader"),
@@ -123,7 +117,7 @@ async def test_node_and_lease_keep_quantities_and_micro_times(kube: KubeHTTP, na
         ),
     )
     path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-    created = await send(kube, "POST", path, "coordination.k8s.io/v1", "Lease", lease)
+    created = await send(kube_http, "POST", path, "coordination.k8s.io/v1", "Lease", lease)
     assert created.status == 201, created.text
     assert created.body["spec"] == {
         "holderIdentity": "me",
@@ -132,14 +126,16 @@ async def test_node_and_lease_keep_quantities_and_micro_times(kube: KubeHTTP, na
     }
 
 
-async def test_strict_field_validation_does_not_apply_to_protobuf(kube: KubeHTTP, namespace: str) -> None:
+async def test_strict_field_validation_does_not_apply_to_protobuf(
+    kube_http: KubeHTTP, namespace: str
+) -> None:
     # kubectl create sends fieldValidation=Strict; protobuf has no unknown-field detection, so a
     # field the server does not serve is dropped without an error or a warning.
     name = f"{namespace}-strict"
     node = K8S["Node"](
         metadata=K8S["ObjectMeta"](name=name), status=K8S["NodeStatus"](declaredFeatures=["X"])
     )
-    reply = await kube.request(
+    reply = await kube_http.request(
         "POST",
         "/api/v1/nodes",
         raw=envelope("v1", "Node", node),
@@ -149,12 +145,12 @@ async def test_strict_field_validation_does_not_apply_to_protobuf(kube: KubeHTTP
     )
     assert reply.status == 201, reply.text
     assert reply.warnings() == []
-    assert (await kube.delete(f"/api/v1/nodes/{name}")).status == 200
+    assert (await kube_http.delete(f"/api/v1/nodes/{name}")).status == 200
 
 
-async def test_corrupt_protobuf_body_is_a_400(kube: KubeHTTP, namespace: str) -> None:
+async def test_corrupt_protobuf_body_is_a_400(kube_http: KubeHTTP, namespace: str) -> None:
     raw = envelope("v1", "ConfigMap", K8S["Pod"](metadata=K8S["ObjectMeta"](name="cut")))[:-2]
-    reply = await kube.request(
+    reply = await kube_http.request(
         "POST", f"/api/v1/namespaces/{namespace}/configmaps", raw=raw, content_type=PROTOBUF
     )
     assert reply.status == 400, reply.text
