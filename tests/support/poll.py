@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TypeVar, overload
-
-T = TypeVar("T")
+from typing import Any
 
 DEADLINE = 5.0
 """Generous bound on a wait that should finish almost at once; reached only when a test fails."""
@@ -28,33 +26,13 @@ IO_POLL_INTERVAL = 0.05
 _NOTHING_SEEN = object()
 
 
-@overload
 async def eventually(
-    predicate: Callable[[], Awaitable[T | None]],
+    predicate: Callable[[], Any],
     *,
     timeout: float,  # noqa: ASYNC109 - the deadline of the whole poll, not of one awaited call
     message: str,
     interval: float | None = None,
-) -> T: ...
-
-
-@overload
-async def eventually(
-    predicate: Callable[[], T | None],
-    *,
-    timeout: float,  # noqa: ASYNC109 - as above
-    message: str,
-    interval: float | None = None,
-) -> T: ...
-
-
-async def eventually(
-    predicate: Callable[[], object],
-    *,
-    timeout: float,  # noqa: ASYNC109 - as above
-    message: str,
-    interval: float | None = None,
-) -> object:
+) -> Any:
     """Poll ``predicate`` until it returns a truthy value and return that value.
 
     ``predicate`` is a plain function or one returning an awaitable (an ``async def``). After

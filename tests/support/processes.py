@@ -172,9 +172,10 @@ class ChildProcess:
             return None
 
         try:
-            return await eventually(port, timeout=within, message=f"a log line matching {pattern!r}")
+            number: int = await eventually(port, timeout=within, message=f"a log line matching {pattern!r}")
         except AssertionError as error:
             raise AssertionError(f"{error}; log:\n{self.log_tail()}") from error
+        return number
 
     async def wait_ready(
         self, session: aiohttp.ClientSession, url: str, within: float = START_WITHIN
