@@ -6,7 +6,17 @@ Fixtures
                     environment variables, see ``runtime/envtest/__init__.py``); started on first use.
 ``namespace``       a new namespace named after the test; deleted afterwards on an existing cluster.
 ``api_client``      a ``kubernetes_asyncio`` ApiClient for ``env``, closed after the test.
+``client``          a :class:`runtime.client.Client` for ``env``, closed after the test; built with
+                    the ``client_options`` fixture (None: the defaults), which a test module overrides
+                    when it needs other options (a field manager of its own, say).
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
+``kube_http``       a :class:`tests.support.kubehttp.KubeHTTP` (raw HTTP) for ``env``, closed after the test.
+``widgets_installed``  the test-only Widget CRD (tests/support/crds.py) installed once per session.
+``machine_crds``    the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
+                    installed once per session.
+``kube``            the ``client`` fixture with ``machine_crds`` installed.
+``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
+                    session-end leak check; afterwards every member recorded there is killed.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
 test started (:func:`providers.localmachine.etcd_process.spawned_processes`, plus the members recorded in the
@@ -32,7 +42,10 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from apiserver import EmbeddedServerOptions
+from runtime.client import Client, ClientOptions
 from runtime.envtest import Environment, EnvironmentOptions, unique_namespace_name
+from tests.support.crds import widget_crd
+from tests.support.kubehttp import KubeHTTP
 
 # Fixtures whose values belong to the session loop: a test using any of them must run in that loop.
 SESSION_LOOP_FIXTURES = frozenset({"env", "namespace", "api_client"})
@@ -77,6 +90,51 @@ async def namespace(env: Environment, request: pytest.FixtureRequest) -> AsyncIt
 async def api_client(env: Environment) -> AsyncIterator[ApiClient]:
     async with env.client() as client:
         yield client
+
+
+@pytest.fixture
+def client_options() -> ClientOptions | None:
+    return None
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(env: Environment, client_options: ClientOptions | None) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(env.kubeconfig, options=client_options) as opened:
+        yield opened
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def kube_http(env: Environment) -> AsyncIterator[KubeHTTP]:
+    async with KubeHTTP(env.kubeconfig) as opened:
+        yield opened
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def widgets_installed(env: Environment) -> None:
+    await env.install_crds([widget_crd()])
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def machine_crds(env: Environment) -> None:
+    from tests.support.localmachine import CRD_DIR  # imported on use: see pytest_sessionfinish
+
+    await env.install_crds([CRD_DIR])
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def kube(client: Client, machine_crds: None) -> Client:
+    return client
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def provider_state_dir(tmp_path: Path) -> AsyncIterator[Path]:
+    from tests.support.localmachine import kill_recorded, track_state_dir
+
+    state_dir = track_state_dir(tmp_path / "machines")
+    try:
+        yield state_dir
+    finally:
+        await kill_recorded(state_dir)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

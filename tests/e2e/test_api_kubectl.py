@@ -32,8 +32,7 @@ spec:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def kubectl(env: Any, namespace: str) -> Kubectl:
-    await env.install_crds([ROOT / "config" / "crd"])
+async def kubectl(env: Any, machine_crds: None, namespace: str) -> Kubectl:
     return Kubectl(env.kubeconfig_path, namespace)
 
 

@@ -32,7 +32,8 @@ from providers.localmachine.realistic import PKI_DIR
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
-from tests.support.localmachine import eventually, track_state_dir
+from tests.support.localmachine import track_state_dir
+from tests.support.poll import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -166,7 +167,7 @@ async def test_scaling_in_hands_leadership_on_over_tls_before_deleting_the_leade
     async def leader() -> str | None:
         return monitor.samples[-1].leader if monitor.samples else None
 
-    leading = await eventually(leader, within=30, what="etcd has a leader")
+    leading = await eventually(leader, timeout=30, message="etcd has a leader")
     items = await machines(realistic.client)
     victim = next(m["metadata"]["name"] for m in items if m["status"]["nodeRef"]["name"] == leading)
     await realistic.tour.kubectl("annotate", "machine", victim, f"{DELETE_MACHINE_ANNOTATION}=")
@@ -195,7 +196,7 @@ async def test_deleting_the_controlplane_releases_its_machines(realistic: World)
             return True
         return False
 
-    await eventually(gone, within=60, what="ControlPlane deleted")
+    await eventually(gone, timeout=60, message="ControlPlane deleted")
     after = await machines(realistic.client)
     assert {m["metadata"]["name"] for m in after} == before
     assert all(not m["metadata"].get("deletionTimestamp") for m in after)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -13,10 +12,14 @@ import runtime.webhook as webhook
 import tests.support.webhooks as support
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
-from tests.support.webhooks import webhook_configuration
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
+# Every test runs with the ControlPlane webhooks of this process registered (controlplane_webhooks).
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="session"),
+    pytest.mark.kubectl,
+    pytest.mark.usefixtures("controlplane_webhooks"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
@@ -42,51 +45,28 @@ spec:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any, namespace: str, tmp_path: Path) -> AsyncIterator[Client]:
-    await env.install_crds([ROOT / "config" / "crd"])
+async def controlplane_webhooks(
+    machine_crds: None, client: Client, namespace: str, tmp_path: Path
+) -> AsyncIterator[None]:
+    """The ControlPlane CRD installed and the API server calling this process's ControlPlane
+    validating and defaulting webhooks, for as long as the test runs."""
     certs = support.ServingCerts(tmp_path / "certs")
     certs.write()
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        server = webhook.WebhookServer(
-            webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
+    server = webhook.WebhookServer(
+        webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
+    )
+    server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(client)))
+    server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
+    paths = {
+        "ValidatingWebhookConfiguration": webhook.validate_path(GROUP, VERSION, KIND),
+        "MutatingWebhookConfiguration": webhook.mutate_path(GROUP, VERSION, KIND),
+    }
+    async with support.running_webhook_server(server):
+        configurations = support.controlplane_webhook_configurations(
+            f"https://127.0.0.1:{server.port}", certs.ca.cert_pem, namespace, paths=paths, name="controlplane"
         )
-        server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(c)))
-        server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
-        async with support.running_webhook_server(server):
-            created = []
-            for kind, path, resources in (
-                (
-                    "ValidatingWebhookConfiguration",
-                    webhook.validate_path(GROUP, VERSION, KIND),
-                    ["controlplanes", "controlplanes/scale"],
-                ),
-                (
-                    "MutatingWebhookConfiguration",
-                    webhook.mutate_path(GROUP, VERSION, KIND),
-                    ["controlplanes"],
-                ),
-            ):
-                name = f"{kind[:1].lower()}controlplane.{namespace}.cpo.dev"
-                url = f"https://127.0.0.1:{server.port}{path}"
-                created.append(
-                    await c.create(
-                        webhook_configuration(
-                            kind,
-                            name,
-                            url,
-                            certs.ca.cert_pem,
-                            group=GROUP,
-                            version=VERSION,
-                            resources=resources,
-                            namespace=namespace,
-                        )
-                    )
-                )
-            try:
-                yield c
-            finally:
-                for obj in created:
-                    await c.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+        async with support.registered_webhooks(client, *configurations):
+            yield
 
 
 async def test_even_replicas_refused_on_create_update_and_scale(

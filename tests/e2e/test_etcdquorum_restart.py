@@ -19,11 +19,9 @@ than 4 voters.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient
@@ -41,37 +39,18 @@ from tests.support.etcdquorum import (
     start_operator,
 )
 from tests.support.localmachine import (
-    CRD_DIR,
-    eventually,
     get_machine,
-    kill_recorded,
     provider_options,
     running_provider,
     set_fault,
-    track_state_dir,
 )
+from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
 pytestmark = pytest.mark.slow
 
 START_WITHIN = 90.0
 """A cold ``cpo run`` on a loaded 2-core machine imports everything before its first pass."""
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Environment) -> AsyncIterator[Client]:
-    await env.install_crds([CRD_DIR])
-    async with await Client.from_kubeconfig(env.kubeconfig) as client:
-        yield client
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def state_dir(tmp_path: Path) -> AsyncIterator[Path]:
-    directory = track_state_dir(tmp_path / "machines")
-    try:
-        yield directory
-    finally:
-        await kill_recorded(directory)
 
 
 async def _latest(monitor: QuorumMonitor, **expected: object) -> QuorumSample | None:
@@ -82,7 +61,7 @@ async def _latest(monitor: QuorumMonitor, **expected: object) -> QuorumSample | 
 
 
 async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
-    env: Environment, kube: Client, namespace: str, state_dir: Path, tmp_path: Path
+    env: Environment, kube: Client, namespace: str, provider_state_dir: Path, tmp_path: Path
 ) -> None:
     prefix = f"rs{secrets.token_hex(2)}"
     names = [f"{prefix}-m{i}" for i in range(4)]
@@ -99,7 +78,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
     try:
         async with (
             machine_timeline(kube, namespace) as timeline,
-            running_provider(kube, namespace, provider_options(state_dir)),
+            running_provider(kube, namespace, provider_options(provider_state_dir)),
         ):
             await kube.create(cp_machine(m0, namespace, zone="zone-a"))
             url = await client_url(kube, m0, namespace)
@@ -108,15 +87,15 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
             async with QuorumMonitor([url]) as monitor, EtcdClient([url]) as etcd:
                 await eventually(
                     lambda: _latest(monitor, voters=3, learners=0),
-                    within=START_WITHIN + 60,
-                    what=f"cpo run promoted two learners; log:\n{operator.log()[-3000:]}",
+                    timeout=START_WITHIN + 60,
+                    message=f"cpo run promoted two learners; log:\n{operator.log()[-3000:]}",
                 )
                 bootstrapped = monitor.mark()
 
                 # --- 1. the replacement joins and is promoted; cpo run dies before the old member goes.
                 await kube.create(cp_machine(m3, namespace, zone="zone-a"))
                 sample = await eventually(
-                    lambda: _latest(monitor, voters=4, learners=0), within=60, what=f"{m3} promoted"
+                    lambda: _latest(monitor, voters=4, learners=0), timeout=60, message=f"{m3} promoted"
                 )
                 await operator.kill()
                 leader = sample.leader
@@ -126,7 +105,7 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 await kube.delete(API_VERSION, "Machine", old, namespace)
                 await set_fault(kube, frozen, namespace, "stop")
                 await eventually(
-                    lambda: _latest(monitor, healthy_voters=3), within=15, what=f"{frozen} stopped"
+                    lambda: _latest(monitor, healthy_voters=3), timeout=15, message=f"{frozen} stopped"
                 )
 
                 # A new process takes over: with a voter frozen, removing the old member would leave
@@ -138,7 +117,9 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                     return "HealthyVotersBelowDesired" in message and frozen in message
 
                 await eventually(
-                    waiting, within=START_WITHIN, what=f"the wait is reported; log:\n{operator.log()[-3000:]}"
+                    waiting,
+                    timeout=START_WITHIN,
+                    message=f"the wait is reported; log:\n{operator.log()[-3000:]}",
                 )
                 assert any(m.name == old for m in await etcd.member_list())
 
@@ -149,8 +130,8 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 await set_fault(kube, frozen, namespace, None)
                 await eventually(
                     lambda: _gone_from(etcd, old),
-                    within=60,
-                    what=f"{old}'s member removed; log:\n{operator.log()[-3000:]}",
+                    timeout=60,
+                    message=f"{old}'s member removed; log:\n{operator.log()[-3000:]}",
                 )
                 await operator.kill()
                 assert hook_owner(await get_machine(kube, old, namespace)) == HOOK_OWNER
@@ -159,9 +140,9 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
                 # A third process removes the hook; the provider then drains and deletes the Machine.
                 operator = await start_operator(operator_kubeconfig, log)
                 await eventually(
-                    lambda: _now(old in timeline.gone),
-                    within=START_WITHIN,
-                    what=f"{old} gone; log:\n{operator.log()[-3000:]}",
+                    lambda: old in timeline.gone,
+                    timeout=START_WITHIN,
+                    message=f"{old} gone; log:\n{operator.log()[-3000:]}",
                 )
                 members = await etcd.member_list()
                 survivors = [n for n in names if n != old]
@@ -180,7 +161,3 @@ async def test_killing_cpo_run_mid_replacement_ends_in_the_same_final_state(
 
 async def _gone_from(etcd: EtcdClient, name: str) -> bool:
     return all(m.name != name for m in await etcd.member_list())
-
-
-async def _now(value: object) -> object:
-    return value

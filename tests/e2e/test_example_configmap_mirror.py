@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -17,53 +14,23 @@ import pytest_asyncio
 from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.errors import NotFound
+from tests.support.poll import eventually
+from tests.support.processes import ChildProcess, start_process
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 30) -> Any:  # noqa: ASYNC109
-    """Poll ``check`` until it returns something truthy, failing after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.05)  # allow-sleep: poll interval of a deadline-bounded wait
-    pytest.fail(f"timed out waiting for {what}; last seen: {last!r}")
-
-
 @pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def operator(env: Environment, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    log_path = tmp_path / "operator.log"
-    with log_path.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "examples.configmap_mirror",
-            "--kubeconfig",
-            str(env.kubeconfig_path),
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
+async def operator(env: Environment, tmp_path: Path) -> AsyncIterator[ChildProcess]:
+    argv = [sys.executable, "-m", "examples.configmap_mirror", "--kubeconfig", str(env.kubeconfig_path)]
+    process = await start_process(argv, log_path=tmp_path / "operator.log")
     try:
-        yield proc
+        yield process
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        print(log_path.read_text())
+        await process.stop()
+        print(process.log())
 
 
 async def get_or_none(client: Client, name: str, namespace: str) -> dict[str, Any] | None:
@@ -74,7 +41,7 @@ async def get_or_none(client: Client, name: str, namespace: str) -> dict[str, An
 
 
 async def test_mirror_follows_its_source_and_is_put_back(
-    client: Client, namespace: str, operator: asyncio.subprocess.Process
+    client: Client, namespace: str, operator: ChildProcess
 ) -> None:
     def configmap(name: str, data: dict[str, str], labels: dict[str, str]) -> dict[str, Any]:
         meta = {"name": name, "namespace": namespace, "labels": labels}
@@ -91,7 +58,9 @@ async def test_mirror_follows_its_source_and_is_put_back(
         mirror = await get_or_none(client, "b-app-mirror", namespace)
         return None if mirror is None else mirror.get("data", {})
 
-    mirror = await eventually(lambda: get_or_none(client, "b-app-mirror", namespace), "b-app-mirror")
+    mirror = await eventually(
+        lambda: get_or_none(client, "b-app-mirror", namespace), timeout=30, message="b-app-mirror"
+    )
     assert mirror["data"] == {"colour": "blue"}
     [owner] = mirror["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
@@ -104,19 +73,31 @@ async def test_mirror_follows_its_source_and_is_put_back(
 
     # The source changes: the copy follows.
     await client.patch("v1", "ConfigMap", "b-app", {"data": {"colour": "green"}}, namespace=namespace)
-    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the copy to follow the source")
+    await eventually(
+        lambda: _equals(mirror_data(), {"colour": "green"}),
+        timeout=30,
+        message="the copy to follow the source",
+    )
 
     # Someone edits the copy: it is put back (an event on an owned object enqueues its owner).
     await client.patch("v1", "ConfigMap", "b-app-mirror", {"data": {"colour": "red"}}, namespace=namespace)
-    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the edited copy to be restored")
+    await eventually(
+        lambda: _equals(mirror_data(), {"colour": "green"}),
+        timeout=30,
+        message="the edited copy to be restored",
+    )
 
     # Someone deletes the copy: it is created again.
     await client.delete("v1", "ConfigMap", "b-app-mirror", namespace=namespace)
-    await eventually(lambda: _equals(mirror_data(), {"colour": "green"}), "the deleted copy to come back")
+    await eventually(
+        lambda: _equals(mirror_data(), {"colour": "green"}),
+        timeout=30,
+        message="the deleted copy to come back",
+    )
 
     # SIGTERM: the manager stops cleanly and the process exits 0.
     operator.send_signal(signal.SIGTERM)
-    assert await asyncio.wait_for(operator.wait(), 30) == 0
+    assert await operator.exited(within=30) == 0
 
 
 async def _equals(value: Awaitable[Any], expected: Any) -> bool:

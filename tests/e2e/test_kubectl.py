@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-
-from tests.support.crds import widget_crd
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl]
 
@@ -62,12 +59,9 @@ spec:
 """
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_crd(env: Any) -> None:
-    await env.install_crds([widget_crd()])
-
-
-async def test_kubectl_round_trip_on_a_custom_resource(env: Any, widgets_crd: None, namespace: str) -> None:
+async def test_kubectl_round_trip_on_a_custom_resource(
+    env: Any, widgets_installed: None, namespace: str
+) -> None:
     k = Kubectl(env.kubeconfig_path, namespace)
 
     resources = await k.run("api-resources", "--api-group=test.cpo.dev", "-o", "name")

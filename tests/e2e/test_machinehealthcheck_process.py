@@ -9,10 +9,8 @@ a deleted MachineHealthCheck gone). No etcd is needed: a Machine in phase Failed
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,8 @@ from api.machine import API_VERSION
 from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.errors import APIError, NotFound
-from tests.e2e.test_operator_process import OperatorProcess, child_environment, cpo_run_argv, wait_ready
+from tests.support.poll import eventually
+from tests.support.processes import ChildProcess, cpo_run_argv, cpo_run_ports, running_process
 from tests.support.webhooks import ServingCerts, webhook_configuration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,33 +49,13 @@ def shipped_mhc_webhook_path() -> str:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def operator(
-    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
-) -> AsyncIterator[tuple[OperatorProcess, ServingCerts]]:
-    await env.install_crds([ROOT / "config" / "crd"])
+    machine_crds: None, kubeconfig_path: Path, namespace: str, tmp_path: Path
+) -> AsyncIterator[tuple[ChildProcess, ServingCerts]]:
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
-    proc = await asyncio.create_subprocess_exec(
-        *cpo_run_argv(kubeconfig_path, certs.directory),
-        cwd=tmp_path,
-        env=child_environment(),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    process = OperatorProcess(proc)
-    reader = asyncio.create_task(process.read_logs())
-    try:
+    argv = cpo_run_argv(kubeconfig_path, certs.directory)
+    async with running_process(argv, log_path=tmp_path / "operator.log", cwd=tmp_path) as process:
         yield process, certs
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await reader
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        yield c
 
 
 def health_check(name: str, namespace: str, group: str, **spec: Any) -> JSON:
@@ -138,25 +117,13 @@ async def scrape(session: aiohttp.ClientSession, port: int) -> dict[str, Any]:
     return found
 
 
-async def until(check: Any, what: str) -> Any:
-    deadline = time.monotonic() + WITHIN
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"not within {WITHIN}s: {what}"
-        await asyncio.sleep(0.1)  # allow-sleep: polling with a deadline
-
-
 async def test_cpo_run_serves_the_machinehealthcheck_webhook_controller_and_mapi_metrics(
-    operator: tuple[OperatorProcess, ServingCerts], client: Client, namespace: str
+    operator: tuple[ChildProcess, ServingCerts], client: Client, namespace: str
 ) -> None:
     process, certs = operator
-    metrics_port = await process.port_from_log(r"serving metrics on port (\d+)")
-    probe_port = await process.port_from_log(r"serving health probes on port (\d+)")
-    webhook_port = await process.port_from_log(r"webhook server listening on \S+ port (\d+)")
+    metrics_port, probe_port, webhook_port = await cpo_run_ports(process)
     async with aiohttp.ClientSession() as session:
-        await wait_ready(session, f"http://127.0.0.1:{probe_port}/readyz", process)
+        await process.wait_ready(session, f"http://127.0.0.1:{probe_port}/readyz")
         hook = await client.create(
             webhook_configuration(
                 "ValidatingWebhookConfiguration",
@@ -195,7 +162,7 @@ async def test_cpo_run_serves_the_machinehealthcheck_webhook_controller_and_mapi
                     return bool(obj["metadata"].get("deletionTimestamp"))
                 return True
 
-            await until(remediated, "the Failed Machine a-0 deleted")
+            await eventually(remediated, timeout=WITHIN, message="the Failed Machine a-0 deleted")
 
             async def metrics_settled() -> dict[str, Any] | None:
                 found = await scrape(session, metrics_port)
@@ -211,7 +178,9 @@ async def test_cpo_run_serves_the_machinehealthcheck_webhook_controller_and_mapi
                 )
                 return found if ok else None
 
-            found = await until(metrics_settled, "mapi metrics of both MachineHealthChecks")
+            found = await eventually(
+                metrics_settled, timeout=WITHIN, message="mapi metrics of both MachineHealthChecks"
+            )
             assert {key: kind for key, (kind, _) in found.items()} == FAMILIES
             assert (
                 found["mapi_machinehealthcheck_remediation_success_total"][1].get(("blocked", namespace)) == 0
@@ -225,10 +194,12 @@ async def test_cpo_run_serves_the_machinehealthcheck_webhook_controller_and_mapi
                 found = await scrape(session, metrics_port)
                 return all(("blocked", namespace) not in values for _, values in found.values())
 
-            await until(series_removed, "series of the deleted MachineHealthCheck removed")
+            await eventually(
+                series_removed, timeout=WITHIN, message="series of the deleted MachineHealthCheck removed"
+            )
         finally:
             await client.delete(hook["apiVersion"], hook["kind"], hook["metadata"]["name"])
 
-    process.proc.send_signal(signal.SIGTERM)
-    code = await asyncio.wait_for(process.proc.wait(), timeout=10)
-    assert code == 0, "\n".join(process.raw)
+    process.send_signal(signal.SIGTERM)
+    code = await process.exited(within=10)
+    assert code == 0, process.log()

@@ -8,9 +8,7 @@ as ``config/prometheus/metrics_reader_binding.yaml`` binds it, and one without t
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,15 @@ import yaml
 
 from runtime.client import Client
 from runtime.errors import AlreadyExists
-from tests.e2e.test_operator_process import START_WITHIN, OperatorProcess, child_environment, cpo_run_argv
 from tests.support.kubehttp import KubeHTTP
+from tests.support.poll import eventually
+from tests.support.processes import (
+    METRICS_PORT_LOG,
+    START_WITHIN,
+    ChildProcess,
+    cpo_run_argv,
+    running_process,
+)
 from tests.support.webhooks import ServingCerts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,34 +51,19 @@ async def service_account_token(kube: KubeHTTP, namespace: str, name: str) -> st
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def secure_operator(
-    env: Any, kubeconfig_path: Path, tmp_path: Path
-) -> AsyncIterator[tuple[OperatorProcess, int, ServingCerts]]:
-    await env.install_crds([ROOT / "config" / "crd"])
+    machine_crds: None, kubeconfig_path: Path, tmp_path: Path
+) -> AsyncIterator[tuple[ChildProcess, int, ServingCerts]]:
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
     argv = [a for a in cpo_run_argv(kubeconfig_path, certs.directory) if a != "--metrics-secure=false"]
     argv += ["--metrics-cert-dir", str(certs.directory)]  # the webhook's pair serves 127.0.0.1 too
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=tmp_path,
-        env=child_environment(),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    process = OperatorProcess(proc)
-    reader = asyncio.create_task(process.read_logs())
-    try:
-        port = await process.port_from_log(r"serving metrics on port (\d+)")
+    async with running_process(argv, log_path=tmp_path / "operator.log", cwd=tmp_path) as process:
+        port = await process.port_from_log(METRICS_PORT_LOG)
         yield process, port, certs
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await reader
 
 
 async def test_metrics_answer_401_without_a_token_403_without_the_role_200_to_the_service_monitor(
-    env: Any, secure_operator: tuple[OperatorProcess, int, ServingCerts], namespace: str
+    env: Any, secure_operator: tuple[ChildProcess, int, ServingCerts], namespace: str
 ) -> None:
     process, port, certs = secure_operator
     binding = manifest("prometheus/metrics_reader_binding.yaml")
@@ -102,15 +92,13 @@ async def test_metrics_answer_401_without_a_token_403_without_the_role_200_to_th
                     async with session.get(url, headers=headers, ssl=verified) as response:
                         return response.status, await response.text()
 
-                deadline = time.monotonic() + START_WITHIN
-                while True:
-                    assert process.proc.returncode is None, "\n".join(process.raw)
-                    try:
-                        status, _ = await scrape(None)
-                        break
-                    except aiohttp.ClientConnectionError:
-                        assert time.monotonic() < deadline, "metrics server never answered"
-                        await asyncio.sleep(0.1)
+                async def first_answer() -> tuple[int, str]:
+                    assert process.returncode is None, process.log()
+                    return await scrape(None)
+
+                status, _ = await eventually(
+                    first_answer, timeout=START_WITHIN, message="metrics server answering"
+                )
                 assert status == 401
                 assert (await scrape("not-a-token"))[0] == 401
                 assert (await scrape(other_token))[0] == 403

@@ -8,20 +8,14 @@ is the positive control (each run enables what the other disables).
 
 from __future__ import annotations
 
-import asyncio
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from controllers.etcdquorum import HOOK_NAME
 from runtime.client import JSON, Client
-from tests.e2e.test_operator_process import START_WITHIN, child_environment
-from tests.support.localmachine import eventually, holds_for
+from tests.support.poll import eventually, holds_for
+from tests.support.processes import START_WITHIN, cpo, running_process, start_process
 
-ROOT = Path(__file__).resolve().parents[2]
 CP = "controlplane.cpo.dev/v1alpha1"
 ROLE_LABEL = "machine.openshift.io/cluster-api-machine-role"
 QUIET_FOR = 5.0
@@ -29,10 +23,7 @@ QUIET_FOR = 5.0
 
 
 def _argv(kubeconfig: Path, controllers: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "cli",
+    return cpo(
         "run",
         "--kubeconfig",
         str(kubeconfig),
@@ -44,25 +35,7 @@ def _argv(kubeconfig: Path, controllers: str) -> list[str]:
         "--log-format",
         "json",
         f"--controllers={controllers}",
-    ]
-
-
-@asynccontextmanager
-async def running(kubeconfig: Path, controllers: str, log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    with log.open("wb") as sink:
-        proc = await asyncio.create_subprocess_exec(
-            *_argv(kubeconfig, controllers),
-            cwd=ROOT,
-            env=child_environment(),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=sink,
-        )
-        try:
-            yield proc
-        finally:
-            if proc.returncode is None:
-                proc.terminate()
-                await proc.wait()
+    )
 
 
 async def _machine(client: Client, name: str, namespace: str) -> JSON:
@@ -82,86 +55,82 @@ async def _health_check(client: Client, namespace: str) -> JSON | None:
 async def test_an_unknown_controller_is_refused_at_start_with_the_valid_names(
     kubeconfig_path: Path, tmp_path: Path
 ) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        *_argv(kubeconfig_path, "*,-mhc"),
-        cwd=ROOT,
-        env=child_environment(),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    _, stderr = await asyncio.wait_for(proc.communicate(), START_WITHIN)
-    text = stderr.decode()
-    assert proc.returncode == 1, text
+    child = await start_process(_argv(kubeconfig_path, "*,-mhc"), log_path=tmp_path / "run.log")
+    assert await child.exited(within=START_WITHIN) == 1, child.log_tail()
+    text = child.log()
     assert "unknown controller 'mhc'" in text, text
     for name in ("controlplane", "etcd-quorum-hook", "machinehealthcheck"):
         assert name in text, text
 
 
 async def test_disabled_controllers_write_nothing_while_the_others_run(
-    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
+    kube: Client, kubeconfig_path: Path, namespace: str, tmp_path: Path
 ) -> None:
-    await env.install_crds([ROOT / "config" / "crd"])
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as client:
-        machine: JSON = {
-            "apiVersion": MACHINE_API_VERSION,
-            "kind": "Machine",
-            "metadata": {"name": "m0", "namespace": namespace, "labels": {ROLE_LABEL: "master"}},
-            "spec": {"providerSpec": {"value": {}}},
-        }
-        created = await client.create(machine)
-        # Running, so that the etcd-quorum-hook controller places its hook (the Machine API works).
-        await client.patch_status(
-            MACHINE_API_VERSION, "Machine", "m0", {"status": {"phase": "Running"}}, namespace
-        )
-        assert created["metadata"]["name"] == "m0"
-        cp: JSON = {
-            "apiVersion": CP,
-            "kind": "ControlPlane",
-            "metadata": {"name": "cp", "namespace": namespace},
-            "spec": {"replicas": 1, "template": {"spec": {"providerSpec": {"value": {}}}}},
-        }
-        await client.create(cp)
+    client = kube
+    machine: JSON = {
+        "apiVersion": MACHINE_API_VERSION,
+        "kind": "Machine",
+        "metadata": {"name": "m0", "namespace": namespace, "labels": {ROLE_LABEL: "master"}},
+        "spec": {"providerSpec": {"value": {}}},
+    }
+    created = await client.create(machine)
+    # Running, so that the etcd-quorum-hook controller places its hook (the Machine API works).
+    await client.patch_status(
+        MACHINE_API_VERSION, "Machine", "m0", {"status": {"phase": "Running"}}, namespace
+    )
+    assert created["metadata"]["name"] == "m0"
+    cp: JSON = {
+        "apiVersion": CP,
+        "kind": "ControlPlane",
+        "metadata": {"name": "cp", "namespace": namespace},
+        "spec": {"replicas": 1, "template": {"spec": {"providerSpec": {"value": {}}}}},
+    }
+    await client.create(cp)
 
-        # Without the health-check controller: the hook is placed (the manager runs) and the
-        # ControlPlane creates its MachineHealthCheck, whose status nobody writes.
-        async with running(kubeconfig_path, "*,-machinehealthcheck", tmp_path / "a.log") as proc:
-            await eventually(
-                lambda: _hook_and_health_check(client, namespace),
-                within=START_WITHIN,
-                what=f"hook on m0 and the MachineHealthCheck created; log:\n{_tail(tmp_path / 'a.log')}",
-            )
-            await holds_for(
-                lambda: _no_health_check_status(client, namespace),
-                duration=QUIET_FOR,
-                what="no MachineHealthCheck status written with machinehealthcheck disabled",
-            )
-            assert proc.returncode is None, _tail(tmp_path / "a.log")
-
-        # Without the hook controller: the health check's status is written (the manager runs),
-        # and the hook, taken off first, is never put back.
-        fresh = await _machine(client, "m0", namespace)
-        await client.patch(
-            MACHINE_API_VERSION,
-            "Machine",
-            "m0",
-            {
-                "metadata": {"resourceVersion": fresh["metadata"]["resourceVersion"]},
-                "spec": {"lifecycleHooks": {"preDrain": None}},
-            },
-            namespace,
+    # Without the health-check controller: the hook is placed (the manager runs) and the
+    # ControlPlane creates its MachineHealthCheck, whose status nobody writes.
+    async with running_process(
+        _argv(kubeconfig_path, "*,-machinehealthcheck"), log_path=tmp_path / "a.log", stop_grace=10
+    ) as run:
+        await eventually(
+            lambda: _hook_and_health_check(client, namespace),
+            timeout=START_WITHIN,
+            message="hook on m0 and the MachineHealthCheck created",
         )
-        async with running(kubeconfig_path, "*,-etcd-quorum-hook", tmp_path / "b.log") as proc:
-            await eventually(
-                lambda: _health_check_status(client, namespace),
-                within=START_WITHIN,
-                what=f"MachineHealthCheck status written; log:\n{_tail(tmp_path / 'b.log')}",
-            )
-            await holds_for(
-                lambda: _no_hook(client, namespace),
-                duration=QUIET_FOR,
-                what="no hook placed on m0 with etcd-quorum-hook disabled",
-            )
-            assert proc.returncode is None, _tail(tmp_path / "b.log")
+        await holds_for(
+            lambda: _no_health_check_status(client, namespace),
+            duration=QUIET_FOR,
+            message="no MachineHealthCheck status written with machinehealthcheck disabled",
+        )
+        assert run.returncode is None, run.log_tail()
+
+    # Without the hook controller: the health check's status is written (the manager runs),
+    # and the hook, taken off first, is never put back.
+    fresh = await _machine(client, "m0", namespace)
+    await client.patch(
+        MACHINE_API_VERSION,
+        "Machine",
+        "m0",
+        {
+            "metadata": {"resourceVersion": fresh["metadata"]["resourceVersion"]},
+            "spec": {"lifecycleHooks": {"preDrain": None}},
+        },
+        namespace,
+    )
+    async with running_process(
+        _argv(kubeconfig_path, "*,-etcd-quorum-hook"), log_path=tmp_path / "b.log", stop_grace=10
+    ) as run:
+        await eventually(
+            lambda: _health_check_status(client, namespace),
+            timeout=START_WITHIN,
+            message="MachineHealthCheck status written",
+        )
+        await holds_for(
+            lambda: _no_hook(client, namespace),
+            duration=QUIET_FOR,
+            message="no hook placed on m0 with etcd-quorum-hook disabled",
+        )
+        assert run.returncode is None, run.log_tail()
 
 
 async def _hook_and_health_check(client: Client, namespace: str) -> bool:
@@ -183,10 +152,3 @@ async def _health_check_status(client: Client, namespace: str) -> bool:
 
 async def _no_hook(client: Client, namespace: str) -> bool:
     return not _has_hook(await _machine(client, "m0", namespace))
-
-
-def _tail(log: Path) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-    except OSError:
-        return "(no log)"

@@ -10,12 +10,9 @@ config/prometheus/alerts.yaml and config/grafana/, so this fails when either sid
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 import stat
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +24,16 @@ import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.envtest import unique_namespace_name
-from tests.e2e.test_operator_process import OperatorProcess, child_environment, cpo_run_argv, wait_ready
 from tests.support.manifests import kustomize
 from tests.support.monitoring import series_labels, used_metric_names
+from tests.support.processes import (
+    ChildProcess,
+    child_environment,
+    cpo,
+    cpo_run_argv,
+    cpo_run_ports,
+    running_process,
+)
 from tests.support.webhooks import ServingCerts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +65,7 @@ def pod_environment(home: Path) -> dict[str, str]:
 
 @dataclass
 class Running:
-    process: OperatorProcess
+    process: ChildProcess
     home: Path
     metrics_port: int
     probe_port: int
@@ -69,38 +73,23 @@ class Running:
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def running(
-    env: Any, kubeconfig_path: Path, tmp_path_factory: pytest.TempPathFactory
+    env: Any, machine_crds: None, kubeconfig_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Running]:
     """One `cpo run` for the module: leader election on, webhooks on, HOME read-only."""
     tmp_path = tmp_path_factory.mktemp("in-cluster")
-    await env.install_crds([ROOT / "config" / "crd"])
     namespace = unique_namespace_name("in-cluster")
     await env.create_namespace(namespace, labels={"cpo.dev/test": "true"})
     certs = ServingCerts(tmp_path / "certs")
     certs.write()
     home = read_only_home(tmp_path)
-    proc = await asyncio.create_subprocess_exec(
-        *cpo_run_argv(kubeconfig_path, certs.directory, namespace),
-        cwd=home,
-        env=pod_environment(home),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    process = OperatorProcess(proc)
-    reader = asyncio.create_task(process.read_logs())
+    argv = cpo_run_argv(kubeconfig_path, certs.directory, namespace)
     try:
-        metrics_port = await process.port_from_log(r"serving metrics on port (\d+)")
-        probe_port = await process.port_from_log(r"serving health probes on port (\d+)")
-        yield Running(process, home, metrics_port, probe_port)
+        async with running_process(
+            argv, log_path=tmp_path / "operator.log", cwd=home, env=pod_environment(home), stop_grace=15
+        ) as process:
+            metrics_port, probe_port, _ = await cpo_run_ports(process)
+            yield Running(process, home, metrics_port, probe_port)
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=15)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        await reader
         if not env.owns_cluster:
             await env.delete_namespace(namespace)
 
@@ -137,14 +126,14 @@ async def test_cpo_run_with_home_unwritable_serves_the_probe_and_metrics_paths_o
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     (monitor,) = [d for d in built if d["kind"] == "ServiceMonitor"]
     async with aiohttp.ClientSession() as session:
-        await wait_ready(session, f"http://127.0.0.1:{running.probe_port}/readyz", running.process)
+        await running.process.wait_ready(session, f"http://127.0.0.1:{running.probe_port}/readyz")
         for probe in ("livenessProbe", "readinessProbe"):
             path = container[probe]["httpGet"]["path"]
             async with session.get(f"http://127.0.0.1:{running.probe_port}{path}") as response:
                 assert response.status == 200, (probe, path, await response.text())
     for endpoint in monitor["spec"]["endpoints"]:
         assert "# TYPE" in await scrape(running, endpoint["path"])
-    assert running.process.proc.returncode is None, "\n".join(running.process.raw)
+    assert running.process.returncode is None, running.process.log()
     assert os.listdir(running.home) == [], "cpo run wrote into HOME"
 
 
@@ -163,7 +152,7 @@ async def test_every_metric_the_alerts_and_dashboard_use_is_exported_by_cpo_run(
 def test_cpo_run_help_needs_no_writable_home(tmp_path: Path) -> None:
     home = read_only_home(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "cli", "run", "--help"],
+        cpo("run", "--help"),
         cwd=home,
         env=pod_environment(home),
         capture_output=True,

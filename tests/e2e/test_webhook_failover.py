@@ -11,9 +11,8 @@ the validator, well within the timeout.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import signal
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,13 +28,10 @@ from runtime.errors import APIError
 from tests.e2e.test_operator_process import (
     CP,
     ODD,
-    OperatorProcess,
-    child_environment,
     controlplane,
-    cpo_run_argv,
     shipped_webhook_paths,
-    wait_ready,
 )
+from tests.support.processes import ChildProcess, cpo_run_argv, cpo_run_ports, running_process
 from tests.support.tcpproxy import ServiceProxy
 from tests.support.webhooks import ServingCerts
 
@@ -51,42 +47,36 @@ def shipped_timeout() -> int:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def replicas(
-    env: Any, kubeconfig_path: Path, namespace: str, tmp_path: Path
-) -> AsyncIterator[tuple[list[tuple[OperatorProcess, int]], ServingCerts]]:
+    machine_crds: None, kubeconfig_path: Path, namespace: str, tmp_path: Path
+) -> AsyncIterator[tuple[list[tuple[ChildProcess, int]], ServingCerts]]:
     """Two `cpo run`: (process, webhook port) each, sharing the serving pair of the Service."""
-    await env.install_crds([ROOT / "config" / "crd"])
     service = yaml.safe_load((WEBHOOK / "service.yaml").read_text())["metadata"]["name"]
     certs = ServingCerts(tmp_path / "certs")
     certs.write(certs.ca.serving_cert(["127.0.0.1", f"{service}.{namespace}.svc"]))
-    started: list[tuple[OperatorProcess, asyncio.Task[None]]] = []
-    try:
-        for index in range(2):
-            proc = await asyncio.create_subprocess_exec(
-                *cpo_run_argv(kubeconfig_path, certs.directory, namespace),
-                cwd=tmp_path,
-                env=child_environment(),
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    async with contextlib.AsyncExitStack() as stack:
+        started = [
+            await stack.enter_async_context(
+                running_process(
+                    cpo_run_argv(kubeconfig_path, certs.directory, namespace),
+                    log_path=log_dir / f"replica-{index}.log",
+                    cwd=tmp_path,
+                )
             )
-            process = OperatorProcess(proc)
-            started.append((process, asyncio.create_task(process.read_logs(), name=f"replica-{index}")))
+            for index in range(2)
+        ]
         ports = []
         async with aiohttp.ClientSession() as session:
-            for process, _ in started:
-                probe = await process.port_from_log(r"serving health probes on port (\d+)")
-                await wait_ready(session, f"http://127.0.0.1:{probe}/readyz", process)
-                ports.append(await process.port_from_log(r"webhook server listening on \S+ port (\d+)"))
-        yield [(process, port) for (process, _), port in zip(started, ports, strict=True)], certs
-    finally:
-        for process, reader in started:
-            if process.proc.returncode is None:
-                process.proc.kill()
-                await process.proc.wait()
-            await reader
+            for process in started:
+                served = await cpo_run_ports(process)
+                await process.wait_ready(session, f"http://127.0.0.1:{served.probes}/readyz")
+                ports.append(served.webhook)
+        yield list(zip(started, ports, strict=True)), certs
 
 
 async def test_admission_answers_through_the_other_replica_when_the_one_serving_is_killed(
-    env: Any, replicas: tuple[list[tuple[OperatorProcess, int]], ServingCerts], namespace: str
+    env: Any, replicas: tuple[list[tuple[ChildProcess, int]], ServingCerts], client: Client, namespace: str
 ) -> None:
     server: Any = getattr(env, "embedded_server", None)
     if server is None or not hasattr(server, "map_service"):
@@ -131,31 +121,29 @@ async def test_admission_answers_through_the_other_replica_when_the_one_serving_
             }
         ],
     }
-    async with await Client.from_kubeconfig(env.kubeconfig) as client:
-        created = await client.create(configuration)
-        try:
+    created = await client.create(configuration)
+    try:
 
-            async def refused_as_even(cp_name: str) -> float:
-                started = time.monotonic()
-                try:
-                    await client.create(controlplane(cp_name, namespace, 4))
-                    raise AssertionError(f"{cp_name}: an even replica count was admitted")
-                except APIError as err:
-                    # The validator's verdict, not a failed call (which failurePolicy Fail also refuses).
-                    assert f"spec.replicas: Invalid value: 4: {ODD}" in err.message, err.message
-                return time.monotonic() - started
+        async def refused_as_even(cp_name: str) -> float:
+            started = time.monotonic()
+            try:
+                await client.create(controlplane(cp_name, namespace, 4))
+                raise AssertionError(f"{cp_name}: an even replica count was admitted")
+            except APIError as err:
+                # The validator's verdict, not a failed call (which failurePolicy Fail also refuses).
+                assert f"spec.replicas: Invalid value: 4: {ODD}" in err.message, err.message
+            return time.monotonic() - started
 
-            await refused_as_even("before")
-            serving = proxy.served_by[-1]
-            victim = next(p for p, port in processes if port == serving[1])
-            victim.proc.send_signal(signal.SIGKILL)
-            await victim.proc.wait()
+        await refused_as_even("before")
+        serving = proxy.served_by[-1]
+        victim = next(p for p, port in processes if port == serving[1])
+        await victim.kill()
 
-            took = await refused_as_even("after")
-            assert took < timeout, f"admission took {took:.1f} s, past the webhook timeout of {timeout} s"
-            assert proxy.served_by[-1] != serving, proxy.served_by
-            # Every later call lands on the survivor: kube-proxy would have dropped the endpoint too.
-            assert (await refused_as_even("later")) < timeout
-        finally:
-            await client.delete(created["apiVersion"], created["kind"], created["metadata"]["name"])
-            await proxy.stop()
+        took = await refused_as_even("after")
+        assert took < timeout, f"admission took {took:.1f} s, past the webhook timeout of {timeout} s"
+        assert proxy.served_by[-1] != serving, proxy.served_by
+        # Every later call lands on the survivor: kube-proxy would have dropped the endpoint too.
+        assert (await refused_as_even("later")) < timeout
+    finally:
+        await client.delete(created["apiVersion"], created["kind"], created["metadata"]["name"])
+        await proxy.stop()

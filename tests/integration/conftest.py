@@ -1,12 +1,8 @@
-"""Fixtures for the tests with real etcd processes.
+"""Fixtures for the tests with real etcd processes (``machine_crds``, ``kube`` and
+``provider_state_dir``, which the end-to-end tests use too, are in tests/conftest.py).
 
 ``etcd_supervisor``  an :class:`~providers.localmachine.etcd_process.EtcdSupervisor` on a fresh state dir;
                      afterwards every member is stopped and the test fails if one survived.
-``machine_crds``     the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
-                     installed once per session.
-``kube``             a :class:`runtime.client.Client` for ``env`` with ``machine_crds`` installed.
-``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
-                     session-end leak check; afterwards every member recorded there is killed.
 """
 
 from __future__ import annotations
@@ -17,9 +13,6 @@ from pathlib import Path
 import pytest_asyncio
 
 from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdSupervisor
-from runtime.client import Client
-from runtime.envtest import Environment
-from tests.support.localmachine import CRD_DIR, kill_recorded, track_state_dir
 
 # Quick stops: members hold nothing worth a long graceful shutdown in tests.
 TEST_GRACE_PERIOD = 5.0
@@ -42,23 +35,3 @@ async def etcd_supervisor(tmp_path: Path) -> AsyncIterator[EtcdSupervisor]:
         await supervisor.stop_all()
         survivors = [member.name for member in supervisor.members() if member.running]
         assert not survivors, f"etcd members still running after stop_all: {survivors}"
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def machine_crds(env: Environment) -> None:
-    await env.install_crds([CRD_DIR])
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Environment, machine_crds: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as client:
-        yield client
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def provider_state_dir(tmp_path: Path) -> AsyncIterator[Path]:
-    state_dir = track_state_dir(tmp_path / "machines")
-    try:
-        yield state_dir
-    finally:
-        await kill_recorded(state_dir)

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from api import (
     ControlPlane,
@@ -28,24 +26,13 @@ from runtime.client import Client
 from runtime.errors import Invalid
 from webhooks.controlplane import getter_from_reader, validate_controlplane_scale
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+# machine_crds (tests/integration/conftest.py) installs config/crd once per session.
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.usefixtures("machine_crds")]
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = ROOT / "config" / "crd"
 FIXTURES = ROOT / "tests" / "fixtures" / "openshift"
 CP = ("controlplane.cpo.dev/v1alpha1", "ControlPlane")
 SERVER_OWNED_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def crds_installed(env: Any) -> None:
-    await env.install_crds([CRD_DIR])
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any, crds_installed: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        yield c
 
 
 def _controlplane(namespace: str, name: str = "cluster", **spec: Any) -> dict[str, Any]:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 
 import runtime.webhook as webhook
@@ -30,13 +28,6 @@ def _kubebuilder_path(prefix: str) -> str:
     return f"/{prefix}-{GROUP.replace('.', '-')}-{VERSION}-{KIND.lower()}"
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Any) -> AsyncIterator[Client]:
-    await env.install_crds([CONFIG / "crd"])
-    async with await Client.from_kubeconfig(env.kubeconfig_path) as c:
-        yield c
-
-
 def test_there_are_samples() -> None:
     assert len(SAMPLES) >= 2
 
@@ -50,6 +41,7 @@ def test_samples_parse_and_pass_the_admission_rules(path: Path) -> None:
         assert validate_controlplane_create(defaulted) == ([], [])
 
 
+@pytest.mark.usefixtures("machine_crds")
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 async def test_samples_are_accepted_by_the_api_server(client: Client, namespace: str, path: Path) -> None:
     for doc in _documents(path):
@@ -89,6 +81,7 @@ def test_paths_agree_with_the_webhook_server() -> None:
     assert webhook.mutate_path(GROUP, VERSION, KIND) == _kubebuilder_path("mutate")
 
 
+@pytest.mark.usefixtures("machine_crds")
 async def test_webhook_configurations_are_accepted_by_the_api_server(client: Client) -> None:
     for doc in _documents(CONFIG / "webhook" / "manifests.yaml"):
         # Dry run: stored for real they would send every ControlPlane write to a Service that is not there.

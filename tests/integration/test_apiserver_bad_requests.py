@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
-import pytest_asyncio
 
-from tests.support.crds import GROUP, VERSION, widget, widget_crd, widgets_path
+from tests.support.crds import GROUP, VERSION, widget, widgets_path
 from tests.support.kubehttp import KubeHTTP
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.usefixtures("widgets_installed")]
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Any) -> AsyncIterator[KubeHTTP]:
-    await env.install_crds([widget_crd()])
-    async with KubeHTTP(env.kubeconfig) as client:
-        yield client
-
-
-async def _still_serving(kube: KubeHTTP, namespace: str) -> None:
-    reply = await kube.get(widgets_path(namespace))
+async def _still_serving(kube_http: KubeHTTP, namespace: str) -> None:
+    reply = await kube_http.get(widgets_path(namespace))
     assert reply.status == 200, reply.text
 
 
-async def test_unknown_resources_are_404(kube: KubeHTTP, namespace: str) -> None:
+async def test_unknown_resources_are_404(kube_http: KubeHTTP, namespace: str) -> None:
     for path in (
         f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/nothings",
         f"/apis/{GROUP}/v9/namespaces/{namespace}/widgets",
@@ -34,48 +23,50 @@ async def test_unknown_resources_are_404(kube: KubeHTTP, namespace: str) -> None
         f"/api/v1/namespaces/{namespace}/nothings",
         "/foo/bar",
     ):
-        reply = await kube.get(path)
+        reply = await kube_http.get(path)
         assert reply.status == 404, (path, reply.status, reply.text)
-    await _still_serving(kube, namespace)
+    await _still_serving(kube_http, namespace)
 
 
-async def test_malformed_json_is_400(kube: KubeHTTP, namespace: str) -> None:
+async def test_malformed_json_is_400(kube_http: KubeHTTP, namespace: str) -> None:
     for raw in (
         b"{not json",
         b'{"apiVersion": "test.cpo.dev/v1", "kind": "Widget", "metadata": {"name": "x"',
         b"",
         b"[1,2]",
     ):
-        reply = await kube.request("POST", widgets_path(namespace), raw=raw, content_type="application/json")
+        reply = await kube_http.request(
+            "POST", widgets_path(namespace), raw=raw, content_type="application/json"
+        )
         assert reply.status == 400, (raw, reply.status, reply.text)
         assert reply.body["kind"] == "Status" and reply.body["reason"] == "BadRequest"
-    await _still_serving(kube, namespace)
+    await _still_serving(kube_http, namespace)
 
 
-async def test_wrong_content_type_is_415(kube: KubeHTTP, namespace: str) -> None:
-    reply = await kube.request("POST", widgets_path(namespace), raw=b"hello", content_type="text/plain")
+async def test_wrong_content_type_is_415(kube_http: KubeHTTP, namespace: str) -> None:
+    reply = await kube_http.request("POST", widgets_path(namespace), raw=b"hello", content_type="text/plain")
     assert reply.status == 415 and reply.body["reason"] == "UnsupportedMediaType"
-    patch = await kube.request(
+    patch = await kube_http.request(
         "PATCH", widgets_path(namespace, "whatever"), raw=b"{}", content_type="application/json"
     )
     assert patch.status == 415
-    await _still_serving(kube, namespace)
+    await _still_serving(kube_http, namespace)
 
 
-async def test_too_large_object_is_413(kube: KubeHTTP, namespace: str) -> None:
+async def test_too_large_object_is_413(kube_http: KubeHTTP, namespace: str) -> None:
     body = widget("huge", namespace, size="small")
     body["metadata"]["annotations"] = {"blob": "x" * (4 * 1024 * 1024)}
-    reply = await kube.post(widgets_path(namespace), body)
+    reply = await kube_http.post(widgets_path(namespace), body)
     assert reply.status == 413, reply.text[:300]
-    await _still_serving(kube, namespace)
+    await _still_serving(kube_http, namespace)
 
 
-async def test_invalid_query_parameters_are_400(kube: KubeHTTP, namespace: str) -> None:
+async def test_invalid_query_parameters_are_400(kube_http: KubeHTTP, namespace: str) -> None:
     for params in (
         {"limit": "abc"},
         {"continue": "garbage", "limit": "1"},
         {"fieldSelector": "metadata.name"},
     ):
-        reply = await kube.get(widgets_path(namespace), params=params)
+        reply = await kube_http.get(widgets_path(namespace), params=params)
         assert reply.status == 400, (params, reply.status, reply.text)
-    await _still_serving(kube, namespace)
+    await _still_serving(kube_http, namespace)

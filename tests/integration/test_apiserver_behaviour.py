@@ -1,7 +1,7 @@
 """What a controller relies on from the API server, asserted over HTTP on whichever back end runs.
 
 These tests talk to the server only through its REST API, so they pass unchanged on the embedded
-server, on real kube-apiserver binaries (``KUBEBUILDER_ASSETS``) and on an existing cluster
+server, on real kube_http-apiserver binaries (``KUBEBUILDER_ASSETS``) and on an existing cluster
 (``CPO_TEST_KUBECONFIG``). The transcript replay suite checks exact wording against recordings;
 this module checks the semantics one behaviour at a time.
 """
@@ -10,31 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.support.crds import GROUP, PLURAL, VERSION, widget, widget_crd, widgets_path
 from tests.support.kubehttp import KubeHTTP
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.usefixtures("widgets_installed")]
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Any) -> None:
-    await env.install_crds([widget_crd()])
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Any, widgets_installed: None) -> AsyncIterator[KubeHTTP]:
-    async with KubeHTTP(env.kubeconfig) as client:
-        yield client
-
-
-async def _create(kube: KubeHTTP, ns: str, name: str, **spec: Any) -> dict[str, Any]:
-    reply = await kube.post(widgets_path(ns), widget(name, ns, **spec))
+async def _create(kube_http: KubeHTTP, ns: str, name: str, **spec: Any) -> dict[str, Any]:
+    reply = await kube_http.post(widgets_path(ns), widget(name, ns, **spec))
     assert reply.status == 201, reply.text
     return dict(reply.body)
 
@@ -42,14 +29,14 @@ async def _create(kube: KubeHTTP, ns: str, name: str, **spec: Any) -> dict[str, 
 # ------------------------------------------------------------------------------ discovery
 
 
-async def test_discovery_lists_builtins_and_installed_crd(kube: KubeHTTP) -> None:
-    core = await kube.get("/api/v1")
+async def test_discovery_lists_builtins_and_installed_crd(kube_http: KubeHTTP) -> None:
+    core = await kube_http.get("/api/v1")
     names = {r["name"] for r in core.body["resources"]}
     assert {"namespaces", "nodes", "pods", "events", "secrets", "configmaps", "services"} <= names
-    groups = await kube.get("/apis")
+    groups = await kube_http.get("/apis")
     group_names = {g["name"] for g in groups.body["groups"]}
     assert {"coordination.k8s.io", "policy", "events.k8s.io", "apiextensions.k8s.io", GROUP} <= group_names
-    rl = await kube.get(f"/apis/{GROUP}/{VERSION}")
+    rl = await kube_http.get(f"/apis/{GROUP}/{VERSION}")
     by_name = {r["name"]: r for r in rl.body["resources"]}
     assert by_name[PLURAL]["kind"] == "Widget" and by_name[PLURAL]["namespaced"] is True
     assert by_name[PLURAL]["shortNames"] == ["wd"]
@@ -57,18 +44,18 @@ async def test_discovery_lists_builtins_and_installed_crd(kube: KubeHTTP) -> Non
         by_name[f"{PLURAL}/scale"]["kind"] == "Scale" and by_name[f"{PLURAL}/scale"]["group"] == "autoscaling"
     )
     assert f"{PLURAL}/status" in by_name
-    version = await kube.get("/version")
+    version = await kube_http.get("/version")
     assert version.status == 200 and "gitVersion" in version.body
 
 
 # ------------------------------------------------------------------------------- CRUD
 
 
-async def test_create_fills_server_fields_and_generate_name(kube: KubeHTTP, namespace: str) -> None:
+async def test_create_fills_server_fields_and_generate_name(kube_http: KubeHTTP, namespace: str) -> None:
     body = widget("", namespace, size="large")
     del body["metadata"]["name"]
     body["metadata"]["generateName"] = "gen-"
-    reply = await kube.post(widgets_path(namespace), body)
+    reply = await kube_http.post(widgets_path(namespace), body)
     assert reply.status == 201, reply.text
     meta = reply.body["metadata"]
     assert meta["name"].startswith("gen-") and len(meta["name"]) == len("gen-") + 5
@@ -77,13 +64,13 @@ async def test_create_fills_server_fields_and_generate_name(kube: KubeHTTP, name
     assert reply.body["spec"] == {"replicas": 1, "size": "large"}  # defaulted
 
 
-async def test_resource_version_is_global_and_increasing(kube: KubeHTTP, namespace: str) -> None:
-    a = await _create(kube, namespace, "rv-a", size="small")
-    cm = await kube.post(
+async def test_resource_version_is_global_and_increasing(kube_http: KubeHTTP, namespace: str) -> None:
+    a = await _create(kube_http, namespace, "rv-a", size="small")
+    cm = await kube_http.post(
         f"/api/v1/namespaces/{namespace}/configmaps",
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rv-b"}, "data": {"k": "v"}},
     )
-    b = await _create(kube, namespace, "rv-c", size="small")
+    b = await _create(kube_http, namespace, "rv-c", size="small")
     rvs = [
         int(a["metadata"]["resourceVersion"]),
         int(cm.body["metadata"]["resourceVersion"]),
@@ -92,85 +79,93 @@ async def test_resource_version_is_global_and_increasing(kube: KubeHTTP, namespa
     assert rvs == sorted(rvs) and len(set(rvs)) == 3
 
 
-async def test_generation_bumps_on_spec_changes_only(kube: KubeHTTP, namespace: str) -> None:
-    await _create(kube, namespace, "gen", size="small")
+async def test_generation_bumps_on_spec_changes_only(kube_http: KubeHTTP, namespace: str) -> None:
+    await _create(kube_http, namespace, "gen", size="small")
     path = widgets_path(namespace, "gen")
-    labels = await kube.patch(path, {"metadata": {"labels": {"x": "y"}}})
+    labels = await kube_http.patch(path, {"metadata": {"labels": {"x": "y"}}})
     assert labels.body["metadata"]["generation"] == 1
-    spec = await kube.patch(path, {"spec": {"replicas": 3}})
+    spec = await kube_http.patch(path, {"spec": {"replicas": 3}})
     assert spec.body["metadata"]["generation"] == 2
-    noop = await kube.patch(path, {"spec": {"replicas": 3}})
+    noop = await kube_http.patch(path, {"spec": {"replicas": 3}})
     assert noop.body["metadata"]["resourceVersion"] == spec.body["metadata"]["resourceVersion"]
 
 
-async def test_stale_update_conflicts_and_duplicate_create_exists(kube: KubeHTTP, namespace: str) -> None:
-    first = await _create(kube, namespace, "occ", size="small")
+async def test_stale_update_conflicts_and_duplicate_create_exists(
+    kube_http: KubeHTTP, namespace: str
+) -> None:
+    first = await _create(kube_http, namespace, "occ", size="small")
     path = widgets_path(namespace, "occ")
     fresh = dict(first, spec={"size": "large", "replicas": 1})
-    ok = await kube.put(path, fresh)
+    ok = await kube_http.put(path, fresh)
     assert ok.status == 200, ok.text
-    stale = await kube.put(path, dict(first, spec={"size": "small", "replicas": 2}))
+    stale = await kube_http.put(path, dict(first, spec={"size": "small", "replicas": 2}))
     assert stale.status == 409 and stale.body["reason"] == "Conflict"
-    dup = await kube.post(widgets_path(namespace), widget("occ", namespace, size="small"))
+    dup = await kube_http.post(widgets_path(namespace), widget("occ", namespace, size="small"))
     assert dup.status == 409 and dup.body["reason"] == "AlreadyExists"
     assert dup.body["details"] == {"name": "occ", "group": GROUP, "kind": PLURAL}
 
 
-async def test_not_found_and_missing_namespace(kube: KubeHTTP, namespace: str) -> None:
-    missing = await kube.get(widgets_path(namespace, "nope"))
+async def test_not_found_and_missing_namespace(kube_http: KubeHTTP, namespace: str) -> None:
+    missing = await kube_http.get(widgets_path(namespace, "nope"))
     assert missing.status == 404 and missing.body["reason"] == "NotFound"
     assert missing.body["message"] == f'{PLURAL}.{GROUP} "nope" not found'
-    no_ns = await kube.post(widgets_path("no-such-ns-xyz"), widget("w", "no-such-ns-xyz", size="small"))
+    no_ns = await kube_http.post(widgets_path("no-such-ns-xyz"), widget("w", "no-such-ns-xyz", size="small"))
     assert no_ns.status == 404 and no_ns.body["details"] == {"name": "no-such-ns-xyz", "kind": "namespaces"}
 
 
-async def test_invalid_object_is_422_with_causes(kube: KubeHTTP, namespace: str) -> None:
+async def test_invalid_object_is_422_with_causes(kube_http: KubeHTTP, namespace: str) -> None:
     body = widget("bad", namespace, size="medium", replicas=12)
     body["spec"]["name"] = "ABC"
-    reply = await kube.post(widgets_path(namespace), body)
+    reply = await kube_http.post(widgets_path(namespace), body)
     assert reply.status == 422 and reply.body["reason"] == "Invalid"
     fields = sorted(c["field"] for c in reply.body["details"]["causes"])
     assert fields == ["spec.name", "spec.replicas", "spec.size"]
     assert reply.body["message"].startswith('Widget.test.cpo.dev "bad" is invalid: [')
 
 
-async def test_cluster_scoped_objects_have_no_namespace(kube: KubeHTTP) -> None:
-    reply = await kube.post(
+async def test_cluster_scoped_objects_have_no_namespace(kube_http: KubeHTTP) -> None:
+    reply = await kube_http.post(
         "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-scope-test"}}
     )
     assert reply.status == 201, reply.text
     assert "namespace" not in reply.body["metadata"]
-    got = await kube.get("/api/v1/nodes/node-scope-test")
+    got = await kube_http.get("/api/v1/nodes/node-scope-test")
     assert got.status == 200
-    await kube.delete("/api/v1/nodes/node-scope-test")
+    await kube_http.delete("/api/v1/nodes/node-scope-test")
 
 
 # ------------------------------------------------------------------------------ PATCH
 
 
-async def test_merge_and_json_patch_on_custom_resource(kube: KubeHTTP, namespace: str) -> None:
-    await _create(kube, namespace, "p", size="small", extra={"a": 1, "b": 2})
+async def test_merge_and_json_patch_on_custom_resource(kube_http: KubeHTTP, namespace: str) -> None:
+    await _create(kube_http, namespace, "p", size="small", extra={"a": 1, "b": 2})
     path = widgets_path(namespace, "p")
-    merged = await kube.patch(path, {"spec": {"extra": {"a": None, "c": 3}}})
+    merged = await kube_http.patch(path, {"spec": {"extra": {"a": None, "c": 3}}})
     assert merged.body["spec"]["extra"] == {"b": 2, "c": 3}
-    jp = await kube.patch(path, [{"op": "replace", "path": "/spec/replicas", "value": 5}], patch_type="json")
+    jp = await kube_http.patch(
+        path, [{"op": "replace", "path": "/spec/replicas", "value": 5}], patch_type="json"
+    )
     assert jp.status == 200 and jp.body["spec"]["replicas"] == 5
-    failed = await kube.patch(path, [{"op": "test", "path": "/spec/replicas", "value": 1}], patch_type="json")
+    failed = await kube_http.patch(
+        path, [{"op": "test", "path": "/spec/replicas", "value": 1}], patch_type="json"
+    )
     assert failed.status == 422
-    smp = await kube.patch(path, {"spec": {"replicas": 1}}, patch_type="strategic")
+    smp = await kube_http.patch(path, {"spec": {"replicas": 1}}, patch_type="strategic")
     assert smp.status == 415 and smp.body["reason"] == "UnsupportedMediaType"
 
 
-async def test_strategic_merge_patch_on_builtin_merges_lists_by_key(kube: KubeHTTP, namespace: str) -> None:
+async def test_strategic_merge_patch_on_builtin_merges_lists_by_key(
+    kube_http: KubeHTTP, namespace: str
+) -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "smp"},
         "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]},
     }
-    created = await kube.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    created = await kube_http.post(f"/api/v1/namespaces/{namespace}/pods", pod)
     assert created.status == 201, created.text
-    patched = await kube.patch(
+    patched = await kube_http.patch(
         f"/api/v1/namespaces/{namespace}/pods/smp",
         {"spec": {"containers": [{"name": "b", "image": "b:2"}]}},
         patch_type="strategic",
@@ -181,7 +176,7 @@ async def test_strategic_merge_patch_on_builtin_merges_lists_by_key(kube: KubeHT
 
 
 async def test_patch_that_leaves_a_builtin_undecodable_is_422_on_the_patch(
-    kube: KubeHTTP, namespace: str
+    kube_http: KubeHTTP, namespace: str
 ) -> None:
     # A malformed time in a request body is a 400; the same time arriving through a patch is a
     # 422 whose one cause is the field "patch" quoting the patched document (merge, JSON patch).
@@ -192,14 +187,14 @@ async def test_patch_that_leaves_a_builtin_undecodable_is_422_on_the_patch(
         "metadata": {"name": "bad-time"},
         "spec": {"holderIdentity": "a", "renewTime": "2026-11-22T04:30:00.000000Z"},
     }
-    created = await kube.post(leases, lease)
+    created = await kube_http.post(leases, lease)
     assert created.status == 201, created.text
     path = f"{leases}/bad-time"
     for patch_type, body in (
         ("merge", {"spec": {"renewTime": "yesterday"}}),
         ("json", [{"op": "replace", "path": "/spec/renewTime", "value": "yesterday"}]),
     ):
-        reply = await kube.patch(path, body, patch_type=patch_type)
+        reply = await kube_http.patch(path, body, patch_type=patch_type)
         assert reply.status == 422, (patch_type, reply.text)
         assert reply.body["reason"] == "Invalid"
         [cause] = reply.body["details"]["causes"]
@@ -207,27 +202,27 @@ async def test_patch_that_leaves_a_builtin_undecodable_is_422_on_the_patch(
         assert '\\"renewTime\\":\\"yesterday\\"' in cause["message"]
         assert 'parsing time "yesterday"' in cause["message"]
     # A strategic merge patch quotes the patch (Go's %+v of the decoded map), not the result.
-    strategic = await kube.patch(path, {"spec": {"renewTime": "yesterday"}}, patch_type="strategic")
+    strategic = await kube_http.patch(path, {"spec": {"renewTime": "yesterday"}}, patch_type="strategic")
     assert strategic.status == 422, strategic.text
     [cause] = strategic.body["details"]["causes"]
     assert cause["field"] == "patch"
     assert cause["message"].startswith('Invalid value: "map[spec:map[renewTime:yesterday]]": ')
     assert 'parsing time "yesterday"' in cause["message"]
-    put = await kube.put(path, dict(created.body, spec={"renewTime": "yesterday"}))
+    put = await kube_http.put(path, dict(created.body, spec={"renewTime": "yesterday"}))
     assert put.status == 400 and put.body["reason"] == "BadRequest", put.text
-    unchanged = await kube.get(path)
+    unchanged = await kube_http.get(path)
     assert unchanged.body["metadata"]["resourceVersion"] == created.body["metadata"]["resourceVersion"]
 
 
 # ----------------------------------------------------------------------- subresources
 
 
-async def test_status_changes_only_through_status_subresource(kube: KubeHTTP, namespace: str) -> None:
-    created = await _create(kube, namespace, "st", size="small")
+async def test_status_changes_only_through_status_subresource(kube_http: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube_http, namespace, "st", size="small")
     path = widgets_path(namespace, "st")
-    ignored = await kube.put(path, dict(created, status={"phase": "Running"}))
+    ignored = await kube_http.put(path, dict(created, status={"phase": "Running"}))
     assert ignored.status == 200 and "status" not in ignored.body
-    via_status = await kube.put(
+    via_status = await kube_http.put(
         widgets_path(namespace, "st", "status"),
         dict(ignored.body, status={"phase": "Running"}, spec={"size": "large"}),
     )
@@ -237,45 +232,45 @@ async def test_status_changes_only_through_status_subresource(kube: KubeHTTP, na
     assert via_status.body["metadata"]["generation"] == 1
 
 
-async def test_scale_subresource_reads_and_writes_replicas(kube: KubeHTTP, namespace: str) -> None:
-    await _create(kube, namespace, "sc", size="small", replicas=3)
+async def test_scale_subresource_reads_and_writes_replicas(kube_http: KubeHTTP, namespace: str) -> None:
+    await _create(kube_http, namespace, "sc", size="small", replicas=3)
     scale_path = widgets_path(namespace, "sc", "scale")
-    scale = await kube.get(scale_path)
+    scale = await kube_http.get(scale_path)
     assert scale.body["kind"] == "Scale" and scale.body["apiVersion"] == "autoscaling/v1"
     assert scale.body["spec"] == {"replicas": 3}
-    updated = await kube.patch(scale_path, {"spec": {"replicas": 5}})
+    updated = await kube_http.patch(scale_path, {"spec": {"replicas": 5}})
     assert updated.status == 200 and updated.body["spec"]["replicas"] == 5
-    obj = await kube.get(widgets_path(namespace, "sc"))
+    obj = await kube_http.get(widgets_path(namespace, "sc"))
     assert obj.body["spec"]["replicas"] == 5 and obj.body["metadata"]["generation"] == 2
 
 
 # ------------------------------------------------------------------------------ delete
 
 
-async def test_delete_with_finalizer_marks_then_removes(kube: KubeHTTP, namespace: str) -> None:
+async def test_delete_with_finalizer_marks_then_removes(kube_http: KubeHTTP, namespace: str) -> None:
     body = widget("fin", namespace, size="small")
     body["metadata"]["finalizers"] = ["test.cpo.dev/hold"]
-    await kube.post(widgets_path(namespace), body)
+    await kube_http.post(widgets_path(namespace), body)
     path = widgets_path(namespace, "fin")
-    marked = await kube.delete(path)
+    marked = await kube_http.delete(path)
     assert marked.status == 200 and marked.body["metadata"]["deletionTimestamp"]
-    still = await kube.get(path)
+    still = await kube_http.get(path)
     assert still.status == 200
-    added = await kube.patch(path, {"metadata": {"finalizers": ["test.cpo.dev/hold", "another"]}})
+    added = await kube_http.patch(path, {"metadata": {"finalizers": ["test.cpo.dev/hold", "another"]}})
     assert added.status == 422
-    await kube.patch(path, {"metadata": {"finalizers": None}})
-    gone = await kube.get(path)
+    await kube_http.patch(path, {"metadata": {"finalizers": None}})
+    gone = await kube_http.get(path)
     assert gone.status == 404
 
 
-async def test_delete_preconditions_and_propagation_policy(kube: KubeHTTP, namespace: str) -> None:
-    created = await _create(kube, namespace, "pre", size="small")
+async def test_delete_preconditions_and_propagation_policy(kube_http: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube_http, namespace, "pre", size="small")
     path = widgets_path(namespace, "pre")
-    wrong_uid = await kube.delete(
+    wrong_uid = await kube_http.delete(
         path, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "nope"}}
     )
     assert wrong_uid.status == 409
-    ok = await kube.delete(
+    ok = await kube_http.delete(
         path,
         {
             "apiVersion": "v1",
@@ -290,14 +285,14 @@ async def test_delete_preconditions_and_propagation_policy(kube: KubeHTTP, names
 # -------------------------------------------------------------------------------- list
 
 
-async def test_label_selectors_with_every_operator(kube: KubeHTTP, namespace: str) -> None:
+async def test_label_selectors_with_every_operator(kube_http: KubeHTTP, namespace: str) -> None:
     for name, labels in {"l1": {"tier": "a", "env": "x"}, "l2": {"tier": "b"}, "l3": {}}.items():
         body = widget(name, namespace, size="small")
         body["metadata"]["labels"] = labels
-        await kube.post(widgets_path(namespace), body)
+        await kube_http.post(widgets_path(namespace), body)
 
     async def names(selector: str) -> list[str]:
-        reply = await kube.get(widgets_path(namespace), params={"labelSelector": selector})
+        reply = await kube_http.get(widgets_path(namespace), params={"labelSelector": selector})
         assert reply.status == 200, reply.text
         return [i["metadata"]["name"] for i in reply.body["items"]]
 
@@ -309,24 +304,26 @@ async def test_label_selectors_with_every_operator(kube: KubeHTTP, namespace: st
     assert await names("env") == ["l1"]
     assert await names("!env") == ["l2", "l3"]
     assert await names("tier,env=x") == ["l1"]
-    bad = await kube.get(widgets_path(namespace), params={"labelSelector": "tier in (a"})
+    bad = await kube_http.get(widgets_path(namespace), params={"labelSelector": "tier in (a"})
     assert bad.status == 400
 
 
-async def test_field_selectors_and_pagination(kube: KubeHTTP, namespace: str) -> None:
+async def test_field_selectors_and_pagination(kube_http: KubeHTTP, namespace: str) -> None:
     for i in range(5):
-        await _create(kube, namespace, f"pg{i}", size="small")
-    by_name = await kube.get(widgets_path(namespace), params={"fieldSelector": "metadata.name=pg3"})
+        await _create(kube_http, namespace, f"pg{i}", size="small")
+    by_name = await kube_http.get(widgets_path(namespace), params={"fieldSelector": "metadata.name=pg3"})
     assert [i["metadata"]["name"] for i in by_name.body["items"]] == ["pg3"]
-    by_ns = await kube.get(widgets_path(None), params={"fieldSelector": f"metadata.namespace={namespace}"})
+    by_ns = await kube_http.get(
+        widgets_path(None), params={"fieldSelector": f"metadata.namespace={namespace}"}
+    )
     assert {i["metadata"]["name"] for i in by_ns.body["items"]} >= {f"pg{i}" for i in range(5)}
-    unsupported = await kube.get(widgets_path(namespace), params={"fieldSelector": "spec.size=small"})
+    unsupported = await kube_http.get(widgets_path(namespace), params={"fieldSelector": "spec.size=small"})
     assert unsupported.status == 400
     seen: list[str] = []
     params = {"limit": "2"}
     pages = 0
     while True:
-        page = await kube.get(widgets_path(namespace), params=params)
+        page = await kube_http.get(widgets_path(namespace), params=params)
         pages += 1
         seen += [i["metadata"]["name"] for i in page.body["items"]]
         token = page.body["metadata"].get("continue")
@@ -340,12 +337,12 @@ async def test_field_selectors_and_pagination(kube: KubeHTTP, namespace: str) ->
 
 
 async def _collect(
-    kube: KubeHTTP, path: str, params: dict[str, str], until: int, limit: float = 10.0
+    kube_http: KubeHTTP, path: str, params: dict[str, str], until: int, limit: float = 10.0
 ) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
 
     async def run() -> None:
-        async for ev in kube.watch(path, params):
+        async for ev in kube_http.watch(path, params):
             events.append(ev)
             if len(events) >= until:
                 return
@@ -355,13 +352,13 @@ async def _collect(
     return events
 
 
-async def test_watch_resumes_from_resource_version(kube: KubeHTTP, namespace: str) -> None:
-    first = await _create(kube, namespace, "w1", size="small")
+async def test_watch_resumes_from_resource_version(kube_http: KubeHTTP, namespace: str) -> None:
+    first = await _create(kube_http, namespace, "w1", size="small")
     rv = first["metadata"]["resourceVersion"]
-    await kube.patch(widgets_path(namespace, "w1"), {"spec": {"replicas": 2}})
-    await _create(kube, namespace, "w2", size="small")
-    await kube.delete(widgets_path(namespace, "w1"))
-    events = await _collect(kube, widgets_path(namespace), {"resourceVersion": rv}, until=3)
+    await kube_http.patch(widgets_path(namespace, "w1"), {"spec": {"replicas": 2}})
+    await _create(kube_http, namespace, "w2", size="small")
+    await kube_http.delete(widgets_path(namespace, "w1"))
+    events = await _collect(kube_http, widgets_path(namespace), {"resourceVersion": rv}, until=3)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("MODIFIED", "w1"),
         ("ADDED", "w2"),
@@ -371,15 +368,15 @@ async def test_watch_resumes_from_resource_version(kube: KubeHTTP, namespace: st
     assert deleted_rv > int(events[1]["object"]["metadata"]["resourceVersion"])
 
 
-async def test_watch_with_expired_resource_version_gets_410(kube: KubeHTTP, namespace: str) -> None:
-    await _create(kube, namespace, "old", size="small")
-    events = await _collect(kube, widgets_path(namespace), {"resourceVersion": "1"}, until=1)
+async def test_watch_with_expired_resource_version_gets_410(kube_http: KubeHTTP, namespace: str) -> None:
+    await _create(kube_http, namespace, "old", size="small")
+    events = await _collect(kube_http, widgets_path(namespace), {"resourceVersion": "1"}, until=1)
     assert len(events) == 1 and events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
 
 
 async def test_watch_from_a_list_version_works_for_a_resource_listed_before_any_write(
-    env: Any, kube: KubeHTTP, namespace: str
+    env: Any, kube_http: KubeHTTP, namespace: str
 ) -> None:
     # A fresh type whose first request is the list: other writes between the list and the watch
     # must not make the list's version "too old" for the watch (an informer's list -> watch).
@@ -389,22 +386,24 @@ async def test_watch_from_a_list_version_works_for_a_resource_listed_before_any_
     await env.install_crds([crd])
     try:
         gizmos = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos"
-        listed = await kube.get(gizmos)
+        listed = await kube_http.get(gizmos)
         assert listed.status == 200, listed.text
         list_rv = listed.body["metadata"]["resourceVersion"]
-        other = await kube.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "bump"}})
+        other = await kube_http.post(
+            f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "bump"}}
+        )
         assert other.status == 201, other.text
         gizmo = {**widget("g1", namespace, size="small"), "kind": "Gizmo"}
-        created = await kube.post(gizmos, gizmo)
+        created = await kube_http.post(gizmos, gizmo)
         assert created.status == 201, created.text
-        events = await _collect(kube, gizmos, {"resourceVersion": list_rv}, until=1)
+        events = await _collect(kube_http, gizmos, {"resourceVersion": list_rv}, until=1)
         assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == [("ADDED", "g1")]
     finally:
         await env.uninstall_crds([crd])
 
 
 async def _timed_collect(
-    kube: KubeHTTP, path: str, params: dict[str, str], *, opened: asyncio.Event | None = None
+    kube_http: KubeHTTP, path: str, params: dict[str, str], *, opened: asyncio.Event | None = None
 ) -> tuple[list[tuple[float, dict[str, Any]]], float]:
     """Every event of a watch the server ends (at its timeoutSeconds) with the seconds after the
     request it arrived at, and how long the watch lasted."""
@@ -413,7 +412,7 @@ async def _timed_collect(
     events: list[tuple[float, dict[str, Any]]] = []
 
     async def run() -> None:
-        async for ev in kube.watch(path, params, opened=opened):
+        async for ev in kube_http.watch(path, params, opened=opened):
             events.append((loop.time() - started, ev))
             if len(events) >= 15:
                 return
@@ -434,12 +433,12 @@ def _bookmark_watch(resource_version: str, timeout: int) -> dict[str, str]:
 
 
 async def _write_during_watch(
-    kube: KubeHTTP, path: str, params: dict[str, str], write: Any
+    kube_http: KubeHTTP, path: str, params: dict[str, str], write: Any
 ) -> tuple[list[tuple[float, dict[str, Any]]], float, Any]:
     """Open the watch, make ``write()`` once the server has answered 200 (the watch is then
     established), and collect the watch until the server ends it."""
     opened = asyncio.Event()
-    watching = asyncio.create_task(_timed_collect(kube, path, params, opened=opened))
+    watching = asyncio.create_task(_timed_collect(kube_http, path, params, opened=opened))
     opened_or_done = asyncio.create_task(opened.wait())
     await asyncio.wait({watching, opened_or_done}, return_when=asyncio.FIRST_COMPLETED)
     opened_or_done.cancel()
@@ -449,31 +448,31 @@ async def _write_during_watch(
     return events, lasted, written
 
 
-# Measured on kube-apiserver 1.32 with a selector matching nothing and timeoutSeconds 3, 5 and 10:
+# Measured on kube_http-apiserver 1.32 with a selector matching nothing and timeoutSeconds 3, 5 and 10:
 # a write to the resource made during the watch gives exactly one BOOKMARK, at the timeout
 # (3.02 s, 5.02 s, 10.02 s after the request), carrying that write's resourceVersion; a write made
 # before the watch (after the version it starts from) gives none, and nothing written gives none.
-# (tests/testdata/kube-apiserver/FACTS.md)
+# (tests/testdata/kube_http-apiserver/FACTS.md)
 
 
-async def test_watch_without_changes_sends_no_bookmark_and_ends(kube: KubeHTTP, namespace: str) -> None:
-    created = await _create(kube, namespace, "bm", size="small")
+async def test_watch_without_changes_sends_no_bookmark_and_ends(kube_http: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube_http, namespace, "bm", size="small")
     params = _bookmark_watch(created["metadata"]["resourceVersion"], 3)
-    events, lasted = await _timed_collect(kube, widgets_path(namespace), params)
+    events, lasted = await _timed_collect(kube_http, widgets_path(namespace), params)
     assert events == []
     assert 2.5 < lasted < 10, lasted
 
 
 async def test_watch_sends_one_bookmark_at_the_timeout_when_the_resource_is_written_during_it(
-    kube: KubeHTTP, namespace: str
+    kube_http: KubeHTTP, namespace: str
 ) -> None:
-    created = await _create(kube, namespace, "bm-start", size="small")
+    created = await _create(kube_http, namespace, "bm-start", size="small")
     params = _bookmark_watch(created["metadata"]["resourceVersion"], 4)
 
     async def write() -> dict[str, Any]:
-        return await _create(kube, namespace, "bm-other", size="small")
+        return await _create(kube_http, namespace, "bm-other", size="small")
 
-    events, lasted, other = await _write_during_watch(kube, widgets_path(namespace), params, write)
+    events, lasted, other = await _write_during_watch(kube_http, widgets_path(namespace), params, write)
     assert [e["type"] for _, e in events] == ["BOOKMARK"]
     arrived, event = events[0]
     mark = event["object"]
@@ -482,18 +481,22 @@ async def test_watch_sends_one_bookmark_at_the_timeout_when_the_resource_is_writ
     assert 3.5 < arrived <= lasted < 10, (arrived, lasted)
 
 
-async def test_bookmark_of_a_built_in_is_an_empty_typed_object(kube: KubeHTTP, namespace: str) -> None:
+async def test_bookmark_of_a_built_in_is_an_empty_typed_object(kube_http: KubeHTTP, namespace: str) -> None:
     # Measured on 1.32: {"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"4235",
     # "creationTimestamp":null}} -- Go encodes the empty ConfigMap's zero creation time as null.
     path = f"/api/v1/namespaces/{namespace}/configmaps"
-    first = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-a"}})
+    first = await kube_http.post(
+        path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-a"}}
+    )
     assert first.status == 201, first.text
 
     async def write() -> Any:
-        return await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-b"}})
+        return await kube_http.post(
+            path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bm-b"}}
+        )
 
     params = _bookmark_watch(first.body["metadata"]["resourceVersion"], 3)
-    events, lasted, second = await _write_during_watch(kube, path, params, write)
+    events, lasted, second = await _write_during_watch(kube_http, path, params, write)
     assert second.status == 201, second.text
     assert [e["type"] for _, e in events] == ["BOOKMARK"]
     arrived, event = events[0]
@@ -506,26 +509,30 @@ async def test_bookmark_of_a_built_in_is_an_empty_typed_object(kube: KubeHTTP, n
     assert 2.5 < arrived <= lasted < 10, (arrived, lasted)
 
 
-async def test_write_before_the_watch_sends_no_bookmark(kube: KubeHTTP, namespace: str) -> None:
+async def test_write_before_the_watch_sends_no_bookmark(kube_http: KubeHTTP, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
-    first = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nb-a"}})
-    second = await kube.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nb-b"}})
+    first = await kube_http.post(
+        path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nb-a"}}
+    )
+    second = await kube_http.post(
+        path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nb-b"}}
+    )
     assert first.status == second.status == 201
     params = _bookmark_watch(first.body["metadata"]["resourceVersion"], 3)
-    events, lasted = await _timed_collect(kube, path, params)
+    events, lasted = await _timed_collect(kube_http, path, params)
     assert events == []
     assert 2.5 < lasted < 10, lasted
 
 
-async def test_watch_label_selector_transitions(kube: KubeHTTP, namespace: str) -> None:
-    created = await _create(kube, namespace, "tr", size="small")
+async def test_watch_label_selector_transitions(kube_http: KubeHTTP, namespace: str) -> None:
+    created = await _create(kube_http, namespace, "tr", size="small")
     rv = created["metadata"]["resourceVersion"]
     path = widgets_path(namespace, "tr")
-    await kube.patch(path, {"metadata": {"labels": {"sel": "in"}}})
-    await kube.patch(path, {"spec": {"replicas": 2}})
-    await kube.patch(path, {"metadata": {"labels": {"sel": "out"}}})
+    await kube_http.patch(path, {"metadata": {"labels": {"sel": "in"}}})
+    await kube_http.patch(path, {"spec": {"replicas": 2}})
+    await kube_http.patch(path, {"metadata": {"labels": {"sel": "out"}}})
     events = await _collect(
-        kube, widgets_path(namespace), {"resourceVersion": rv, "labelSelector": "sel=in"}, until=3
+        kube_http, widgets_path(namespace), {"resourceVersion": rv, "labelSelector": "sel=in"}, until=3
     )
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
     assert events[2]["object"]["metadata"]["labels"] == {"sel": "in"}
@@ -534,23 +541,23 @@ async def test_watch_label_selector_transitions(kube: KubeHTTP, namespace: str) 
 # -------------------------------------------------------------------------------- CRDs
 
 
-async def test_crd_is_served_quickly_and_validates(env: Any, kube: KubeHTTP, namespace: str) -> None:
+async def test_crd_is_served_quickly_and_validates(env: Any, kube_http: KubeHTTP, namespace: str) -> None:
     crd = widget_crd()
     crd["metadata"]["name"] = "gizmos.test.cpo.dev"
     crd["spec"]["names"] = {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"}
     loop = asyncio.get_running_loop()
     started = loop.time()
-    created = await kube.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    created = await kube_http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert created.status == 201, created.text
     deadline = started + 5
     while loop.time() < deadline:
-        reply = await kube.get(f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos")
+        reply = await kube_http.get(f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos")
         if reply.status == 200:
             break
         await asyncio.sleep(0.05)
     served_after = loop.time() - started
     assert reply.status == 200 and served_after < 1.0, (reply.status, served_after)
-    bad = await kube.post(
+    bad = await kube_http.post(
         f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/gizmos",
         {
             "apiVersion": f"{GROUP}/{VERSION}",
@@ -560,13 +567,13 @@ async def test_crd_is_served_quickly_and_validates(env: Any, kube: KubeHTTP, nam
         },
     )
     assert bad.status == 422
-    await kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.test.cpo.dev")
+    await kube_http.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.test.cpo.dev")
 
 
-async def test_unknown_fields_are_pruned_with_warning(kube: KubeHTTP, namespace: str) -> None:
+async def test_unknown_fields_are_pruned_with_warning(kube_http: KubeHTTP, namespace: str) -> None:
     body = widget("unk", namespace, size="small")
     body["spec"]["bogus"] = 1
-    reply = await kube.post(widgets_path(namespace), body)
+    reply = await kube_http.post(widgets_path(namespace), body)
     assert reply.status == 201
     assert "bogus" not in reply.body["spec"]
     assert any('unknown field \\"spec.bogus\\"' in w for w in reply.warnings())

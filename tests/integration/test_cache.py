@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -32,7 +32,8 @@ from runtime.cache import (
 from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.errors import NotFound
-from tests.support.crds import GROUP, VERSION, widget, widget_crd
+from tests.support.crds import GROUP, VERSION, widget
+from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
 WIDGET_API = f"{GROUP}/{VERSION}"
@@ -41,29 +42,7 @@ WIDGET_API = f"{GROUP}/{VERSION}"
 FAST = InformerOptions(backoff_initial=0.02, backoff_max=0.2, page_size=7)
 
 
-async def eventually(check: Callable[[], Awaitable[bool] | bool], what: str, within: float = 20.0) -> None:
-    """Poll ``check`` until it is true; fail with ``what`` after ``within`` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)  # allow-sleep: the poll interval of a deadline poll
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Environment) -> None:
-    await env.install_crds([widget_crd()])
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment, widgets_installed: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("widgets_installed")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -156,7 +135,9 @@ async def burst(client: Client, namespace: str, start: int, count: int) -> None:
 async def assert_converges(client: Client, informer: Informer, recorder: Recorder, namespace: str) -> None:
     expected = await server_versions(client, namespace)
     await eventually(
-        lambda: informer_versions(informer) == expected, "the informer to reach the server's state"
+        lambda: informer_versions(informer) == expected,
+        timeout=20.0,
+        message="the informer to reach the server's state",
     )
     assert recorder.versions() == expected
     assert recorder.problems == []
@@ -203,7 +184,9 @@ async def test_informer_ends_at_server_state_after_410_gone(
         watches = informer.reflector.watches
         proxy.cut()
         # Once a new watch was attempted the old stream is gone and cannot move the version again.
-        await eventually(lambda: informer.reflector.watches > watches, "a reconnect attempt")
+        await eventually(
+            lambda: informer.reflector.watches > watches, timeout=20.0, message="a reconnect attempt"
+        )
         # Resume from a version older than any server's history: the server answers 410 Expired.
         informer.reflector._last_rv = "1"
         await burst(client, namespace, 20, 10)  # deletes objects the informer knows: relist must notice
@@ -244,7 +227,9 @@ async def test_bookmarks_advance_the_resume_version(client: Client, namespace: s
 
     async with running(informer):
         await asyncio.wait_for(informer.wait_for_sync(), 10)
-        await eventually(bookmarked_past_a_write, "a bookmark past an unwatched object's version")
+        await eventually(
+            bookmarked_past_a_write, timeout=20.0, message="a bookmark past an unwatched object's version"
+        )
     assert recorder.events == []
     assert informer.reflector.lists == 1
 
@@ -259,7 +244,9 @@ async def test_a_stalled_watch_is_dropped_after_the_inactivity_timeout(
         proxy.stall()  # the open watch stays open but goes silent
         await client.create(widget("after-stall", namespace))
         await eventually(
-            lambda: informer.get_by_key(f"{namespace}/after-stall") is not None, "the informer to recover", 10
+            lambda: informer.get_by_key(f"{namespace}/after-stall") is not None,
+            timeout=10,
+            message="the informer to recover",
         )
     assert informer.reflector.lists == 1
 
@@ -286,7 +273,7 @@ async def test_very_short_watches_are_backed_off(client: Client, namespace: str)
         client, WIDGET_API, "Widget", namespace=namespace, label_selector="none=here", options=options
     )
     async with running(informer):
-        await eventually(lambda: len(delays) >= 3, "three backoffs", 15)
+        await eventually(lambda: len(delays) >= 3, timeout=15, message="three backoffs")
     assert delays[:3] == [0.01, 0.02, 0.04]
     assert informer.reflector.lists == 1  # a short watch resumes; it does not relist
 
@@ -327,7 +314,7 @@ async def test_indexers_follow_add_update_and_delete(client: Client, namespace: 
         one["metadata"]["ownerReferences"] = owned_by(owner_a)
         await client.create(one)
         await client.create(widget("two", namespace, size="large"))
-        await eventually(lambda: len(informer) == 2, "two widgets")
+        await eventually(lambda: len(informer) == 2, timeout=20.0, message="two widgets")
         assert names("size", "small") == ["one"]
         assert names("size", "large") == ["two"]
         assert names(INDEX_OWNER_UID, uid_a) == ["one"]
@@ -341,13 +328,17 @@ async def test_indexers_follow_add_update_and_delete(client: Client, namespace: 
             {"spec": {"size": "large"}, "metadata": {"ownerReferences": owned_by(owner_b)}},
             namespace,
         )
-        await eventually(lambda: names("size", "large") == ["one", "two"], "one to move to large")
+        await eventually(
+            lambda: names("size", "large") == ["one", "two"], timeout=20.0, message="one to move to large"
+        )
         assert names("size", "small") == []
         assert names(INDEX_OWNER_UID, uid_a) == []
         assert names(INDEX_OWNER_UID, uid_b) == ["one"]
 
         await client.delete(WIDGET_API, "Widget", "two", namespace)
-        await eventually(lambda: names("size", "large") == ["one"], "two to leave the index")
+        await eventually(
+            lambda: names("size", "large") == ["one"], timeout=20.0, message="two to leave the index"
+        )
         assert names(INDEX_NAMESPACE, namespace) == ["one"]
         # A custom indexer added to a running informer indexes what is already there.
         informer.add_indexers({"replicas": lambda obj: [str(obj["spec"]["replicas"])]})
@@ -387,7 +378,9 @@ async def test_late_handlers_get_a_replay_and_a_raising_handler_stops_nothing(
         await client.create(widget("c", namespace))
         await client.patch(WIDGET_API, "Widget", "a", {"spec": {"replicas": 3}}, namespace)
         await client.delete(WIDGET_API, "Widget", "b", namespace)
-        await eventually(lambda: len(recorder.events) == 5, "the events after the raising handler")
+        await eventually(
+            lambda: len(recorder.events) == 5, timeout=20.0, message="the events after the raising handler"
+        )
         assert recorder.events[2:] == [
             ("add", f"{namespace}/c"),
             ("update", f"{namespace}/a"),
@@ -396,7 +389,7 @@ async def test_late_handlers_get_a_replay_and_a_raising_handler_stops_nothing(
         assert late[2:] == [("c", False)]
         informer.remove_event_handler(registration)
         await client.create(widget("d", namespace))
-        await eventually(lambda: ("add", f"{namespace}/d") in recorder.events, "d")
+        await eventually(lambda: ("add", f"{namespace}/d") in recorder.events, timeout=20.0, message="d")
         assert ("d", False) not in late
     assert calls == 2 + 4  # two initial adds, then add/update/delete/add: each raised, none stopped us
     assert "handler bug" in caplog.text
@@ -428,11 +421,15 @@ async def test_cache_scopes_by_label_and_namespace(client: Client, namespace: st
         assert informer.list_keys() == [f"{namespace}/red"]
         # Relabelling moves an object into and out of scope: an add, then a delete.
         await client.patch(WIDGET_API, "Widget", "blue", {"metadata": {"labels": {"team": "red"}}}, namespace)
-        await eventually(lambda: f"{namespace}/blue" in recorder.state, "blue to enter the scope")
+        await eventually(
+            lambda: f"{namespace}/blue" in recorder.state, timeout=20.0, message="blue to enter the scope"
+        )
         await client.patch(
             WIDGET_API, "Widget", "red", {"metadata": {"labels": {"team": "green"}}}, namespace
         )
-        await eventually(lambda: f"{namespace}/red" not in recorder.state, "red to leave the scope")
+        await eventually(
+            lambda: f"{namespace}/red" not in recorder.state, timeout=20.0, message="red to leave the scope"
+        )
         assert recorder.problems == []
         for name in ("picked", "passed-over"):
             await client.create(
@@ -490,13 +487,13 @@ async def test_cached_client_reads_from_the_cache_and_writes_to_the_server(
             listing = await cached.list("v1", "ConfigMap", namespace)
             return any(o["metadata"]["uid"] == created["metadata"]["uid"] for o in listing["items"])
 
-        await eventually(visible, "the created ConfigMap in the cache")
+        await eventually(visible, timeout=20.0, message="the created ConfigMap in the cache")
         await cached.patch("v1", "ConfigMap", "cfg", {"data": {"a": "2"}}, namespace)
 
         async def patched() -> bool:
             return (await cached.get("v1", "ConfigMap", "cfg", namespace))["data"] == {"a": "2"}
 
-        await eventually(patched, "the patch in the cache")
+        await eventually(patched, timeout=20.0, message="the patch in the cache")
         with pytest.raises(ValueError, match="field selectors"):
             await cached.list("v1", "ConfigMap", namespace, field_selector="metadata.name=cfg")
         await cached.delete("v1", "ConfigMap", "cfg", namespace)
@@ -508,4 +505,4 @@ async def test_cached_client_reads_from_the_cache_and_writes_to_the_server(
                 return True
             return False
 
-        await eventually(gone, "the delete in the cache")
+        await eventually(gone, timeout=20.0, message="the delete in the cache")

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from typing import Any, Self
 
 import pytest
-import pytest_asyncio
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,22 +27,19 @@ from runtime.errors import (
     ServiceUnavailable,
     TooManyRequests,
 )
-from tests.support.crds import GROUP, VERSION, widget, widget_crd
+from tests.support.crds import GROUP, VERSION, widget
+from tests.support.poll import eventually
 
 WIDGET_API = f"{GROUP}/{VERSION}"
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Environment) -> None:
-    await env.install_crds([widget_crd()])
+pytestmark = pytest.mark.usefixtures("widgets_installed")
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment, widgets_installed: None) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(
-        env.kubeconfig, options=ClientOptions(field_manager="client-tests")
-    ) as c:
-        yield c
+@pytest.fixture
+def client_options() -> ClientOptions:
+    """The ``client`` fixture's options here: a field manager of its own, which the tests look for."""
+    return ClientOptions(field_manager="client-tests")
 
 
 def config_map(name: str, namespace: str, **data: str) -> dict[str, Any]:
@@ -232,15 +228,14 @@ async def test_widget_crud_status_and_scale(client: Client, namespace: str) -> N
 
 
 async def _wait_until_gone(client: Client, namespace: str, name: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while loop.time() < deadline:
+    async def gone() -> bool:
         try:
             await client.get(WIDGET_API, "Widget", name, namespace)
         except NotFound:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"widget {name} still exists")
+            return True
+        return False
+
+    await eventually(gone, timeout=10, message=f"widget {name} gone")
 
 
 # ------------------------------------------------------------------------------------ patches

@@ -6,31 +6,21 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest_asyncio
 
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache, CacheOptions
 from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
-from runtime.envtest import Environment
 from runtime.handler import EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from runtime.predicate import GenerationChangedPredicate, new_predicate_funcs
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.runnable import Runnable
 from runtime.source import Kind
-from tests.support.crds import GROUP, VERSION, widget, widget_crd
-from tests.support.poll import eventually
+from tests.support.crds import GROUP, VERSION, widget
+from tests.support.poll import DEADLINE, eventually
 
 WIDGET_API = f"{GROUP}/{VERSION}"
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
 
 
 class MiniManager:
@@ -115,18 +105,30 @@ async def test_a_kind_source_replays_the_cache_then_follows_changes_with_predica
     tasks = [asyncio.create_task(cache.start(stop)), asyncio.create_task(controller.start(stop))]
     try:
         # Objects that existed before the start arrive through the informer's initial list.
-        await eventually(lambda: recorder.seen["before-start"] == 1)
+        await eventually(
+            lambda: recorder.seen["before-start"] == 1,
+            timeout=DEADLINE,
+            message="recorder.seen['before-start'] == 1",
+        )
         await client.create(config_map("created", namespace))
-        await eventually(lambda: recorder.seen["created"] == 1)
+        await eventually(
+            lambda: recorder.seen["created"] == 1, timeout=DEADLINE, message="recorder.seen['created'] == 1"
+        )
         await client.patch("v1", "ConfigMap", "created", {"data": {"k": "2"}}, namespace=namespace)
-        await eventually(lambda: recorder.seen["created"] == 2)
+        await eventually(
+            lambda: recorder.seen["created"] == 2, timeout=DEADLINE, message="recorder.seen['created'] == 2"
+        )
         await client.delete("v1", "ConfigMap", "created", namespace=namespace)
-        await eventually(lambda: recorder.seen["created"] == 3)
+        await eventually(
+            lambda: recorder.seen["created"] == 3, timeout=DEADLINE, message="recorder.seen['created'] == 3"
+        )
         # Events of one informer arrive in order: once "marker" is seen, the ignored ones were
         # judged by the predicate already.
         await client.create(config_map("created-ignored", namespace, labels={"ignore": "yes"}))
         await client.create(config_map("marker", namespace))
-        await eventually(lambda: recorder.seen["marker"] == 1)
+        await eventually(
+            lambda: recorder.seen["marker"] == 1, timeout=DEADLINE, message="recorder.seen['marker'] == 1"
+        )
         assert recorder.seen["before-start-ignored"] == 0
         assert recorder.seen["created-ignored"] == 0
     finally:
@@ -160,23 +162,35 @@ async def test_the_builder_wires_for_owns_watches_and_event_filters(client: Clie
 
     async with manager:
         parent = await client.create(config_map("parent", namespace))
-        await eventually(lambda: recorder.seen["parent"] == 1, "for_: the object's own event")
+        await eventually(
+            lambda: recorder.seen["parent"] == 1, timeout=DEADLINE, message="for_: the object's own event"
+        )
 
         # owns: a Secret controlled by the ConfigMap wakes it, on create and on update.
         await client.create(secret("child", namespace, parent))
-        await eventually(lambda: recorder.seen["parent"] == 2, "owns: the controlled child's create")
+        await eventually(
+            lambda: recorder.seen["parent"] == 2,
+            timeout=DEADLINE,
+            message="owns: the controlled child's create",
+        )
         await client.patch("v1", "Secret", "child", {"metadata": {"labels": {"v": "2"}}}, namespace=namespace)
-        await eventually(lambda: recorder.seen["parent"] == 3, "owns: the controlled child's update")
+        await eventually(
+            lambda: recorder.seen["parent"] == 3,
+            timeout=DEADLINE,
+            message="owns: the controlled child's update",
+        )
 
         # owns matches the controller reference only; the filter applies to owned objects too.
         other = await client.create(config_map("other", namespace))
-        await eventually(lambda: recorder.seen["other"] == 1)
+        await eventually(
+            lambda: recorder.seen["other"] == 1, timeout=DEADLINE, message="recorder.seen['other'] == 1"
+        )
         await client.create(secret("not-controlled", namespace, other, controller=False))
         skipped = secret("skipped-child", namespace, other)
         skipped["metadata"]["labels"] = {"skip": "yes"}
         await client.create(skipped)
         await client.create(secret("marker-child", namespace, parent))
-        await eventually(lambda: recorder.seen["parent"] == 4, "owns: marker")
+        await eventually(lambda: recorder.seen["parent"] == 4, timeout=DEADLINE, message="owns: marker")
         assert recorder.seen["other"] == 1
 
         # watches: any handler, here a map function over an annotation.
@@ -191,12 +205,18 @@ async def test_the_builder_wires_for_owns_watches_and_event_filters(client: Clie
                 },
             }
         )
-        await eventually(lambda: recorder.seen["mapped-target"] == 1, "watches: the mapped request")
+        await eventually(
+            lambda: recorder.seen["mapped-target"] == 1,
+            timeout=DEADLINE,
+            message="watches: the mapped request",
+        )
 
         # with_event_filter: dropped for the for_ type as well.
         await client.create(config_map("filtered", namespace, labels={"skip": "yes"}))
         await client.create(config_map("marker", namespace))
-        await eventually(lambda: recorder.seen["marker"] == 1)
+        await eventually(
+            lambda: recorder.seen["marker"] == 1, timeout=DEADLINE, message="recorder.seen['marker'] == 1"
+        )
         assert recorder.seen["filtered"] == 0
         # Nothing reconciled what it should not have.
         assert set(recorder.seen) == {"parent", "other", "mapped-target", "marker"}
@@ -211,11 +231,6 @@ async def test_the_builder_names_the_controller_after_the_for_kind(client: Clien
         .complete(Recorder())
     )
     assert controller.name == "configmap"
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def widgets_installed(env: Environment) -> None:
-    await env.install_crds([widget_crd()])
 
 
 async def test_status_writes_of_the_reconciler_do_not_retrigger_it_behind_generation_changed(
@@ -245,9 +260,9 @@ async def test_status_writes_of_the_reconciler_do_not_retrigger_it_behind_genera
     )
     async with manager:
         await client.create(widget("w", namespace, replicas=1))
-        await eventually(lambda: passes["w"] == 1)
+        await eventually(lambda: passes["w"] == 1, timeout=DEADLINE, message="passes['w'] == 1")
         await client.patch(WIDGET_API, "Widget", "w", {"spec": {"replicas": 3}}, namespace=namespace)
-        await eventually(lambda: passes["w"] == 2)
+        await eventually(lambda: passes["w"] == 2, timeout=DEADLINE, message="passes['w'] == 2")
         # The status write of pass 2 reaches the informer before this marker's create does.
         await eventually(
             lambda: (
@@ -255,8 +270,10 @@ async def test_status_writes_of_the_reconciler_do_not_retrigger_it_behind_genera
                 .get("status", {})
                 .get("phase")
                 == "pass-2"
-            )
+            ),
+            timeout=DEADLINE,
+            message="the informer holds the status of pass 2 of w",
         )
         await client.create(widget("marker", namespace))
-        await eventually(lambda: passes["marker"] == 1)
+        await eventually(lambda: passes["marker"] == 1, timeout=DEADLINE, message="passes['marker'] == 1")
         assert passes["w"] == 2, "a status-only write re-triggered the reconcile"

@@ -34,15 +34,14 @@ from tests.support.controlplane import (
 )
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (
-    eventually,
     get_machine,
     get_node,
-    holds_for,
     machine,
     provider_options,
     ready_condition,
     set_fault,
 )
+from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +58,7 @@ async def test_one_replica_is_created_owned_labelled_and_reported_available(
             status = (cp or {}).get("status") or {}
             return cp if status.get("availableReplicas") == 1 and status.get("phase") == "Running" else None
 
-        cp = await eventually(available, within=30, what="one available replica")
+        cp = await eventually(available, timeout=30, message="one available replica")
         machines = await machines_of(kube, namespace)
         assert len(machines) == 1
         only = machines[0]
@@ -104,7 +103,7 @@ async def test_one_replica_is_created_owned_labelled_and_reported_available(
         async def unchanged() -> bool:
             return (await get_cp(kube, name, namespace) or {})["metadata"]["resourceVersion"] == version
 
-        await holds_for(unchanged, duration=2.5, what="no write to a settled ControlPlane")
+        await holds_for(unchanged, duration=2.5, message="no write to a settled ControlPlane")
 
         # Turning autorepair off deletes the MachineHealthCheck.
         await kube.patch(
@@ -118,7 +117,7 @@ async def test_one_replica_is_created_owned_labelled_and_reported_available(
                 return True
             return False
 
-        await eventually(mhc_gone, within=10, what="MachineHealthCheck deleted with autorepair off")
+        await eventually(mhc_gone, timeout=10, message="MachineHealthCheck deleted with autorepair off")
 
 
 async def build_cluster(kube: Client, namespace: str, names: list[str], zones: list[str]) -> None:
@@ -133,7 +132,7 @@ async def build_cluster(kube: Client, namespace: str, names: list[str], zones: l
             annotations = (obj or {}).get("metadata", {}).get("annotations") or {}
             return obj if annotations.get(ETCD_MEMBER_ID_ANNOTATION) else None
 
-        obj = await eventually(provisioned, within=30, what=f"{name} provisioned")
+        obj = await eventually(provisioned, timeout=30, message=f"{name} provisioned")
         if index:
             url = obj["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]
             first = await get_machine(kube, names[0], namespace)
@@ -149,7 +148,7 @@ async def build_cluster(kube: Client, namespace: str, names: list[str], zones: l
             obj = await get_machine(kube, name, namespace)
             return ((obj or {}).get("status") or {}).get("phase") == "Running"
 
-        await eventually(running, within=30, what=f"{name} Running")
+        await eventually(running, timeout=30, message=f"{name} Running")
 
 
 async def test_three_existing_machines_are_adopted_without_a_rollout_and_released_on_deletion(
@@ -175,14 +174,16 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
                     else None
                 )
 
-            cp = await eventually(adopted, within=30, what="three adopted, up-to-date, available replicas")
+            cp = await eventually(
+                adopted, timeout=30, message="three adopted, up-to-date, available replicas"
+            )
             assert cp["status"]["phase"] == "Running"
             assert all(owned_by(m, cp) for m in await machines_of(kube, namespace))
 
             async def same_three() -> bool:
                 return [m["metadata"]["name"] for m in await machines_of(kube, namespace)] == names
 
-            await holds_for(same_three, duration=2.0, what="no Machine created or deleted after adoption")
+            await holds_for(same_three, duration=2.0, message="no Machine created or deleted after adoption")
             reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
             assert reasons.count("MachineAdopted") == 3
             mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
@@ -194,7 +195,7 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
             async def gone() -> bool:
                 return await get_cp(kube, name, namespace) is None
 
-            await eventually(gone, within=15, what="ControlPlane deleted once its Machines are released")
+            await eventually(gone, timeout=15, message="ControlPlane deleted once its Machines are released")
             machines = await machines_of(kube, namespace)
             assert [m["metadata"]["name"] for m in machines] == names
             assert all(not m["metadata"].get("ownerReferences") for m in machines)
@@ -216,12 +217,12 @@ async def test_paused_creates_nothing_until_resumed(
             cp = await get_cp(kube, name, namespace)
             return cp_condition(cp, "Progressing").get("reason") == "Paused"
 
-        await eventually(paused_reported, within=10, what="Progressing reason Paused")
+        await eventually(paused_reported, timeout=10, message="Progressing reason Paused")
 
         async def no_machine() -> bool:
             return not await machines_of(kube, namespace)
 
-        await holds_for(no_machine, duration=1.5, what="no Machine while paused")
+        await holds_for(no_machine, duration=1.5, message="no Machine while paused")
 
         # A control-plane Node no Machine accounts for is reported.
         stray = f"stray-{secrets.token_hex(3)}"
@@ -239,7 +240,7 @@ async def test_paused_creates_nothing_until_resumed(
                 return degraded.get("reason") == "UnmanagedNodes" and stray in degraded.get("message", "")
 
             await eventually(
-                unmanaged_reported, within=10, what="Degraded reason UnmanagedNodes naming the Node"
+                unmanaged_reported, timeout=10, message="Degraded reason UnmanagedNodes naming the Node"
             )
         finally:
             await kube.delete("v1", "Node", stray)
@@ -248,7 +249,7 @@ async def test_paused_creates_nothing_until_resumed(
         async def one_machine() -> bool:
             return len(await machines_of(kube, namespace)) == 1
 
-        await eventually(one_machine, within=10, what="a Machine once resumed")
+        await eventually(one_machine, timeout=10, message="a Machine once resumed")
 
 
 async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
@@ -262,7 +263,7 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
             cp = await get_cp(kube, name, namespace)
             return ((cp or {}).get("status") or {}).get("availableReplicas") == 1
 
-        await eventually(available, within=30, what="one available replica")
+        await eventually(available, timeout=30, message="one available replica")
         url = await first_client_url(kube, namespace)
         async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
             (first,) = await machines_of(kube, namespace)
@@ -272,7 +273,7 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
             async def not_ready() -> bool:
                 return ready_condition(await get_node(kube, first_name)).get("status") == "False"
 
-            await eventually(not_ready, within=10, what="the Node NotReady")
+            await eventually(not_ready, timeout=10, message="the Node NotReady")
             await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
 
             async def reported() -> dict | None:
@@ -280,14 +281,14 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
                 progressing = cp_condition(cp, "Progressing")
                 return cp if progressing.get("reason") == "PreflightFailed" else None
 
-            cp = await eventually(reported, within=10, what="Progressing reason PreflightFailed")
+            cp = await eventually(reported, timeout=10, message="Progressing reason PreflightFailed")
             assert "MachineNodesReady" in cp_condition(cp, "Progressing")["message"]
             assert first_name in cp_condition(cp, "Progressing")["message"]
 
             async def still_one() -> bool:
                 return len(await machines_of(kube, namespace)) == 1
 
-            await holds_for(still_one, duration=1.5, what="no Machine created while the preflight fails")
+            await holds_for(still_one, duration=1.5, message="no Machine created while the preflight fails")
             events = [e for e in await events_for(kube, namespace, name) if e["reason"] == "PreflightFailed"]
             assert events and events[0]["type"] == "Warning" and "MachineNodesReady" in events[0]["message"]
             metrics = generate_latest().decode()
@@ -305,7 +306,7 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
             async def scaled() -> bool:
                 return len(await machines_of(kube, namespace)) == 2
 
-            await eventually(scaled, within=15, what="the scale-out goes on once the Node is Ready again")
+            await eventually(scaled, timeout=15, message="the scale-out goes on once the Node is Ready again")
         monitor.assert_never_lost_quorum()
         assert monitor.peak("voters") == 1 and count.peak == 2  # nobody promotes without the hook
 
@@ -324,7 +325,7 @@ async def test_external_etcd_skips_the_etcd_preflight_and_allows_an_even_count(
             status = (cp or {}).get("status") or {}
             return status.get("availableReplicas") == 2 and status.get("phase") == "Running"
 
-        await eventually(two_available, within=30, what="two available replicas with external etcd")
+        await eventually(two_available, timeout=30, message="two available replicas with external etcd")
         mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
         assert mhc["spec"]["maxUnhealthy"] == 0
 
@@ -341,7 +342,7 @@ async def test_a_missing_etcd_tls_secret_fails_the_preflight_by_name(
         async def one_machine() -> bool:
             return len(await machines_of(kube, namespace)) == 1
 
-        await eventually(one_machine, within=10, what="the first Machine (nothing to ask etcd yet)")
+        await eventually(one_machine, timeout=10, message="the first Machine (nothing to ask etcd yet)")
         await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"replicas": 3}}, namespace)
 
         async def reported() -> bool:
@@ -350,5 +351,5 @@ async def test_a_missing_etcd_tls_secret_fails_the_preflight_by_name(
                 "EtcdReachable" in progressing.get("message", "") and "etcd-client" in progressing["message"]
             )
 
-        await eventually(reported, within=30, what="EtcdReachable names the missing Secret")
+        await eventually(reported, timeout=30, message="EtcdReachable names the missing Secret")
         assert len(await machines_of(kube, namespace)) == 1

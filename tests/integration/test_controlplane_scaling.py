@@ -32,7 +32,8 @@ from tests.support.controlplane import (
     running_controlplane,
     settled,
 )
-from tests.support.localmachine import eventually, holds_for, provider_options, set_fault
+from tests.support.localmachine import provider_options, set_fault
+from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +100,7 @@ async def test_scaling_1_3_5_3_1_one_machine_at_a_time(
                     mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
                     return bool(mhc["spec"]["maxUnhealthy"] == (replicas - 1) // 2)
 
-                await eventually(mhc_in_sync, within=5, what="maxUnhealthy = (replicas - 1) / 2")
+                await eventually(mhc_in_sync, timeout=5, message="maxUnhealthy = (replicas - 1) / 2")
             monitor.assert_never_lost_quorum()
             # One change at a time: never two Machines being deleted at once, never two created
             # between two looks 0.1 s apart.
@@ -112,7 +113,7 @@ async def test_scaling_1_3_5_3_1_one_machine_at_a_time(
                 cp = await get_cp(kube, name, namespace)
                 return cp_condition(cp, "EtcdClusterHealthy").get("status") == "True"
 
-            await eventually(etcd_condition_kept, within=10, what="EtcdClusterHealthy kept")
+            await eventually(etcd_condition_kept, timeout=10, message="EtcdClusterHealthy kept")
         mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
         assert mhc["spec"]["maxUnhealthy"] == 0
 
@@ -154,7 +155,7 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
                     cp = await get_cp(kube, name, namespace)
                     return ((cp or {}).get("status") or {}).get("phase") == "Updating"
 
-                await eventually(updating, within=10, what="phase Updating")
+                await eventually(updating, timeout=10, message="phase Updating")
                 cp = await settled(kube, name, namespace, 3, within=120)
             after = await machines_of(kube, namespace)
             assert not before & {m["metadata"]["name"] for m in after}, "every Machine was replaced"
@@ -175,14 +176,14 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
                 status = (cp or {}).get("status") or {}
                 return status.get("updatedReplicas") == 0 and status.get("phase") == "Updating"
 
-            await eventually(outdated_reported, within=10, what="three outdated replicas reported")
+            await eventually(outdated_reported, timeout=10, message="three outdated replicas reported")
 
             async def unchanged() -> bool:
                 return [m["metadata"]["name"] for m in await machines_of(kube, namespace)] == [
                     m["metadata"]["name"] for m in current
                 ]
 
-            await holds_for(unchanged, duration=2.0, what="OnDelete replaces nothing on its own")
+            await holds_for(unchanged, duration=2.0, message="OnDelete replaces nothing on its own")
             victim = current[0]
             await kube.delete(API_VERSION, "Machine", victim["metadata"]["name"], namespace)
 
@@ -192,7 +193,7 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
                 ready = victim["metadata"]["name"] not in names and len(machines) == 3
                 return machines if ready else None
 
-            machines = await eventually(replaced, within=60, what="the deleted Machine replaced")
+            machines = await eventually(replaced, timeout=60, message="the deleted Machine replaced")
             new = [
                 m for m in machines if m["metadata"]["name"] not in {c["metadata"]["name"] for c in current}
             ]
@@ -270,7 +271,7 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
                 status = (cp or {}).get("status") or {}
                 return cp if (status.get("lastRemediation") or {}).get("machine") == victim_name else None
 
-            cp = await eventually(remediating, within=30, what="lastRemediation names the killed Machine")
+            cp = await eventually(remediating, timeout=30, message="lastRemediation names the killed Machine")
             assert cp["status"]["lastRemediation"]["retryCount"] == 0
 
             async def phase_remediating() -> bool:
@@ -281,7 +282,7 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
                     and cp_condition(cp, "Remediating")["status"] == "True"
                 )
 
-            await eventually(phase_remediating, within=10, what="phase and condition Remediating")
+            await eventually(phase_remediating, timeout=10, message="phase and condition Remediating")
             cp = await settled(kube, name, namespace, 3, within=90)
             names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
             assert victim_name not in names
@@ -318,7 +319,7 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
             async def victim_gone() -> bool:
                 return victim not in {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
 
-            await eventually(victim_gone, within=90, what=f"{victim} remediated")
+            await eventually(victim_gone, timeout=90, message=f"{victim} remediated")
             cp = await settled(kube, name, namespace, 3, within=90)
             assert cp["status"]["lastRemediation"] == recorded  # carried out, not recorded again
             reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
@@ -365,7 +366,7 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
 
             # Deleted before the health check marks the victim (seconds later), so that its
             # remediation has to decide with that deletion held by the hook.
-            await eventually(member_dead, within=15, what=f"{victim}'s member dead")
+            await eventually(member_dead, timeout=15, message=f"{victim}'s member dead")
             await kube.delete(API_VERSION, "Machine", first, namespace)
 
             async def both_replaced() -> bool:
@@ -373,7 +374,7 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
                 return first not in names and victim not in names
 
             # The status can still read 5 of 5 from before the kill: wait for the Machines first.
-            await eventually(both_replaced, within=150, what=f"{first} and {victim} gone")
+            await eventually(both_replaced, timeout=150, message=f"{first} and {victim} gone")
             cp = await settled(kube, name, namespace, replicas, within=90)
             assert cp["status"]["lastRemediation"]["machine"] == victim
             assert monitor.peak("voters", since=since) <= replicas + 1
@@ -402,7 +403,7 @@ async def test_an_added_failure_domain_is_rebalanced_through_a_replacement(
                 async def rebalanced() -> bool:
                     return domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-b", "zone-c"]
 
-                await eventually(rebalanced, within=90, what="one Machine per domain")
+                await eventually(rebalanced, timeout=90, message="one Machine per domain")
                 await settled(kube, name, namespace, 3, within=60)
             assert count.peak <= 4
             assert monitor.low("voters", since=since) >= 3

@@ -37,7 +37,8 @@ from tests.support.etcdquorum import (
     quick_options,
     running_quorum_controller,
 )
-from tests.support.localmachine import eventually, provider_options
+from tests.support.localmachine import provider_options
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -126,9 +127,11 @@ async def test_one_client_per_cluster_across_passes_renewed_only_with_the_secret
             async def healthy() -> bool:
                 return (await etcd_condition(kube, "pool", namespace)).get("status") == "True"
 
-            await eventually(healthy, within=15, what="etcd read over TLS")
+            await eventually(healthy, timeout=15, message="etcd read over TLS")
             first = spy.member_lists
-            await eventually(lambda: _now(spy.member_lists >= first + 5), within=15, what="five more passes")
+            await eventually(
+                lambda: _now(spy.member_lists >= first + 5), timeout=15, message="five more passes"
+            )
             assert len(spy.clients) == 1, "one client for every pass"
             kept = spy.clients[0]
 
@@ -137,24 +140,26 @@ async def test_one_client_per_cluster_across_passes_renewed_only_with_the_secret
                 "v1", "Secret", "etcd-client", {"metadata": {"labels": {"rotated": "1"}}}, namespace
             )
             await eventually(
-                lambda: _now(len(spy.clients) == 2), within=15, what="a client for the new Secret"
+                lambda: _now(len(spy.clients) == 2), timeout=15, message="a client for the new Secret"
             )
             assert kept._session is None
             second = spy.member_lists
             await eventually(
-                lambda: _now(spy.member_lists >= second + 3), within=15, what="three more passes"
+                lambda: _now(spy.member_lists >= second + 3), timeout=15, message="three more passes"
             )
             assert len(spy.clients) == 2 and spy.open_clients() == [spy.clients[1]]
 
             # The ControlPlane goes away: its client is closed.
             await kube.delete(CP_API_VERSION, "ControlPlane", "pool", namespace)
             await eventually(
-                lambda: _now(not spy.open_clients()), within=15, what="client closed with its ControlPlane"
+                lambda: _now(not spy.open_clients()),
+                timeout=15,
+                message="client closed with its ControlPlane",
             )
 
             # Back again, and then the manager stops: nothing is left open.
             await kube.create(controlplane("pool", namespace, 1) | {"spec": cp["spec"]})
-            await eventually(lambda: _now(len(spy.open_clients()) == 1), within=15, what="a client again")
+            await eventually(lambda: _now(len(spy.open_clients()) == 1), timeout=15, message="a client again")
         assert spy.open_clients() == [], "the manager's stop closes every client"
         assert len(spy.clients) == 3
     finally:
@@ -172,9 +177,9 @@ async def test_the_controlplane_controller_keeps_one_client_through_bootstrap_an
             status = ((await get_cp(kube, name, namespace)) or {}).get("status") or {}
             return status.get("availableReplicas") == 1
 
-        await eventually(available, within=60, what="one available replica")
+        await eventually(available, timeout=60, message="one available replica")
         first = spy.member_lists
-        await eventually(lambda: _now(spy.member_lists >= first + 5), within=30, what="five more passes")
+        await eventually(lambda: _now(spy.member_lists >= first + 5), timeout=30, message="five more passes")
         assert len(spy.clients) == 1, "one client for the bootstrap and every pass after it"
         assert len(spy.open_clients()) == 1
     assert spy.open_clients() == [], "the manager's stop closes the client"

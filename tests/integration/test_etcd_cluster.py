@@ -27,7 +27,8 @@ from controllers.etcd.client import (
 from providers.localmachine.etcd_process import EtcdServerTLS, EtcdSupervisor
 from runtime.envtest.certs import CertificateAuthority
 from tests.integration.conftest import etcd_options
-from tests.support.etcd import etcd_serving_cert, eventually, join_when_healthy, promote_when_in_sync
+from tests.support.etcd import etcd_serving_cert, join_when_healthy, promote_when_in_sync
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -101,7 +102,7 @@ async def test_learners_join_then_are_promoted_into_a_three_voter_cluster(tmp_pa
             async def all_healthy() -> bool:
                 return all(check.healthy for check in await etcd.health(endpoints))
 
-            await eventually(all_healthy, within=20, what="all three members healthy again after SIGCONT")
+            await eventually(all_healthy, timeout=20, message="all three members healthy again after SIGCONT")
 
             # Removing a voter shrinks the member list; the process is the caller's to stop. etcd
             # refuses ("unhealthy cluster") until every voter has been connected for 5 s again.
@@ -115,7 +116,7 @@ async def test_learners_join_then_are_promoted_into_a_three_voter_cluster(tmp_pa
                 except UnhealthyCluster:
                     return None
 
-            after = await eventually(remove, within=20, what="m2 removed")
+            after = await eventually(remove, timeout=20, message="m2 removed")
             assert sorted(member.name for member in after) == ["m0", "m1"]
             with pytest.raises(MemberNotFound):
                 await etcd.remove(removed.member_id)

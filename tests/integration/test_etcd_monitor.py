@@ -7,7 +7,8 @@ import pytest
 from controllers.etcd.client import EtcdClient
 from demo.monitor import DEFAULT_ELECTION_GRACE, QuorumMonitor, QuorumSample
 from providers.localmachine.etcd_process import EtcdSupervisor
-from tests.support.etcd import eventually, join_when_healthy, promote_when_in_sync
+from tests.support.etcd import join_when_healthy, promote_when_in_sync
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -25,17 +26,19 @@ async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum
             joined = await join_when_healthy(etcd_supervisor, name, etcd)
             # Named: a learner that has started but not yet published its name shows as its id.
             await eventually(
-                lambda name=name: _named_learner(monitor, name), within=10, what=f"{name} seen as a learner"
+                lambda name=name: _named_learner(monitor, name),
+                timeout=10,
+                message=f"{name} seen as a learner",
             )
             await promote_when_in_sync(etcd, joined.member_id or 0)
-        await eventually(lambda: _latest(monitor, healthy_voters=3), within=10, what="3 healthy voters")
+        await eventually(lambda: _latest(monitor, healthy_voters=3), timeout=10, message="3 healthy voters")
         grown = monitor.mark()
         monitor.assert_never_lost_quorum()
         assert monitor.peak("learners") == 1 and monitor.low("voters") == 1 and monitor.peak("voters") == 3
 
         # The first member goes: the monitor keeps reading through the other members' client URLs.
         await etcd_supervisor.kill("m0")
-        await eventually(lambda: _latest(monitor, healthy_voters=2), within=10, what="2 healthy voters")
+        await eventually(lambda: _latest(monitor, healthy_voters=2), timeout=10, message="2 healthy voters")
         monitor.assert_never_lost_quorum()
         assert monitor.low("voters", since=grown) == 3
         assert monitor.samples[-1].leader in ("m1", "m2")
@@ -43,7 +46,7 @@ async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum
 
         await etcd_supervisor.kill("m1")
         lost: QuorumSample = await eventually(
-            lambda: _latest(monitor, has_quorum=False), within=15, what="quorum lost"
+            lambda: _latest(monitor, has_quorum=False), timeout=15, message="quorum lost"
         )
         assert lost.healthy_voters <= 1 and lost.voters == 3
         assert {"m0", "m1"} <= set(lost.unhealthy_voters)
@@ -51,7 +54,9 @@ async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum
         with pytest.raises(AssertionError, match="lost quorum"):
             monitor.assert_never_lost_quorum(longer_than=0)
         await eventually(
-            lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE), within=15, what="a lasting loss"
+            lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE),
+            timeout=15,
+            message="a lasting loss",
         )
     with pytest.raises(AssertionError, match="lost quorum"):
         monitor.assert_never_lost_quorum()

@@ -9,7 +9,8 @@ import pytest
 from controllers.etcd.client import EtcdClient, EtcdError
 from providers.localmachine.etcd_process import EtcdSupervisor
 from tests.integration.conftest import etcd_options
-from tests.support.etcd import eventually, promote_when_in_sync
+from tests.support.etcd import promote_when_in_sync
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +36,6 @@ async def test_move_leader_hands_leadership_to_the_target_and_a_follower_refuses
             async def moved() -> bool:
                 return (await etcd.endpoint_status(follower.endpoint)).is_leader
 
-            await eventually(moved, within=10, what="leadership on the former follower")
+            await eventually(moved, timeout=10, message="leadership on the former follower")
     finally:
         await supervisor.stop_all()

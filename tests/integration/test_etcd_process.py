@@ -29,7 +29,8 @@ from providers.localmachine.etcd_process import (
     spawned_processes,
 )
 from tests.integration.conftest import etcd_options
-from tests.support.etcd import AddAnswerLost, etcd_processes_for, eventually, promote_when_in_sync
+from tests.support.etcd import AddAnswerLost, etcd_processes_for, promote_when_in_sync
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -116,7 +117,7 @@ async def test_a_join_cut_off_around_its_member_add_is_finished_by_the_next_join
             members = await etcd.member_list()
             return members if any(m.name == "m1" for m in members) else None
 
-        members = await eventually(m1_started, within=30, what="m1 started and published")
+        members = await eventually(m1_started, timeout=30, message="m1 started and published")
         assert sorted((m.name, m.is_learner) for m in members) == [("m0", False), ("m1", True)]
         assert etcd_processes_for(m1.data_dir) == [m1.pid]
 
@@ -150,7 +151,7 @@ async def test_a_join_announces_the_peer_url_before_etcd_has_the_member(
                 return True
             raise AssertionError("the add answered")
 
-        await eventually(cut_off, within=20, what="m2's add made, its answer lost")
+        await eventually(cut_off, timeout=20, message="m2's add made, its answer lost")
         m2 = await etcd_supervisor.join("m2", etcd, announce=announce)
         assert announced[-2:] == [("m2", m2.peer_url, False), ("m2", m2.peer_url, True)]
 
@@ -182,7 +183,7 @@ async def test_pause_freezes_a_member_and_resume_brings_it_back(etcd_supervisor:
             [check] = await etcd.health()
             return check.healthy
 
-        await eventually(healthy, within=10, what="m0 healthy after SIGCONT")
+        await eventually(healthy, timeout=10, message="m0 healthy after SIGCONT")
 
 
 async def signal_handler_installed(member: MemberProcess, *, count: int) -> None:
@@ -196,7 +197,7 @@ async def signal_handler_installed(member: MemberProcess, *, count: int) -> None
     async def logged() -> bool:
         return member.log_path.read_text().count("notified init daemon") >= count
 
-    await eventually(logged, within=10, what=f"start {count} of {member.name} initialised")
+    await eventually(logged, timeout=10, message=f"start {count} of {member.name} initialised")
 
 
 async def test_stop_terminates_gracefully_and_a_paused_member_still_stops(
@@ -261,7 +262,7 @@ async def test_members_die_with_their_parent_process(tmp_path: Path) -> None:
         async def gone() -> bool:
             return not etcd.alive()
 
-        await eventually(gone, within=10, what="etcd killed by the kernel after its parent died")
+        await eventually(gone, timeout=10, message="etcd killed by the kernel after its parent died")
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -41,14 +41,13 @@ from tests.support.etcdquorum import (
     running_quorum_controller,
 )
 from tests.support.localmachine import (
-    eventually,
     get_machine,
-    holds_for,
     machine_condition,
     provider_options,
     running_provider,
     set_fault,
 )
+from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +71,7 @@ async def latest(monitor: QuorumMonitor, check: Check) -> QuorumSample | None:
 
 
 async def wait_sample(monitor: QuorumMonitor, check: Check, within: float, what: str) -> QuorumSample:
-    sample: QuorumSample = await eventually(lambda: latest(monitor, check), within=within, what=what)
+    sample: QuorumSample = await eventually(lambda: latest(monitor, check), timeout=within, message=what)
     return sample
 
 
@@ -125,8 +124,8 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                 lambda: _condition_with(
                     kube, cp_name, namespace, status="True", text="3 voters (3 healthy, quorum 2), 0 learners"
                 ),
-                within=10,
-                what="healthy with 3 voters",
+                timeout=10,
+                message="healthy with 3 voters",
             )
             assert condition["reason"] == "EtcdHealthy"
             assert condition["message"].startswith("3 members: 3 voters (3 healthy, quorum 2), 0 learners")
@@ -158,15 +157,15 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                     ("TeamXHold", "team/x"),
                 ]
 
-            await eventually(repaired, within=10, what="hook owner repaired, the other hook kept")
+            await eventually(repaired, timeout=10, message="hook owner repaired, the other hook kept")
             await event_recorded(kube, namespace, "Machine", m1, "HookRepaired")
 
             # --- deleting one of 3 voters with no replacement: member and hook stay, and it says why.
             await kube.delete(API_VERSION, "Machine", m2, namespace)
             condition = await eventually(
                 lambda: _condition_with(kube, cp_name, namespace, text="HealthyVotersBelowDesired"),
-                within=10,
-                what="the wait reason in the condition",
+                timeout=10,
+                message="the wait reason in the condition",
             )
             assert m2 in condition["message"] and "fewer than the 3 desired" in condition["message"]
 
@@ -177,13 +176,13 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                     m.name == m2 and not m.is_learner for m in members
                 )
 
-            await holds_for(m2_held, duration=2.5, what=f"{m2}'s member and hook kept")
+            await holds_for(m2_held, duration=2.5, message=f"{m2}'s member and hook kept")
             waited = await event_recorded(kube, namespace, "Machine", m2, "HealthyVotersBelowDesired")
             assert "replacement" in waited["message"]
 
             # --- with a replacement: promoted first, then the old member removed, then the hook, then gone.
             await kube.create(cp_machine(m3, namespace, zone="zone-c"))
-            await eventually(lambda: _now(m2 in timeline.gone), within=90, what=f"{m2} gone")
+            await eventually(lambda: m2 in timeline.gone, timeout=90, message=f"{m2} gone")
             order = [
                 (e["reason"], e["message"].split(":")[0])
                 for e in await cp_events_in_order(kube, namespace, cp_name)
@@ -203,12 +202,12 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             # --- the escape hatch: a human takes the hook off a deleting Machine; it is not re-added.
             await kube.delete(API_VERSION, "Machine", m1, namespace)
             await eventually(
-                lambda: _condition_with(kube, cp_name, namespace, text=m1), within=10, what=f"{m1} waits"
+                lambda: _condition_with(kube, cp_name, namespace, text=m1), timeout=10, message=f"{m1} waits"
             )
             await kube.patch(
                 API_VERSION, "Machine", m1, {"spec": {"lifecycleHooks": {"preDrain": None}}}, namespace
             )
-            await eventually(lambda: _now(m1 in timeline.gone), within=30, what=f"{m1} drained and gone")
+            await eventually(lambda: m1 in timeline.gone, timeout=30, message=f"{m1} drained and gone")
             event = await event_recorded(kube, namespace, "Machine", m1, "HookRemovedByOthers")
             assert "not re-added" in event["message"]
             assert m1 not in timeline.hook_removed or timeline.hook_removed[m1] < timeline.gone[m1]
@@ -216,8 +215,8 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             assert any(m.name == m1 for m in await etcd.member_list())
             await eventually(
                 lambda: _condition_with(kube, cp_name, namespace, text="no Machine for"),
-                within=10,
-                what="the orphaned member reported",
+                timeout=10,
+                message="the orphaned member reported",
             )
             monitor.assert_never_lost_quorum()
             assert monitor.low("voters", since=bootstrapped) >= 3 and monitor.peak("voters") <= 4
@@ -250,7 +249,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
                 except UnhealthyCluster:  # etcd takes member adds 5 s after the last promotion
                     return None
 
-            added: MemberAddResult = await eventually(add_learner, within=15, what="a learner added")
+            added: MemberAddResult = await eventually(add_learner, timeout=15, message="a learner added")
             abandoned = added.member.id_hex
             await wait_sample(monitor, lambda s: f"{abandoned}~" in s.machines, 10, "the learner listed")
             await wait_sample(monitor, lambda s: f"{abandoned}~" not in s.machines, 15, "the learner removed")
@@ -262,7 +261,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             await wait_sample(monitor, lambda s: s.healthy_voters == 2, 10, f"{m2} dead")
             await kube.delete(API_VERSION, "Machine", m2, namespace)
             await wait_sample(monitor, lambda s: s.voters == 2 and not has_member(m2)(s), 15, f"{m2} removed")
-            await eventually(lambda: _now(m2 in timeline.gone), within=30, what=f"{m2} gone")
+            await eventually(lambda: m2 in timeline.gone, timeout=30, message=f"{m2} gone")
             assert timeline.hook_removed[m2] < timeline.gone[m2]
 
             # --- its replacement joins and is promoted; one more makes desired + 1 voters; a third
@@ -276,16 +275,16 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             await wait_sample(monitor, lambda s: f"{m5}~" in s.machines, 60, f"{m5} a started learner")
             await eventually(
                 lambda: _condition_with(kube, cp_name, namespace, text="VotersAtMaximum"),
-                within=10,
-                what="the learner waits, and the condition says why",
+                timeout=10,
+                message="the learner waits, and the condition says why",
             )
             await holds_for(
                 lambda: latest(monitor, lambda s: s.voters == 4 and f"{m5}~" in s.machines),
                 duration=1.5,
-                what=f"{m5} stays a learner",
+                message=f"{m5} stays a learner",
             )
             await kube.delete(API_VERSION, "Machine", m5, namespace)
-            await eventually(lambda: _now(m5 in timeline.gone), within=30, what=f"{m5} gone")
+            await eventually(lambda: m5 in timeline.gone, timeout=30, message=f"{m5} gone")
             await event_recorded(kube, namespace, "Machine", m5, "MemberRemoved")
 
             # --- three Machines are deleted; they wait while 5 voters are desired. Then the
@@ -299,7 +298,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
                 condition = await etcd_condition(kube, cp_name, namespace)
                 return condition.get("observedGeneration") == scaled["metadata"]["generation"]
 
-            await eventually(observed, within=10, what="the controller saw replicas: 5")
+            await eventually(observed, timeout=10, message="the controller saw replicas: 5")
             for name in (m1, m3, m4):
                 await kube.delete(API_VERSION, "Machine", name, namespace)
 
@@ -307,10 +306,12 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
                 message = (await etcd_condition(kube, cp_name, namespace)).get("message", "")
                 return message.count("HealthyVotersBelowDesired") == 3
 
-            await eventually(all_three_wait, within=10, what="three removals waiting")
+            await eventually(all_three_wait, timeout=10, message="three removals waiting")
             await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 1}}, namespace)
             await eventually(
-                lambda: _now(all(n in timeline.gone for n in (m1, m3, m4))), within=60, what="all three gone"
+                lambda: all(n in timeline.gone for n in (m1, m3, m4)),
+                timeout=60,
+                message="all three gone",
             )
             removals = [
                 e["message"].split(":")[0]
@@ -333,10 +334,6 @@ async def _condition_with(
     if text is not None and text not in condition.get("message", ""):
         return None
     return condition or None
-
-
-async def _now(value: object) -> object:
-    return value
 
 
 # ---------------------------------------------------------------------------------------------- API only
@@ -368,15 +365,15 @@ async def test_hooks_wait_for_a_running_machine_stay_while_etcd_is_unreadable_an
         async def no_hooks() -> bool:
             return [await _hook_is(kube, n, namespace, None) for n in ("x0", "x1")] == [True, True]
 
-        await holds_for(no_hooks, duration=1.5, what="no hook before a control-plane Machine runs")
+        await holds_for(no_hooks, duration=1.5, message="no hook before a control-plane Machine runs")
         await kube.patch_status(API_VERSION, "Machine", "x0", {"status": {"phase": "Running"}}, namespace)
 
         async def hooked() -> bool:
             return [await _hook_is(kube, n, namespace, HOOK_OWNER) for n in ("x0", "x1")] == [True, True]
 
-        await eventually(hooked, within=10, what="the hook on every Machine once one runs")
+        await eventually(hooked, timeout=10, message="the hook on every Machine once one runs")
         condition = await eventually(
-            lambda: _condition_with(kube, cp_name, namespace, status="False"), within=10, what="condition"
+            lambda: _condition_with(kube, cp_name, namespace, status="False"), timeout=10, message="condition"
         )
         assert condition["reason"] == "EtcdUnreachable" and "no etcd endpoint" in condition["message"]
         cp = await kube.get(CP_API_VERSION, "ControlPlane", cp_name, namespace)
@@ -386,7 +383,7 @@ async def test_hooks_wait_for_a_running_machine_stay_while_etcd_is_unreadable_an
         # is counted under its reason.
         await kube.delete(API_VERSION, "Machine", "x1", namespace)
         await holds_for(
-            lambda: _hook_is(kube, "x1", namespace, HOOK_OWNER), duration=1.5, what="x1 keeps its hook"
+            lambda: _hook_is(kube, "x1", namespace, HOOK_OWNER), duration=1.5, message="x1 keeps its hook"
         )
         exposition = generate_latest().decode()
         key = f"{namespace}/{cp_name}"
@@ -400,7 +397,7 @@ async def test_a_controlplane_with_external_etcd_is_left_alone(kube: Client, nam
     async with running_quorum_controller(kube, namespace, quick_options()):
         await kube.create(cp_machine("y0", namespace))
         await kube.patch_status(API_VERSION, "Machine", "y0", {"status": {"phase": "Running"}}, namespace)
-        await holds_for(lambda: _hook_is(kube, "y0", namespace, None), duration=2.0, what="no hook")
+        await holds_for(lambda: _hook_is(kube, "y0", namespace, None), duration=2.0, message="no hook")
         assert await etcd_condition(kube, "external", namespace) == {}
 
 
@@ -437,8 +434,8 @@ async def test_etcd_named_by_endpoints_is_reached_with_the_client_certificate_of
         async with running_quorum_controller(kube, namespace, quick_options()):
             missing = await eventually(
                 lambda: _condition_with(kube, "tls", namespace, text="etcd-client"),
-                within=10,
-                what="no Secret",
+                timeout=10,
+                message="no Secret",
             )
             assert missing["reason"] == "EtcdUnreachable" and "not found" in missing["message"]
             await kube.create(
@@ -456,8 +453,8 @@ async def test_etcd_named_by_endpoints_is_reached_with_the_client_certificate_of
             )
             healthy = await eventually(
                 lambda: _condition_with(kube, "tls", namespace, status="True"),
-                within=15,
-                what="read over TLS",
+                timeout=15,
+                message="read over TLS",
             )
             assert healthy["message"].startswith("1 members: 1 voters (1 healthy, quorum 1), 0 learners")
     finally:

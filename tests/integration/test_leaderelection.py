@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
-import os
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -34,6 +31,9 @@ from runtime.leaderelection import (
 )
 from runtime.manager import Manager, ManagerOptions
 from runtime.runnable import runnable_func
+from tests.support import manager_process
+from tests.support.manager_process import next_event
+from tests.support.poll import eventually
 from tests.support.tcpproxy import TCPProxy, proxied_kubeconfig, server_address
 
 LEASE = 2.0
@@ -60,14 +60,6 @@ class Activity:
                     await asyncio.wait_for(stop.wait(), 0.01)
         finally:
             interval[1] = time.monotonic()
-
-
-async def eventually(predicate: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait
 
 
 class Running:
@@ -152,17 +144,18 @@ async def test_only_the_leader_runs_and_a_clean_shutdown_hands_over_in_under_2s(
         lambda: (
             b.manager.leader_elector is not None and b.manager.leader_elector.observed_leader == a.identity
         ),
-        10,
-        "B to see A holding the lease",
+        timeout=10,
+        message="B to see A holding the lease",
     )
     # Let A renew several times while B campaigns: B's runnable must never start.
     first = (await get_lease(env, namespace))["spec"]["renewTime"]
     renewals: set[str] = {first}
-    deadline = time.monotonic() + 10
-    while len(renewals) < 4:
-        assert time.monotonic() < deadline, "A stopped renewing"
+
+    async def renewed_thrice() -> bool:
         renewals.add((await get_lease(env, namespace))["spec"]["renewTime"])
-        await asyncio.sleep(0.05)  # allow-sleep: poll interval of a deadline-bounded wait
+        return len(renewals) >= 4
+
+    await eventually(renewed_thrice, timeout=10, message="A renewing its lease three times")
     assert a.activity.ticks > 0
     assert b.activity.intervals == []
     assert not b.manager.elected.is_set()
@@ -188,28 +181,19 @@ async def test_a_killed_leader_hands_over_within_lease_duration_plus_retry_perio
     # Watching sees each renew as it happens. Polling (client-go) sees it up to one jittered
     # retry period (×2.2) late, and its lease clock starts that much later.
     bound = LEASE + RETRY if watch else LEASE + RETRY * (1 + JITTER_FACTOR)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.support.manager_process",
-        str(env.kubeconfig_path),
+    process = await manager_process.spawn(
+        env.kubeconfig_path,
         "test-lease",
         namespace,
         "killed-leader",
-        str(LEASE),
-        str(RENEW),
-        str(RETRY),
-        "0.05",
-        "5",
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        lease_duration=LEASE,
+        renew_deadline=RENEW,
+        retry_period=RETRY,
+        step=0.05,
+        grace=5,
     )
     try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert json.loads(line)["event"] == "leading"
+        assert (await next_event(process))["event"] == "leading"
         b: Running = await managers("successor", watch=watch)
         b.start()
         await eventually(
@@ -217,8 +201,8 @@ async def test_a_killed_leader_hands_over_within_lease_duration_plus_retry_perio
                 b.manager.leader_elector is not None
                 and b.manager.leader_elector.observed_leader == "killed-leader"
             ),
-            10,
-            "the successor to see the child holding the lease",
+            timeout=10,
+            message="the successor to see the child holding the lease",
         )
         assert b.activity.intervals == []
         killed_at = time.monotonic()
@@ -254,8 +238,8 @@ async def test_a_partitioned_leader_stops_before_its_renew_deadline_and_never_ov
                 b.manager.leader_elector is not None
                 and b.manager.leader_elector.observed_leader == a.identity
             ),
-            10,
-            "B to see A holding the lease",
+            timeout=10,
+            message="B to see A holding the lease",
         )
         cut_at = time.monotonic()
         # Open connections hang, new ones are refused: A can neither renew nor learn why.
@@ -332,7 +316,7 @@ async def test_a_fractional_lease_duration_is_rounded_up_in_the_lease(
         )
         stop = asyncio.Event()
         task = asyncio.get_running_loop().create_task(elector.run(stop))
-        await eventually(lambda: elector.is_leader, 10, "the elector to lead")
+        await eventually(lambda: elector.is_leader, timeout=10, message="the elector to lead")
         lease = await client.get(LEASE_API_VERSION, "Lease", "fractional", namespace)
         assert lease["spec"]["leaseDurationSeconds"] == 2
         assert lease["spec"]["holderIdentity"] == elector.identity

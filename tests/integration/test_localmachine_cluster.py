@@ -29,10 +29,8 @@ from runtime.client import Client
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (
     HEARTBEAT,
-    eventually,
     get_machine,
     get_node,
-    holds_for,
     machine,
     machine_condition,
     provider_options,
@@ -40,6 +38,7 @@ from tests.support.localmachine import (
     running_provider,
     set_fault,
 )
+from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +79,7 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
                 obj = await get_machine(kube, name, namespace)
                 return bool(obj and (obj.get("status") or {}).get("phase") == "Running")
 
-            await eventually(lambda: running(m0), within=30, what=f"{m0} Running")
+            await eventually(lambda: running(m0), timeout=30, message=f"{m0} Running")
             first = await get_machine(kube, m0, namespace)
             assert first is not None
             assert first["spec"]["providerID"] == f"local:///{m0}"
@@ -102,7 +101,7 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
             assert node["spec"]["providerID"] == f"local:///{m0}"
             assert first["status"]["nodeRef"]["uid"] == node["metadata"]["uid"]
             await eventually(
-                lambda: _ready_is(kube, m0, "True"), within=5 * HEARTBEAT, what=f"Node {m0} Ready"
+                lambda: _ready_is(kube, m0, "True"), timeout=5 * HEARTBEAT, message=f"Node {m0} Ready"
             )
 
             async with EtcdClient([client_url]) as etcd:
@@ -119,11 +118,11 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
                 if limit >= 2:
                     # etcd ≥ 3.6 with max_learners=2: both join and wait side by side.
                     await eventually(
-                        lambda: _equals(learners(), [m1, m2]), within=30, what="two learners at once"
+                        lambda: _equals(learners(), [m1, m2]), timeout=30, message="two learners at once"
                     )
                     order = [m1, m2]
                 else:
-                    first_learner = (await eventually(learners, within=30, what="a first learner"))[0]
+                    first_learner = (await eventually(learners, timeout=30, message="a first learner"))[0]
                     waiting = m2 if first_learner == m1 else m1
                     order = [first_learner, waiting]
 
@@ -136,7 +135,9 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
                         ) == REASON_WAITING_FOR_LEARNER and first_learner in condition.get("message", "")
 
                     await eventually(
-                        waits_for_the_learner_ahead, within=10, what=f"{waiting} waits for {first_learner}"
+                        waits_for_the_learner_ahead,
+                        timeout=10,
+                        message=f"{waiting} waits for {first_learner}",
                     )
                     # Its Machine names the peer URL it asks etcd to add before etcd has it, so
                     # the etcd-quorum hook can map a member to it the moment etcd adds one.
@@ -159,17 +160,17 @@ async def test_three_machines_become_a_three_member_cluster_learners_joining_one
                     await holds_for(
                         one_learner_and_waiting_still_provisioning,
                         duration=4 * HEARTBEAT,
-                        what=f"{waiting} waits while {first_learner} is a learner",
+                        message=f"{waiting} waits while {first_learner} is a learner",
                     )
 
                 for name in order:
-                    await eventually(lambda name=name: running(name), within=40, what=f"{name} Running")
+                    await eventually(lambda name=name: running(name), timeout=40, message=f"{name} Running")
                     member = next(m for m in await etcd.member_list() if m.name == name)
                     assert member.is_learner, f"{name} must stay a learner until the test promotes it"
                     await eventually(
                         lambda name=name: _ready_is(kube, name, "True"),
-                        within=5 * HEARTBEAT,
-                        what=f"Node {name} Ready (a learner answers serializable reads)",
+                        timeout=5 * HEARTBEAT,
+                        message=f"Node {name} Ready (a learner answers serializable reads)",
                     )
                     await promote_when_in_sync(etcd, member.id)
 
@@ -198,9 +199,13 @@ async def test_promoting_a_learner_that_has_fallen_behind_raises_learner_not_in_
     m0, m1 = f"{prefix}-m0", f"{prefix}-m1"
     async with running_provider(kube, namespace, provider_options(provider_state_dir)):
         await kube.create(machine(m0, namespace))
-        await eventually(lambda: _phase_is(kube, m0, namespace, "Running"), within=30, what=f"{m0} Running")
+        await eventually(
+            lambda: _phase_is(kube, m0, namespace, "Running"), timeout=30, message=f"{m0} Running"
+        )
         await kube.create(machine(m1, namespace))
-        await eventually(lambda: _phase_is(kube, m1, namespace, "Running"), within=30, what=f"{m1} Running")
+        await eventually(
+            lambda: _phase_is(kube, m1, namespace, "Running"), timeout=30, message=f"{m1} Running"
+        )
         first = await get_machine(kube, m0, namespace)
         assert first is not None
         async with EtcdClient([first["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]]) as etcd:
@@ -208,14 +213,14 @@ async def test_promoting_a_learner_that_has_fallen_behind_raises_learner_not_in_
             assert learner.is_learner
             await set_fault(kube, m1, namespace, "stop")
             await eventually(
-                lambda: _ready_is(kube, m1, "Unknown"), within=2 * HEARTBEAT + 1, what="m1 stopped"
+                lambda: _ready_is(kube, m1, "Unknown"), timeout=2 * HEARTBEAT + 1, message="m1 stopped"
             )
             # Far more entries than the learner has: etcd wants a learner within 10% of the leader's log.
             await _put_keys(etcd.endpoints[0], 200)
             with pytest.raises(LearnerNotInSync):
                 await etcd.promote(learner.id)
             await set_fault(kube, m1, namespace, None)
-            await eventually(lambda: _ready_is(kube, m1, "True"), within=10, what="m1 resumed and Ready")
+            await eventually(lambda: _ready_is(kube, m1, "True"), timeout=10, message="m1 resumed and Ready")
             members = await promote_when_in_sync(etcd, learner.id)
             assert not any(m.is_learner for m in members)
 

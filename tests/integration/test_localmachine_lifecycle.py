@@ -22,10 +22,8 @@ from runtime.client import Client
 from tests.support.etcd import etcd_processes_for
 from tests.support.localmachine import (
     HEARTBEAT,
-    eventually,
     get_machine,
     get_node,
-    holds_for,
     machine,
     machine_condition,
     provider_options,
@@ -34,6 +32,7 @@ from tests.support.localmachine import (
     running_provider,
     set_fault,
 )
+from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +56,7 @@ async def ready_is(kube: Client, name: str, status: str) -> bool:
 async def within_two_heartbeats(kube: Client, name: str, status: str, what: str) -> float:
     """Wait for Node ``name`` Ready=``status``; fail unless it came within two heartbeat periods."""
     started = time.monotonic()
-    await eventually(lambda: ready_is(kube, name, status), within=10, what=what)
+    await eventually(lambda: ready_is(kube, name, status), timeout=10, message=what)
     took = time.monotonic() - started
     assert took <= TWO_HEARTBEATS, f"{what} took {took:.2f}s, more than two heartbeats ({TWO_HEARTBEATS}s)"
     return took
@@ -71,7 +70,7 @@ async def test_a_deleted_machine_waits_for_its_lifecycle_hooks_then_goes_with_it
         await kube.create(
             machine(name, namespace, pre_drain=["EtcdQuorumOperator"], pre_terminate=["tests.io/Unmount"])
         )
-        await eventually(lambda: running(kube, name, namespace), within=30, what=f"{name} Running")
+        await eventually(lambda: running(kube, name, namespace), timeout=30, message=f"{name} Running")
         (process,) = recorded_processes(provider_state_dir)
         assert etcd_processes_for(data_dir(provider_state_dir, namespace, name)) == [process.pid]
 
@@ -88,7 +87,7 @@ async def test_a_deleted_machine_waits_for_its_lifecycle_hooks_then_goes_with_it
                 and "EtcdQuorumOperator" in condition.get("message", "")
             )
 
-        await eventually(blocked_by_pre_drain, within=10, what="Drainable=False naming the preDrain hook")
+        await eventually(blocked_by_pre_drain, timeout=10, message="Drainable=False naming the preDrain hook")
         heartbeat_before = ready_condition(await get_node(kube, name)).get("lastHeartbeatTime")
 
         async def still_there_and_not_cordoned() -> bool:
@@ -104,7 +103,7 @@ async def test_a_deleted_machine_waits_for_its_lifecycle_hooks_then_goes_with_it
             )
 
         # Several heartbeats (and past a whole second, the timestamps' resolution): nothing moves.
-        await holds_for(still_there_and_not_cordoned, duration=max(5 * HEARTBEAT, 1.2), what="hook holds")
+        await holds_for(still_there_and_not_cordoned, duration=max(5 * HEARTBEAT, 1.2), message="hook holds")
         # The node keeps reporting while the hook holds the machine.
         assert ready_condition(await get_node(kube, name)).get("lastHeartbeatTime") != heartbeat_before
 
@@ -122,11 +121,13 @@ async def test_a_deleted_machine_waits_for_its_lifecycle_hooks_then_goes_with_it
                 and "tests.io/Unmount" in condition.get("message", "")
             )
 
-        await eventually(cordoned_and_blocked_by_pre_terminate, within=10, what="cordoned, Terminable=False")
+        await eventually(
+            cordoned_and_blocked_by_pre_terminate, timeout=10, message="cordoned, Terminable=False"
+        )
         drainable = machine_condition(await get_machine(kube, name, namespace), CONDITION_DRAINABLE)
         assert drainable.get("status") == "True"
         await holds_for(
-            lambda: _alive(process), duration=3 * HEARTBEAT, what="preTerminate keeps the process"
+            lambda: _alive(process), duration=3 * HEARTBEAT, message="preTerminate keeps the process"
         )
 
         await kube.patch(
@@ -140,7 +141,7 @@ async def test_a_deleted_machine_waits_for_its_lifecycle_hooks_then_goes_with_it
                 and await get_machine(kube, name, namespace) is None
             )
 
-        await eventually(all_gone, within=15, what="process stopped, Node deleted, finalizer released")
+        await eventually(all_gone, timeout=15, message="process stopped, Node deleted, finalizer released")
         assert not (provider_state_dir / namespace / name).exists(), "its data must be removed"
         assert etcd_processes_for(data_dir(provider_state_dir, namespace, name)) == []
 
@@ -155,8 +156,8 @@ async def test_faults_make_the_node_not_ready_within_two_heartbeats_and_clear_wh
     name = f"lm{secrets.token_hex(3)}-m0"
     async with running_provider(kube, namespace, provider_options(provider_state_dir)):
         await kube.create(machine(name, namespace))
-        await eventually(lambda: running(kube, name, namespace), within=30, what=f"{name} Running")
-        await eventually(lambda: ready_is(kube, name, "True"), within=TWO_HEARTBEATS, what="Ready")
+        await eventually(lambda: running(kube, name, namespace), timeout=30, message=f"{name} Running")
+        await eventually(lambda: ready_is(kube, name, "True"), timeout=TWO_HEARTBEATS, message="Ready")
         (process,) = recorded_processes(provider_state_dir)
 
         await set_fault(kube, name, namespace, "notready")
@@ -188,8 +189,8 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
     name, doomed, invalid = f"{prefix}-m0", f"{prefix}-bad", f"{prefix}-invalid"
     async with running_provider(kube, namespace, provider_options(provider_state_dir)):
         await kube.create(machine(name, namespace))
-        await eventually(lambda: running(kube, name, namespace), within=30, what=f"{name} Running")
-        await eventually(lambda: ready_is(kube, name, "True"), within=TWO_HEARTBEATS, what="Ready")
+        await eventually(lambda: running(kube, name, namespace), timeout=30, message=f"{name} Running")
+        await eventually(lambda: ready_is(kube, name, "True"), timeout=TWO_HEARTBEATS, message="Ready")
         (process,) = recorded_processes(provider_state_dir)
 
         await set_fault(kube, name, namespace, "kill")
@@ -207,7 +208,7 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
                 and ready_condition(node).get("lastHeartbeatTime") == heartbeat
             )
 
-        await holds_for(stays_dead, duration=max(4 * HEARTBEAT, 1.2), what="a crashed member stays dead")
+        await holds_for(stays_dead, duration=max(4 * HEARTBEAT, 1.2), message="a crashed member stays dead")
 
         await kube.create(machine(doomed, namespace, annotations={FAULT_ANNOTATION: "fail-provision"}))
 
@@ -220,7 +221,7 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
                 and "fail-provision" in status.get("errorMessage", "")
             )
 
-        await eventually(failed, within=10, what=f"{doomed} Failed with a reason")
+        await eventually(failed, timeout=10, message=f"{doomed} Failed with a reason")
         assert not (provider_state_dir / namespace / doomed).exists(), "no member may be started"
         assert await get_node(kube, doomed) is None
 
@@ -235,7 +236,9 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
                 and "failureDomain 'zone a!' cannot be a Node label value" in status.get("errorMessage", "")
             )
 
-        await eventually(invalid_configuration, within=10, what=f"{invalid} Failed as InvalidConfiguration")
+        await eventually(
+            invalid_configuration, timeout=10, message=f"{invalid} Failed as InvalidConfiguration"
+        )
         assert not (provider_state_dir / namespace / invalid).exists()
         # A Failed machine can still be deleted: its finalizer is released.
         await kube.delete(API_VERSION, "Machine", doomed, namespace)
@@ -250,7 +253,7 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
                 and await get_node(kube, name) is None
             )
 
-        await eventually(all_gone, within=15, what="every machine deleted")
+        await eventually(all_gone, timeout=15, message="every machine deleted")
 
 
 async def test_a_node_of_the_same_name_owned_by_another_machine_is_left_alone(
@@ -277,14 +280,14 @@ async def test_a_node_of_the_same_name_owned_by_another_machine_is_left_alone(
                     and "elsewhere/other" in condition.get("message", "")
                 )
 
-            await eventually(refused, within=30, what="NodeOwned=False naming the Node's owner")
+            await eventually(refused, timeout=30, message="NodeOwned=False naming the Node's owner")
             node = await get_node(kube, name)
             assert node is not None
             assert "labels" not in node["metadata"] or not node["metadata"]["labels"]
             assert not ready_condition(node), "a foreign Node gets no heartbeat from us"
             await kube.delete(API_VERSION, "Machine", name, namespace)
             await eventually(
-                lambda: _gone(kube, name, namespace), within=15, what="machine deleted, foreign Node kept"
+                lambda: _gone(kube, name, namespace), timeout=15, message="machine deleted, foreign Node kept"
             )
             assert await get_node(kube, name) is not None
     finally:

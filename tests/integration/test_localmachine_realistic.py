@@ -21,7 +21,6 @@ from runtime.jsoncodec import JSON
 from tests.integration.conftest import etcd_options
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (
-    eventually,
     get_machine,
     get_node,
     provider_options,
@@ -29,6 +28,7 @@ from tests.support.localmachine import (
     running_provider,
 )
 from tests.support.localmachine import machine as machine_manifest
+from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ async def running(client: Client, name: str, namespace: str) -> JSON:
         node = await get_node(client, machine["status"]["nodeRef"]["name"])
         return machine if ready_condition(node).get("status") == "True" else None
 
-    found: JSON = await eventually(check, within=60, what=f"{name} Running with a Ready Node")
+    found: JSON = await eventually(check, timeout=60, message=f"{name} Running with a Ready Node")
     return found
 
 
@@ -66,7 +66,7 @@ async def test_members_get_addresses_of_their_own_tls_and_cloud_names(
                 members = await etcd.member_list()
             return next((m.id for m in members if m.is_learner), None)
 
-        learner_id = await eventually(learner, within=60, what="m1 joined as a learner")
+        learner_id = await eventually(learner, timeout=60, message="m1 joined as a learner")
         async with EtcdClient([first_url], client_options) as etcd:
             await promote_when_in_sync(etcd, learner_id)
         second = await running(kube, "m1", namespace)
@@ -102,7 +102,7 @@ async def test_members_get_addresses_of_their_own_tls_and_cloud_names(
         async def m1_gone() -> bool:
             return await get_machine(kube, "m1", namespace) is None
 
-        await eventually(m1_gone, within=60, what="m1 deleted")
+        await eventually(m1_gone, timeout=60, message="m1 deleted")
         assert await get_node(kube, "ip-" + addresses[1].replace(".", "-")) is None
 
         async def third_address() -> str | None:
@@ -112,5 +112,5 @@ async def test_members_get_addresses_of_their_own_tls_and_cloud_names(
             return found[0] if found else None
 
         # m2 waits for its learner slot or joins; either way its address is a fresh one.
-        address = await eventually(third_address, within=60, what="m2 has an address")
+        address = await eventually(third_address, timeout=60, message="m2 has an address")
         assert address not in addresses

@@ -6,12 +6,8 @@ The provider runs as a real ``cpo localmachine`` subprocess, so SIGKILL is a tru
 
 from __future__ import annotations
 
-import asyncio
-import os
 import secrets
 import signal
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,23 +22,20 @@ from tests.integration.conftest import etcd_options
 from tests.support.etcd import AddAnswerLost, etcd_processes_for, promote_when_in_sync
 from tests.support.localmachine import (
     HEARTBEAT,
-    REPO,
-    eventually,
     get_machine,
     get_node,
     ready_condition,
     recorded_processes,
 )
 from tests.support.localmachine import machine as machine_manifest
+from tests.support.poll import eventually
+from tests.support.processes import ChildProcess, cpo, start_process
 
 pytestmark = pytest.mark.slow
 
 
-def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log: Path) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "cli",
+async def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log: Path) -> ChildProcess:
+    argv = cpo(
         "localmachine",
         "--state-dir",
         str(state_dir),
@@ -58,16 +51,8 @@ def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log: Path)
         "0.5",
         "--health-timeout",
         "1",
-    ]
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            command,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    )
+    return await start_process(argv, log_path=log)
 
 
 def pid_of(state_dir: Path, namespace: str, name: str) -> int:
@@ -76,40 +61,28 @@ def pid_of(state_dir: Path, namespace: str, name: str) -> int:
     return pids[0]
 
 
-async def wait_exit(process: subprocess.Popen[bytes], within: float) -> int:
-    code = await eventually(
-        lambda: _returncode(process), within=within, what=f"provider pid {process.pid} exited"
-    )
-    return int(code[0])
-
-
-async def _returncode(process: subprocess.Popen[bytes]) -> tuple[int] | None:
-    code = process.poll()
-    return None if code is None else (code,)
-
-
 async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_machine(
     kube: Client, namespace: str, provider_state_dir: Path, kubeconfig_path: Path, tmp_path: Path
 ) -> None:
     prefix = f"lm{secrets.token_hex(3)}"
     m0, m1, m2 = (f"{prefix}-m{i}" for i in range(3))
     log = tmp_path / "provider.log"
-    providers: list[subprocess.Popen[bytes]] = []
+    providers: list[ChildProcess] = []
 
     async def phase_is(name: str, phase: str) -> bool:
         obj = await get_machine(kube, name, namespace)
         return bool(obj and (obj.get("status") or {}).get("phase") == phase)
 
     try:
-        providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
+        providers.append(await start_provider(provider_state_dir, kubeconfig_path, namespace, log))
         await kube.create(machine_manifest(m0, namespace))
-        await eventually(lambda: phase_is(m0, "Running"), within=40, what=f"{m0} Running")
+        await eventually(lambda: phase_is(m0, "Running"), timeout=40, message=f"{m0} Running")
         await kube.create(machine_manifest(m1, namespace))
-        await eventually(lambda: phase_is(m1, "Running"), within=40, what=f"{m1} Running")
+        await eventually(lambda: phase_is(m1, "Running"), timeout=40, message=f"{m1} Running")
         before = {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1)}
 
         providers[0].send_signal(signal.SIGKILL)
-        await wait_exit(providers[0], 10)
+        await providers[0].exited(within=10)
         # The members outlive the provider, as machines outlive a crashed cloud controller.
         assert {name: pid_of(provider_state_dir, namespace, name) for name in (m0, m1)} == before
 
@@ -134,13 +107,13 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
                     return True
                 raise AssertionError("the add answered")
 
-            await eventually(added_answer_lost, within=20, what=f"{m2}'s member added, answer lost")
+            await eventually(added_answer_lost, timeout=20, message=f"{m2}'s member added, answer lost")
             orphan = next(m for m in await etcd.member_list() if not m.started)
 
             restarted_at = datetime.now(UTC).replace(microsecond=0)
-            providers.append(start_provider(provider_state_dir, kubeconfig_path, namespace, log))
+            providers.append(await start_provider(provider_state_dir, kubeconfig_path, namespace, log))
             await eventually(
-                lambda: phase_is(m2, "Running"), within=40, what=f"{m2} joined after the restart"
+                lambda: phase_is(m2, "Running"), timeout=40, message=f"{m2} joined after the restart"
             )
             members = {m.name: m for m in await etcd.member_list()}
             assert sorted(members) == sorted([m0, m1, m2])
@@ -161,7 +134,7 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
                     return False
             return True
 
-        await eventually(heartbeats_resumed, within=10, what="the new provider heartbeats every Node")
+        await eventually(heartbeats_resumed, timeout=10, message="the new provider heartbeats every Node")
 
         # The new provider also stops members it did not start itself.
         for name in (m0, m1, m2):
@@ -175,14 +148,12 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
                 etcd_processes_for(provider_state_dir / namespace / name / "data") for name in (m0, m1, m2)
             )
 
-        await eventually(all_gone, within=20, what="machines deleted and their members stopped")
+        await eventually(all_gone, timeout=20, message="machines deleted and their members stopped")
         providers[-1].send_signal(signal.SIGTERM)
-        assert await wait_exit(providers[-1], 15) == 0
+        assert await providers[-1].exited(within=15) == 0
     except BaseException:
         print(log.read_text(errors="replace")[-5000:] if log.exists() else "(no provider log)")
         raise
     finally:
         for process in providers:
-            if process.poll() is None:
-                process.kill()
-                await asyncio.to_thread(process.wait)
+            await process.kill()

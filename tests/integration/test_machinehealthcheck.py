@@ -8,7 +8,6 @@ Timeouts are a few seconds, so every wait below is bounded by a deadline.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import secrets
 from collections.abc import AsyncIterator
@@ -38,18 +37,15 @@ from controllers.machinehealthcheck import (
     MachineHealthCheckOptions,
     setup_with_manager,
 )
-from controllers.operator import MACHINE_ROLE_SELECTOR, NODE_ROLE_SELECTOR
-from runtime.cache import ByObject, CacheOptions
+from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
 from runtime.envtest import Environment
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
 from runtime.metrics import registry
 from tests.support.localmachine import (
     HEARTBEAT,
-    eventually,
     get_machine,
-    holds_for,
     machine,
     machine_condition,
     provider_options,
@@ -57,6 +53,8 @@ from tests.support.localmachine import (
     running_provider,
     set_fault,
 )
+from tests.support.manager import running_manager
+from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
 
@@ -78,38 +76,11 @@ REMEDIATION_API_VERSION = f"{REMEDIATION_GROUP}/v1"
 @contextlib.asynccontextmanager
 async def running_mhc_controller(client: Client, namespace: str) -> AsyncIterator[Manager]:
     """The ``machinehealthcheck`` controller in a manager scoped like ``cpo run``'s, in ``namespace``."""
-    manager = Manager(
-        ManagerOptions(
-            client=client,
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_options=CacheOptions(
-                namespace=namespace,
-                by_object={
-                    (API_VERSION, "Machine"): ByObject(label_selector=MACHINE_ROLE_SELECTOR),
-                    ("v1", "Node"): ByObject(label_selector=NODE_ROLE_SELECTOR),
-                },
-            ),
-            graceful_shutdown_timeout=10,
-        )
-    )
-    setup_with_manager(
-        manager, MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
-    )
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.start(stop))
-    try:
-        await eventually(lambda: _value(manager.elected.is_set() or task.done()), within=20, what="started")
-        if task.done():
-            await task
+    options = MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
+    async with running_manager(
+        client, namespace, lambda manager: setup_with_manager(manager, options)
+    ) as manager:
         yield manager
-    finally:
-        stop.set()
-        await task
-
-
-async def _value(value: Any) -> Any:
-    return value
 
 
 def control_plane_machine(name: str, namespace: str, owner: JSON | None, **labels: str) -> JSON:
@@ -159,7 +130,7 @@ async def start_machines(client: Client, namespace: str, *objs: JSON) -> None:
     for obj in objs:
         name = obj["metadata"]["name"]
         await eventually(
-            lambda name=name: _node_ready(client, name, "True"), within=WITHIN, what=f"{name} Ready"
+            lambda name=name: _node_ready(client, name, "True"), timeout=WITHIN, message=f"{name} Ready"
         )
 
 
@@ -259,8 +230,8 @@ async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller
             await kube.create(health_check("workers", namespace, "a"))
             await eventually(
                 lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
-                within=WITHIN,
-                what="status: 1 expected, 1 healthy",
+                timeout=WITHIN,
+                message="status: 1 expected, 1 healthy",
             )
             assert not await deleting(kube, name, namespace)
             # Status is written only when it changes: a reconcile that finds nothing new (woken by
@@ -274,34 +245,40 @@ async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller
             await holds_for(
                 lambda: _resource_version_is(kube, "workers", namespace, version),
                 duration=4 * HEARTBEAT,
-                what="MachineHealthCheck not rewritten",
+                message="MachineHealthCheck not rewritten",
             )
             await set_fault(kube, name, namespace, "notready")
-            await eventually(lambda: deleting(kube, name, namespace), within=WITHIN, what=f"{name} deleted")
             await eventually(
-                lambda: events(kube, namespace, EVENT_MACHINE_DELETED, name), within=10, what="MachineDeleted"
+                lambda: deleting(kube, name, namespace), timeout=WITHIN, message=f"{name} deleted"
             )
             await eventually(
-                lambda: _value(
+                lambda: events(kube, namespace, EVENT_MACHINE_DELETED, name),
+                timeout=10,
+                message="MachineDeleted",
+            )
+            await eventually(
+                lambda: (
                     metric("mapi_machinehealthcheck_remediation_success_total", "workers", namespace) == 1
                 ),
-                within=5,
-                what="one remediation counted",
+                timeout=5,
+                message="one remediation counted",
             )
             assert metric("mapi_machinehealthcheck_short_circuit", "workers", namespace) == 0
             await eventually(
-                lambda: _gone(kube, name, namespace), within=WITHIN, what=f"{name} gone (provider finalizer)"
+                lambda: _gone(kube, name, namespace),
+                timeout=WITHIN,
+                message=f"{name} gone (provider finalizer)",
             )
             await eventually(
-                lambda: _value(metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) == 0),
-                within=10,
-                what="no node covered any more",
+                lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) == 0,
+                timeout=10,
+                message="no node covered any more",
             )
             await kube.delete(API_VERSION, "MachineHealthCheck", "workers", namespace)
             await eventually(
-                lambda: _value(metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) is None),
-                within=10,
-                what="series removed with the MachineHealthCheck",
+                lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) is None,
+                timeout=10,
+                message="series removed with the MachineHealthCheck",
             )
 
 
@@ -325,8 +302,8 @@ async def test_a_controlplane_owned_machine_is_marked_for_its_owner_never_delete
             await kube.create(health_check("masters", namespace, "b"))
             await eventually(
                 lambda: _status_is(kube, "masters", namespace, expectedMachines=1, currentHealthy=1),
-                within=WITHIN,
-                what="status: 1 healthy",
+                timeout=WITHIN,
+                message="status: 1 healthy",
             )
             await set_fault(kube, name, namespace, "notready")
 
@@ -341,12 +318,12 @@ async def test_a_controlplane_owned_machine_is_marked_for_its_owner_never_delete
                     and owner_cond.get("reason") == REASON_WAITING_FOR_REMEDIATION
                 )
 
-            await eventually(marked, within=WITHIN, what=f"{name} marked")
+            await eventually(marked, timeout=WITHIN, message=f"{name} marked")
             obj = await get_machine(kube, name, namespace)
             message = machine_condition(obj, CONDITION_HEALTH_CHECK_SUCCEEDED)["message"]
             assert "Ready=False since" in message and "longer than its timeout of 2s" in message, message
             await holds_for(
-                lambda: _not(deleting(kube, name, namespace)), duration=QUIET, what=f"{name} not deleted"
+                lambda: _not(deleting(kube, name, namespace)), duration=QUIET, message=f"{name} not deleted"
             )
             assert metric("mapi_machinehealthcheck_remediation_success_total", "masters", namespace) == 1
 
@@ -359,7 +336,7 @@ async def test_a_controlplane_owned_machine_is_marked_for_its_owner_never_delete
                     "status"
                 ) == "True" and not machine_condition(obj, CONDITION_OWNER_REMEDIATED)
 
-            await eventually(cleared, within=WITHIN, what="mark cleared once healthy")
+            await eventually(cleared, timeout=WITHIN, message="mark cleared once healthy")
             assert not await deleting(kube, name, namespace)
 
 
@@ -377,8 +354,8 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
             await kube.create(health_check("pair", namespace, "c", maxUnhealthy=1))
             await eventually(
                 lambda: _status_is(kube, "pair", namespace, currentHealthy=2, remediationsAllowed=1),
-                within=WITHIN,
-                what="status: 2 healthy, 1 remediation allowed",
+                timeout=WITHIN,
+                message="status: 2 healthy, 1 remediation allowed",
             )
             # Both Nodes go NotReady while the check is paused, so it never sees one without the other.
             await set_paused(kube, "pair", namespace, True)
@@ -386,7 +363,9 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
                 await set_fault(kube, name, namespace, "notready")
             for name in names:
                 await eventually(
-                    lambda name=name: _node_ready(kube, name, "False"), within=WITHIN, what=f"{name} NotReady"
+                    lambda name=name: _node_ready(kube, name, "False"),
+                    timeout=WITHIN,
+                    message=f"{name} NotReady",
                 )
             await set_paused(kube, "pair", namespace, False)
 
@@ -400,7 +379,7 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
                     and status.get("currentHealthy") == 0
                 )
 
-            await eventually(short_circuited, within=WITHIN, what="short-circuited")
+            await eventually(short_circuited, timeout=WITHIN, message="short-circuited")
             status = await mhc_status(kube, "pair", namespace)
             assert _condition(status, CONDITION_REMEDIATION_ALLOWED)["message"] == (
                 "Remediation is not allowed, the number of not started or unhealthy machines exceeds "
@@ -409,8 +388,8 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
             assert metric("mapi_machinehealthcheck_short_circuit", "pair", namespace) == 1
             restricted = await eventually(
                 lambda: events(kube, namespace, EVENT_REMEDIATION_RESTRICTED, "pair"),
-                within=10,
-                what="RemediationRestricted event",
+                timeout=10,
+                message="RemediationRestricted event",
             )
             assert restricted[0]["type"] == "Warning"
             assert "(total: 2, unhealthy: 2, maxUnhealthy: 1)" in restricted[0]["message"]
@@ -418,7 +397,9 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
             async def nothing_remediated() -> bool:
                 return all([not await events(kube, namespace, EVENT_SKIPPED_NO_CONTROLLER, n) for n in names])
 
-            await holds_for(nothing_remediated, duration=QUIET, what="no remediation while short-circuited")
+            await holds_for(
+                nothing_remediated, duration=QUIET, message="no remediation while short-circuited"
+            )
 
             for name in names:
                 await set_fault(kube, name, namespace, None)
@@ -431,7 +412,7 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
                     and metric("mapi_machinehealthcheck_short_circuit", "pair", namespace) == 0
                 )
 
-            await eventually(recovered, within=WITHIN, what="short-circuit lifted once healed")
+            await eventually(recovered, timeout=WITHIN, message="short-circuit lifted once healed")
 
 
 async def test_a_paused_machinehealthcheck_keeps_its_status_but_remediates_nothing(
@@ -450,17 +431,17 @@ async def test_a_paused_machinehealthcheck_keeps_its_status_but_remediates_nothi
             await set_fault(kube, name, namespace, "notready")
             await eventually(
                 lambda: _status_is(kube, "paused", namespace, expectedMachines=1, currentHealthy=0),
-                within=WITHIN,
-                what="status written while paused",
+                timeout=WITHIN,
+                message="status written while paused",
             )
             await holds_for(
                 lambda: _not(deleting(kube, name, namespace)),
                 duration=QUIET,
-                what="not remediated while paused",
+                message="not remediated while paused",
             )
             await set_paused(kube, "paused", namespace, False)
             await eventually(
-                lambda: deleting(kube, name, namespace), within=WITHIN, what="deleted once unpaused"
+                lambda: deleting(kube, name, namespace), timeout=WITHIN, message="deleted once unpaused"
             )
 
 
@@ -497,8 +478,8 @@ async def test_an_external_remediation_request_is_created_from_the_template_and_
             await set_fault(kube, name, namespace, "notready")
             request = await eventually(
                 lambda: _get(kube, REMEDIATION_API_VERSION, "TestRemediation", name, namespace),
-                within=WITHIN,
-                what="remediation request created",
+                timeout=WITHIN,
+                message="remediation request created",
             )
             machine_obj = await get_machine(kube, name, namespace)
             assert machine_obj is not None
@@ -519,8 +500,8 @@ async def test_an_external_remediation_request_is_created_from_the_template_and_
             await set_fault(kube, name, namespace, None)
             await eventually(
                 lambda: _not(_get(kube, REMEDIATION_API_VERSION, "TestRemediation", name, namespace)),
-                within=WITHIN,
-                what="remediation request removed once healthy",
+                timeout=WITHIN,
+                message="remediation request removed once healthy",
             )
             assert not await deleting(kube, name, namespace)
 

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
-import sys
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime import metrics
@@ -24,6 +19,9 @@ from runtime.events import EventSink, EventSinkOptions
 from runtime.leaderelection import LEASE_API_VERSION
 from runtime.manager import GracefulShutdownTimeout, Manager, ManagerOptions
 from runtime.runnable import runnable_func
+from tests.support import manager_process
+from tests.support.manager_process import next_event
+from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,14 +43,6 @@ DESIGN_METRICS = (
     "controller_runtime_webhook_requests_total",
     "controller_runtime_webhook_latency_seconds",
 )
-
-
-async def eventually(predicate: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait
 
 
 class GatedCache:
@@ -102,12 +92,6 @@ def recorder_runnable(log: list[str], label: str, *, leader: bool) -> Any:
     return runnable_func(run, need_leader_election=leader)
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
-
-
 async def http_get(port: int, path: str) -> tuple[int, str, str]:
     async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}{path}") as response:
         return response.status, await response.text(), response.headers.get("Content-Type", "")
@@ -143,7 +127,9 @@ async def test_start_order_probes_and_metrics(client: Client, namespace: str) ->
     stop = asyncio.Event()
     task = asyncio.get_running_loop().create_task(manager.start(stop))
     try:
-        await eventually(lambda: "cache started" in log and "webhook started" in log, 10, "start-up")
+        await eventually(
+            lambda: "cache started" in log and "webhook started" in log, timeout=10, message="start-up"
+        )
         probes = manager.health_probe_port
         assert probes is not None and manager.metrics_port is not None
         # Caches not synced: not ready, nothing that waits for them has started.
@@ -302,32 +288,17 @@ async def test_the_event_queue_drops_instead_of_blocking_when_full(client: Clien
 async def spawn_manager(
     env: Environment, namespace: str, lease: str, step: float, grace: float
 ) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.support.manager_process",
-        str(env.kubeconfig_path),
+    return await manager_process.spawn(
+        env.kubeconfig_path,
         lease,
         namespace,
         "signalled",
-        "2",
-        "1.2",
-        "0.25",
-        str(step),
-        str(grace),
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        lease_duration=2,
+        renew_deadline=1.2,
+        retry_period=0.25,
+        step=step,
+        grace=grace,
     )
-
-
-async def next_event(process: asyncio.subprocess.Process, within: float = 30) -> dict[str, Any]:
-    assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), within)
-    assert line, "the manager process exited early"
-    event: dict[str, Any] = json.loads(line)
-    return event
 
 
 async def test_sigterm_finishes_the_step_in_flight_releases_the_lease_and_exits_0(

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest_asyncio
 
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache, CacheOptions
@@ -16,12 +14,7 @@ from runtime.envtest import Environment
 from runtime.manager import Manager, ManagerOptions
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.runnable import runnable_func
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
+from tests.support.poll import eventually
 
 
 async def test_the_default_cache_is_started_and_synced_before_leader_runnables(
@@ -61,10 +54,7 @@ async def test_the_default_cache_is_started_and_synced_before_leader_runnables(
                 200,
                 "[+]caches-synced ok\nhealthz check passed\n",
             )
-        deadline = asyncio.get_running_loop().time() + 10
-        while len(seen_by_controller) < 2:
-            assert asyncio.get_running_loop().time() < deadline
-            await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait
+        await eventually(lambda: len(seen_by_controller) >= 2, timeout=10, message="two reconciles seen")
         assert seen_by_controller[0] is True
         assert seen_by_controller[1]["metadata"]["name"] == "seen"
     finally:
@@ -137,11 +127,12 @@ async def test_two_managers_with_real_controllers_only_the_leader_reconciles(
         await asyncio.wait_for(a.elected.wait(), 20)
         await start(b)
         await client_create(clients[0], namespace, "one")
-        await poll(lambda: "one" in reconciled["a"], "the leader to reconcile")
+        await eventually(lambda: "one" in reconciled["a"], timeout=10, message="the leader to reconcile")
         # B's cache (not its controller) runs while it waits for the lease: it sees the object…
-        await poll(
+        await eventually(
             lambda: b.cache.informer_for("v1", "ConfigMap").get_by_key(f"{namespace}/one") is not None,
-            "the follower's cache to hold the object",
+            timeout=10,
+            message="the follower's cache to hold the object",
         )
         # …and reconciles nothing.
         assert reconciled["b"] == []
@@ -150,10 +141,14 @@ async def test_two_managers_with_real_controllers_only_the_leader_reconciles(
         runs[0][1].set()  # clean stop of A
         await asyncio.wait_for(runs[0][2], 10)
         await asyncio.wait_for(b.elected.wait(), 5)
-        await poll(lambda: "one" in reconciled["b"], "the new leader to reconcile what exists")
+        await eventually(
+            lambda: "one" in reconciled["b"], timeout=10, message="the new leader to reconcile what exists"
+        )
         a_count = len(reconciled["a"])
         await client_create(clients[1], namespace, "two")
-        await poll(lambda: "two" in reconciled["b"], "the new leader to reconcile a new object")
+        await eventually(
+            lambda: "two" in reconciled["b"], timeout=10, message="the new leader to reconcile a new object"
+        )
         assert len(reconciled["a"]) == a_count, "the old leader reconciled after stopping"
     finally:
         for _, stop, _ in runs:
@@ -168,10 +163,3 @@ async def client_create(client: Client, namespace: str, name: str) -> None:
     await client.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
     )
-
-
-async def poll(predicate: Any, what: str, within: float = 10) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.005)  # allow-sleep: poll interval of a deadline-bounded wait

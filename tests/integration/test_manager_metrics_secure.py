@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-import pytest_asyncio
 from aiohttp import web
 
 from runtime.client import Client
 from runtime.envtest import Environment
 from runtime.manager import Filter, Manager, ManagerOptions
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    async with await Client.from_kubeconfig(env.kubeconfig) as c:
-        yield c
 
 
 def admin_token(env: Environment) -> str:

@@ -2,18 +2,16 @@
 
 The bodies are built with the ``protobuf`` package (:mod:`tests.support.protobuf_messages`) and
 sent with client-go's ``Accept: application/vnd.kubernetes.protobuf,application/json``.
-kube-apiserver serves the first type it supports, so the answers for these built-ins are protobuf
+kube_http-apiserver serves the first type it supports, so the answers for these built-ins are protobuf
 (measured on 1.32 for ConfigMaps and Leases); each is read by its Content-Type. These are what
-kube-apiserver does too, so the module runs on any back end.
+kube_http-apiserver does too, so the module runs on any back end.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from apiserver.protobuf import decode_envelope
 from runtime.jsoncodec import JSON
@@ -26,14 +24,10 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 CLIENT_GO_ACCEPT = {"Accept": "application/vnd.kubernetes.protobuf,application/json"}
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def kube(env: Any) -> AsyncIterator[KubeHTTP]:
-    async with KubeHTTP(env.kubeconfig) as client:
-        yield client
-
-
-async def send(kube: KubeHTTP, method: str, path: str, api_version: str, kind: str, message: Any) -> Reply:
-    return await kube.request(
+async def send(
+    kube_http: KubeHTTP, method: str, path: str, api_version: str, kind: str, message: Any
+) -> Reply:
+    return await kube_http.request(
         method,
         path,
         raw=envelope(api_version, kind, message),
@@ -59,10 +53,10 @@ def pod(name: str, **meta: Any) -> Any:
     )
 
 
-async def test_pod_create_status_and_delete(kube: KubeHTTP, namespace: str) -> None:
+async def test_pod_create_status_and_delete(kube_http: KubeHTTP, namespace: str) -> None:
     pods = f"/api/v1/namespaces/{namespace}/pods"
 
-    created = await send(kube, "POST", pods, "v1", "Pod", pod("pb", labels={"app": "web"}))
+    created = await send(kube_http, "POST", pods, "v1", "Pod", pod("pb", labels={"app": "web"}))
     assert created.status == 201, created.text
     body = decoded(created)
     assert (body["kind"], body["apiVersion"]) == ("Pod", "v1")
@@ -76,7 +70,7 @@ async def test_pod_create_status_and_delete(kube: KubeHTTP, namespace: str) -> N
     status.status.conditions.add(
         type="Ready", status="True", lastTransitionTime=K8S["Time"](seconds=1_700_000_000)
     )
-    reported = await send(kube, "PUT", f"{pods}/pb/status", "v1", "Pod", status)
+    reported = await send(kube_http, "PUT", f"{pods}/pb/status", "v1", "Pod", status)
     assert reported.status == 200, reported.text
     status_body = decoded(reported)["status"]
     assert status_body["phase"] == "Running"
@@ -86,20 +80,20 @@ async def test_pod_create_status_and_delete(kube: KubeHTTP, namespace: str) -> N
     assert condition["lastTransitionTime"] == "2023-11-14T22:13:20Z"
 
     options = K8S["DeleteOptions"](gracePeriodSeconds=0)
-    deleted = await send(kube, "DELETE", f"{pods}/pb", "meta.k8s.io/v1", "DeleteOptions", options)
+    deleted = await send(kube_http, "DELETE", f"{pods}/pb", "meta.k8s.io/v1", "DeleteOptions", options)
     assert deleted.status == 200, deleted.text
     assert decoded(deleted)["metadata"]["name"] == "pb"
-    missing = await kube.get(f"{pods}/pb", headers=CLIENT_GO_ACCEPT)
+    missing = await kube_http.get(f"{pods}/pb", headers=CLIENT_GO_ACCEPT)
     assert missing.status == 404
     assert decoded(missing)["reason"] == "NotFound"  # a Status, in protobuf too
 
 
-async def test_configmap_create_and_update(kube: KubeHTTP, namespace: str) -> None:
+async def test_configmap_create_and_update(kube_http: KubeHTTP, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     cm = K8S["ConfigMap"](
         metadata=K8S["ObjectMeta"](name="pb"), data={"a": "1"}, binaryData={"raw": b"\x00\x01"}
     )
-    created = await send(kube, "POST", path, "v1", "ConfigMap", cm)
+    created = await send(kube_http, "POST", path, "v1", "ConfigMap", cm)
     assert created.status == 201, created.text
     body = decoded(created)
     assert (body["data"], body["binaryData"]) == ({"a": "1"}, {"raw": "AAE="})
@@ -107,36 +101,36 @@ async def test_configmap_create_and_update(kube: KubeHTTP, namespace: str) -> No
     cm.metadata.resourceVersion = body["metadata"]["resourceVersion"]
     cm.data["b"] = "2"
     cm.immutable = True
-    updated = await send(kube, "PUT", f"{path}/pb", "v1", "ConfigMap", cm)
+    updated = await send(kube_http, "PUT", f"{path}/pb", "v1", "ConfigMap", cm)
     assert updated.status == 200, updated.text
     body = decoded(updated)
     assert body["data"] == {"a": "1", "b": "2"}
     assert body["immutable"] is True
 
-    got = decoded(await kube.get(f"{path}/pb", headers=CLIENT_GO_ACCEPT))
+    got = decoded(await kube_http.get(f"{path}/pb", headers=CLIENT_GO_ACCEPT))
     assert got["metadata"]["resourceVersion"] == body["metadata"]["resourceVersion"]
-    listed = decoded(await kube.get(path, headers=CLIENT_GO_ACCEPT))
+    listed = decoded(await kube_http.get(path, headers=CLIENT_GO_ACCEPT))
     assert (listed["kind"], listed["apiVersion"]) == ("ConfigMapList", "v1")
     assert [item["metadata"]["name"] for item in listed["items"]] == ["pb"]
 
 
-async def test_node_and_lease_keep_quantities_and_micro_times(kube: KubeHTTP, namespace: str) -> None:
+async def test_node_and_lease_keep_quantities_and_micro_times(kube_http: KubeHTTP, namespace: str) -> None:
     name = f"{namespace}-node"
     node = K8S["Node"](
         metadata=K8S["ObjectMeta"](name=name, labels={"kubernetes.io/hostname": name}),
         spec=K8S["NodeSpec"](taints=[K8S["Taint"](key="dedicated", value="cp", effect="NoSchedule")]),
     )
-    created = await send(kube, "POST", "/api/v1/nodes", "v1", "Node", node)
+    created = await send(kube_http, "POST", "/api/v1/nodes", "v1", "Node", node)
     assert created.status == 201, created.text
     body = decoded(created)
     assert body["spec"]["taints"] == [{"key": "dedicated", "value": "cp", "effect": "NoSchedule"}]
     node.metadata.resourceVersion = body["metadata"]["resourceVersion"]
     node.status.capacity["cpu"].string = "4"
     node.status.capacity["memory"].string = "8Gi"
-    reported = await send(kube, "PUT", f"/api/v1/nodes/{name}/status", "v1", "Node", node)
+    reported = await send(kube_http, "PUT", f"/api/v1/nodes/{name}/status", "v1", "Node", node)
     assert reported.status == 200, reported.text
     assert decoded(reported)["status"]["capacity"] == {"cpu": "4", "memory": "8Gi"}
-    assert (await kube.delete(f"/api/v1/nodes/{name}")).status == 200
+    assert (await kube_http.delete(f"/api/v1/nodes/{name}")).status == 200
 
     lease = K8S["Lease"](
         metadata=K8S["ObjectMeta"](name="leader"),
@@ -147,26 +141,28 @@ async def test_node_and_lease_keep_quantities_and_micro_times(kube: KubeHTTP, na
         ),
     )
     path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-    created = await send(kube, "POST", path, "coordination.k8s.io/v1", "Lease", lease)
+    created = await send(kube_http, "POST", path, "coordination.k8s.io/v1", "Lease", lease)
     assert created.status == 201, created.text
     assert decoded(created)["spec"] == {
         "holderIdentity": "me",
         "leaseDurationSeconds": 15,
         "renewTime": "2023-11-14T22:13:20.250000Z",
     }
-    listed = decoded(await kube.get(path, headers=CLIENT_GO_ACCEPT))
+    listed = decoded(await kube_http.get(path, headers=CLIENT_GO_ACCEPT))
     assert (listed["kind"], listed["apiVersion"]) == ("LeaseList", "coordination.k8s.io/v1")
     assert [item["metadata"]["name"] for item in listed["items"]] == ["leader"]
 
 
-async def test_strict_field_validation_does_not_apply_to_protobuf(kube: KubeHTTP, namespace: str) -> None:
+async def test_strict_field_validation_does_not_apply_to_protobuf(
+    kube_http: KubeHTTP, namespace: str
+) -> None:
     # kubectl create sends fieldValidation=Strict; protobuf has no unknown-field detection, so a
     # field the server does not serve is dropped without an error or a warning.
     name = f"{namespace}-strict"
     node = K8S["Node"](
         metadata=K8S["ObjectMeta"](name=name), status=K8S["NodeStatus"](declaredFeatures=["X"])
     )
-    reply = await kube.request(
+    reply = await kube_http.request(
         "POST",
         "/api/v1/nodes",
         raw=envelope("v1", "Node", node),
@@ -177,12 +173,12 @@ async def test_strict_field_validation_does_not_apply_to_protobuf(kube: KubeHTTP
     assert reply.status == 201, reply.text
     assert decoded(reply)["metadata"]["name"] == name
     assert reply.warnings() == []
-    assert (await kube.delete(f"/api/v1/nodes/{name}")).status == 200
+    assert (await kube_http.delete(f"/api/v1/nodes/{name}")).status == 200
 
 
-async def test_corrupt_protobuf_body_is_a_400(kube: KubeHTTP, namespace: str) -> None:
+async def test_corrupt_protobuf_body_is_a_400(kube_http: KubeHTTP, namespace: str) -> None:
     raw = envelope("v1", "ConfigMap", K8S["Pod"](metadata=K8S["ObjectMeta"](name="cut")))[:-2]
-    reply = await kube.request(
+    reply = await kube_http.request(
         "POST", f"/api/v1/namespaces/{namespace}/configmaps", raw=raw, content_type=PROTOBUF
     )
     assert reply.status == 400, reply.text

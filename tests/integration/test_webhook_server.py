@@ -7,7 +7,7 @@ import base64
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from runtime.webhook import (
     review_for,
     validate_path,
 )
+from tests.support.poll import eventually
 from tests.support.webhooks import ServingCerts, post, running_webhook_server
 
 GROUP, VERSION, KIND = "test.cpo.dev", "v1", "Widget"
@@ -98,7 +99,7 @@ def request(
     }
 
 
-class Client:
+class WebhookClient:
     def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
         self.session = session
         self.base = base
@@ -158,10 +159,10 @@ async def server(certs: ServingCerts) -> AsyncIterator[WebhookServer]:
 
 
 @pytest_asyncio.fixture
-async def client(server: WebhookServer, certs: ServingCerts) -> AsyncIterator[Client]:
+async def webhook_client(server: WebhookServer, certs: ServingCerts) -> AsyncIterator[WebhookClient]:
     connector = aiohttp.TCPConnector(ssl=certs.client_context())
     async with aiohttp.ClientSession(connector=connector) as session:
-        yield Client(session, f"https://127.0.0.1:{server.port}")
+        yield WebhookClient(session, f"https://127.0.0.1:{server.port}")
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:
@@ -205,16 +206,16 @@ def test_options_defaults_and_bad_values() -> None:
 # --- answers ----------------------------------------------------------------------------------------
 
 
-async def test_validator_allows_denies_and_warns(client: Client) -> None:
-    ok = await client.review(VALIDATE, request(obj=widget(replicas=3)))
+async def test_validator_allows_denies_and_warns(webhook_client: WebhookClient) -> None:
+    ok = await webhook_client.review(VALIDATE, request(obj=widget(replicas=3)))
     assert ok["allowed"] is True and ok["status"]["code"] == 200
     assert "warnings" not in ok and "patch" not in ok
 
-    warned = await client.review(VALIDATE, request(obj=widget(replicas=9), uid="uid-2"))
+    warned = await webhook_client.review(VALIDATE, request(obj=widget(replicas=9), uid="uid-2"))
     assert warned["allowed"] is True
     assert warned["warnings"] == ["spec.replicas: 9 is above 7"]
 
-    refused = await client.review(VALIDATE, request(obj=widget(replicas=4), uid="uid-3"))
+    refused = await webhook_client.review(VALIDATE, request(obj=widget(replicas=4), uid="uid-3"))
     assert refused["allowed"] is False
     assert refused["status"] == {
         "code": 403,
@@ -222,33 +223,35 @@ async def test_validator_allows_denies_and_warns(client: Client) -> None:
         "message": "spec.replicas: Invalid value: 4: must be odd",
     }
 
-    immutable = await client.review(
+    immutable = await webhook_client.review(
         VALIDATE, request("UPDATE", obj=widget(size="large"), old=widget(size="small"), uid="uid-4")
     )
     assert immutable["allowed"] is False
     assert immutable["status"]["code"] == 422 and immutable["status"]["reason"] == "Invalid"
     assert immutable["warnings"] == ["size is fixed"]
 
-    update = await client.review(VALIDATE, request("UPDATE", obj=widget(replicas=5), old=widget(), uid="u5"))
+    update = await webhook_client.review(
+        VALIDATE, request("UPDATE", obj=widget(replicas=5), old=widget(), uid="u5")
+    )
     assert update["allowed"] is True
 
-    delete = await client.review(VALIDATE, request("DELETE", old=widget("gone"), uid="uid-6"))
+    delete = await webhook_client.review(VALIDATE, request("DELETE", old=widget("gone"), uid="uid-6"))
     assert delete["allowed"] is True and delete["warnings"] == ["deleting a widget"]
 
 
-async def test_validator_refuses_reviews_it_cannot_judge(client: Client) -> None:
-    no_object = await client.review(VALIDATE, request("CREATE", obj=None))
+async def test_validator_refuses_reviews_it_cannot_judge(webhook_client: WebhookClient) -> None:
+    no_object = await webhook_client.review(VALIDATE, request("CREATE", obj=None))
     assert no_object["allowed"] is False and no_object["status"]["code"] == 400
     assert "request.object is missing" in no_object["status"]["message"]
-    no_old = await client.review(VALIDATE, request("UPDATE", obj=widget(), old=None))
+    no_old = await webhook_client.review(VALIDATE, request("UPDATE", obj=widget(), old=None))
     assert no_old["allowed"] is False and "oldObject" in no_old["status"]["message"]
-    connect = await client.review(VALIDATE, request("CONNECT", obj={}))
+    connect = await webhook_client.review(VALIDATE, request("CONNECT", obj={}))
     assert connect["allowed"] is False and "unknown operation 'CONNECT'" in connect["status"]["message"]
 
 
-async def test_defaulter_answers_with_a_json_patch(client: Client) -> None:
+async def test_defaulter_answers_with_a_json_patch(webhook_client: WebhookClient) -> None:
     original = widget()
-    answer = await client.review(MUTATE, request(obj=original))
+    answer = await webhook_client.review(MUTATE, request(obj=original))
     assert answer["allowed"] is True and answer["patchType"] == "JSONPatch"
     operations = json.loads(base64.b64decode(answer["patch"]))
     patched = jsonpatch.apply_patch(original, operations)
@@ -261,35 +264,35 @@ async def test_defaulter_answers_with_a_json_patch(client: Client) -> None:
 
     already = widget(replicas=3)
     already["metadata"]["labels"] = {"defaulted": "yes"}
-    unchanged = await client.review(MUTATE, request(obj=already))
+    unchanged = await webhook_client.review(MUTATE, request(obj=already))
     assert unchanged["allowed"] is True and "patch" not in unchanged and "patchType" not in unchanged
 
-    delete = await client.review(MUTATE, request("DELETE", old=widget()))
+    delete = await webhook_client.review(MUTATE, request("DELETE", old=widget()))
     assert delete["allowed"] is True and "patch" not in delete
 
 
-async def test_a_failing_handler_is_an_error_answer_not_a_dead_server(client: Client) -> None:
+async def test_a_failing_handler_is_an_error_answer_not_a_dead_server(webhook_client: WebhookClient) -> None:
     panics = sample("controller_runtime_webhook_panics_total")
-    failed = await client.review(VALIDATE, request(obj=widget(explode=True)))
+    failed = await webhook_client.review(VALIDATE, request(obj=widget(explode=True)))
     assert failed["allowed"] is False
     assert failed["status"]["code"] == 500
     assert failed["status"]["message"] == "internal error: KeyError: 'boom'"
-    wrong = await client.review(VALIDATE, request(obj=widget(wrongReturn=True)))
+    wrong = await webhook_client.review(VALIDATE, request(obj=widget(wrongReturn=True)))
     assert wrong["allowed"] is False and "must return a list of warning strings" in wrong["status"]["message"]
     # the defaulter's bug (metadata is not an object here) is answered the same way
-    broken = await client.review(MUTATE, request(obj={"metadata": "x"}))
+    broken = await webhook_client.review(MUTATE, request(obj={"metadata": "x"}))
     assert broken["allowed"] is False and broken["status"]["code"] == 500
     # a TimeoutError of the handler's own is its failure, not the server's deadline
-    own = await client.review("/own-timeout", request(obj=widget()))
+    own = await webhook_client.review("/own-timeout", request(obj=widget()))
     assert own["allowed"] is False and own["status"]["code"] == 500
     assert own["status"]["message"] == "internal error: TimeoutError: the backend did not answer"
     assert sample("controller_runtime_webhook_panics_total") == panics + 4
-    assert (await client.review(VALIDATE, request(obj=widget(replicas=1))))["allowed"] is True
+    assert (await webhook_client.review(VALIDATE, request(obj=widget(replicas=1))))["allowed"] is True
 
 
-async def test_a_handler_past_the_request_timeout_is_refused_with_504(client: Client) -> None:
+async def test_a_handler_past_the_request_timeout_is_refused_with_504(webhook_client: WebhookClient) -> None:
     started = time.monotonic()
-    answer = await client.review("/hang", request(obj=widget()))
+    answer = await webhook_client.review("/hang", request(obj=widget()))
     assert answer["allowed"] is False and answer["status"]["code"] == 504
     assert "did not answer within 1 s" in answer["status"]["message"]
     assert time.monotonic() - started < 5
@@ -338,10 +341,10 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize(("body", "content_type", "code", "text"), BAD_BODIES)
 async def test_malformed_bodies_get_400_saying_why(
-    client: Client, body: bytes, content_type: str, code: int, text: str
+    webhook_client: WebhookClient, body: bytes, content_type: str, code: int, text: str
 ) -> None:
     bad_before = sample("controller_runtime_webhook_requests_total", {"webhook": VALIDATE, "code": "400"})
-    status, answer = await client.raw(VALIDATE, body, content_type)
+    status, answer = await webhook_client.raw(VALIDATE, body, content_type)
     assert status == code
     assert answer["kind"] == "Status" and answer["status"] == "Failure" and answer["code"] == code
     assert answer["reason"] == "BadRequest"
@@ -351,15 +354,19 @@ async def test_malformed_bodies_get_400_saying_why(
 
 
 @pytest.mark.parametrize(("body", "text"), BAD_REQUESTS)
-async def test_mistyped_requests_get_400_saying_which_field(client: Client, body: bytes, text: str) -> None:
-    status, answer = await client.raw(MUTATE, body)
+async def test_mistyped_requests_get_400_saying_which_field(
+    webhook_client: WebhookClient, body: bytes, text: str
+) -> None:
+    status, answer = await webhook_client.raw(MUTATE, body)
     assert status == 400
     assert text in answer["message"]
 
 
-async def test_too_large_unknown_path_and_wrong_method(client: Client, server: WebhookServer) -> None:
+async def test_too_large_unknown_path_and_wrong_method(
+    webhook_client: WebhookClient, server: WebhookServer
+) -> None:
     big = json.dumps(review_for(request(obj=widget(extra="x" * 70_000)))).encode()
-    status, answer = await client.raw(VALIDATE, big)
+    status, answer = await webhook_client.raw(VALIDATE, big)
     assert status == 413 and answer["reason"] == "RequestEntityTooLarge"
     assert "larger than the limit of 65536 bytes" in answer["message"]
 
@@ -367,24 +374,26 @@ async def test_too_large_unknown_path_and_wrong_method(client: Client, server: W
         for _ in range(20):
             yield b"x" * 8192
 
-    url = client.base + VALIDATE
-    async with client.session.post(url, data=chunks(), headers={"Content-Type": "application/json"}) as r:
+    url = webhook_client.base + VALIDATE
+    async with webhook_client.session.post(
+        url, data=chunks(), headers={"Content-Type": "application/json"}
+    ) as r:
         assert r.status == 413
 
-    status, answer = await client.raw("/nowhere", b"{}")
+    status, answer = await webhook_client.raw("/nowhere", b"{}")
     assert status == 404 and "no webhook is registered at /nowhere" in answer["message"]
-    async with client.session.get(url) as r:
+    async with webhook_client.session.get(url) as r:
         assert r.status == 405 and "POST" in (await r.json())["message"]
-    assert (await client.review(VALIDATE, request(obj=widget())))["allowed"] is True
+    assert (await webhook_client.review(VALIDATE, request(obj=widget())))["allowed"] is True
 
 
-async def test_metrics_count_requests_by_code_and_time_them(client: Client) -> None:
+async def test_metrics_count_requests_by_code_and_time_them(webhook_client: WebhookClient) -> None:
     labels = {"webhook": VALIDATE}
     ok_before = sample("controller_runtime_webhook_requests_total", {**labels, "code": "200"})
     latency_before = sample("controller_runtime_webhook_latency_seconds_count", labels)
     for uid in ("a", "b", "c"):
-        await client.review(VALIDATE, request(obj=widget(), uid=uid))
-    await client.raw(VALIDATE, b"nope")
+        await webhook_client.review(VALIDATE, request(obj=widget(), uid=uid))
+    await webhook_client.raw(VALIDATE, b"nope")
     assert sample("controller_runtime_webhook_requests_total", {**labels, "code": "200"}) == ok_before + 3
     assert sample("controller_runtime_webhook_latency_seconds_count", labels) == latency_before + 4
     assert sample("controller_runtime_webhook_requests_in_flight", labels) == 0
@@ -450,13 +459,6 @@ async def served_certificate(port: int, server_hostname: str | None = None) -> b
         writer.close()
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        assert time.monotonic() < deadline, f"not true within {within} s"
-        await asyncio.sleep(0.02)  # allow-sleep: poll interval of a deadline-bounded wait
-
-
 async def test_a_new_serving_certificate_reaches_new_connections(
     server: WebhookServer, certs: ServingCerts
 ) -> None:
@@ -475,7 +477,11 @@ async def test_a_new_serving_certificate_reaches_new_connections(
         return named == plain == der(second.cert_pem)
 
     started = time.monotonic()
-    await eventually(rotated)
+    await eventually(
+        rotated,
+        timeout=10.0,
+        message="new connections are served the rotated certificate, with and without SNI",
+    )
     assert time.monotonic() - started < 10
     assert sample("certwatcher_read_certificate_total") >= loads + 1
 
@@ -494,11 +500,11 @@ async def test_a_new_ca_is_trusted_by_new_connections(server: WebhookServer, cer
 
     assert not await handshake_with_new_ca()
     fresh.write()
-    await eventually(handshake_with_new_ca)
+    await eventually(handshake_with_new_ca, timeout=10.0, message="a handshake with the new CA succeeds")
     connector = aiohttp.TCPConnector(ssl=trusting_new_ca)
     async with aiohttp.ClientSession(connector=connector) as session:
-        client = Client(session, f"https://127.0.0.1:{server.port}")
-        assert (await client.review(VALIDATE, request(obj=widget())))["allowed"] is True
+        webhook_client = WebhookClient(session, f"https://127.0.0.1:{server.port}")
+        assert (await webhook_client.review(VALIDATE, request(obj=widget())))["allowed"] is True
 
 
 async def test_a_half_written_or_invalid_pair_keeps_the_old_one(
@@ -517,13 +523,13 @@ async def test_a_half_written_or_invalid_pair_keeps_the_old_one(
     # the new certificate arrives before its key: the pair does not match
     errors = sample("certwatcher_read_certificate_errors_total")
     cert_file.write_bytes(new.cert_pem)
-    await eventually(lambda: rejected_since(errors))
+    await eventually(lambda: rejected_since(errors), timeout=10.0, message="rejected_since(errors)")
     assert await served_certificate(port) == der(old.cert_pem)
 
     # a truncated certificate
     errors = sample("certwatcher_read_certificate_errors_total")
     cert_file.write_bytes(new.cert_pem[:100])
-    await eventually(lambda: rejected_since(errors))
+    await eventually(lambda: rejected_since(errors), timeout=10.0, message="rejected_since(errors)")
     assert await served_certificate(port) == der(old.cert_pem)
 
     # the complete pair is taken
@@ -533,7 +539,7 @@ async def test_a_half_written_or_invalid_pair_keeps_the_old_one(
     async def serves_new() -> bool:
         return await served_certificate(port) == der(new.cert_pem)
 
-    await eventually(serves_new)
+    await eventually(serves_new, timeout=10.0, message="the new certificate is served")
 
 
 def test_certwatcher_reads_only_changed_content(certs: ServingCerts) -> None:

@@ -21,16 +21,15 @@ from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
 from controllers.machinehealthcheck import MachineHealthCheckOptions
 from controllers.machinehealthcheck import setup_with_manager as setup_health_checks
-from controllers.operator import operator_cache_options
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
 from providers.localmachine import setup_with_manager as setup_provider
-from runtime.cache import CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
 from tests.support.etcdquorum import quick_options
-from tests.support.localmachine import eventually
+from tests.support.manager import Setup, running_manager
+from tests.support.poll import eventually
 
 MASTER_LABELS = {"machine.openshift.io/cluster-api-machine-role": "master"}
 
@@ -91,40 +90,21 @@ async def running_controlplane(
 ) -> AsyncIterator[Manager]:
     """The provider and the ControlPlane controller (and the hook controller, and the
     MachineHealthCheck controller) until the block ends."""
-    manager = Manager(
-        ManagerOptions(
-            client=client,
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_options=CacheOptions(namespace=namespace, by_object=operator_cache_options().by_object),
-            graceful_shutdown_timeout=10,
-        )
-    )
-    setup_provider(manager, provider)
-    setup_controlplane(manager, options or controlplane_options())
+    setups: list[Setup] = [
+        lambda manager: setup_provider(manager, provider),
+        lambda manager: setup_controlplane(manager, options or controlplane_options()),
+    ]
     if hooks:
-        setup_hooks(manager, quick_options())
+        setups.append(lambda manager: setup_hooks(manager, quick_options()))
     if health_checks:
         # Several tests of one process run it, each with its own manager.
-        setup_health_checks(
-            manager, MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
+        setups.append(
+            lambda manager: setup_health_checks(
+                manager, MachineHealthCheckOptions(controller=ControllerOptions(skip_name_validation=True))
+            )
         )
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.start(stop))
-    try:
-        await eventually(
-            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="manager started"
-        )
-        if task.done():
-            await task
+    async with running_manager(client, namespace, *setups) as manager:
         yield manager
-    finally:
-        stop.set()
-        await task
-
-
-async def _async(value: Any) -> Any:
-    return value
 
 
 async def get_cp(client: Client, name: str, namespace: str) -> JSON | None:
@@ -237,7 +217,7 @@ async def settled(client: Client, name: str, namespace: str, replicas: int, *, w
 
     try:
         result: JSON = await eventually(
-            check, within=within, what=f"{replicas} up-to-date available replica(s)"
+            check, timeout=within, message=f"{replicas} up-to-date available replica(s)"
         )
     except AssertionError as err:
         cp = await get_cp(client, name, namespace)
@@ -264,5 +244,5 @@ async def first_client_url(client: Client, namespace: str) -> str:
                 return str(found)
         return None
 
-    result: str = await eventually(url, within=30, what="a provisioned Machine")
+    result: str = await eventually(url, timeout=30, message="a provisioned Machine")
     return result

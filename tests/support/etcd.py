@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -26,22 +22,7 @@ from controllers.etcd.client import (
 )
 from providers.localmachine.etcd_process import EtcdSupervisor, MemberProcess
 from runtime.envtest.certs import CertificateAuthority, CertPair
-
-T = TypeVar("T")
-
-POLL_INTERVAL = 0.05
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:
-    """Poll ``check`` until it returns something other than None/False; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = await check()
-        if result is not None and result is not False:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {within:g}s: {what}")
-        await asyncio.sleep(POLL_INTERVAL)  # allow-sleep: poll interval of a deadline loop
+from tests.support.poll import eventually
 
 
 async def promote_when_in_sync(cluster: EtcdCluster, member_id: int, *, within: float = 20.0) -> list[Member]:
@@ -53,7 +34,7 @@ async def promote_when_in_sync(cluster: EtcdCluster, member_id: int, *, within: 
         except LearnerNotInSync:
             return None
 
-    return await eventually(attempt, within=within, what=f"learner {member_id:x} caught up and promoted")
+    return await eventually(attempt, timeout=within, message=f"learner {member_id:x} caught up and promoted")
 
 
 def etcd_processes_for(data_dir: Path) -> list[int]:
@@ -88,7 +69,7 @@ async def join_when_healthy(
         except UnhealthyCluster:
             return None
 
-    return await eventually(attempt, within=within, what=f"{name} joined")
+    return await eventually(attempt, timeout=within, message=f"{name} joined")
 
 
 def etcd_serving_cert(authority: CertificateAuthority, host: str = "127.0.0.1") -> CertPair:

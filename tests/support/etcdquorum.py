@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -24,13 +22,14 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY, MASTER_ROLE_LABEL
 from api.machine import API_VERSION
 from controllers.etcdquorum import HOOK_NAME, EtcdQuorumOptions, setup_with_manager
-from controllers.operator import operator_cache_options
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, PROVIDER_SPEC_KIND
-from runtime.cache import CacheOptions
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
-from runtime.manager import Manager, ManagerOptions
-from tests.support.localmachine import eventually, get_machine, machine
+from runtime.manager import Manager
+from tests.support.localmachine import get_machine, machine
+from tests.support.manager import running_manager
+from tests.support.poll import eventually
+from tests.support.processes import ChildProcess, cpo, start_process
 
 ROLE_LABELS = {MASTER_ROLE_LABEL: "master"}
 
@@ -86,30 +85,10 @@ async def running_quorum_controller(
 ) -> AsyncIterator[Manager]:
     """The etcd-quorum-hook controller in a manager of this process, with the operator's cache
     scope (control-plane Machines only) narrowed to ``namespace``."""
-    manager = Manager(
-        ManagerOptions(
-            client=client,
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_options=CacheOptions(namespace=namespace, by_object=operator_cache_options().by_object),
-            graceful_shutdown_timeout=10,
-        )
-    )
-    setup_with_manager(manager, options)
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.start(stop))
-    try:
-        await eventually(lambda: _now(manager.elected.is_set() or task.done()), within=20, what="started")
-        if task.done():
-            await task
+    async with running_manager(
+        client, namespace, lambda manager: setup_with_manager(manager, options)
+    ) as manager:
         yield manager
-    finally:
-        stop.set()
-        await task
-
-
-async def _now(value: Any) -> Any:
-    return value
 
 
 def hook_owner(obj: JSON | None) -> str | None:
@@ -125,7 +104,7 @@ async def client_url(client: Client, name: str, namespace: str) -> str:
         obj = await get_machine(client, name, namespace)
         return ((obj or {}).get("metadata", {}).get("annotations") or {}).get(ETCD_CLIENT_URL_ANNOTATION)
 
-    url: str = await eventually(read, within=60, what=f"{name} provisioned")
+    url: str = await eventually(read, timeout=60, message=f"{name} provisioned")
     return url
 
 
@@ -159,8 +138,8 @@ async def event_recorded(
     after the change it reports, so a test that saw the change may not see the Event yet."""
     event: JSON = await eventually(
         lambda: has_event(client, namespace, kind, name, reason),
-        within=within,
-        what=f"a {reason} event about {kind} {name}",
+        timeout=within,
+        message=f"a {reason} event about {kind} {name}",
     )
     return event
 
@@ -208,51 +187,18 @@ async def machine_timeline(client: Client, namespace: str) -> AsyncIterator[Mach
             await task
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class OperatorProcess:
-    """``cpo run`` as a child process; its log goes to ``log_path``."""
-
-    process: asyncio.subprocess.Process
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    async def kill(self) -> None:
-        """SIGKILL, as a node failure or an OOM kill would: no cleanup runs."""
-        if self.process.returncode is None:
-            self.process.kill()
-        await self.process.wait()
-
-
-async def start_operator(kubeconfig: Path, log_path: Path) -> OperatorProcess:
+async def start_operator(kubeconfig: Path, log_path: Path) -> ChildProcess:
     """Start ``python -m cli run`` (controllers only, no webhooks, kernel-picked ports)."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    argv = cpo(
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--no-webhooks",
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "0",
+        "--log-format",
+        "json",
     )
-    with log_path.open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "cli",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--no-webhooks",
-            "--metrics-bind-address",
-            "127.0.0.1:0",
-            "--health-probe-bind-address",
-            "0",
-            "--log-format",
-            "json",
-            cwd=REPO,
-            env=environment,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log,
-        )
-    return OperatorProcess(process, log_path)
+    return await start_process(argv, log_path=log_path)

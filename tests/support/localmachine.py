@@ -9,11 +9,9 @@ started by a provider in *another* process (``cpo localmachine`` as a subprocess
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +23,18 @@ from providers.localmachine import (
     setup_with_manager,
 )
 from providers.localmachine.etcd_process import EtcdProcessOptions, ProcessIdentity, recorded_processes
-from runtime.cache import CacheOptions
 from runtime.client import Client
 from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
+from tests.support.manager import running_manager
+from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "config" / "crd"
 HEARTBEAT = 0.4
 """Heartbeat period of the test providers (seconds)."""
-POLL = 0.05
 
 _TRACKED: list[Path] = []
 
@@ -58,35 +56,10 @@ async def kill_recorded(state_dir: Path) -> None:
     for process in processes:
         process.signal(signal.SIGKILL)
     await eventually(
-        lambda: _async(not any(process.alive() for process in processes)),
-        within=10,
-        what="recorded etcd processes gone",
+        lambda: not any(process.alive() for process in processes),
+        timeout=10,
+        message="recorded etcd processes gone",
     )
-
-
-async def _async(value: Any) -> Any:
-    return value
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], *, within: float, what: str) -> Any:
-    """Poll ``check`` until it returns something truthy; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {within:g}s: {what}")
-        await asyncio.sleep(POLL)  # allow-sleep: poll interval of a deadline loop
-
-
-async def holds_for(check: Callable[[], Awaitable[Any]], *, duration: float, what: str) -> None:
-    """Poll ``check`` for ``duration`` seconds; fail the first time it does not hold."""
-    end = time.monotonic() + duration
-    while time.monotonic() < end:
-        if not await check():
-            raise AssertionError(f"stopped holding: {what}")
-        await asyncio.sleep(POLL)  # allow-sleep: poll interval of an observation window
 
 
 def machine(
@@ -165,28 +138,10 @@ async def running_provider(
     client: Client, namespace: str, options: LocalMachineOptions
 ) -> AsyncIterator[Manager]:
     """The provider in a manager of this process, watching ``namespace`` only, until the block ends."""
-    manager = Manager(
-        ManagerOptions(
-            client=client,
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_options=CacheOptions(namespace=namespace),
-            graceful_shutdown_timeout=10,
-        )
-    )
-    setup_with_manager(manager, options)
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.start(stop))
-    try:
-        await eventually(
-            lambda: _async(manager.elected.is_set() or task.done()), within=20, what="provider started"
-        )
-        if task.done():
-            await task  # raises what stopped it
+    async with running_manager(
+        client, namespace, lambda manager: setup_with_manager(manager, options), operator_scope=False
+    ) as manager:
         yield manager
-    finally:
-        stop.set()
-        await task
 
 
 async def set_fault(client: Client, name: str, namespace: str, fault: str | None) -> None:

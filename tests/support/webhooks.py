@@ -3,6 +3,8 @@
 ``running_webhook_server`` starts the server as its runnable would be started (``start(stop)`` in
 a task), waits until the TLS listener accepts connections and stops it afterwards.
 ``ServingCerts`` is a throw-away CA that writes serving pairs into the server's ``cert_dir``.
+``webhook_configuration`` and ``controlplane_webhook_configurations`` build webhook configurations
+that make the API server call a server of the test; ``registered_webhooks`` keeps them for a block.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from runtime.client import JSON, Client
 from runtime.envtest.certs import CertificateAuthority, CertPair
 from runtime.webhook import WebhookServer
 
@@ -119,3 +122,51 @@ def webhook_configuration(
             }
         ],
     }
+
+
+CONTROLPLANE_WEBHOOK_RESOURCES = {
+    "ValidatingWebhookConfiguration": ["controlplanes", "controlplanes/scale"],
+    "MutatingWebhookConfiguration": ["controlplanes"],
+}
+"""What the ControlPlane's webhooks are called for: the validator checks scale requests too."""
+
+
+def controlplane_webhook_configurations(
+    base_url: str,
+    ca_pem: bytes,
+    namespace: str,
+    *,
+    paths: Mapping[str, str],
+    name: str,
+    timeout_seconds: int = 5,
+) -> list[JSON]:
+    """The ControlPlane's validating and mutating webhook configurations, calling ``base_url`` plus
+    ``paths[kind]`` for ControlPlanes of ``namespace``, named ``{v|m}NAME.NAMESPACE.cpo.dev``."""
+    return [
+        webhook_configuration(
+            kind,
+            f"{kind[:1].lower()}{name}.{namespace}.cpo.dev",
+            f"{base_url}{paths[kind]}",
+            ca_pem,
+            group="controlplane.cpo.dev",
+            version="v1alpha1",
+            resources=resources,
+            namespace=namespace,
+            timeout_seconds=timeout_seconds,
+        )
+        for kind, resources in CONTROLPLANE_WEBHOOK_RESOURCES.items()
+    ]
+
+
+@asynccontextmanager
+async def registered_webhooks(client: Client, *configurations: JSON) -> AsyncIterator[list[JSON]]:
+    """``configurations`` created for the length of the block, then deleted (cluster-scoped objects
+    outlive the test namespace)."""
+    created: list[JSON] = []
+    try:
+        for configuration in configurations:
+            created.append(await client.create(configuration))
+        yield created
+    finally:
+        for obj in created:
+            await client.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])

@@ -21,7 +21,7 @@ from runtime.handler import EnqueueRequestForObject, RequestQueue
 from runtime.reconcile import Request, Result, TerminalError, reconciler_func
 from runtime.source import Channel
 from runtime.workqueue import FakeClock, ItemExponentialFailureRateLimiter
-from tests.support.poll import eventually, let_other_tasks_run
+from tests.support.poll import DEADLINE, eventually, let_other_tasks_run
 
 NS = "ns"
 
@@ -58,7 +58,9 @@ class Harness:
 
     async def __aenter__(self) -> Harness:
         self.task = asyncio.create_task(self.controller.start(self.stop))
-        await eventually(lambda: self.controller.queue is not None, "controller started")
+        await eventually(
+            lambda: self.controller.queue is not None, timeout=DEADLINE, message="controller started"
+        )
         return self
 
     async def __aexit__(
@@ -100,7 +102,9 @@ async def test_four_workers_never_reconcile_one_key_at_once_but_do_run_in_parall
                 and h.controller.queue is not None
                 and len(h.controller.queue) == 0
                 and sum(reconciles.values()) >= 8
-            )
+            ),
+            timeout=DEADLINE,
+            message="every key reconciled, none in flight and the queue empty",
         )
     assert max(most_per_key.values()) == 1, most_per_key
     assert most_overall >= 2, "the workers never overlapped, so the test proves nothing"
@@ -128,10 +132,16 @@ async def test_an_exception_is_retried_with_growing_backoff_and_the_worker_keeps
         queue = h.controller.queue
         assert queue is not None
         h.send("bad")
-        await eventually(lambda: len(attempts) == 1)
-        await eventually(lambda: queue.num_requeues(Request("bad", NS)) == 1)
+        await eventually(lambda: len(attempts) == 1, timeout=DEADLINE, message="len(attempts) == 1")
+        await eventually(
+            lambda: queue.num_requeues(Request("bad", NS)) == 1,
+            timeout=DEADLINE,
+            message="queue.num_requeues(Request('bad', NS)) == 1",
+        )
         h.send("good")
-        await eventually(lambda: served == ["good"], "the worker survived the exception")
+        await eventually(
+            lambda: served == ["good"], timeout=DEADLINE, message="the worker survived the exception"
+        )
 
         # Default rate limiter: 5 ms, 10 ms, 20 ms. Nothing happens a hair before each is due.
         for expected_delay in (0.005, 0.010, 0.020):
@@ -141,15 +151,25 @@ async def test_an_exception_is_retried_with_growing_backoff_and_the_worker_keeps
             await let_other_tasks_run()
             assert len(attempts) == n, f"retried before its {expected_delay} s backoff"
             clock.advance_to(due)
-            await eventually(lambda n=n: len(attempts) == n + 1)  # type: ignore[misc]
+            await eventually(
+                lambda n=n: len(attempts) == n + 1,  # type: ignore[misc]
+                timeout=DEADLINE,
+                message=f"attempt {n + 1}",
+            )
 
         delays = [round(b - a, 6) for a, b in itertools.pairwise(attempts)]
         assert delays == [0.005, 0.01, 0.02]
-        await eventually(lambda: results(h.name)[metrics.RESULT_SUCCESS] == 2)
+        await eventually(
+            lambda: results(h.name)[metrics.RESULT_SUCCESS] == 2,
+            timeout=DEADLINE,
+            message="results(h.name)[metrics.RESULT_SUCCESS] == 2",
+        )
         # Success forgets the backoff.
         assert queue.num_requeues(Request("bad", NS)) == 0
         h.send("good")
-        await eventually(lambda: served == ["good", "good"])
+        await eventually(
+            lambda: served == ["good", "good"], timeout=DEADLINE, message="served == ['good', 'good']"
+        )
     assert results(h.name) == {"success": 3.0, "error": 3.0, "requeue": 0.0, "requeue_after": 0.0}
     assert sample("controller_runtime_reconcile_errors_total", h.name) == 3
     assert sample("controller_runtime_terminal_reconcile_errors_total", h.name) == 0
@@ -168,18 +188,22 @@ async def test_result_requeue_uses_the_rate_limiter_and_counts_as_requeue() -> N
     limiter = ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=100.0)
     async with Harness(reconcile, clock=clock, rate_limiter=limiter) as h:
         h.send("x")
-        await eventually(lambda: len(attempts) == 1)
+        await eventually(lambda: len(attempts) == 1, timeout=DEADLINE, message="len(attempts) == 1")
         clock.advance_to(0.999)
         await let_other_tasks_run()
         assert len(attempts) == 1
         clock.advance_to(1.0)
-        await eventually(lambda: len(attempts) == 2)
+        await eventually(lambda: len(attempts) == 2, timeout=DEADLINE, message="len(attempts) == 2")
         clock.advance_to(2.999)  # second requeue: 2 s
         await let_other_tasks_run()
         assert len(attempts) == 2
         clock.advance_to(3.0)
-        await eventually(lambda: len(attempts) == 3)
-        await eventually(lambda: results(h.name)[metrics.RESULT_SUCCESS] == 1)
+        await eventually(lambda: len(attempts) == 3, timeout=DEADLINE, message="len(attempts) == 3")
+        await eventually(
+            lambda: results(h.name)[metrics.RESULT_SUCCESS] == 1,
+            timeout=DEADLINE,
+            message="results(h.name)[metrics.RESULT_SUCCESS] == 1",
+        )
         assert limiter.num_requeues(Request("x", NS)) == 0
     assert results(h.name) == {"success": 1.0, "error": 0.0, "requeue": 2.0, "requeue_after": 0.0}
 
@@ -199,17 +223,25 @@ async def test_requeue_after_forgets_the_backoff_and_comes_back_after_the_delay(
     limiter = ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=100.0)
     async with Harness(reconcile, clock=clock, rate_limiter=limiter) as h:
         h.send("x")
-        await eventually(lambda: len(attempts) == 1)
+        await eventually(lambda: len(attempts) == 1, timeout=DEADLINE, message="len(attempts) == 1")
         clock.advance_to(1.0)
-        await eventually(lambda: len(attempts) == 2)
-        await eventually(lambda: results(h.name)[metrics.RESULT_REQUEUE_AFTER] == 1)
+        await eventually(lambda: len(attempts) == 2, timeout=DEADLINE, message="len(attempts) == 2")
+        await eventually(
+            lambda: results(h.name)[metrics.RESULT_REQUEUE_AFTER] == 1,
+            timeout=DEADLINE,
+            message="results(h.name)[metrics.RESULT_REQUEUE_AFTER] == 1",
+        )
         assert limiter.num_requeues(Request("x", NS)) == 0
         clock.advance_to(30.999)
         await let_other_tasks_run()
         assert len(attempts) == 2
         clock.advance_to(31.0)
-        await eventually(lambda: len(attempts) == 3)
-        await eventually(lambda: results(h.name)[metrics.RESULT_SUCCESS] == 1)
+        await eventually(lambda: len(attempts) == 3, timeout=DEADLINE, message="len(attempts) == 3")
+        await eventually(
+            lambda: results(h.name)[metrics.RESULT_SUCCESS] == 1,
+            timeout=DEADLINE,
+            message="results(h.name)[metrics.RESULT_SUCCESS] == 1",
+        )
     assert results(h.name) == {"success": 1.0, "error": 1.0, "requeue": 0.0, "requeue_after": 1.0}
 
 
@@ -231,14 +263,18 @@ async def test_a_terminal_error_is_counted_and_not_requeued(wrapped: bool) -> No
         queue = h.controller.queue
         assert queue is not None
         h.send("x")
-        await eventually(lambda: sample("controller_runtime_terminal_reconcile_errors_total", h.name) == 1)
+        await eventually(
+            lambda: sample("controller_runtime_terminal_reconcile_errors_total", h.name) == 1,
+            timeout=DEADLINE,
+            message="sample('controller_runtime_terminal_reconcile_errors_total', h.name) == 1",
+        )
         clock.advance(2000.0)  # longer than any backoff
         await let_other_tasks_run()
         assert attempts == ["x"]
         assert queue.num_requeues(Request("x", NS)) == 0
         # The next event for the object reconciles it again.
         h.send("x")
-        await eventually(lambda: attempts == ["x", "x"])
+        await eventually(lambda: attempts == ["x", "x"], timeout=DEADLINE, message="attempts == ['x', 'x']")
     assert results(h.name)["error"] == 2
     assert sample("controller_runtime_reconcile_errors_total", h.name) == 2
     assert sample("controller_runtime_terminal_reconcile_errors_total", h.name) == 2
@@ -255,9 +291,11 @@ async def test_a_reconcile_that_returns_no_result_is_an_error_and_retried() -> N
 
     async with Harness(reconcile, clock=clock) as h:
         h.send("x")
-        await eventually(lambda: results(h.name)["error"] == 1)
+        await eventually(
+            lambda: results(h.name)["error"] == 1, timeout=DEADLINE, message="results(h.name)['error'] == 1"
+        )
         clock.advance(0.005)
-        await eventually(lambda: attempts == 2)
+        await eventually(lambda: attempts == 2, timeout=DEADLINE, message="attempts == 2")
 
 
 async def test_a_reconcile_timeout_cancels_the_reconcile_and_counts_it() -> None:
@@ -279,9 +317,17 @@ async def test_a_reconcile_timeout_cancels_the_reconcile_and_counts_it() -> None
     async with Harness(reconcile, reconcile_timeout=0.05) as h:
         h.send("x")
         await asyncio.wait_for(cancelled.wait(), 5)
-        await eventually(lambda: sample("controller_runtime_reconcile_timeouts_total", h.name) == 1)
+        await eventually(
+            lambda: sample("controller_runtime_reconcile_timeouts_total", h.name) == 1,
+            timeout=DEADLINE,
+            message="sample('controller_runtime_reconcile_timeouts_total', h.name) == 1",
+        )
         # A timeout is an error like any other: retried after the backoff.
-        await eventually(lambda: results(h.name)["success"] == 1)
+        await eventually(
+            lambda: results(h.name)["success"] == 1,
+            timeout=DEADLINE,
+            message="results(h.name)['success'] == 1",
+        )
     assert results(h.name)["error"] == 1
 
 
@@ -300,7 +346,11 @@ async def test_active_workers_and_reconcile_time_are_recorded() -> None:
         await asyncio.wait_for(started.wait(), 5)
         assert sample("controller_runtime_active_workers", h.name) == 1
         release.set()
-        await eventually(lambda: sample("controller_runtime_active_workers", h.name) == 0)
+        await eventually(
+            lambda: sample("controller_runtime_active_workers", h.name) == 0,
+            timeout=DEADLINE,
+            message="sample('controller_runtime_active_workers', h.name) == 0",
+        )
     assert sample("controller_runtime_reconcile_time_seconds_count", h.name) == 1
     assert sample("workqueue_adds_total", h.name, name=h.name) == 1
 
@@ -370,7 +420,7 @@ async def test_a_source_watched_after_start_is_started_at_once() -> None:
         late: asyncio.Queue[GenericEvent] = asyncio.Queue()
         h.controller.watch(Channel(late, EnqueueRequestForObject()))
         late.put_nowait(GenericEvent.for_request(Request("late", NS)))
-        await eventually(lambda: seen == ["late"])
+        await eventually(lambda: seen == ["late"], timeout=DEADLINE, message="seen == ['late']")
 
 
 class NeverSyncs:

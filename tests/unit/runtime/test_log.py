@@ -19,7 +19,7 @@ from runtime.log import configure_logging, current_reconcile_id, get_logger, log
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.source import Channel
 from runtime.workqueue import FakeClock
-from tests.support.poll import eventually
+from tests.support.poll import DEADLINE, eventually
 
 
 @pytest.fixture
@@ -144,13 +144,21 @@ async def test_every_line_of_a_reconcile_carries_its_reconcile_id_and_object(str
     task = asyncio.create_task(controller.start(stop))
     events.put_nowait(GenericEvent.for_request(Request("a", "ns1")))
     events.put_nowait(GenericEvent.for_request(Request("b", "ns2")))
-    await eventually(lambda: attempts == {"a": 1, "b": 1} and running == 0)
+    await eventually(
+        lambda: attempts == {"a": 1, "b": 1} and running == 0,
+        timeout=DEADLINE,
+        message="attempts == {'a': 1, 'b': 1} and running == 0",
+    )
     both_running.clear()
     running = 1  # the retry of "a" runs alone: let it pass the rendezvous
     clock.advance(0.005)
-    await eventually(lambda: attempts == {"a": 2, "b": 1})
     await eventually(
-        lambda: controller.queue is not None and controller.queue.num_requeues(Request("a", "ns1")) == 0
+        lambda: attempts == {"a": 2, "b": 1}, timeout=DEADLINE, message="attempts == {'a': 2, 'b': 1}"
+    )
+    await eventually(
+        lambda: controller.queue is not None and controller.queue.num_requeues(Request("a", "ns1")) == 0,
+        timeout=DEADLINE,
+        message="controller.queue is not None and controller.queue.num_requeues(Request('a', 'ns1')) == 0",
     )
     stop.set()
     await asyncio.wait_for(task, 5)

@@ -14,7 +14,7 @@ from runtime.predicate import new_predicate_funcs
 from runtime.reconcile import Request
 from runtime.source import Channel, Kind
 from runtime.workqueue import WorkQueue
-from tests.support.poll import eventually, let_other_tasks_run
+from tests.support.poll import DEADLINE, eventually, let_other_tasks_run
 
 
 def event(name: str, **labels: str) -> GenericEvent:
@@ -77,7 +77,9 @@ async def test_channel_from_an_async_iterator_reads_until_it_ends() -> None:
     queue: WorkQueue[Request] = WorkQueue()
     await source.start(queue)
     assert await drain(queue, 2) == [Request("m1", "ns"), Request("m2", "ns")]
-    await eventually(lambda: source._task is not None and source._task.done(), "reader finished")
+    await eventually(
+        lambda: source._task is not None and source._task.done(), timeout=DEADLINE, message="reader finished"
+    )
     await source.stop()
     queue.shutdown()
 
