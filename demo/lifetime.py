@@ -34,11 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
-import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -47,7 +45,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from providers.localmachine.etcd_process import ProcessIdentity
+from providers.localmachine.etcd_process import ProcessIdentity, die_with_parent_hook
 
 WORLD_ENV = "CPO_DEMO_WORLD"
 """The world's folder, in the environment of each of its processes."""
@@ -56,7 +54,6 @@ OWNER_ENV = "CPO_DEMO_OWNER"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 END_TIMEOUT = 20.0
 POLL = 0.1
-_PR_SET_PDEATHSIG = 1
 
 T = TypeVar("T")
 
@@ -139,25 +136,9 @@ class StopSignals:
 
 
 def die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes Linux SIGKILL the child when its parent dies (None elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    parent = os.getpid()
-
-    def set_parent_death_signal() -> None:
-        # Runs in the child between fork and exec: the syscall and nothing that may take a lock.
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            # The parent died before prctl took effect: the signal will never come, so go now.
-            os._exit(1)
-
-    return set_parent_death_signal
+    """A ``preexec_fn`` that makes Linux SIGKILL the child when its parent dies (None elsewhere):
+    the provider's own (:func:`providers.localmachine.etcd_process.die_with_parent_hook`)."""
+    return die_with_parent_hook()
 
 
 def world_environment(directory: Path) -> dict[str, str]:

@@ -27,10 +27,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import aiohttp
+from pydantic import ValidationError
 
 import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
+from api.controlplane import ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_matches
 from controllers.etcd.client import (
@@ -68,7 +70,7 @@ from runtime.handler import EnqueueRequestsFromMapFunc
 from runtime.log import get_logger
 from runtime.manager import Manager
 from runtime.predicate import GenerationChangedPredicate
-from runtime.reconcile import Request, Result
+from runtime.reconcile import Request, Result, TerminalError
 
 CONTROLLER_NAME: Final = "etcd-quorum-hook"
 
@@ -120,26 +122,29 @@ class EtcdQuorumReconciler:
         except NotFound:
             await self._forget(key)
             return Result()
-        spec = cp.get("spec") or {}
-        if (spec.get("etcd") or {}).get("external"):
+        try:
+            spec = ControlPlane.from_dict(cp).spec
+        except ValidationError as err:
+            raise TerminalError(f"ControlPlane {request} does not parse: {err}") from err
+        if spec.etcd is not None and spec.etcd.external:
             # External etcd: nothing of this controller applies, not even the hooks.
             await self._forget(key)
             return Result()
         etcd_metrics.init(key)
         try:
-            return await self._reconcile(cp, key)
+            return await self._reconcile(cp, spec, key)
         except Conflict as err:
             _log.info("conflict, will retry", detail=str(err))
             return Result(requeue=True)
 
-    async def _reconcile(self, cp: JSON, key: str) -> Result:
-        spec = cp.get("spec") or {}
-        machines = await self._machines(cp)
+    async def _reconcile(self, cp: JSON, spec: ControlPlaneSpec, key: str) -> Result:
+        machines = await self._machines(cp, spec)
         infos = {name: machine_info(obj, self.options.hook) for name, obj in machines.items()}
         state = Pass(
             cp=cp,
             key=key,
-            desired=int(spec.get("replicas") or 1),
+            spec=spec,
+            desired=spec.replicas,
             machines=machines,
             infos=infos,
             identities={name: MachineIdentity.from_machine(obj) for name, obj in machines.items()},
@@ -167,15 +172,14 @@ class EtcdQuorumReconciler:
         busy = state.busy or state.waits or any(m.member.is_learner for m in state.states)
         return Result(requeue_after=self.options.busy_period if busy else self.options.resync_period)
 
-    async def _machines(self, cp: JSON) -> dict[str, JSON]:
+    async def _machines(self, cp: JSON, spec: ControlPlaneSpec) -> dict[str, JSON]:
         """The control-plane Machines of ``cp``: its namespace, matched by its selector."""
         namespace = cp["metadata"].get("namespace") or ""
-        selector = (cp.get("spec") or {}).get("selector") or {}
         found = await self.cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace)
         return {
             obj["metadata"]["name"]: obj
             for obj in found
-            if selector_matches(selector, (obj.get("metadata") or {}).get("labels"))
+            if selector_matches(spec.selector, (obj.get("metadata") or {}).get("labels"))
         }
 
     # ------------------------------------------------------------------------------ etcd
@@ -183,11 +187,12 @@ class EtcdQuorumReconciler:
     async def _etcd_client(self, state: Pass) -> EtcdClient:
         """The ControlPlane's pooled etcd client, pointed at ``spec.etcd.endpoints`` or the
         Machines' endpoints (:func:`~controllers.etcd.membership.client_endpoints`)."""
-        etcd_spec = (state.cp.get("spec") or {}).get("etcd") or {}
-        endpoints = client_endpoints(etcd_spec.get("endpoints"), state.identities.values())
+        etcd_spec = state.spec.etcd
+        explicit = etcd_spec.endpoints if etcd_spec is not None else None
+        endpoints = client_endpoints(explicit, state.identities.values())
         if not endpoints:
             raise _EtcdUnreachable("no etcd endpoint: no Machine has an etcd client URL or an InternalIP yet")
-        secret_ref = (etcd_spec.get("tlsSecretRef") or {}).get("name")
+        secret_ref = etcd_spec.tls_secret_ref.name if etcd_spec and etcd_spec.tls_secret_ref else None
         try:
             return await self.etcd_clients.client_for(
                 state.key, state.cp["metadata"].get("namespace") or "", endpoints, secret_ref

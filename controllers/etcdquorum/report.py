@@ -15,7 +15,7 @@ from typing import Any
 
 import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import API_VERSION as CP_API_VERSION
-from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY
+from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
 from controllers.common import conditions_of, find_condition, now, set_condition
 from controllers.etcd.client import Member
@@ -41,6 +41,8 @@ class Pass:
 
     cp: JSON
     key: str
+    spec: ControlPlaneSpec
+    """The ControlPlane's spec, parsed once per pass."""
     desired: int
     machines: dict[str, JSON]
     infos: dict[str, MachineInfo]

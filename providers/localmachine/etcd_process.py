@@ -230,7 +230,7 @@ def recorded_processes(state_dir: Path, member: str = "*") -> list[ProcessIdenti
     return found
 
 
-def _die_with_parent_hook() -> Callable[[], None] | None:
+def die_with_parent_hook() -> Callable[[], None] | None:
     """A ``preexec_fn`` that makes Linux SIGKILL the child when its parent dies, or None elsewhere."""
     if not sys.platform.startswith("linux"):
         return None
@@ -834,7 +834,7 @@ class EtcdSupervisor:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent_hook() if self.options.die_with_parent else None,
+                    preexec_fn=die_with_parent_hook() if self.options.die_with_parent else None,
                 )
             except OSError as err:
                 raise EtcdProcessError(

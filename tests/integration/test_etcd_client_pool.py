@@ -11,7 +11,6 @@ controller, with the local provider: one client for a whole bootstrap and many p
 
 from __future__ import annotations
 
-import base64
 import secrets
 import sys
 from collections.abc import Iterator
@@ -22,14 +21,12 @@ import pytest
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, Member
+from controllers.etcd.client import EtcdClient, Member
 from controllers.etcd.membership import CLIENT_URL_ANNOTATION, PEER_URL_ANNOTATION
-from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 from runtime.client import Client
-from runtime.envtest.certs import CertificateAuthority
 from tests.support.controlplane import controlplane as cp_of_local_machines
 from tests.support.controlplane import get_cp, running_controlplane
-from tests.support.etcd import etcd_serving_cert
+from tests.support.etcd import tls_etcd
 from tests.support.etcdquorum import (
     controlplane,
     cp_machine,
@@ -82,31 +79,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ClientSpy]:
 async def test_one_client_per_cluster_across_passes_renewed_only_with_the_secret(
     kube: Client, namespace: str, tmp_path: Path, spy: ClientSpy
 ) -> None:
-    authority = CertificateAuthority.new("etcd-pool-test-ca")
-    ca_file = tmp_path / "ca.crt"
-    ca_file.write_bytes(authority.cert_pem)
-    serving_cert, serving_key = etcd_serving_cert(authority).write(tmp_path / "server")
-    client = authority.client_cert("etcd-quorum-hook")
-    client_cert, client_key = client.write(tmp_path / "client")
-    supervisor = EtcdSupervisor(
-        tmp_path / "etcd",
-        EtcdProcessOptions(
-            stop_grace_period=2,
-            client_tls=EtcdServerTLS(serving_cert, serving_key, client_ca_file=ca_file),
-            client_options=EtcdClientOptions(ca_file=ca_file, cert_file=client_cert, key_file=client_key),
-        ),
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "etcd-client", "namespace": namespace},
-        "type": "kubernetes.io/tls",
-        "data": {
-            "tls.crt": base64.b64encode(client.cert_pem).decode(),
-            "tls.key": base64.b64encode(client.key_pem).decode(),
-            "ca.crt": base64.b64encode(authority.cert_pem).decode(),
-        },
-    }
+    etcd = tls_etcd(tmp_path, "etcd-pool-test-ca")
+    supervisor = etcd.supervisor
+    secret = etcd.secret("etcd-client", namespace)
     try:
         member = await supervisor.bootstrap("pool0")
         await kube.create(secret)

@@ -8,7 +8,6 @@ happens to the Machines with a :class:`~tests.support.etcdquorum.MachineTimeline
 
 from __future__ import annotations
 
-import base64
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -17,17 +16,15 @@ import pytest
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
-from controllers.etcd.client import EtcdClient, EtcdClientOptions, MemberAddResult, UnhealthyCluster
+from controllers.etcd.client import EtcdClient, MemberAddResult, UnhealthyCluster
 from controllers.etcd.membership import PEER_URL_ANNOTATION
 from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
 from demo.monitor import QuorumMonitor, QuorumSample
 from providers.localmachine import CONDITION_ETCD_MEMBER
-from providers.localmachine.etcd_process import EtcdProcessOptions, EtcdServerTLS, EtcdSupervisor
 from runtime.client import Client
 from runtime.envtest.binaries import free_port
-from runtime.envtest.certs import CertificateAuthority
 from runtime.metrics import generate_latest
-from tests.support.etcd import etcd_serving_cert
+from tests.support.etcd import tls_etcd
 from tests.support.etcdquorum import (
     client_url,
     controlplane,
@@ -408,20 +405,8 @@ async def _hook_is(client: Client, name: str, namespace: str, owner: str | None)
 async def test_etcd_named_by_endpoints_is_reached_with_the_client_certificate_of_the_secret(
     kube: Client, namespace: str, tmp_path: Path
 ) -> None:
-    authority = CertificateAuthority.new("etcd-quorum-test-ca")
-    ca_file = tmp_path / "ca.crt"
-    ca_file.write_bytes(authority.cert_pem)
-    serving_cert, serving_key = etcd_serving_cert(authority).write(tmp_path / "server")
-    client = authority.client_cert("etcd-quorum-hook")
-    client_cert, client_key = client.write(tmp_path / "client")
-    supervisor = EtcdSupervisor(
-        tmp_path / "etcd",
-        EtcdProcessOptions(
-            stop_grace_period=2,
-            client_tls=EtcdServerTLS(serving_cert, serving_key, client_ca_file=ca_file),
-            client_options=EtcdClientOptions(ca_file=ca_file, cert_file=client_cert, key_file=client_key),
-        ),
-    )
+    etcd = tls_etcd(tmp_path, "etcd-quorum-test-ca")
+    supervisor = etcd.supervisor
     try:
         member = await supervisor.bootstrap("tls0")
         cp = controlplane("tls", namespace, 1)
@@ -438,19 +423,7 @@ async def test_etcd_named_by_endpoints_is_reached_with_the_client_certificate_of
                 message="no Secret",
             )
             assert missing["reason"] == "EtcdUnreachable" and "not found" in missing["message"]
-            await kube.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {"name": "etcd-client", "namespace": namespace},
-                    "type": "kubernetes.io/tls",
-                    "data": {
-                        "tls.crt": base64.b64encode(client.cert_pem).decode(),
-                        "tls.key": base64.b64encode(client.key_pem).decode(),
-                        "ca.crt": base64.b64encode(authority.cert_pem).decode(),
-                    },
-                }
-            )
+            await kube.create(etcd.secret("etcd-client", namespace))
             healthy = await eventually(
                 lambda: _condition_with(kube, "tls", namespace, status="True"),
                 timeout=15,

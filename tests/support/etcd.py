@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from controllers.etcd.client import (
     EtcdClient,
+    EtcdClientOptions,
     EtcdCluster,
     LearnerNotInSync,
     Member,
@@ -20,7 +23,12 @@ from controllers.etcd.client import (
     Unavailable,
     UnhealthyCluster,
 )
-from providers.localmachine.etcd_process import EtcdSupervisor, MemberProcess
+from providers.localmachine.etcd_process import (
+    EtcdProcessOptions,
+    EtcdServerTLS,
+    EtcdSupervisor,
+    MemberProcess,
+)
 from runtime.envtest.certs import CertificateAuthority, CertPair
 from tests.support.poll import eventually
 
@@ -125,3 +133,47 @@ class AddAnswerLost:
 
     async def remove(self, member_id: int) -> list[Member]:
         return await self.etcd.remove(member_id)
+
+
+@dataclass(frozen=True)
+class TLSEtcd:
+    """A supervisor whose members serve TLS with client-certificate auth, from a CA of its own."""
+
+    supervisor: EtcdSupervisor
+    authority: CertificateAuthority
+    client: CertPair
+    """A client certificate etcd trusts."""
+
+    def secret(self, name: str, namespace: str) -> dict[str, object]:
+        """The Secret a ControlPlane's ``spec.etcd.tlsSecretRef`` names: the client pair and the CA."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "type": "kubernetes.io/tls",
+            "data": {
+                "tls.crt": base64.b64encode(self.client.cert_pem).decode(),
+                "tls.key": base64.b64encode(self.client.key_pem).decode(),
+                "ca.crt": base64.b64encode(self.authority.cert_pem).decode(),
+            },
+        }
+
+
+def tls_etcd(folder: Path, ca_name: str) -> TLSEtcd:
+    """A :class:`TLSEtcd` keeping its certificates and members' data under ``folder``."""
+    authority = CertificateAuthority.new(ca_name)
+    ca_file = folder / "ca.crt"
+    folder.mkdir(parents=True, exist_ok=True)
+    ca_file.write_bytes(authority.cert_pem)
+    serving_cert, serving_key = etcd_serving_cert(authority).write(folder / "server")
+    client = authority.client_cert("etcd-quorum-hook")
+    client_cert, client_key = client.write(folder / "client")
+    supervisor = EtcdSupervisor(
+        folder / "etcd",
+        EtcdProcessOptions(
+            stop_grace_period=2,
+            client_tls=EtcdServerTLS(serving_cert, serving_key, client_ca_file=ca_file),
+            client_options=EtcdClientOptions(ca_file=ca_file, cert_file=client_cert, key_file=client_key),
+        ),
+    )
+    return TLSEtcd(supervisor, authority, client)
