@@ -240,7 +240,8 @@ class ControlPlaneSpec(StrictKubeModel):
     with external etcd; more than 7 is allowed with a warning. Defaults to 1."""
     selector: LabelSelector = Field(default_factory=_default_selector)
     """Machines this control plane owns or adopts. Immutable after creation. Defaults to
-    ``machine.openshift.io/cluster-api-machine-role: master``."""
+    ``machine.openshift.io/cluster-api-machine-role: master``; must require that label (the
+    operator watches no other Machine), which the template's labels must carry too."""
     template: ControlPlaneMachineTemplate
     """Template for new machines."""
     failure_domains: list[FailureDomain] | None = Field(

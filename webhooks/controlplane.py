@@ -8,6 +8,9 @@ The rules (each one function below, each message in kube's field-error form):
 * ``spec.strategy.rollingUpdate.maxSurge`` is 0 or 1; 0 (delete before replacing) needs ≥ 3 replicas.
 * failure-domain names are DNS-1123 labels and unique.
 * ``spec.selector`` is well formed and not empty, and matches ``spec.template.metadata.labels``.
+* ``spec.selector`` *requires* the control-plane role label
+  ``machine.openshift.io/cluster-api-machine-role: master``, and the template's labels carry it
+  (see "The operator sees what it manages" below).
 * ``spec.selector`` and ``spec.etcd.external`` never change after creation.
 * The same replica rules apply to ``controlplanes/scale`` (``kubectl scale --replicas 4``).
 
@@ -55,7 +58,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from api.controlplane import DEFAULT_SELECTOR_LABELS, GROUP, KIND
+from api.controlplane import DEFAULT_SELECTOR_LABELS, GROUP, KIND, MASTER_ROLE_LABEL
 from api.selector import selector_matches, selector_problems, selector_string
 from runtime.jsoncodec import JSON
 
@@ -75,6 +78,10 @@ _DNS1123_LABEL_MESSAGE = (
 )
 
 Result = tuple[list[FieldError], list[str]]
+
+MASTER_ROLE = DEFAULT_SELECTOR_LABELS[MASTER_ROLE_LABEL]
+_ADD_ROLE = f'add matchLabels {{"{MASTER_ROLE_LABEL}": "{MASTER_ROLE}"}}'
+_ADD_ROLE_LABEL = f'add the label "{MASTER_ROLE_LABEL}": "{MASTER_ROLE}"'
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -209,22 +216,75 @@ def selector_errors(spec: Mapping[str, Any]) -> list[FieldError]:
                 "must not be empty: an empty selector would adopt every Machine in the namespace",
             )
         ]
+    errors = selector_role_errors(selector)
     template = spec.get("template")
     if not isinstance(template, Mapping):
-        return []  # a missing template is reported on its own; no labels to compare yet
+        return errors  # a missing template is reported on its own; no labels to compare yet
     labels = _mapping(template.get("metadata")).get("labels") or {}
     if not isinstance(labels, Mapping):
-        return [invalid("spec.template.metadata.labels", labels, "must map label keys to string values")]
-    if not selector_matches(selector, labels):
-        return [
+        labels_error = invalid(
+            "spec.template.metadata.labels", labels, "must map label keys to string values"
+        )
+        return [*errors, labels_error]
+    errors += template_role_errors(labels)
+    # Compared with the role label in place, so a template short of it alone is reported once.
+    if not selector_matches(selector, {**labels, MASTER_ROLE_LABEL: MASTER_ROLE}):
+        errors.append(
             invalid(
                 "spec.template.metadata.labels",
                 dict(labels),
                 f'must match spec.selector "{selector_string(selector)}", or the '
                 f"machines created would not be owned by this control plane",
             )
-        ]
-    return []
+        )
+    return errors
+
+
+def selector_requires_role(selector: Mapping[str, Any]) -> bool:
+    """Whether every Machine ``selector`` matches carries ``role=master``: ``matchLabels`` says so,
+    or a ``matchExpressions`` entry is ``In`` with ``master`` as its only value."""
+    if _mapping(selector.get("matchLabels")).get(MASTER_ROLE_LABEL) == MASTER_ROLE:
+        return True
+    expressions = selector.get("matchExpressions") or []
+    return any(
+        isinstance(e, Mapping)
+        and e.get("key") == MASTER_ROLE_LABEL
+        and e.get("operator") == "In"
+        and isinstance(e.get("values"), list)
+        and len(e["values"]) > 0
+        and all(value == MASTER_ROLE for value in e["values"])
+        for e in (expressions if isinstance(expressions, list) else [])
+    )
+
+
+def selector_role_errors(selector: Mapping[str, Any]) -> list[FieldError]:
+    """The selector requires the control-plane role label (see the module docstring: the
+    operator caches no other Machine, so it could not see one the selector let in)."""
+    if selector_requires_role(selector):
+        return []
+    return [
+        invalid(
+            "spec.selector",
+            dict(selector),
+            f"must require the control-plane role label, or the operator cannot see the Machines "
+            f"it creates: {_ADD_ROLE}",
+        )
+    ]
+
+
+def template_role_errors(labels: Mapping[str, Any]) -> list[FieldError]:
+    """The template's labels carry ``role=master``: the Machines created must be in the
+    operator's cache (ControlPlaneMachineSet's rule on its template)."""
+    if labels.get(MASTER_ROLE_LABEL) == MASTER_ROLE:
+        return []
+    return [
+        invalid(
+            "spec.template.metadata.labels",
+            dict(labels),
+            f"must carry the control-plane role label, or the operator cannot see the Machines "
+            f"created from it: {_ADD_ROLE_LABEL}",
+        )
+    ]
 
 
 def etcd_errors(spec: Mapping[str, Any]) -> list[FieldError]:
@@ -291,7 +351,32 @@ def validate_controlplane_update(old: Mapping[str, Any], new: Mapping[str, Any])
     errors, warnings = validate_controlplane_create(new)
     if isinstance(old_spec, Mapping) and isinstance(new_spec, Mapping):
         errors = immutable_errors(old_spec, new_spec) + errors
+        errors, warnings = _ratchet_role(old_spec, new_spec, errors, warnings)
     return errors, warnings
+
+
+def _ratchet_role(
+    old_spec: Mapping[str, Any], new_spec: Mapping[str, Any], errors: list[FieldError], warnings: list[str]
+) -> Result:
+    """A selector stored before the role rule existed cannot be changed (it is immutable), so
+    its role errors would refuse every later edit: they become a warning saying what to do."""
+    selector = old_spec.get("selector")
+    if not isinstance(selector, Mapping) or selector_requires_role(selector):
+        return errors, warnings
+    if _normalized_selector(old_spec) != _normalized_selector(new_spec):
+        return errors, warnings
+    role_errors = {str(e) for e in selector_role_errors(selector)}
+    labels = _mapping(_mapping(_mapping(new_spec.get("template")).get("metadata")).get("labels"))
+    role_errors |= {str(e) for e in template_role_errors(labels)}
+    kept = [e for e in errors if str(e) not in role_errors]
+    if len(kept) == len(errors):
+        return errors, warnings
+    warning = (
+        f"spec.selector does not require the control-plane role label {MASTER_ROLE_LABEL}={MASTER_ROLE}: "
+        "the operator cannot see Machines without it; delete this ControlPlane (its Machines stay) "
+        f"and create it again with a selector that does ({_ADD_ROLE})"
+    )
+    return kept, [*warnings, warning]
 
 
 def scale_replicas(scale: Mapping[str, Any]) -> Any:

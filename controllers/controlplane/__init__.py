@@ -5,6 +5,14 @@ matches. This controller creates and deletes them **one at a time**, and only af
 says the cluster can afford the step; the etcd-quorum-hook controller then holds every deleted
 Machine until etcd no longer needs its member. Together they never let etcd lose quorum.
 
+The operator watches only control-plane Machines (label
+``machine.openshift.io/cluster-api-machine-role=master``), so the admission webhook refuses a
+ControlPlane whose ``spec.selector`` does not require that label, or whose template's labels lack
+it, and says what to add (``kubectl apply`` prints ``spec.selector: Invalid value: ...: must
+require the control-plane role label, or the operator cannot see the Machines it creates: add
+matchLabels {"machine.openshift.io/cluster-api-machine-role": "master"}``). The default selector
+is exactly that label; add others to it to narrow the selection.
+
 What it does, in order, on every reconcile
 ------------------------------------------
 1. **Adopts** Machines matching the selector that no controller owns (event ``MachineAdopted``).
@@ -58,7 +66,12 @@ backoff (2 s doubling to 60 s). The checks, and what to do when one fails:
 ``EtcdReachable``             no etcd endpoint answered: check the members' processes / network.
 ``EtcdMembersMatchMachines``  a member has no Machine, or a Running Machine has no member: an
                               interrupted join or removal; remove the stray member by hand
-                              (``etcdctl member remove``) once you know which it is.
+                              (``etcdctl member remove``) once you know which it is. Before the
+                              ControlPlane owns any Machine, etcd at ``spec.etcd.endpoints`` is
+                              read too: if it answers, its members run on Machines this
+                              ControlPlane does not select, and it creates none (adopt them: give
+                              them labels the selector matches); if nothing answers there yet,
+                              the first Machine bootstraps etcd as usual.
 ``EtcdMemberListsAgree``      members disagree on the membership: wait a few seconds; if it
                               persists, that member is partitioned.
 ``EtcdNoAlarms``              NOSPACE or CORRUPT: defragment / raise the quota, or restore.

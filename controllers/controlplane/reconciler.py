@@ -53,7 +53,7 @@ from controllers.controlplane.options import ResolvedControlPlaneOptions
 from controllers.controlplane.placement import domain_names, is_outdated, machine_domain, new_machine
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, remediation_decision
-from controllers.controlplane.scale import PreflightFailure, next_step, preflight
+from controllers.controlplane.scale import PreflightFailure, etcd_facts_for_preflight, next_step, preflight
 from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
 from controllers.controlplane.step import Step
 from controllers.etcd.client import EtcdClient, EtcdError
@@ -176,9 +176,13 @@ class ControlPlaneReconciler:
         deleting = {m["metadata"]["name"] for m in owned if m["metadata"].get("deletionTimestamp")}
         stacked = not (spec.etcd is not None and spec.etcd.external)
         view: EtcdView | None = None
-        if stacked and owned:
+        if stacked and (owned or (spec.etcd is not None and spec.etcd.endpoints)):
+            # With no Machine owned, spec.etcd.endpoints may still name an etcd that has members:
+            # etcd_facts_for_preflight says when the preflight checks it.
             etcd = await self._etcd_client(cp, spec, owned)
             view = etcd if isinstance(etcd, EtcdView) else await gather_etcd_facts(etcd, owned, deleting)
+            if etcd_facts_for_preflight(view.facts, owns_machines=bool(owned)) is None:
+                view = None
         elif not stacked:
             await self.etcd_clients.forget(f"{namespace}/{cp['metadata']['name']}")
         infos = [self._info(spec, machine, by_name, view) for machine in owned]

@@ -171,6 +171,25 @@ def preflight(
     return failures
 
 
+def etcd_facts_for_preflight(etcd: EtcdFacts, *, owns_machines: bool) -> EtcdFacts | None:
+    """The etcd facts :func:`preflight` judges, or None when etcd is not checked.
+
+    With Machines owned, always ``etcd``: an etcd that cannot be asked fails ``EtcdReachable``.
+    With none owned yet, etcd is known only through ``spec.etcd.endpoints``, and:
+
+    * if it answers, it has members, and none of them is a Machine of this ControlPlane: it runs
+      on Machines the ControlPlane does not see or select. ``EtcdMembersMatchMachines`` then
+      refuses the first create, which would join a cluster whose voters the ControlPlane cannot
+      count (the message names the members without a Machine);
+    * if it does not answer, it is what a new cluster looks like before its first Machine
+      bootstraps it: not checked, so a ControlPlane on a cluster without etcd bootstraps with no
+      extra step, as it does when no endpoint is given at all.
+    """
+    if owns_machines or etcd.reachable:
+        return etcd
+    return None
+
+
 def machines_ready_preflight(machines: Sequence[MachineInfo]) -> list[PreflightFailure]:
     """``MachineNodesReady``: every owned, non-deleting Machine is Running with a Ready Node."""
     not_ready = sorted(m.name for m in machines if not m.deleting and not m.ready)

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.client import Client
 from runtime.errors import APIError, NotFound
+from tests.e2e.test_kubectl import Kubectl
 from tests.support.poll import eventually
 from tests.support.processes import (
     START_WITHIN,
@@ -37,6 +38,25 @@ GROUP, VERSION, KIND = "controlplane.cpo.dev", "v1alpha1", "ControlPlane"
 CP = f"{GROUP}/{VERSION}"
 LEASE = "controlplane-operator.cpo.dev"
 ODD = "must be an odd number (1, 3, 5, 7) for a stacked etcd control plane"
+ADD_ROLE_LABEL = 'add matchLabels {"machine.openshift.io/cluster-api-machine-role": "master"}'
+
+# A ControlPlane selecting its Machines by a label of its own, as a user might write it: the
+# operator caches only control-plane Machines, so it would never see the ones it creates.
+WITHOUT_ROLE_LABEL_YAML = f"""\
+apiVersion: {GROUP}/{VERSION}
+kind: {KIND}
+metadata:
+  name: no-role
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: my-control-plane
+  template:
+    spec:
+      providerSpec:
+        value: {{}}
+"""
 
 
 def shipped_webhook_paths() -> dict[str, str]:
@@ -74,7 +94,7 @@ async def scale_when_cached(client: Client, name: str, namespace: str, replicas:
 
 
 async def test_cpo_run_serves_admission_metrics_probes_and_exits_0_on_sigterm(
-    operator: tuple[ChildProcess, ServingCerts], client: Client, namespace: str
+    operator: tuple[ChildProcess, ServingCerts], client: Client, namespace: str, kubeconfig_path: Path
 ) -> None:
     process, certs = operator
     metrics_port, probe_port, webhook_port = await cpo_run_ports(process)
@@ -105,6 +125,22 @@ async def test_cpo_run_serves_admission_metrics_probes_and_exits_0_on_sigterm(
                 assert f"spec.replicas: Invalid value: 4: {ODD}" in err.message, err.message
                 assert "denied the request" in err.message
             assert not await _exists(client, "even", namespace)
+
+            # kubectl shows why a selector without the control-plane role label is refused, and
+            # what to add to it and to the template's labels.
+            kubectl = Kubectl(kubeconfig_path, namespace)
+            out = await kubectl.run("apply", "-f", "-", stdin=WITHOUT_ROLE_LABEL_YAML, check=False)
+            assert "denied the request" in out, out
+            assert (
+                'spec.selector: Invalid value: {"matchLabels":{"app":"my-control-plane"}}: must require the '
+                "control-plane role label, or the operator cannot see the Machines it creates: "
+                + ADD_ROLE_LABEL
+            ) in out, out
+            assert (
+                'spec.template.metadata.labels: Invalid value: {"app":"my-control-plane"}: must carry the '
+                "control-plane role label"
+            ) in out, out
+            assert not await _exists(client, "no-role", namespace)
 
             defaulted = await client.create(
                 {**controlplane("odd", namespace, 3), "spec": {"template": {"spec": {"providerSpec": {}}}}}

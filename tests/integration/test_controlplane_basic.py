@@ -17,9 +17,11 @@ from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_
 from controllers.etcd.client import EtcdClient
 from demo.monitor import QuorumMonitor
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION
+from providers.localmachine.etcd_process import EtcdSupervisor
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.metrics import generate_latest
+from tests.integration.conftest import etcd_options
 from tests.support.controlplane import (
     MASTER_LABELS,
     MachineCount,
@@ -353,3 +355,33 @@ async def test_a_missing_etcd_tls_secret_fails_the_preflight_by_name(
 
         await eventually(reported, timeout=30, message="EtcdReachable names the missing Secret")
         assert len(await machines_of(kube, namespace)) == 1
+
+
+async def test_etcd_at_the_endpoints_with_members_of_no_owned_machine_holds_the_first_create(
+    kube: Client, namespace: str, provider_state_dir: Path, tmp_path: Path
+) -> None:
+    """Before it owns a Machine, the ControlPlane reads etcd at ``spec.etcd.endpoints``: a member
+    there runs on a Machine it does not select, so it creates none and names the member."""
+    name = f"cp{secrets.token_hex(3)}"
+    supervisor = EtcdSupervisor(tmp_path / "etcd-elsewhere", etcd_options())
+    try:
+        member = await supervisor.bootstrap("elsewhere-0")
+        async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+            body = controlplane(name, namespace, replicas=1, etcd={"endpoints": [member.client_url]})
+            await kube.create(body)
+
+            async def reported() -> bool:
+                progressing = cp_condition(await get_cp(kube, name, namespace), "Progressing")
+                message = progressing.get("message", "")
+                return progressing.get("reason") == "PreflightFailed" and (
+                    "EtcdMembersMatchMachines" in message and "elsewhere-0" in message
+                )
+
+            await eventually(reported, timeout=30, message="EtcdMembersMatchMachines names elsewhere-0")
+
+            async def none_created() -> bool:
+                return not await machines_of(kube, namespace)
+
+            await holds_for(none_created, duration=1.5, message="no Machine created into that etcd")
+    finally:
+        await supervisor.stop_all()

@@ -29,6 +29,7 @@ from controllers.controlplane.scale import (
     CHECK_ETCD_VOTERS_REACHABLE,
     CHECK_MACHINES_READY,
     PreflightFailure,
+    etcd_facts_for_preflight,
     next_step,
     preflight,
 )
@@ -273,6 +274,30 @@ def test_preflight_names_every_failed_check(
     failures = preflight(machines, etcd, hosting_etcd=[x.name for x in machines])
     assert [f.check for f in failures] == checks
     assert all(f.message for f in failures)
+
+
+@pytest.mark.parametrize(
+    ("etcd", "owns_machines", "checks"),
+    [
+        # spec.etcd.endpoints name an etcd with members, none of them this ControlPlane's: the
+        # first create would join voters it cannot count.
+        (EtcdFacts(member_names=("old-0", "old-1", "old-2")), False, [CHECK_ETCD_MEMBERS_MATCH]),
+        # Nothing answers there yet: a new cluster, its first Machine bootstraps etcd.
+        (EtcdFacts(reachable=False, error="connection refused"), False, []),
+        # With Machines owned, etcd that cannot be asked stops every step.
+        (EtcdFacts(reachable=False, error="connection refused"), True, [CHECK_ETCD_REACHABLE]),
+    ],
+    ids=["members-without-machines", "bootstrap", "owned-unreachable"],
+)
+def test_with_no_machine_owned_etcd_is_checked_when_it_answers(
+    etcd: EtcdFacts, owns_machines: bool, checks: list[str]
+) -> None:
+    machines = [m("m1")] if owns_machines else []
+    facts = etcd_facts_for_preflight(etcd, owns_machines=owns_machines)
+    failures = preflight(machines, facts, hosting_etcd=[x.name for x in machines], desired=3)
+    assert [f.check for f in failures] == checks
+    if checks == [CHECK_ETCD_MEMBERS_MATCH]:
+        assert failures[0].message == "member(s) without a Machine: old-0, old-1, old-2"
 
 
 def test_a_learner_that_can_never_be_promoted_does_not_hold_the_scale_in() -> None:

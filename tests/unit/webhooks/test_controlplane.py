@@ -230,12 +230,12 @@ def test_failure_domain_name_too_long_and_missing() -> None:
 
 
 def test_template_labels_must_match_the_selector() -> None:
-    body = cp()
-    body["spec"]["template"]["metadata"]["labels"] = {"role": "worker"}
+    body = cp(selector={"matchLabels": {**MASTER, "cluster": "a"}})
+    body["spec"]["template"]["metadata"]["labels"] = {**MASTER, "cluster": "b"}
     assert messages(body) == [
-        'spec.template.metadata.labels: Invalid value: {"role":"worker"}: must match spec.selector '
-        '"machine.openshift.io/cluster-api-machine-role=master", or the machines created would not be owned '
-        "by this control plane"
+        'spec.template.metadata.labels: Invalid value: {"cluster":"b","machine.openshift.io/cluster-api-'
+        'machine-role":"master"}: must match spec.selector "cluster=a,machine.openshift.io/cluster-api-'
+        'machine-role=master", or the machines created would not be owned by this control plane'
     ]
 
 
@@ -247,10 +247,112 @@ def test_template_labels_may_carry_more_than_the_selector() -> None:
 
 def test_match_expressions_are_evaluated() -> None:
     role = "machine.openshift.io/cluster-api-machine-role"
-    selector = {"matchExpressions": [{"key": role, "operator": "In", "values": ["master", "control-plane"]}]}
-    assert messages(cp(selector=selector)) == []
-    body = cp(selector={"matchExpressions": [{"key": "zone", "operator": "Exists"}]})
-    assert messages(body)[0].startswith("spec.template.metadata.labels: Invalid value:")
+    selector = {
+        "matchExpressions": [
+            {"key": role, "operator": "In", "values": ["master"]},
+            {"key": "zone", "operator": "Exists"},
+        ]
+    }
+    assert messages(cp(selector=selector))[0].startswith("spec.template.metadata.labels: Invalid value:")
+    body = cp(selector=selector)
+    body["spec"]["template"]["metadata"]["labels"] = {**MASTER, "zone": "a"}
+    assert messages(body) == []
+
+
+# ------------------------------------------------------------- the operator sees what it manages
+
+ADD_TO_SELECTOR = 'add matchLabels {"machine.openshift.io/cluster-api-machine-role": "master"}'
+ADD_TO_TEMPLATE = 'add the label "machine.openshift.io/cluster-api-machine-role": "master"'
+ROLE = "machine.openshift.io/cluster-api-machine-role"
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": MASTER},
+        {"matchLabels": {**MASTER, "cluster": "a"}},
+        {"matchExpressions": [{"key": ROLE, "operator": "In", "values": ["master"]}]},
+        {"matchExpressions": [{"key": ROLE, "operator": "In", "values": ["master", "master"]}]},
+        {
+            "matchLabels": {"cluster": "a"},
+            "matchExpressions": [{"key": ROLE, "operator": "In", "values": ["master"]}],
+        },
+    ],
+    ids=["matchLabels", "matchLabels-and-more", "In-master", "In-master-twice", "mixed"],
+)
+def test_a_selector_that_requires_the_role_label_is_accepted(selector: dict[str, Any]) -> None:
+    body = cp(selector=selector)
+    body["spec"]["template"]["metadata"]["labels"] = {**MASTER, "cluster": "a"}
+    assert messages(body) == []
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": {"app": "cp"}},
+        {"matchLabels": {ROLE: "worker"}},
+        {"matchExpressions": [{"key": ROLE, "operator": "Exists"}]},
+        {"matchExpressions": [{"key": ROLE, "operator": "In", "values": ["master", "control-plane"]}]},
+        {"matchExpressions": [{"key": ROLE, "operator": "NotIn", "values": ["worker"]}]},
+    ],
+    ids=["other-label", "other-role", "Exists", "In-two-roles", "NotIn"],
+)
+def test_a_selector_that_does_not_require_the_role_label_is_refused_saying_what_to_add(
+    selector: dict[str, Any],
+) -> None:
+    body = cp(selector=selector)
+    body["spec"]["template"]["metadata"]["labels"] = {**MASTER, "app": "cp"}
+    found = messages(body)
+    assert found[0].startswith("spec.selector: Invalid value: "), found
+    assert found[0].endswith(
+        "must require the control-plane role label, or the operator cannot see the Machines it creates: "
+        + ADD_TO_SELECTOR
+    ), found
+
+
+def test_a_user_selector_without_the_role_label_is_refused_with_its_defaulted_template() -> None:
+    # What a user sends: a selector of their own and no template labels (the defaulter copies them).
+    body: dict[str, Any] = {
+        "metadata": {"name": "cluster"},
+        "spec": {"selector": {"matchLabels": {"app": "cp"}}, "template": {"spec": {"providerSpec": {}}}},
+    }
+    default_controlplane(body)
+    errors, _ = validate_controlplane_create(body)
+    assert invalid_message("ControlPlane.controlplane.cpo.dev", "cluster", errors) == (
+        'ControlPlane.controlplane.cpo.dev "cluster" is invalid: ['
+        'spec.selector: Invalid value: {"matchLabels":{"app":"cp"}}: must require the control-plane role '
+        f"label, or the operator cannot see the Machines it creates: {ADD_TO_SELECTOR}, "
+        'spec.template.metadata.labels: Invalid value: {"app":"cp"}: must carry the control-plane role '
+        f"label, or the operator cannot see the Machines created from it: {ADD_TO_TEMPLATE}]"
+    )
+
+
+def test_template_labels_must_carry_the_role_label() -> None:
+    selector = {"matchExpressions": [{"key": ROLE, "operator": "In", "values": ["master"]}]}
+    body = cp(selector=selector)
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "cp"}
+    assert messages(body) == [
+        'spec.template.metadata.labels: Invalid value: {"app":"cp"}: must carry the control-plane role '
+        f"label, or the operator cannot see the Machines created from it: {ADD_TO_TEMPLATE}"
+    ]
+
+
+def test_a_stored_selector_without_the_role_label_is_kept_through_updates_with_a_warning() -> None:
+    # Stored before the rule existed: the selector cannot change, so edits pass with a warning.
+    old = cp(selector={"matchLabels": {"app": "cp"}})
+    old["spec"]["template"]["metadata"]["labels"] = {"app": "cp"}
+    new = copy.deepcopy(old)
+    new["spec"]["replicas"] = 5
+    errors, warnings = validate_controlplane_update(old, new)
+    assert errors == []
+    assert len(warnings) == 1 and ADD_TO_SELECTOR in warnings[0], warnings
+    # Other rules still hold, and a changed selector is still immutable.
+    new["spec"]["replicas"] = 4
+    errors, _ = validate_controlplane_update(old, new)
+    assert [str(e) for e in errors] == [f"spec.replicas: Invalid value: 4: {ODD}"]
+    changed = copy.deepcopy(old)
+    changed["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    assert "field is immutable" in str(validate_controlplane_update(old, changed)[0][0])
 
 
 def test_empty_or_malformed_selector_is_refused() -> None:
