@@ -14,9 +14,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.controlplane import ControlPlaneSpec
 from controllers.controlplane.machines import EtcdFacts
+from controllers.controlplane.scale import etcd_facts_for_preflight
 from controllers.etcd.client import EtcdClient, EtcdError
-from controllers.etcd.membership import MachineIdentity, Membership, MemberState, read_membership
+from controllers.etcd.membership import (
+    MachineIdentity,
+    Membership,
+    MemberState,
+    client_endpoints,
+    read_membership,
+)
+from controllers.etcd.pool import EtcdClientPool
+from controllers.etcd.tls import TLSSecretError
+from runtime.client import JSON
 
 
 @dataclass
@@ -112,3 +123,47 @@ async def gather_etcd_facts(
         return EtcdView(EtcdFacts(reachable=False, error=str(err)))
     asked = [m for m in membership.voters if m.endpoint and m.machine not in deleting and m.healthy]
     return view_of(membership, deleting, await _disagreeing(etcd, asked))
+
+
+async def etcd_client_for(
+    pool: EtcdClientPool, cp: JSON, spec: ControlPlaneSpec, owned: Sequence[JSON]
+) -> EtcdClient | EtcdView:
+    """The ControlPlane's pooled etcd client, pointed at its endpoints (``spec.etcd.endpoints``,
+    else its Machines'); or, when etcd cannot be asked (no endpoint, a bad one, a missing TLS
+    Secret), the unreachable view saying why."""
+    metadata = cp["metadata"]
+    explicit = spec.etcd.endpoints if spec.etcd else None
+    endpoints = client_endpoints(explicit, [MachineIdentity.from_machine(m) for m in owned])
+    if not endpoints:
+        return EtcdView(
+            EtcdFacts(reachable=False, error="no etcd endpoint known (no Machine has an address)")
+        )
+    secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
+    try:
+        return await pool.client_for(
+            f"{metadata['namespace']}/{metadata['name']}", metadata["namespace"], endpoints, secret
+        )
+    except (TLSSecretError, ValueError) as err:
+        return EtcdView(EtcdFacts(reachable=False, error=str(err)))
+
+
+async def read_etcd_view(
+    pool: EtcdClientPool, cp: JSON, spec: ControlPlaneSpec, owned: Sequence[JSON], deleting: set[str]
+) -> EtcdView | None:
+    """What the ControlPlane's etcd says this pass, or None when there is nothing to ask: external
+    etcd (its pooled client is closed), or no owned Machine and no ``spec.etcd.endpoints``.
+
+    With no Machine owned, ``spec.etcd.endpoints`` may still name an etcd that has members;
+    :func:`~controllers.controlplane.scale.etcd_facts_for_preflight` says when the preflight
+    checks it (an etcd that does not answer before the first Machine is a new cluster).
+    """
+    if spec.etcd is not None and spec.etcd.external:
+        await pool.forget(f"{cp['metadata']['namespace']}/{cp['metadata']['name']}")
+        return None
+    if not owned and not (spec.etcd is not None and spec.etcd.endpoints):
+        return None
+    etcd = await etcd_client_for(pool, cp, spec, owned)
+    view = etcd if isinstance(etcd, EtcdView) else await gather_etcd_facts(etcd, owned, deleting)
+    if etcd_facts_for_preflight(view.facts, owns_machines=bool(owned)) is None:
+        return None
+    return view

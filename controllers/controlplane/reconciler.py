@@ -34,12 +34,11 @@ from api.controlplane import ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
 from controllers.common import format_time, merge_conditions, now, parse_time
-from controllers.controlplane.etcdfacts import EtcdView, gather_etcd_facts
+from controllers.controlplane.etcdfacts import EtcdView, etcd_client_for, read_etcd_view
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.machines import (
     DELETE_MACHINE_ANNOTATION,
-    EtcdFacts,
     MachineInfo,
     classify_machines,
     controller_ref,
@@ -53,13 +52,11 @@ from controllers.controlplane.options import ResolvedControlPlaneOptions
 from controllers.controlplane.placement import domain_names, is_outdated, machine_domain, new_machine
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, remediation_decision
-from controllers.controlplane.scale import PreflightFailure, etcd_facts_for_preflight, next_step, preflight
+from controllers.controlplane.scale import PreflightFailure, next_step, preflight
 from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
 from controllers.controlplane.step import Step
-from controllers.etcd.client import EtcdClient, EtcdError
-from controllers.etcd.membership import MachineIdentity, client_endpoints
+from controllers.etcd.client import EtcdError
 from controllers.etcd.pool import EtcdClientPool
-from controllers.etcd.tls import TLSSecretError
 from runtime.cache import Cache
 from runtime.client import JSON, Client
 from runtime.errors import Conflict, NotFound
@@ -174,17 +171,7 @@ class ControlPlaneReconciler:
             node["metadata"]["name"] for node in nodes if is_unmanaged_node(node, namespace, known)
         )
         deleting = {m["metadata"]["name"] for m in owned if m["metadata"].get("deletionTimestamp")}
-        stacked = not (spec.etcd is not None and spec.etcd.external)
-        view: EtcdView | None = None
-        if stacked and (owned or (spec.etcd is not None and spec.etcd.endpoints)):
-            # With no Machine owned, spec.etcd.endpoints may still name an etcd that has members:
-            # etcd_facts_for_preflight says when the preflight checks it.
-            etcd = await self._etcd_client(cp, spec, owned)
-            view = etcd if isinstance(etcd, EtcdView) else await gather_etcd_facts(etcd, owned, deleting)
-            if etcd_facts_for_preflight(view.facts, owns_machines=bool(owned)) is None:
-                view = None
-        elif not stacked:
-            await self.etcd_clients.forget(f"{namespace}/{cp['metadata']['name']}")
+        view = await read_etcd_view(self.etcd_clients, cp, spec, owned, deleting)
         infos = [self._info(spec, machine, by_name, view) for machine in owned]
         return _Facts(
             cp=cp,
@@ -196,26 +183,6 @@ class ControlPlaneReconciler:
             etcd=view,
             marked=[info for info in infos if info.marked_unhealthy and not info.deleting],
         )
-
-    async def _etcd_client(
-        self, cp: JSON, spec: ControlPlaneSpec, owned: Sequence[JSON]
-    ) -> EtcdClient | EtcdView:
-        """The ControlPlane's pooled etcd client, pointed at its endpoints; or, when etcd cannot be
-        asked (no endpoint, a bad one, a missing TLS Secret), the unreachable view saying why."""
-        metadata = cp["metadata"]
-        explicit = spec.etcd.endpoints if spec.etcd else None
-        endpoints = client_endpoints(explicit, [MachineIdentity.from_machine(m) for m in owned])
-        if not endpoints:
-            return EtcdView(
-                EtcdFacts(reachable=False, error="no etcd endpoint known (no Machine has an address)")
-            )
-        secret = spec.etcd.tls_secret_ref.name if spec.etcd and spec.etcd.tls_secret_ref else None
-        try:
-            return await self.etcd_clients.client_for(
-                f"{metadata['namespace']}/{metadata['name']}", metadata["namespace"], endpoints, secret
-            )
-        except (TLSSecretError, ValueError) as err:
-            return EtcdView(EtcdFacts(reachable=False, error=str(err)))
 
     @staticmethod
     def _info(
@@ -446,7 +413,7 @@ class ControlPlaneReconciler:
         if target is None:
             return
         try:
-            etcd = await self._etcd_client(cp, facts.spec, facts.owned)
+            etcd = await etcd_client_for(self.etcd_clients, cp, facts.spec, facts.owned)
             if isinstance(etcd, EtcdView):
                 raise EtcdError(etcd.facts.error)
             await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
