@@ -252,7 +252,8 @@ class ControlPlaneSpec(StrictKubeModel):
     strategy: Strategy = Field(default_factory=_default_strategy)
     """How outdated machines are replaced. Defaults to RollingUpdate with maxSurge 1."""
     rollout_after: Time | None = None
-    """Machines created before this time are outdated and get replaced (like ``kubectl rollout restart``)."""
+    """Once this time has passed, Machines created before it are outdated and replaced, each
+    once (like ``kubectl rollout restart``); until then it replaces nothing."""
     enable_autorepair: bool = True
     """Create and own a MachineHealthCheck so unhealthy machines get replaced. Defaults to true."""
     remediation: Remediation | None = None

@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from api.controlplane import ControlPlaneSpec
@@ -126,12 +127,13 @@ def machine_domain(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | 
     return None
 
 
-def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | None:
-    """Why ``machine`` must be replaced, or None when it is up to date.
+def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any], *, now: datetime) -> str | None:
+    """Why ``machine`` must be replaced at ``now``, or None when it is up to date.
 
     Outdated means: its failure domain is no longer configured (rebalance by replacement); its
     spec hash annotation (or, without one, :func:`observed_hash`) differs from
-    :func:`template_hash` for its domain; or it was created before ``spec.rolloutAfter``.
+    :func:`template_hash` for its domain; or :func:`rollout_after_due` says ``spec.rolloutAfter``
+    has come and the Machine predates it.
     Being outdated only makes a Machine a candidate: it is replaced one step at a time, each
     step behind the preflight, so a template change never takes more than one member at once.
     """
@@ -143,10 +145,55 @@ def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | Non
     current = (metadata.get("annotations") or {}).get(SPEC_HASH_ANNOTATION) or observed_hash(spec, machine)
     if current != template_hash(spec, domain):
         return "its spec differs from the template"
-    created = parse_time(metadata.get("creationTimestamp"))
-    if spec.rollout_after is not None and created is not None and created < spec.rollout_after:
-        return "it was created before spec.rolloutAfter"
+    if rollout_after_due(spec, parse_time(metadata.get("creationTimestamp")), now=now):
+        return "it was created before spec.rolloutAfter, which has passed"
     return None
+
+
+def _whole_seconds(moment: datetime) -> datetime:
+    return moment.replace(microsecond=0)
+
+
+def rollout_after_due(spec: ControlPlaneSpec, created: datetime | None, *, now: datetime) -> bool:
+    """Whether ``spec.rolloutAfter`` makes a Machine created at ``created`` outdated at ``now``.
+
+    True only when both hold: the time has come (``now >= rolloutAfter``) and the Machine was
+    created strictly before it (``creationTimestamp < rolloutAfter``). This is KCP's rule
+    (cluster-api ``controlplane/kubeadm``: a Machine needs rollout when its creationTimestamp
+    is before rolloutAfter and rolloutAfter is before the reconciliation time), except that the
+    moment itself already counts as passed, so the rollout starts on the requeue that lands on
+    it rather than one pass later. Consequences a user sees:
+
+    - a ``rolloutAfter`` in the future replaces nothing and counts every Machine as updated
+      (``status.updatedReplicas``); the controller looks again when it passes
+      (:func:`seconds_until_rollout_after`);
+    - once it has passed, every Machine older than it is replaced once; each replacement is
+      created after it, so it is not outdated, and the rollout ends instead of churning;
+    - a ``rolloutAfter`` in the past only replaces Machines that predate it (setting it to now
+      is the way to ask for a fresh set of Machines).
+
+    Both sides are compared at whole seconds, because the API stores ``creationTimestamp`` so:
+    a replacement created in the same second as ``rolloutAfter`` reads back as equal to it, not
+    before it, and is not outdated. A Machine without a readable creation time is never outdated
+    by ``rolloutAfter`` (it cannot be shown to predate it).
+    """
+    if spec.rollout_after is None or created is None:
+        return False
+    deadline = _whole_seconds(spec.rollout_after)
+    return _whole_seconds(now) >= deadline and _whole_seconds(created) < deadline
+
+
+def seconds_until_rollout_after(spec: ControlPlaneSpec, *, now: datetime) -> float | None:
+    """How long until ``spec.rolloutAfter`` passes, or None when it is unset or already due.
+
+    The controller requeues for that moment: no watch event marks it, and until it comes no
+    Machine is outdated by it (:func:`rollout_after_due`). Never less than one second, so a
+    clock that wakes a little early does not spin.
+    """
+    if spec.rollout_after is None:
+        return None
+    remaining = (_whole_seconds(spec.rollout_after) - _whole_seconds(now)).total_seconds()
+    return max(remaining, 1.0) if remaining > 0 else None
 
 
 # ---------------------------------------------------------------------------------------------- placement

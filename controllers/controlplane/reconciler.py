@@ -49,7 +49,13 @@ from controllers.controlplane.machines import (
 )
 from controllers.controlplane.metrics import OPERATIONS, PREFLIGHT_FAILURES, label, observe_replicas
 from controllers.controlplane.options import ResolvedControlPlaneOptions
-from controllers.controlplane.placement import domain_names, is_outdated, machine_domain, new_machine
+from controllers.controlplane.placement import (
+    domain_names,
+    is_outdated,
+    machine_domain,
+    new_machine,
+    seconds_until_rollout_after,
+)
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, remediation_decision
 from controllers.controlplane.scale import PreflightFailure, next_step, preflight
@@ -111,6 +117,23 @@ class _Scaling:
     failures: Sequence[PreflightFailure] = ()
     result: Result | None = None
     """When to look again, or None to leave it to the remediation step's answer."""
+
+
+def next_look(
+    result: Result | None, *, resync_period: float, paused: bool, rollout_after_in: float | None
+) -> Result:
+    """When to reconcile again: the step's requeue, made the earliest of it, the resync period
+    (etcd health is not watched) and ``rollout_after_in`` (seconds until a future
+    ``spec.rolloutAfter``, which no watch event marks: the rollout starts when it passes, not up
+    to a resync period later). A paused ControlPlane waits for its next change."""
+    if result is None:
+        result = Result(requeue_after=resync_period)
+    if result.requeue_after == 0 and not paused:
+        result = Result(requeue_after=resync_period)
+    later = min(result.requeue_after, resync_period)
+    if rollout_after_in is not None and not paused:
+        later = min(later, rollout_after_in)
+    return Result(requeue_after=later)
 
 
 class ControlPlaneReconciler:
@@ -193,12 +216,13 @@ class ControlPlaneReconciler:
         status = machine.get("status") or {}
         node_name = (status.get("nodeRef") or {}).get("name")
         node = nodes.get(node_name) if node_name else None
-        created = parse_time(metadata.get("creationTimestamp")) or now()
+        at = now()
+        created = parse_time(metadata.get("creationTimestamp")) or at
         return MachineInfo(
             name=name,
             created=created,
             failure_domain=machine_domain(spec, machine),
-            outdated=is_outdated(spec, machine) is not None,
+            outdated=is_outdated(spec, machine, now=at) is not None,
             deleting=bool(metadata.get("deletionTimestamp")),
             delete_annotation=DELETE_MACHINE_ANNOTATION in (metadata.get("annotations") or {}),
             phase=status.get("phase"),
@@ -221,16 +245,12 @@ class ControlPlaneReconciler:
         scaling = None if remediation.carried_out else await self._scale_or_roll_out(facts, key)
         await self._report(facts, remediation, scaling)
         result = scaling.result if scaling is not None and scaling.result is not None else remediation.result
-        return self._next_look(result, paused=facts.spec.paused)
-
-    def _next_look(self, result: Result | None, *, paused: bool) -> Result:
-        """The step's requeue, never later than the resync period (etcd health is not watched);
-        a paused ControlPlane waits for its next change."""
-        if result is None:
-            result = Result(requeue_after=self.options.resync_period)
-        if result.requeue_after == 0 and not paused:
-            result = Result(requeue_after=self.options.resync_period)
-        return Result(requeue_after=min(result.requeue_after, self.options.resync_period))
+        return next_look(
+            result,
+            resync_period=self.options.resync_period,
+            paused=facts.spec.paused,
+            rollout_after_in=seconds_until_rollout_after(facts.spec, now=now()),
+        )
 
     async def _remediate(self, facts: _Facts, key: tuple[str, str]) -> _Remediation:
         """Delete the oldest Machine the health check marked, when the remediation rules allow it.

@@ -8,6 +8,7 @@ than desired + 1 voters, etcd never without a healthy quorum.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import (
     API_VERSION,
 )
+from controllers.common import format_time, now, parse_time
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
 from controllers.machinehealthcheck import EVENT_MACHINE_MARKED
 from demo.monitor import QuorumMonitor
@@ -168,7 +170,8 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
 
             # OnDelete: a template change replaces nothing until a Machine is deleted.
             await set_spec(kube, name, namespace, {"strategy": {"type": "OnDelete"}})
-            await set_spec(kube, name, namespace, {"rolloutAfter": "2099-01-01T00:00:00Z"})
+            # A rolloutAfter that has passed outdates every Machine created before it.
+            await set_spec(kube, name, namespace, {"rolloutAfter": format_time(now())})
             current = await machines_of(kube, namespace)
 
             async def outdated_reported() -> bool:
@@ -202,6 +205,84 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
                 new[0]["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
                 == victim["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
             )
+            monitor.assert_never_lost_quorum()
+        finally:
+            await monitor.__aexit__(None, None, None)
+
+
+async def test_rolling_rollout_after_waits_for_its_moment_then_replaces_each_machine_once(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """``spec.rolloutAfter`` an hour ahead replaces nothing and every Machine counts as updated;
+    moved 15 s ahead, each Machine is replaced once after that moment, then nothing changes."""
+    name = f"cp{secrets.token_hex(3)}"
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        monitor = await scaled_to_three(kube, name, namespace)
+        try:
+            before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+            since = monitor.mark()
+            async with MachineCount(kube, namespace) as count:
+                await set_spec(
+                    kube, name, namespace, {"rolloutAfter": format_time(now() + timedelta(hours=1))}
+                )
+
+                async def all_updated_and_untouched() -> bool:
+                    cp = await get_cp(kube, name, namespace)
+                    status = (cp or {}).get("status") or {}
+                    names = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+                    return (
+                        cp is not None
+                        and status.get("observedGeneration") == cp["metadata"]["generation"]
+                        and status.get("replicas") == 3
+                        and status.get("updatedReplicas") == 3
+                        and names == before
+                    )
+
+                await eventually(all_updated_and_untouched, timeout=10, message="the change observed")
+                await holds_for(
+                    all_updated_and_untouched,
+                    duration=30,
+                    message="a rolloutAfter an hour ahead replaces nothing, all 3 Machines updated",
+                )
+                assert count.deleted == [], count.history
+
+                due = now() + timedelta(seconds=15)
+                await set_spec(kube, name, namespace, {"rolloutAfter": format_time(due)})
+
+                async def rolled_out() -> list[JSON] | None:
+                    machines = await machines_of(kube, namespace)
+                    names = {m["metadata"]["name"] for m in machines}
+                    cp = await get_cp(kube, name, namespace)
+                    status = (cp or {}).get("status") or {}
+                    counts = [status.get(k) for k in ("replicas", "updatedReplicas", "availableReplicas")]
+                    done = not names & before and len(names) == 3 and counts == [3, 3, 3]
+                    return machines if done and status.get("phase") == "Running" else None
+
+                after = await eventually(rolled_out, timeout=15 + 150, message="every Machine replaced")
+                assert all(parse_time(m["metadata"]["creationTimestamp"]) >= due for m in after), (
+                    "nothing is replaced before rolloutAfter",
+                    [m["metadata"]["creationTimestamp"] for m in after],
+                    format_time(due),
+                )
+                final = {m["metadata"]["name"] for m in after}
+
+                async def unchanged() -> bool:
+                    machines = await machines_of(kube, namespace)
+                    cp = await get_cp(kube, name, namespace)
+                    return (
+                        {m["metadata"]["name"] for m in machines} == final
+                        and not any(m["metadata"].get("deletionTimestamp") for m in machines)
+                        and ((cp or {}).get("status") or {}).get("updatedReplicas") == 3
+                    )
+
+                await holds_for(unchanged, duration=30, message="after the rollout, nothing more is replaced")
+            ever = {machine for names in count.history for machine in names}
+            assert ever == before | final, ("each Machine replaced exactly once", count.history)
+            assert sorted(count.deleted) == sorted(before), count.deleted
+            assert domains_of(after) == ["zone-a", "zone-b", "zone-c"]
+            assert count.peak <= 4, count.history
+            assert monitor.low("voters", since=since) >= 3, monitor.changes()
+            assert monitor.peak("voters", since=since) <= 4, monitor.changes()
             monitor.assert_never_lost_quorum()
         finally:
             await monitor.__aexit__(None, None, None)

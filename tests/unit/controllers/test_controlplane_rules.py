@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
-from controllers.common import format_time, merge_conditions
+from controllers.common import format_time, merge_conditions, parse_time
 from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
 from controllers.controlplane.placement import (
     FAILURE_DOMAIN_LABEL,
@@ -16,9 +16,12 @@ from controllers.controlplane.placement import (
     choose_failure_domain,
     desired_machine,
     is_outdated,
+    rollout_after_due,
+    seconds_until_rollout_after,
     select_for_scale_in,
     template_hash,
 )
+from controllers.controlplane.reconciler import next_look
 from controllers.controlplane.remediation import remediation_decision
 from controllers.controlplane.scale import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
@@ -35,6 +38,7 @@ from controllers.controlplane.scale import (
 )
 from controllers.controlplane.status import StatusInputs, compute_status
 from controllers.controlplane.step import Step
+from runtime.reconcile import Result
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 UID = "cp-uid"
@@ -164,13 +168,132 @@ def test_desired_machine_merges_the_domain_over_the_template() -> None:
             {"failureDomains": [{"name": "b"}, {"name": "c"}]},
             "failure domain a is not in spec.failureDomains",
         ),
-        ({"rolloutAfter": "2026-01-02T00:00:00Z"}, "it was created before spec.rolloutAfter"),
+        (
+            {"rolloutAfter": "2026-01-02T00:00:00Z"},
+            "it was created before spec.rolloutAfter, which has passed",
+        ),
         ({"rolloutAfter": "2025-12-31T00:00:00Z"}, None),
     ],
 )
 def test_is_outdated(change: dict[str, Any], why: str | None) -> None:
     machine = created_machine(spec(), "a")
-    assert is_outdated(spec(**change), machine) == why
+    assert is_outdated(spec(**change), machine, now=datetime(2026, 6, 1, tzinfo=UTC)) == why
+
+
+ROLLOUT_AFTER = "2026-03-01T12:00:00Z"
+AT_ROLLOUT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("created", "now", "outdated"),
+    [
+        # Before the moment: nothing is outdated by it, however old the Machine.
+        ("2026-01-01T00:00:00Z", AT_ROLLOUT - timedelta(hours=1), False),
+        ("2026-01-01T00:00:00Z", AT_ROLLOUT - timedelta(seconds=1), False),
+        # At and after the moment: Machines created before it are outdated ...
+        ("2026-01-01T00:00:00Z", AT_ROLLOUT, True),
+        ("2026-03-01T11:59:59Z", AT_ROLLOUT + timedelta(hours=2), True),
+        # ... their replacements, created after it, are not (the rollout ends) ...
+        ("2026-03-01T12:00:01Z", AT_ROLLOUT + timedelta(seconds=5), False),
+        # ... nor one created in the very second it names (whole seconds, as the API stores).
+        ("2026-03-01T12:00:00Z", AT_ROLLOUT + timedelta(seconds=5), False),
+        # A sub-second clock reading in that second is still the moment itself.
+        ("2026-01-01T00:00:00Z", AT_ROLLOUT + timedelta(microseconds=999_999), True),
+    ],
+)
+def test_rollout_after_outdates_only_machines_created_before_it_once_it_has_passed(
+    created: str, now: datetime, outdated: bool
+) -> None:
+    s = spec(rolloutAfter=ROLLOUT_AFTER)
+    assert rollout_after_due(s, parse_time(created), now=now) is outdated
+    why = is_outdated(s, created_machine(s, "a", created=created), now=now)
+    assert (why == "it was created before spec.rolloutAfter, which has passed") is outdated
+    assert why is None or outdated
+
+
+def test_rollout_after_ignores_sub_seconds_of_its_own_value() -> None:
+    s = ControlPlaneSpec.model_validate(
+        {**spec().model_dump(by_alias=True, exclude_none=True), "rolloutAfter": "2026-03-01T12:00:00.600Z"}
+    )
+    assert rollout_after_due(s, parse_time("2026-03-01T12:00:00Z"), now=AT_ROLLOUT) is False
+    assert rollout_after_due(s, parse_time("2026-03-01T11:59:59Z"), now=AT_ROLLOUT) is True
+
+
+def test_no_rollout_after_or_no_creation_time_outdates_nothing() -> None:
+    assert rollout_after_due(spec(), parse_time("2026-01-01T00:00:00Z"), now=AT_ROLLOUT) is False
+    assert rollout_after_due(spec(rolloutAfter=ROLLOUT_AFTER), None, now=AT_ROLLOUT) is False
+
+
+@pytest.mark.parametrize(
+    ("now", "wait"),
+    [
+        (AT_ROLLOUT - timedelta(hours=1), 3600.0),
+        (AT_ROLLOUT - timedelta(seconds=15), 15.0),
+        (AT_ROLLOUT - timedelta(seconds=1), 1.0),
+        (AT_ROLLOUT - timedelta(microseconds=1), 1.0),  # same second: never a busy loop
+        (AT_ROLLOUT, None),  # due: the rollout itself requeues
+        (AT_ROLLOUT + timedelta(minutes=5), None),
+    ],
+)
+def test_seconds_until_rollout_after(now: datetime, wait: float | None) -> None:
+    assert seconds_until_rollout_after(spec(rolloutAfter=ROLLOUT_AFTER), now=now) == wait
+    assert seconds_until_rollout_after(spec(), now=now) is None
+
+
+def rolled_infos(s: ControlPlaneSpec, created: dict[str, str], now: datetime) -> list[MachineInfo]:
+    """The Machines as the reconciler sees them at ``now``: outdated by :func:`is_outdated`."""
+    return [
+        m(
+            name,
+            created=parse_time(at),
+            failure_domain=domain,
+            outdated=is_outdated(s, created_machine(s, domain, created=at), now=now) is not None,
+        )
+        for (name, at), domain in zip(created.items(), ["a", "b", "a"], strict=True)
+    ]
+
+
+OLD_SET = {"m1": "2026-01-01T00:00:00Z", "m2": "2026-01-01T00:00:01Z", "m3": "2026-01-01T00:00:02Z"}
+
+
+def test_a_future_rollout_after_replaces_nothing_and_counts_every_machine_updated() -> None:
+    s = spec(rolloutAfter=ROLLOUT_AFTER)
+    infos = rolled_infos(s, OLD_SET, AT_ROLLOUT - timedelta(hours=1))
+    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a", "b"], machines=infos)
+    assert step.action not in ("create", "delete"), step
+    assert status_of(infos)["updatedReplicas"] == 3
+
+
+def test_a_passed_rollout_after_replaces_each_old_machine_once_then_nothing() -> None:
+    s = spec(rolloutAfter=ROLLOUT_AFTER)
+    infos = rolled_infos(s, OLD_SET, AT_ROLLOUT)
+    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a", "b"], machines=infos)
+    assert step.action == "create" and status_of(infos)["updatedReplicas"] == 0
+    # Replacements made during the rollout, one in the very second it names: none is outdated.
+    replaced = {"r1": "2026-03-01T12:00:00Z", "r2": "2026-03-01T12:00:40Z", "r3": "2026-03-01T12:01:30Z"}
+    infos = rolled_infos(s, replaced, AT_ROLLOUT + timedelta(hours=1))
+    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a", "b"], machines=infos)
+    assert step.action not in ("create", "delete"), step
+    assert status_of(infos)["updatedReplicas"] == 3
+
+
+@pytest.mark.parametrize(
+    ("step_requeue", "paused", "rollout_after_in", "expected"),
+    [
+        (None, False, 3600.0, 60.0),  # capped by the resync period
+        (None, False, 15.0, 15.0),  # the rolloutAfter moment comes first
+        (Result(requeue_after=5.0), False, 15.0, 5.0),  # a step's own wait comes first
+        (Result(requeue_after=5.0), False, 2.0, 2.0),
+        (Result(), False, 15.0, 15.0),  # nothing to wait for but the moment
+        (Result(), False, None, 60.0),
+        (Result(), True, 15.0, 0.0),  # paused: nothing until the next change
+    ],
+)
+def test_next_look_is_the_earliest_of_the_step_the_resync_and_rollout_after(
+    step_requeue: Result | None, paused: bool, rollout_after_in: float | None, expected: float
+) -> None:
+    result = next_look(step_requeue, resync_period=60.0, paused=paused, rollout_after_in=rollout_after_in)
+    assert result.requeue_after == expected
 
 
 def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> None:
@@ -178,9 +301,9 @@ def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> N
     machine = created_machine(s, "b")
     del machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
     del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
-    assert is_outdated(s, machine) is None
+    assert is_outdated(s, machine, now=T0) is None
     machine["spec"]["providerSpec"]["value"]["size"] = 5
-    assert is_outdated(s, machine) is not None
+    assert is_outdated(s, machine, now=T0) is not None
 
 
 # ---------------------------------------------------------------------------------------------- placement
