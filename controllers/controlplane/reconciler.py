@@ -141,8 +141,8 @@ class ControlPlaneReconciler:
             await self.etcd_clients.forget(f"{request.namespace}/{request.name}")
             return Result()
         if cp["metadata"].get("deletionTimestamp"):
-            await release(self.client, self.cache, cp, self._event)
-            return Result()
+            released = await release(self.client, self.cache, cp, self._event, self.options.etcd_guard_hook)
+            return Result() if released else Result(requeue_after=self.options.wait_period)
         try:
             spec = ControlPlane.from_dict(cp).spec
         except ValidationError as err:
