@@ -378,8 +378,10 @@ class ControlPlaneReconciler:
                 {"metadata": {"ownerReferences": refs, "resourceVersion": metadata["resourceVersion"]}},
                 metadata["namespace"],
             )
-        except (Conflict, NotFound):
-            return None  # changed meanwhile: the next reconcile looks again
+        except NotFound:
+            return None  # deleted meanwhile: nothing to adopt
+        # A Conflict (changed meanwhile, e.g. its hook placed) propagates: this pass must stop, since
+        # counting without that Machine would create one too many; the retry adopts it.
         OPERATIONS.labels(label(cp), "adopt").inc()
         self._event(cp, "Normal", "MachineAdopted", f"Adopted Machine {metadata['name']}")
         return adopted
