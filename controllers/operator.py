@@ -300,15 +300,15 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
     """
     from controllers import controlplane, etcdquorum, machinehealthcheck
 
+    etcd_quorum_options = etcdquorum.EtcdQuorumOptions(
+        hook_name=options.etcd_hook_name, hook_owner=options.etcd_hook_owner
+    )
     if "controlplane" in options.controllers:
-        controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions())
+        # Releasing a Machine removes the hook the etcd-quorum-hook controller places: the same one.
+        guard_hook = etcd_quorum_options.with_defaults().hook
+        controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions(etcd_guard_hook=guard_hook))
     if "etcd-quorum-hook" in options.controllers:
-        etcdquorum.setup_with_manager(
-            manager,
-            etcdquorum.EtcdQuorumOptions(
-                hook_name=options.etcd_hook_name, hook_owner=options.etcd_hook_owner
-            ),
-        )
+        etcdquorum.setup_with_manager(manager, etcd_quorum_options)
     if "machinehealthcheck" in options.controllers:
         machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 

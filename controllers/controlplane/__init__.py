@@ -120,7 +120,13 @@ Conditions
 
 Deleting a ControlPlane never deletes a Machine: the finalizer ``controlplane.cpo.dev/machines``
 drops the ControlPlane's ownerReference from each (event ``MachineReleased``) and deletes the
-MachineHealthCheck. ``spec.paused`` stops every create and delete (adoption and status go on).
+MachineHealthCheck. It also removes the etcd-quorum-hook controller's preDrain hook from each
+released Machine (Machine event ``EtcdGuardReleased``): that guard works per ControlPlane (it
+needs the ControlPlane's etcd endpoints and TLS Secret), so a released Machine is no longer
+guarded and deleting it drains it at once, without waiting for etcd. Hooks of other names or
+owners stay. While the ControlPlane is being deleted the etcd-quorum-hook controller places no
+hook, and the release waits for a Machine already being deleted to have its member removed.
+``spec.paused`` stops every create and delete (adoption and status go on).
 
 Metrics: ``cpo_controlplane_replicas{controlplane,state=desired|current|updated|ready|available}``,
 ``cpo_controlplane_operations_total{controlplane,operation=create|delete|adopt|remediate|release}``,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controllers.etcd.client import EtcdClientOptions
+from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from runtime.controller import ControllerOptions
 
 
@@ -27,6 +28,11 @@ class ControlPlaneOptions:
     """How to reach etcd for the preflight. Defaults to ``EtcdClientOptions(timeout=2)``."""
     controller: ControllerOptions | None = None
     """Options of the controller. Defaults to ``ControllerOptions()``."""
+    etcd_guard_hook: Hook | None = None
+    """The preDrain hook the etcd-quorum-hook controller places (its configured name and owner):
+    releasing a Machine removes exactly this hook, since the guard works per ControlPlane and
+    nothing manages it once the ControlPlane is gone. Defaults to the etcd-quorum-hook
+    controller's default hook."""
 
     def with_defaults(self) -> ResolvedControlPlaneOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change."""
@@ -39,6 +45,7 @@ class ControlPlaneOptions:
             resync_period=_positive(self.resync_period, 60.0, "resync_period"),
             etcd=self.etcd or EtcdClientOptions(timeout=2.0),
             controller=self.controller or ControllerOptions(),
+            etcd_guard_hook=self.etcd_guard_hook or DEFAULT_HOOK,
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
@@ -62,3 +69,4 @@ class ResolvedControlPlaneOptions:
     resync_period: float
     etcd: EtcdClientOptions
     controller: ControllerOptions
+    etcd_guard_hook: Hook

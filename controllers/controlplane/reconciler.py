@@ -164,8 +164,8 @@ class ControlPlaneReconciler:
             await self.etcd_clients.forget(f"{request.namespace}/{request.name}")
             return Result()
         if cp["metadata"].get("deletionTimestamp"):
-            await release(self.client, self.cache, cp, self._event)
-            return Result()
+            released = await release(self.client, self.cache, cp, self._event, self.options.etcd_guard_hook)
+            return Result() if released else Result(requeue_after=self.options.wait_period)
         try:
             spec = ControlPlane.from_dict(cp).spec
         except ValidationError as err:
@@ -398,8 +398,10 @@ class ControlPlaneReconciler:
                 {"metadata": {"ownerReferences": refs, "resourceVersion": metadata["resourceVersion"]}},
                 metadata["namespace"],
             )
-        except (Conflict, NotFound):
-            return None  # changed meanwhile: the next reconcile looks again
+        except NotFound:
+            return None  # deleted meanwhile: nothing to adopt
+        # A Conflict (changed meanwhile, e.g. its hook placed) propagates: this pass must stop, since
+        # counting without that Machine would create one too many; the retry adopts it.
         OPERATIONS.labels(label(cp), "adopt").inc()
         self._event(cp, "Normal", "MachineAdopted", f"Adopted Machine {metadata['name']}")
         return adopted

@@ -3,11 +3,22 @@
 The finalizer ``controlplane.cpo.dev/machines`` is held until every owned Machine has lost the
 ControlPlane's ownerReference (so the garbage collector cannot take the control plane with it)
 and the owned MachineHealthCheck is gone (so nothing remediates Machines nobody manages).
+
+Releasing a Machine also removes the etcd-quorum-hook controller's preDrain hook from it (the
+hook of :attr:`~controllers.controlplane.options.ControlPlaneOptions.etcd_guard_hook`: same name
+and same owner), with a Machine event ``EtcdGuardReleased``. The guard works per ControlPlane: it
+needs the ControlPlane's etcd endpoints and TLS Secret to remove a member, so once the
+ControlPlane is gone nothing would ever take that hook off and deleting the Machine would hang
+for ever. Without it, deleting a released Machine drains it at once, without waiting for etcd.
+Hooks of other names or other owners are never touched. While the ControlPlane is being
+deleted, the etcd-quorum-hook controller places no hook (so it cannot put one back), but still
+finishes the member removal of a Machine already being deleted: the release waits until such a
+Machine has lost our hook (its member removed) before releasing anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from api.controlplane import API_VERSION as CP_API_VERSION
@@ -15,6 +26,7 @@ from api.controlplane import KIND as CP_KIND
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from controllers.controlplane.healthcheck import MHC_SUFFIX, EventFunc, delete_quietly, owned_by
 from controllers.controlplane.metrics import OPERATIONS, forget_replicas, label
+from controllers.etcdquorum.rules import Hook
 from runtime.cache import Cache
 from runtime.client import JSON, Client
 from runtime.errors import NotFound
@@ -41,11 +53,42 @@ async def add_finalizer(client: Client, cp: JSON) -> JSON:
     )
 
 
-async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc) -> None:
-    """Release every owned Machine (drop our ownerReference), delete the MHC, drop the finalizer."""
+def hooks_after_release(hooks: Sequence[Mapping[str, Any]], guard: Hook) -> list[dict[str, Any]]:
+    """A released Machine's preDrain hooks: ``hooks`` without the one ``guard`` names (same name
+    and same owner); every other hook, another name or another owner, kept as is."""
+    return [
+        dict(hook) for hook in hooks if (hook.get("name"), hook.get("owner")) != (guard.name, guard.owner)
+    ]
+
+
+def _pre_drain(machine: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or [])
+
+
+def guarded_deletions(machines: Sequence[Mapping[str, Any]], guard: Hook) -> list[str]:
+    """The Machines being deleted that still carry ``guard``'s hook: their etcd member removal is
+    under way, and the release waits for the etcd-quorum-hook controller to finish it."""
+    return [
+        m["metadata"]["name"]
+        for m in machines
+        if m["metadata"].get("deletionTimestamp")
+        and hooks_after_release(_pre_drain(m), guard) != _pre_drain(m)
+    ]
+
+
+async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guard: Hook) -> bool:
+    """Release every owned Machine (drop our ownerReference and ``guard``'s hook), delete the MHC,
+    drop the finalizer. False (nothing done: look again later) while an owned Machine being
+    deleted still carries the hook."""
     if not has_finalizer(cp):
-        return
-    await release_machines(client, cache, cp, event)
+        return True
+    namespace = cp["metadata"]["namespace"]
+    owned = [
+        m for m in await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace) if owned_by(m, cp)
+    ]
+    if guarded_deletions(owned, guard):
+        return False
+    await release_machines(client, owned, cp, event, guard)
     await delete_owned_mhc(client, cp)
     metadata = cp["metadata"]
     await client.patch(
@@ -61,29 +104,43 @@ async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc) -> N
         metadata["namespace"],
     )
     forget_replicas(cp)
+    return True
 
 
-async def release_machines(client: Client, cache: Cache, cp: JSON, event: EventFunc) -> None:
-    """Drop the ControlPlane's ownerReference from each Machine it owns (event ``MachineReleased``)."""
+async def release_machines(
+    client: Client, machines: Sequence[JSON], cp: JSON, event: EventFunc, guard: Hook
+) -> None:
+    """Drop the ControlPlane's ownerReference and ``guard``'s hook from each of ``machines`` (the
+    owned ones): events ``MachineReleased`` on the ControlPlane, ``EtcdGuardReleased`` on a
+    Machine that had the hook. One patch per Machine, guarded by its resourceVersion, so a hook
+    someone added meanwhile is never lost."""
     uid, namespace = cp["metadata"]["uid"], cp["metadata"]["namespace"]
-    for machine in await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace):
-        if not owned_by(machine, cp):
-            continue
+    for machine in machines:
         kept = [ref for ref in machine["metadata"].get("ownerReferences") or [] if ref.get("uid") != uid]
-        await client.patch(
-            MACHINE_API_VERSION,
-            "Machine",
-            machine["metadata"]["name"],
-            {
-                "metadata": {
-                    "ownerReferences": kept or None,
-                    "resourceVersion": machine["metadata"]["resourceVersion"],
-                }
-            },
-            namespace,
+        hooks = _pre_drain(machine)
+        kept_hooks = hooks_after_release(hooks, guard)
+        patch: JSON = {
+            "metadata": {
+                "ownerReferences": kept or None,
+                "resourceVersion": machine["metadata"]["resourceVersion"],
+            }
+        }
+        if kept_hooks != hooks:
+            patch["spec"] = {"lifecycleHooks": {"preDrain": kept_hooks or None}}
+        patched = await client.patch(
+            MACHINE_API_VERSION, "Machine", machine["metadata"]["name"], patch, namespace
         )
         OPERATIONS.labels(label(cp), "release").inc()
         event(cp, "Normal", "MachineReleased", f"Released Machine {machine['metadata']['name']}")
+        if kept_hooks != hooks:
+            event(
+                patched,
+                "Normal",
+                "EtcdGuardReleased",
+                f"preDrain hook {guard.name} removed: ControlPlane {cp['metadata']['name']} released this "
+                "Machine and the operator no longer guards its etcd member; deleting the Machine now "
+                "drains it without waiting for etcd",
+            )
 
 
 async def delete_owned_mhc(client: Client, cp: JSON) -> None:

@@ -29,7 +29,9 @@ lifecycle hook ``{name: EtcdQuorumOperator, owner: clusteroperator/etcd}``. Whil
 is present the Machine API does not drain or terminate the Machine, so its etcd member keeps
 running until this controller lets go. Hooks are placed only once the Machine API works (at
 least one control-plane Machine ``Running``). A hook of that name with another owner is set
-back; other hooks are never touched.
+back; other hooks are never touched. A ControlPlane being deleted gets no new hook: its release
+removes them (nothing guards a released Machine), though member removals of Machines already
+being deleted still finish.
 
 **Promotion.** New members join as *learners*: they copy the data but do not vote, so they
 cannot weaken the quorum. A learner is promoted to voter only when its Machine carries the hook

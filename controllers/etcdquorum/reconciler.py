@@ -4,7 +4,8 @@ A pass reads the ControlPlane and its Machines from the cache and the etcd clust
 itself, then, in this order:
 
 1. places or repairs the preDrain hook on every Machine that is not being deleted (once one
-   control-plane Machine is ``Running``);
+   control-plane Machine is ``Running``), unless the ControlPlane itself is being deleted (its
+   release removes the hooks);
 2. reads the member list, every member's health and the alarms (nothing below happens when etcd
    cannot be read: a hook is never removed on a guess);
 3. removes the hook of each deleting Machine that no member belongs to any more;
@@ -154,7 +155,11 @@ class EtcdQuorumReconciler:
             alarms=[],
             waits=[],
         )
-        await self._hooks.place(state)
+        if not cp["metadata"].get("deletionTimestamp"):
+            # A ControlPlane being deleted releases its Machines and removes this hook from them
+            # (nothing could remove it once the ControlPlane is gone): placing it again would race
+            # that release. Member removals of Machines already being deleted still finish below.
+            await self._hooks.place(state)
         self._hooks.report_escape_hatch(state, members=None)
         state.busy = any(info.deleting and info.has_hook for info in infos.values())
         try:

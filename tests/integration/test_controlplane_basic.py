@@ -15,7 +15,9 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
 from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
 from controllers.etcd.client import EtcdClient
+from controllers.etcdquorum.rules import DEFAULT_HOOK
 from demo.monitor import QuorumMonitor
+from demo.writer import EtcdWriter
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION
 from providers.localmachine.etcd_process import EtcdSupervisor
 from runtime.client import Client
@@ -153,18 +155,27 @@ async def build_cluster(kube: Client, namespace: str, names: list[str], zones: l
         await eventually(running, timeout=30, message=f"{name} Running")
 
 
+def our_hooks(machine: dict) -> list[dict]:
+    """The etcd-quorum-hook controller's (default) preDrain hook on ``machine``, if there."""
+    hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
+    return [h for h in hooks if (h.get("name"), h.get("owner")) == (DEFAULT_HOOK.name, DEFAULT_HOOK.owner)]
+
+
 async def test_three_existing_machines_are_adopted_without_a_rollout_and_released_on_deletion(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     name = f"cp{secrets.token_hex(3)}"
     zones = ["zone-a", "zone-b", "zone-c"]
     names = [f"master-{i}" for i in range(3)]
-    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
         await build_cluster(kube, namespace, names, zones)
-        url = (await get_machine(kube, names[0], namespace) or {})["metadata"]["annotations"][
-            ETCD_CLIENT_URL_ANNOTATION
-        ]
-        async with QuorumMonitor([url]) as monitor, MachineCount(kube, namespace) as count:
+        urls = {
+            machine_name: (await get_machine(kube, machine_name, namespace) or {})["metadata"]["annotations"][
+                ETCD_CLIENT_URL_ANNOTATION
+            ]
+            for machine_name in names
+        }
+        async with QuorumMonitor(list(urls.values())) as monitor, MachineCount(kube, namespace) as count:
             await kube.create(controlplane(name, namespace, replicas=3, domains=zones))
 
             async def adopted() -> dict | None:
@@ -191,7 +202,13 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
             mhc = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
             assert mhc["spec"]["maxUnhealthy"] == 1
 
-            # Deleting the ControlPlane releases the Machines and deletes only the MachineHealthCheck.
+            async def all_guarded() -> bool:
+                return all(our_hooks(m) for m in await machines_of(kube, namespace))
+
+            await eventually(all_guarded, timeout=30, message="the etcd guard hook on every Machine")
+
+            # Deleting the ControlPlane releases the Machines, deletes only the MachineHealthCheck,
+            # and removes the etcd guard hook nothing would manage any more.
             await kube.delete(CP_API_VERSION, "ControlPlane", name, namespace)
 
             async def gone() -> bool:
@@ -204,6 +221,46 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
             assert all(not m["metadata"].get("deletionTimestamp") for m in machines)
             with pytest.raises(NotFound):
                 await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+
+            async def unguarded() -> bool:
+                return not any(our_hooks(m) for m in await machines_of(kube, namespace))
+
+            # The hook controller, still running, must not put them back.
+            await holds_for(unguarded, duration=2.0, message="no etcd guard hook on a released Machine")
+            for machine_name in names:
+                released = [
+                    e
+                    for e in await events_for(kube, namespace, machine_name)
+                    if e["reason"] == "EtcdGuardReleased"
+                ]
+                assert released and DEFAULT_HOOK.name in released[0]["message"], machine_name
+
+            # Deleting a released Machine drains it at once; etcd keeps a quorum and takes writes.
+            async with EtcdClient([urls[names[0]]]) as etcd:
+                leader = (await etcd.endpoint_status(urls[names[0]])).leader
+            victim = next(
+                n
+                for n in names
+                if int(machines[names.index(n)]["metadata"]["annotations"][ETCD_MEMBER_ID_ANNOTATION], 16)
+                != leader
+            )
+            survivors = [urls[n] for n in names if n != victim]
+            async with EtcdWriter(lambda: survivors, prefix=f"/{name}/w/") as writer:
+                await eventually(
+                    lambda: len(writer.stats.acknowledged) >= 10, timeout=10, message="writes before"
+                )
+                await kube.delete(API_VERSION, "Machine", victim, namespace)
+
+                async def victim_gone() -> bool:
+                    return await get_machine(kube, victim, namespace) is None
+
+                await eventually(victim_gone, timeout=60, message=f"released Machine {victim} gone")
+                after = len(writer.stats.acknowledged)
+                await eventually(
+                    lambda: len(writer.stats.acknowledged) >= after + 10, timeout=10, message="writes after"
+                )
+            assert writer.stats.unknown == 0 and writer.stats.refused == 0, writer.stats
+            assert (await writer.verify(survivors)).lost == []
         monitor.assert_never_lost_quorum()
         assert monitor.low("voters") == 3 and monitor.peak("voters") == 3 and count.peak == 3
 
