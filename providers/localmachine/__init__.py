@@ -15,12 +15,14 @@ It plays a cloud's Machine API for tests, benchmarks and laptops. It reconciles 
     EOF
     kubectl --kubeconfig /tmp/kc get machines,nodes
 
-or in Python, in a manager of your own (here against the test suite's API server, ``kubeconfig``):
+or in Python, in a manager of your own (here against the test suite's API server, ``kubeconfig``,
+watching one namespace: a provider turns every Machine it sees into an etcd member):
 a Machine becomes ``Running`` once its etcd member and Node are up, and deleting it stops the
 member and removes the Node.
 
 >>> import asyncio
 >>> from providers.localmachine import LocalMachineOptions, setup_with_manager
+>>> from runtime.cache import CacheOptions
 >>> from runtime.client import Client
 >>> from runtime.errors import NotFound
 >>> from runtime.manager import Manager, ManagerOptions
@@ -38,7 +40,12 @@ member and removes the Node.
 ...     return machine.get("status", {}).get("phase")
 >>> async def main() -> None:
 ...     manager = await Manager.create(
-...         ManagerOptions(kubeconfig=kubeconfig, metrics_bind_address="0", health_probe_bind_address="0")
+...         ManagerOptions(
+...             kubeconfig=kubeconfig,
+...             cache_options=CacheOptions(namespace=namespace),  # this namespace's Machines only
+...             metrics_bind_address="0",
+...             health_probe_bind_address="0",
+...         )
 ...     )
 ...     setup_with_manager(manager, LocalMachineOptions(state_dir=tmp_path, heartbeat_period=1))
 ...     stop = asyncio.Event()
