@@ -45,8 +45,8 @@ NOT_READY_GRACE: Final = timedelta(minutes=5)
 Long enough for a Machine's reboot (its Node NotReady for a minute or two) and for a new
 Machine to boot and join, so neither flaps ``Degraded``; the same order as the usual
 MachineHealthCheck ``unhealthyConditions`` timeout (5 minutes), so Degraded says a human should
-look about when remediation would start. CPMS and KCP report an unready Machine at once, on
-``MachinesReady`` (which we do too); the grace belongs to the condition that pages someone."""
+look about when remediation would start. ``MachinesReady`` still turns False at once, as
+KCP's does; the grace belongs only to the condition that pages someone."""
 
 
 @dataclass(frozen=True)
@@ -195,9 +195,9 @@ def etcd_quorum(etcd: EtcdView) -> tuple[bool, str]:
 def available_condition(inputs: StatusInputs) -> JSON:
     """``Available``: the control plane serves: etcd has quorum and at least one Machine serves.
 
-    KCP's rule (its Available needs etcd quorum and one Machine whose control plane is healthy);
-    CPMS does not look at etcd, but a control plane without etcd quorum serves no write, so
-    calling it available would be a lie. The message says what was judged:
+    KCP's rule (its Available needs etcd quorum and one Machine whose control plane is healthy),
+    rather than one judged by Machines alone: a control plane without etcd quorum serves no
+    write, so calling it available would be a lie. The message says what was judged:
 
     * stacked etcd (``inputs.etcd`` is the view the reconciler gathered): :func:`etcd_quorum`,
       and a Machine serves when it is available (ready, its member a healthy voter);
