@@ -356,12 +356,16 @@ CONTROLPLANE_CRD = CRDInfo(
     scale=ScaleSubresource(),
     printer_columns=(
         PrinterColumn("Desired", "integer", ".spec.replicas", "Desired number of machines"),
+        PrinterColumn("Current", "integer", ".status.replicas", "Machines owned, deleting ones included"),
         PrinterColumn("Ready", "integer", ".status.readyReplicas", "Machines whose node is Ready"),
         PrinterColumn(
             "Updated", "integer", ".status.updatedReplicas", "Machines matching the current template"
         ),
         PrinterColumn(
             "Available", "integer", ".status.availableReplicas", "Ready machines with a healthy etcd voter"
+        ),
+        PrinterColumn(
+            "Unavailable", "integer", ".status.unavailableReplicas", "Desired machines not available"
         ),
         PrinterColumn("Phase", "string", ".status.phase", "What the control plane is doing"),
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),

@@ -104,15 +104,25 @@ Phases (``status.phase``, the ``PHASE`` column)
 
 Conditions
 ----------
-``Available``         True when ``availableReplicas`` (ready and a healthy etcd voter) reaches
-                      ``spec.replicas``; the message says how many are missing.
+``Available``         True when the control plane serves: etcd has quorum (more than half of
+                      its voters answer; with ``spec.etcd.external``, not checked) and at least
+                      one Machine is available (ready and a healthy etcd voter). The message says
+                      both, e.g. "etcd has quorum (2 of 3 voter(s) healthy); 2 Machine(s) serve";
+                      reason ``MissingReplicas`` (still True) while fewer than ``spec.replicas``
+                      are available, ``EtcdQuorumLost`` or ``NoMachineAvailable`` when False.
 ``Progressing``       True while a step is under way or held back; the reason says which
                       (``ScalingUp``, ``ScalingDown``, ``RollingUpdate``, ``ReplacingMachine``,
                       ``Rebalancing``, ``WaitingForDeletion``, ``PreflightFailed``), the message
                       says what is awaited, e.g. "Waiting for 2 old replica(s) to be removed".
                       False with ``Paused`` while ``spec.paused`` is set.
-``Degraded``          True when a human should look (see the phase ``Degraded``, and
-                      ``UnmanagedNodes``).
+``Degraded``          True when a human should look: see the phase ``Degraded``; control-plane
+                      Nodes without a Machine (``UnmanagedNodes``); fewer ready Machines than
+                      ``spec.replicas`` for more than 5 minutes, measured from the Node's Ready
+                      transition or, without a Node, the Machine's creation (``MachinesNotReady``;
+                      a reboot does not flap it). A configuration problem (``MachinesAlreadyOwned``,
+                      ``UnmanagedNodes``) holds scale-in and rollout until fixed (``Progressing``
+                      reason ``HeldByConfiguration``; scale-up and remediation go on); unready
+                      Machines hold nothing, so a rollout can still replace them.
 ``MachinesReady``     False names the Machines that are not Running with a Ready Node.
 ``Remediating``       True while a remediation is under way; False with the reason it may not
                       start (``EtcdQuorumAtRisk``, ``WaitingForProvisioning``, ...).

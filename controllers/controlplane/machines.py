@@ -22,7 +22,7 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
 from api.selector import selector_matches
-from controllers.common import condition_status, controller_owner
+from controllers.common import condition_status, conditions_of, controller_owner, find_condition, parse_time
 from runtime.jsoncodec import JSON
 
 DELETE_MACHINE_ANNOTATION: Final = "machine.openshift.io/delete-machine"
@@ -45,6 +45,10 @@ class MachineInfo:
     phase: str | None = None
     node_ready: bool = False
     """Its Node exists and is Ready."""
+    not_ready_since: datetime | None = None
+    """When its Node's Ready condition last turned to something else than True (see
+    :func:`not_ready_since`); None when the Node is Ready, or when not known (then
+    :attr:`created` stands in: a Machine not ready since it was created)."""
     marked_unhealthy: bool = False
     """The MachineHealthCheck marked it for remediation (``HealthCheckSucceeded=False``)."""
     etcd_voter: bool = False
@@ -179,6 +183,20 @@ def marked_for_remediation(machine: Mapping[str, Any]) -> bool:
 def node_ready(node: Mapping[str, Any] | None) -> bool:
     """Whether a Node's Ready condition is True."""
     return condition_status(node, "Ready") == "True"
+
+
+def not_ready_since(node: Mapping[str, Any] | None) -> datetime | None:
+    """When a Node that is not Ready stopped being Ready: its Ready condition's lastTransitionTime.
+
+    None for a Ready Node, and for a missing Node or one without that time: the status rules then
+    measure from the Machine's creation (a Machine whose Node never came is unready since then).
+    Read from the Node, not from a timer in this process, so a restart of the operator does not
+    restart the clock.
+    """
+    ready = find_condition(conditions_of(node), "Ready")
+    if ready is None or ready.get("status") == "True":
+        return None
+    return parse_time(ready.get("lastTransitionTime"))
 
 
 def is_unmanaged_node(node: Mapping[str, Any], namespace: str, known: set[str]) -> bool:

@@ -46,6 +46,7 @@ from controllers.controlplane.machines import (
     machine_name,
     marked_for_remediation,
     node_ready,
+    not_ready_since,
 )
 from controllers.controlplane.metrics import OPERATIONS, PREFLIGHT_FAILURES, label, observe_replicas
 from controllers.controlplane.options import ResolvedControlPlaneOptions
@@ -214,19 +215,18 @@ class ControlPlaneReconciler:
         metadata = machine["metadata"]
         name = metadata["name"]
         status = machine.get("status") or {}
-        node_name = (status.get("nodeRef") or {}).get("name")
-        node = nodes.get(node_name) if node_name else None
-        at = now()
-        created = parse_time(metadata.get("creationTimestamp")) or at
+        node = nodes.get((status.get("nodeRef") or {}).get("name") or "")
+        created = parse_time(metadata.get("creationTimestamp")) or now()
         return MachineInfo(
             name=name,
             created=created,
             failure_domain=machine_domain(spec, machine),
-            outdated=is_outdated(spec, machine, now=at) is not None,
+            outdated=is_outdated(spec, machine, now=now()) is not None,
             deleting=bool(metadata.get("deletionTimestamp")),
             delete_annotation=DELETE_MACHINE_ANNOTATION in (metadata.get("annotations") or {}),
             phase=status.get("phase"),
             node_ready=node_ready(node),
+            not_ready_since=not_ready_since(node),
             marked_unhealthy=marked_for_remediation(machine),
             etcd_voter=view is None or name in view.voters,
             etcd_healthy=view is None or name in view.healthy,
@@ -308,6 +308,7 @@ class ControlPlaneReconciler:
             max_surge=(spec.strategy.rolling_update.max_surge if spec.strategy.rolling_update else 1),
             domains=domain_names(spec),
             machines=facts.infos,
+            misconfigured=[*facts.owned_by_others, *facts.unmanaged_nodes],
         )
         if spec.paused:
             return _Scaling(step, result=Result())
@@ -328,12 +329,8 @@ class ControlPlaneReconciler:
             (facts.etcd.with_member if facts.etcd else set())
             | {i.name for i in facts.infos if not i.deleting and i.running}
         )
-        return preflight(
-            facts.infos,
-            facts.etcd.facts if facts.etcd is not None else None,
-            hosting_etcd=hosting,
-            desired=facts.spec.replicas,
-        )
+        etcd = facts.etcd.facts if facts.etcd is not None else None
+        return preflight(facts.infos, etcd, hosting_etcd=hosting, desired=facts.spec.replicas)
 
     async def _take(self, facts: _Facts, key: tuple[str, str], step: Step) -> None:
         """Carry out a create or delete step (a delete moves etcd leadership off the Machine first)."""
@@ -360,6 +357,7 @@ class ControlPlaneReconciler:
                 paused=spec.paused,
                 owned_by_others=facts.owned_by_others,
                 unmanaged_nodes=facts.unmanaged_nodes,
+                etcd=facts.etcd,
                 remediation=remediation.decision,
                 remediating=remediation.in_progress,
                 failure=remediation.failure,

@@ -29,7 +29,9 @@ def rollout_step(
     rebalance uneven failure domains (:func:`rebalance_step`). OnDelete only reports outdated
     Machines (:func:`on_delete_step`). maxSurge 0 is honoured only with 3 or more replicas:
     deleting first with 1 replica would lose the only member, so smaller control planes
-    surge by one.
+    surge by one. A create or delete decided here is held while the ControlPlane is Degraded by
+    its configuration (:func:`~controllers.controlplane.scale.next_step`), never because a
+    Machine is unready: replacing an unready Machine is what a rollout may be for.
     """
     if strategy == "OnDelete":
         return on_delete_step(active)

@@ -46,6 +46,7 @@ def next_step(
     max_surge: int,
     domains: Sequence[str],
     machines: Sequence[MachineInfo],
+    misconfigured: Sequence[str] = (),
 ) -> Step:
     """The one next step toward ``replicas`` up-to-date, evenly spread Machines.
 
@@ -57,6 +58,16 @@ def next_step(
        the outdated one);
     4. exactly ``replicas``: :func:`~controllers.controlplane.rollout.rollout_step` replaces an
        outdated Machine or rebalances the failure domains.
+
+    ``misconfigured`` names what makes the ControlPlane Degraded by its configuration: Machines
+    its selector matches that another controller owns, control-plane Nodes without a Machine.
+    While there is any, steps 3 and 4 are held (:func:`held_by_configuration_step`), as CPMS
+    stops acting while its cluster state does not validate: those Machines and Nodes may be
+    etcd members the ControlPlane cannot count, so removing a member could cost a quorum it
+    does not see. Scale-up still goes on (a member more never lowers the quorum margin), and so
+    does remediation. Unready Machines hold nothing here: Degraded by them
+    (:func:`~controllers.controlplane.status.degraded_condition`), a rollout may still replace
+    them (the preflight decides whether a step is safe now).
     """
     active = [m for m in machines if not m.deleting]
     deleting = sorted((m for m in machines if m.deleting), key=lambda m: m.name)
@@ -65,9 +76,27 @@ def next_step(
     if deleting:
         return wait_for_deletion_step(deleting)
     if len(active) > replicas:
-        return scale_down_step(replicas, active)
-    return rollout_step(
+        return held_by_configuration_step(misconfigured) or scale_down_step(replicas, active)
+    step = rollout_step(
         replicas=replicas, strategy=strategy, max_surge=max_surge, domains=domains, active=active
+    )
+    if step.action in ("create", "delete"):
+        return held_by_configuration_step(misconfigured) or step
+    return step
+
+
+def held_by_configuration_step(misconfigured: Sequence[str]) -> Step | None:
+    """Wait while the ControlPlane is Degraded by its configuration (see :func:`next_step`), or
+    None when nothing is misconfigured. Waits again after the wait period, so the step resumes
+    once the problem is fixed, without a restart or an edit of the ControlPlane."""
+    if not misconfigured:
+        return None
+    return Step(
+        "wait",
+        "HeldByConfiguration",
+        "Scale-in and rollout wait until the configuration problem is fixed (see Degraded): "
+        + ", ".join(sorted(misconfigured)),
+        needs_preflight=False,
     )
 
 

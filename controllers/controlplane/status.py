@@ -4,13 +4,24 @@ Computed from scratch every reconcile from the gathered facts and the decisions 
 step, the preflight failures, the remediation decision), without lastTransitionTime: the
 reconciler merges the result over the stored conditions with
 :func:`controllers.common.merge_conditions`, which keeps other writers' conditions.
+
+What the conditions promise (each function says which anchor it follows and why):
+
+* ``Available`` (:func:`available_condition`): the control plane serves: etcd has quorum and at
+  least one Machine serves (KCP's rule);
+* ``Degraded`` (:func:`degraded_condition`): something needs a human: a configuration problem
+  (which also holds scale-in and rollout, as CPMS does: see
+  :func:`controllers.controlplane.scale.next_step`), a Failed Machine, or fewer ready Machines
+  than ``replicas`` for longer than :data:`NOT_READY_GRACE` (which holds nothing);
+* ``Progressing``, ``MachinesReady``, ``Remediating``: what is under way and what it waits for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
 
 from api.controlplane import (
     CONDITION_AVAILABLE,
@@ -20,11 +31,22 @@ from api.controlplane import (
     CONDITION_REMEDIATING,
     Phase,
 )
+from controllers.common import format_time, now
+from controllers.controlplane.etcdfacts import EtcdView
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import PreflightFailure
 from controllers.controlplane.step import Step
 from runtime.jsoncodec import JSON
+
+NOT_READY_GRACE: Final = timedelta(minutes=5)
+"""How long fewer Machines than ``replicas`` may be ready before the ControlPlane is Degraded.
+
+Long enough for a Machine's reboot (its Node NotReady for a minute or two) and for a new
+Machine to boot and join, so neither flaps ``Degraded``; the same order as the usual
+MachineHealthCheck ``unhealthyConditions`` timeout (5 minutes), so Degraded says a human should
+look about when remediation would start. ``MachinesReady`` still turns False at once, as
+KCP's does; the grace belongs only to the condition that pages someone."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +69,10 @@ class StatusInputs:
     """A remediation is in progress (started now, or its Machine is still being replaced)."""
     failure: tuple[str, str] | None = None
     """``(reason, message)`` of a problem only a human can fix."""
+    etcd: EtcdView | None = None
+    """What etcd said this pass (stacked etcd); None with external etcd, or before any Machine."""
+    at: datetime = field(default_factory=now)
+    """The time the status is computed for (the grace of :func:`unready_beyond_grace`)."""
 
     @property
     def active(self) -> list[MachineInfo]:
@@ -149,18 +175,57 @@ def _condition(type_: str, status: bool, reason: str, message: str) -> JSON:
     return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message}
 
 
+def etcd_quorum(etcd: EtcdView) -> tuple[bool, str]:
+    """Whether the stacked etcd has quorum, and how that was seen.
+
+    Quorum: more than half of the voters (members that are not learners, with or without a
+    Machine) answered a health read. Only the members of this ControlPlane's Machines are asked,
+    so a healthy member without a Machine is not counted for quorum: the answer errs towards "no
+    quorum", never the other way. An etcd that cannot be asked has no quorum we know of.
+    """
+    if not etcd.facts.reachable:
+        return False, f"etcd cannot be asked: {etcd.facts.error}"
+    voters = len(etcd.facts.member_names) - len(etcd.facts.learners)
+    healthy = len(etcd.healthy)
+    quorum = voters > 0 and healthy > voters // 2
+    verdict = "has quorum" if quorum else "has no quorum"
+    return quorum, f"etcd {verdict} ({healthy} of {voters} voter(s) healthy)"
+
+
 def available_condition(inputs: StatusInputs) -> JSON:
-    """``Available``: True (``AsExpected``) with every desired replica available. While some are
-    missing, reason ``MissingReplicas``, and True as long as any replica is available: the control
-    plane still serves, with less to spare."""
+    """``Available``: the control plane serves: etcd has quorum and at least one Machine serves.
+
+    KCP's rule (its Available needs etcd quorum and one Machine whose control plane is healthy),
+    rather than one judged by Machines alone: a control plane without etcd quorum serves no
+    write, so calling it available would be a lie. The message says what was judged:
+
+    * stacked etcd (``inputs.etcd`` is the view the reconciler gathered): :func:`etcd_quorum`,
+      and a Machine serves when it is available (ready, its member a healthy voter);
+    * external etcd (no view while Machines are owned): Machines only, a Machine serving when
+      it is ready; that etcd is its owner's to watch.
+
+    True with reason ``AsExpected`` when every desired replica is available, ``MissingReplicas``
+    when some are missing but the control plane still serves (with less to spare). False with
+    ``EtcdQuorumLost`` (stacked etcd without quorum, or not answering) or ``NoMachineAvailable``.
+    """
     available = sum(m.available for m in inputs.machines)
+    serving = f"{available} Machine(s) serve"
+    if inputs.etcd is not None:
+        quorum, etcd = etcd_quorum(inputs.etcd)
+    else:
+        quorum, etcd = True, "external etcd, not checked" if inputs.machines else "no etcd yet"
+    summary = f"{etcd}; {serving}"
+    if not quorum:
+        return _condition(CONDITION_AVAILABLE, False, "EtcdQuorumLost", summary)
+    if available == 0:
+        return _condition(CONDITION_AVAILABLE, False, "NoMachineAvailable", summary)
     if inputs.missing == 0:
-        return _condition(CONDITION_AVAILABLE, True, "AsExpected", f"{available} available replica(s)")
+        return _condition(CONDITION_AVAILABLE, True, "AsExpected", summary)
     return _condition(
         CONDITION_AVAILABLE,
-        available > 0,
+        True,
         "MissingReplicas",
-        f"Missing {inputs.missing} available replica(s)",
+        f"Missing {inputs.missing} available replica(s); {summary}",
     )
 
 
@@ -191,10 +256,42 @@ def progressing_condition(inputs: StatusInputs) -> JSON:
     return _condition(CONDITION_PROGRESSING, progressing, reason, message)
 
 
+def unready_beyond_grace(
+    replicas: int, machines: Sequence[MachineInfo], *, now: datetime, grace: timedelta = NOT_READY_GRACE
+) -> list[MachineInfo]:
+    """The Machines that make the ControlPlane Degraded for being unready (empty: none do).
+
+    Only while fewer Machines not being deleted are ready than ``replicas``: an unready
+    replacement next to ``replicas`` ready Machines costs nothing yet. Then, the Machines not
+    being deleted that are unready since at least ``grace`` before ``now``: since their Node's
+    Ready condition last changed (:attr:`MachineInfo.not_ready_since`), or since their creation
+    when their Node never came. Both times are stored in the API, so an operator restart does not
+    restart the clock. A Machine not created yet (the step that creates it is held or under way)
+    is reported by ``Progressing``, not here: the shortfall is judged on Machines that exist.
+    The reconciler looks again at least every resync period, so Degraded turns True at most
+    that long after the grace ends.
+    """
+    active = [m for m in machines if not m.deleting]
+    if sum(m.ready for m in active) >= replicas:
+        return []
+    return sorted(
+        (m for m in active if not m.ready and (m.not_ready_since or m.created) + grace <= now),
+        key=lambda m: m.name,
+    )
+
+
 def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) -> JSON:
-    """``Degraded``: True when something needs a human: the :func:`failure_of`, Machines the
-    selector matches but another controller owns (``MachinesAlreadyOwned``), control-plane Nodes
-    without a Machine (``UnmanagedNodes``). The first one's reason, every one's message."""
+    """``Degraded``: True when something needs a human. The first one's reason, every one's message:
+
+    * the :func:`failure_of` (Failed Machines, maxRetry reached);
+    * configuration problems, which also hold scale-in and rollout until fixed (CPMS; see
+      :func:`controllers.controlplane.scale.next_step`): Machines the selector matches but
+      another controller owns (``MachinesAlreadyOwned``), control-plane Nodes without a Machine
+      (``UnmanagedNodes``);
+    * fewer ready Machines than ``replicas`` beyond :data:`NOT_READY_GRACE`
+      (``MachinesNotReady``, :func:`unready_beyond_grace`): holds nothing, so a rollout can still
+      replace those Machines and remediation goes on.
+    """
     problems: list[tuple[str, str]] = []
     if failure is not None:
         problems.append(failure)
@@ -209,6 +306,17 @@ def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) ->
     if inputs.unmanaged_nodes:
         problems.append(
             ("UnmanagedNodes", f"control-plane Node(s) {', '.join(inputs.unmanaged_nodes)} have no Machine")
+        )
+    unready = unready_beyond_grace(inputs.replicas, inputs.machines, now=inputs.at)
+    if unready:
+        ready = sum(m.ready for m in inputs.active)
+        since = ", ".join(f"{m.name} since {format_time(m.not_ready_since or m.created)}" for m in unready)
+        problems.append(
+            (
+                "MachinesNotReady",
+                f"{ready} of {inputs.replicas} Machine(s) ready for more than {NOT_READY_GRACE}; "
+                f"not ready: {since}",
+            )
         )
     if not problems:
         return _condition(CONDITION_DEGRADED, False, "AsExpected", "")

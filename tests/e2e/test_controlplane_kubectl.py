@@ -33,8 +33,29 @@ async def test_kubectl_get_and_describe_a_controlplane(
         await eventually(running, timeout=30, message="ControlPlane Running")
         table = await k.run("get", "cp", name)
         header, row = table.splitlines()[:2]
-        assert header.split() == ["NAME", "DESIRED", "READY", "UPDATED", "AVAILABLE", "PHASE", "AGE"]
-        assert row.split()[:6] == [name, "1", "1", "1", "1", "Running"]
+        assert header.split() == [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UPDATED",
+            "AVAILABLE",
+            "UNAVAILABLE",
+            "PHASE",
+            "AGE",
+        ]
+        assert row.split()[:8] == [name, "1", "1", "1", "1", "1", "0", "Running"]
+
+        # Available says what it judged: the stacked etcd's quorum, and the Machines that serve.
+        conditions = {
+            c["type"]: c for c in ((await get_cp(kube, name, namespace)) or {})["status"]["conditions"]
+        }
+        available = conditions["Available"]
+        assert available["status"] == "True", available
+        assert available["message"] == "etcd has quorum (1 of 1 voter(s) healthy); 1 Machine(s) serve", (
+            available
+        )
+        assert conditions["Degraded"]["status"] == "False", conditions["Degraded"]
 
         # The scale subresource carries status.selector, as `kubectl scale` and an HPA need.
         raw = await k.run(

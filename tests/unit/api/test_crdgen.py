@@ -86,15 +86,18 @@ def test_controlplane_crd_serving_details() -> None:
             "labelSelectorPath": ".status.selector",
         },
     }
-    columns = {c["name"]: (c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]}
-    assert columns == {
-        "Desired": ("integer", ".spec.replicas"),
-        "Ready": ("integer", ".status.readyReplicas"),
-        "Updated": ("integer", ".status.updatedReplicas"),
-        "Available": ("integer", ".status.availableReplicas"),
-        "Phase": ("string", ".status.phase"),
-        "Age": ("date", ".metadata.creationTimestamp"),
-    }
+    columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+    # In this order; `State` (spec.state) joins after Unavailable once that field exists.
+    assert columns == [
+        ("Desired", "integer", ".spec.replicas"),
+        ("Current", "integer", ".status.replicas"),
+        ("Ready", "integer", ".status.readyReplicas"),
+        ("Updated", "integer", ".status.updatedReplicas"),
+        ("Available", "integer", ".status.availableReplicas"),
+        ("Unavailable", "integer", ".status.unavailableReplicas"),
+        ("Phase", "string", ".status.phase"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
 
 
 def test_controlplane_schema_defaults_enums_and_limits() -> None:

@@ -745,7 +745,7 @@ def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> 
     machines = [*abc()[:2], m("mc", failure_domain="c", etcd_voter=False)]
     status = status_of(machines)
     assert status["availableReplicas"] == 2 and status["readyReplicas"] == 3
-    assert condition(status, "Available")["message"] == "Missing 1 available replica(s)"
+    assert condition(status, "Available")["message"].startswith("Missing 1 available replica(s); ")
     assert status_of([*abc(), m("extra")], replicas=1)["unavailableReplicas"] == 0
 
 
