@@ -69,7 +69,17 @@ async def test_explain_shows_the_field_docstrings(kubectl: Kubectl) -> None:
 async def test_short_name_columns_and_scale(kubectl: Kubectl) -> None:
     await kubectl.run("apply", "-f", "-", stdin=SAMPLE)
     table = (await kubectl.run("get", "cp")).splitlines()
-    assert table[0].split() == ["NAME", "DESIRED", "READY", "UPDATED", "AVAILABLE", "PHASE", "AGE"]
+    assert table[0].split() == [
+        "NAME",
+        "DESIRED",
+        "CURRENT",
+        "READY",
+        "UPDATED",
+        "AVAILABLE",
+        "UNAVAILABLE",
+        "PHASE",
+        "AGE",
+    ]
     assert table[1].split()[:2] == ["demo", "3"]
     await kubectl.run("scale", "cp/demo", "--replicas", "5")
     assert (await kubectl.run("get", "cp", "demo", "-o", "jsonpath={.spec.replicas}")).strip() == "5"
