@@ -12,6 +12,7 @@ import pytest_asyncio
 from api.controlplane import ControlPlaneSpec
 from api.crdgen import field_schema
 from tests.e2e.test_kubectl import Kubectl
+from tests.support.controlplane import CONTROLPLANE_COLUMNS
 
 pytestmark = pytest.mark.kubectl
 
@@ -69,17 +70,7 @@ async def test_explain_shows_the_field_docstrings(kubectl: Kubectl) -> None:
 async def test_short_name_columns_and_scale(kubectl: Kubectl) -> None:
     await kubectl.run("apply", "-f", "-", stdin=SAMPLE)
     table = (await kubectl.run("get", "cp")).splitlines()
-    assert table[0].split() == [
-        "NAME",
-        "DESIRED",
-        "CURRENT",
-        "READY",
-        "UPDATED",
-        "AVAILABLE",
-        "UNAVAILABLE",
-        "PHASE",
-        "AGE",
-    ]
+    assert table[0].split() == CONTROLPLANE_COLUMNS
     assert table[1].split()[:2] == ["demo", "3"]
     await kubectl.run("scale", "cp/demo", "--replicas", "5")
     assert (await kubectl.run("get", "cp", "demo", "-o", "jsonpath={.spec.replicas}")).strip() == "5"

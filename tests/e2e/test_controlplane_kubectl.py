@@ -11,7 +11,7 @@ import pytest
 
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
-from tests.support.controlplane import controlplane, get_cp, running_controlplane
+from tests.support.controlplane import CONTROLPLANE_COLUMNS, controlplane, get_cp, running_controlplane
 from tests.support.localmachine import provider_options
 from tests.support.poll import eventually
 
@@ -33,17 +33,7 @@ async def test_kubectl_get_and_describe_a_controlplane(
         await eventually(running, timeout=30, message="ControlPlane Running")
         table = await k.run("get", "cp", name)
         header, row = table.splitlines()[:2]
-        assert header.split() == [
-            "NAME",
-            "DESIRED",
-            "CURRENT",
-            "READY",
-            "UPDATED",
-            "AVAILABLE",
-            "UNAVAILABLE",
-            "PHASE",
-            "AGE",
-        ]
+        assert header.split() == CONTROLPLANE_COLUMNS
         assert row.split()[:8] == [name, "1", "1", "1", "1", "1", "0", "Running"]
 
         # Available says what it judged: the stacked etcd's quorum, and the Machines that serve.

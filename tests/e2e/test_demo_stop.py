@@ -15,12 +15,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.poll import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
@@ -60,13 +61,10 @@ def processes_under(folder: Path) -> list[Found]:
 
 
 def wait_for(what: str, condition: Callable[[], object], within: float, log: Path) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"{what} not within {within:g}s; the demo printed:\n{log.read_text()[-3000:]}"
-            )
-        time.sleep(0.1)
+    try:
+        wait_until(condition, timeout=within, message=what)
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the demo printed:\n{log.read_text()[-3000:]}") from None
 
 
 @dataclass

@@ -31,6 +31,20 @@ from tests.support.etcdquorum import quick_options
 from tests.support.manager import Setup, running_manager
 from tests.support.poll import eventually
 
+CONTROLPLANE_COLUMNS = [
+    "NAME",
+    "DESIRED",
+    "CURRENT",
+    "READY",
+    "UPDATED",
+    "AVAILABLE",
+    "UNAVAILABLE",
+    "PHASE",
+    "AGE",
+]
+"""The header of ``kubectl get cp``: the CRD's printer columns (CPMS's, without State until
+spec.state exists)."""
+
 MASTER_LABELS = {"machine.openshift.io/cluster-api-machine-role": "master"}
 
 

@@ -4,13 +4,15 @@
 predicate until it holds or a deadline passes, and on failure says what was awaited and what it
 last saw. :func:`holds_for` is its mirror image (something must stay true for a while), and
 :func:`let_other_tasks_run` gives ready tasks a few turns of the event loop without waiting for
-time to pass.
+time to pass. :func:`wait_until` is :func:`eventually` for synchronous tests (processes and
+signals, where no event loop runs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -85,3 +87,16 @@ async def let_other_tasks_run(turns: int = 20) -> None:
     """Give the event loop a few turns so that ready tasks run; this waits for no time to pass."""
     for _ in range(turns):
         await asyncio.sleep(0)
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float, message: str, interval: float = 0.02) -> Any:
+    """Synchronous :func:`eventually`: poll ``predicate`` until it returns something truthy (that
+    value is returned); fail with ``message`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout:g} s: {message} (last value: {result!r})")
+        time.sleep(interval)  # allow-sleep: poll interval inside a deadline loop

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from demo.lifetime import (
     world_processes,
 )
 from providers.localmachine.etcd_process import ProcessIdentity
+from tests.support.poll import eventually, wait_until
 
 DEADLINE = 10.0
 
@@ -35,11 +35,10 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 
 def wait_until_gone(process: ProcessIdentity) -> bool:
-    deadline = time.monotonic() + DEADLINE
-    while process.alive():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
+    try:
+        wait_until(lambda: not process.alive(), timeout=DEADLINE, message=f"pid {process.pid} gone")
+    except AssertionError:
+        return False
     return True
 
 
@@ -95,12 +94,11 @@ async def test_a_signal_outside_interruptible_work_is_kept_for_the_next_and_late
     with StopSignals() as signals:
         os.kill(os.getpid(), signal.SIGTERM)
         os.kill(os.getpid(), signal.SIGINT)
-        deadline = time.monotonic() + DEADLINE
-        while signals.received is None:  # the loop runs signal handlers from its self-pipe
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)  # not cancelled: only interruptible work is
+        # The loop runs signal handlers from its self-pipe; eventually's waits are not
+        # interruptible work, so the signal is only recorded there.
+        await eventually(lambda: signals.received is not None, timeout=DEADLINE, message="SIGTERM recorded")
         with pytest.raises(Stopped):
-            await signals.interruptible(asyncio.sleep(30))
+            await signals.interruptible(asyncio.sleep(30))  # allow-sleep: the work the signal interrupts
     assert signals.received == signal.SIGTERM
     assert signals.exit_code == 143
 
@@ -110,7 +108,10 @@ async def test_an_inherited_ignored_signal_stays_ignored() -> None:
     try:
         with StopSignals() as signals:
             os.kill(os.getpid(), signal.SIGHUP)
-            assert await signals.interruptible(asyncio.sleep(0.05, result="done")) == "done"
+            work = asyncio.sleep(
+                0.05, result="done"
+            )  # allow-sleep: the work the ignored signal must not stop
+            assert await signals.interruptible(work) == "done"
         assert signals.received is None
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
@@ -129,15 +130,17 @@ def test_a_child_started_with_die_with_parent_dies_when_its_parent_is_killed_out
         from demo.lifetime import die_with_parent
         child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(), start_new_session=True)
         Path({str(pid_file)!r}).write_text(str(child.pid))
-        time.sleep(60)
+        time.sleep(60)  # allow-sleep: the owner lives until the test SIGKILLs it
         """
     )
     owner = subprocess.Popen([sys.executable, "-c", owner_script])
     try:
-        deadline = time.monotonic() + DEADLINE
-        while not pid_file.is_file() or not pid_file.read_text():
-            assert time.monotonic() < deadline and owner.poll() is None, "the owner did not start its child"
-            time.sleep(0.02)
+
+        def child_started() -> bool:
+            assert owner.poll() is None, "the owner exited before starting its child"
+            return pid_file.is_file() and bool(pid_file.read_text())
+
+        wait_until(child_started, timeout=DEADLINE, message="the owner started its child")
         child = ProcessIdentity.of(int(pid_file.read_text()))
         assert child is not None and child.alive()
     finally:
