@@ -9,10 +9,12 @@ seed, then checked::
     .venv/bin/python -m bench.chaos --seeds 6,18     # replay chosen runs
 
 The schedule (:func:`plan`) mixes user actions (scale among 1, 3 and 5; an even count, which the
-webhook must refuse; a template change; ``rolloutAfter``; deleting a Machine; toggling
-``OnDelete``) with faults (a member killed through ``local.cpo.dev/fault: kill`` or by SIGKILL
-behind the provider's back; a member paused with SIGSTOP and resumed; a Node made NotReady; every
-member of one failure domain SIGKILLed at once; the leading ``cpo run`` or the provider SIGKILLed
+webhook must refuse; a template change; ``rolloutAfter`` now, seconds ahead or an hour ahead;
+deleting a Machine; toggling ``OnDelete``; toggling ``maxSurge`` between 1 and 0; deleting the
+ControlPlane and adopting its Machines again through an Inactive one made Active) with faults
+(a member killed through ``local.cpo.dev/fault: kill`` or by SIGKILL behind the provider's back;
+a member paused with SIGSTOP and resumed; a Node made NotReady; every member of one failure
+domain SIGKILLed at once; the leading ``cpo run`` or the provider SIGKILLed
 and restarted). The injector keeps a fault budget: it never itself takes down more members at
 once than the cluster can lose ((voters − 1) / 2, less the members already unhealthy or killed
 by the injector, counting a removal the operator may make at any moment as made:
@@ -69,7 +71,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +97,8 @@ CONVERGE_TIMEOUT = 120.0
 """Seconds the world may take to settle once the schedule ended and every fault is cleared."""
 BOOTSTRAP_TIMEOUT = 180.0
 """Seconds the first 3 Machines may take to settle before the schedule starts."""
+READOPT_TIMEOUT = 60.0
+"""Seconds a ``readopt`` may take to release the Machines, and then to activate the new one."""
 RENEW_DEADLINE = 10.0
 """``cpo run``'s leader-election renew deadline: two leaders may overlap at most this long."""
 LEADER_POLL = 0.2
@@ -134,12 +138,22 @@ DOMAIN_OUTAGE_EVERY = 60.0
 """Seconds of schedule per failure-domain outage (``kill-domain``)."""
 
 
-def plan(seed: int, duration: float) -> list[Intent]:
-    """The schedule of run ``seed``: an action every 2–7 s for ``duration`` seconds, and one
-    failure-domain outage per :data:`DOMAIN_OUTAGE_EVERY` seconds at a random moment.
+LATER_ACTIONS_EVERY = 30.0
+"""Seconds of schedule per action drawn from :data:`LATER_ACTIONS`."""
+LATER_ACTIONS = ("rollout-after-ahead", "toggle-max-surge", "readopt")
+"""User actions added to the schedule after its first campaigns (see :func:`plan`)."""
+ROLLOUT_AFTER_FAR = 3600.0
+"""Seconds ahead of a ``rolloutAfter`` that must replace nothing during the run."""
 
-    The outages are drawn from a second generator, so adding them left every seed's other
-    actions as they were: a seed named in ``docs/reliability.md`` still replays them."""
+
+def plan(seed: int, duration: float) -> list[Intent]:
+    """The schedule of run ``seed``: an action every 2–7 s for ``duration`` seconds, one
+    failure-domain outage per :data:`DOMAIN_OUTAGE_EVERY` seconds at a random moment, and one of
+    :data:`LATER_ACTIONS` per :data:`LATER_ACTIONS_EVERY` seconds.
+
+    The outages and the later actions are each drawn from a generator of their own, so adding
+    them left every seed's other actions as they were: a seed named in ``docs/reliability.md``
+    still replays them."""
     rng = random.Random(seed)
     kinds = list(WEIGHTS)
     intents: list[Intent] = []
@@ -158,6 +172,13 @@ def plan(seed: int, duration: float) -> list[Intent]:
     for _ in range(max(1, int(duration // DOMAIN_OUTAGE_EVERY))):
         at = outages.uniform(min(5.0, duration), duration)
         intents.append(Intent(round(at, 1), "kill-domain", outages.random(), 0.0))
+    later = random.Random(f"later-actions-{seed}")
+    for _ in range(max(1, int(duration // LATER_ACTIONS_EVERY))):
+        at = later.uniform(min(5.0, duration), duration)
+        kind = later.choice(LATER_ACTIONS)
+        # rolloutAfter: due 5–25 s ahead (inside the run), or far ahead (must replace nothing)
+        ahead = later.choice((round(later.uniform(5.0, 25.0), 1), ROLLOUT_AFTER_FAR))
+        intents.append(Intent(round(at, 1), kind, later.random(), ahead))
     return sorted(intents, key=lambda intent: intent.at)
 
 
@@ -253,6 +274,7 @@ class Injector:
         self.killed: dict[str, float] = {}
         self.pending: set[asyncio.Task[None]] = set()
         self.on_delete = False
+        self.max_surge = 1
 
     def record(self, kind: str, detail: str) -> None:
         self.result.applied.append(
@@ -332,6 +354,17 @@ class Injector:
                 "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(patch)
             )
             self.record(kind, now)
+        elif kind == "rollout-after-ahead":
+            moment = datetime.now(UTC) + timedelta(seconds=intent.value)
+            stamp = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+            await self.merge_patch({"spec": {"rolloutAfter": stamp}})
+            self.record(kind, f"{stamp} ({intent.value:g}s ahead)")
+        elif kind == "toggle-max-surge":
+            self.max_surge = 1 - self.max_surge
+            await self.merge_patch({"spec": {"strategy": {"rollingUpdate": {"maxSurge": self.max_surge}}}})
+            self.record(kind, f"maxSurge {self.max_surge}")
+        elif kind == "readopt":
+            await self.readopt(intent)
         elif kind == "delete-machine":
             machines = self.machines()
             if not machines:
@@ -355,6 +388,62 @@ class Injector:
             await self.kill_operator(intent)
         elif kind == "kill-provider":
             await self.kill_provider(intent)
+
+    async def merge_patch(self, patch: dict[str, Any]) -> None:
+        await self.tour.kubectl(
+            "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(patch)
+        )
+
+    async def readopt(self, intent: Intent) -> None:
+        """Delete the ControlPlane (its Machines are released and stay), create it again Inactive
+        over them, and make it Active: the adoption of a running control plane, under faults.
+
+        Only from a settled count (``desired`` Machines, none being deleted): a Machine being
+        deleted when the ControlPlane goes loses its guard with it (by design: a released
+        Machine is no longer guarded), and its member would stay behind as a stranger the new
+        ControlPlane refuses to count. The webhook refuses activation while the replicas differ
+        from the Machines, so it is retried for up to :data:`READOPT_TIMEOUT`."""
+        sample = self.observer.latest
+        machines = sample.machines if sample is not None else ()
+        if any(m.deleting for m in machines) or len(machines) != self.desired:
+            return self.record(
+                intent.kind, f"skipped: {len(machines)} Machines for {self.desired}, or one deleting"
+            )
+        stored = await self.tour.controlplane()
+        await self.tour.kubectl("delete", "controlplane", CONTROLPLANE, "--wait=false")
+        deadline = time.monotonic() + READOPT_TIMEOUT
+        while await self.controlplane_exists():
+            if time.monotonic() > deadline:
+                return self.record(intent.kind, f"not released within {READOPT_TIMEOUT:g}s")
+            await asyncio.sleep(0.25)  # allow-sleep: the poll period of a deadline loop
+        again = {
+            "apiVersion": stored["apiVersion"],
+            "kind": stored["kind"],
+            "metadata": {"name": CONTROLPLANE, "namespace": NAMESPACE},
+            "spec": {**stored["spec"], "state": "Inactive"},
+        }
+        await self.tour.kubectl("create", "-f", "-", input_text=json.dumps(again))
+        refusal = ""
+        while time.monotonic() < deadline:
+            try:
+                await self.merge_patch({"spec": {"state": "Active"}})
+            except KubectlError as err:
+                refusal = str(err).splitlines()[0][:160]
+                await asyncio.sleep(1.0)  # allow-sleep: the retry period of a deadline loop
+                continue
+            return self.record(
+                intent.kind, f"released, created Inactive, activated ({len(machines)} Machines)"
+            )
+        self.record(intent.kind, f"not activated within {READOPT_TIMEOUT:g}s: {refusal}")
+
+    async def controlplane_exists(self) -> bool:
+        try:
+            await self.tour.kubectl("get", "controlplane", CONTROLPLANE, "-o", "name")
+        except KubectlError as err:
+            if "NotFound" in str(err) or "not found" in str(err):
+                return False
+            raise
+        return True
 
     def voters_to_fault(self) -> list[Any]:
         """The voters' Machines the injector has not already paused or killed."""

@@ -10,6 +10,8 @@ from typing import cast
 
 from bench.chaos import (
     KILL_UNSEEN_FOR,
+    LATER_ACTIONS,
+    ROLLOUT_AFTER_FAR,
     Injector,
     Intent,
     RunResult,
@@ -169,7 +171,8 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
     assert all(intent.at < 30.0 for intent in shorter)
 
     def others(intents: list[Intent]) -> list[Intent]:
-        return [intent for intent in intents if intent.kind != "kill-domain"]
+        drawn_apart = ("kill-domain", *LATER_ACTIONS)
+        return [intent for intent in intents if intent.kind not in drawn_apart]
 
     assert others(shorter) == others(plan(7, 60.0))[: len(others(shorter))]
     # One failure-domain outage per minute of schedule, at least one, drawn apart from the rest.
@@ -177,6 +180,18 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
         schedule = plan(7, duration)
         assert [i.kind for i in schedule].count("kill-domain") == outages
         assert [i.at for i in schedule] == sorted(i.at for i in schedule)
+    # One later user action per 30 s of schedule, at least one, drawn apart from the rest.
+    for duration, later in ((30.0, 1), (60.0, 2), (150.0, 5)):
+        schedule = plan(7, duration)
+        assert sum(i.kind in LATER_ACTIONS for i in schedule) == later
+
+
+def test_the_later_user_actions_are_all_drawn_over_a_campaign() -> None:
+    drawn = [i for seed in range(1, 31) for i in plan(seed, 60.0) if i.kind in LATER_ACTIONS]
+    assert {i.kind for i in drawn} == set(LATER_ACTIONS)
+    ahead = [i.value for i in drawn if i.kind == "rollout-after-ahead"]
+    assert ROLLOUT_AFTER_FAR in ahead, "an hour ahead: must replace nothing during the run"
+    assert any(5.0 <= value <= 25.0 for value in ahead), "seconds ahead: comes due during the run"
 
 
 def test_every_mutation_of_the_mutation_check_still_finds_its_rule() -> None:
