@@ -59,8 +59,14 @@ from controllers.controlplane.placement import (
 )
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, remediation_decision
+from controllers.controlplane.requeue import next_look
 from controllers.controlplane.scale import PreflightFailure, next_step, preflight
-from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
+from controllers.controlplane.status import (
+    StatusInputs,
+    compute_status,
+    seconds_until_degraded,
+    status_unchanged,
+)
 from controllers.controlplane.step import Step
 from controllers.etcd.client import EtcdError
 from controllers.etcd.pool import EtcdClientPool
@@ -118,23 +124,6 @@ class _Scaling:
     failures: Sequence[PreflightFailure] = ()
     result: Result | None = None
     """When to look again, or None to leave it to the remediation step's answer."""
-
-
-def next_look(
-    result: Result | None, *, resync_period: float, paused: bool, rollout_after_in: float | None
-) -> Result:
-    """When to reconcile again: the step's requeue, made the earliest of it, the resync period
-    (etcd health is not watched) and ``rollout_after_in`` (seconds until a future
-    ``spec.rolloutAfter``, which no watch event marks: the rollout starts when it passes, not up
-    to a resync period later). A paused ControlPlane waits for its next change."""
-    if result is None:
-        result = Result(requeue_after=resync_period)
-    if result.requeue_after == 0 and not paused:
-        result = Result(requeue_after=resync_period)
-    later = min(result.requeue_after, resync_period)
-    if rollout_after_in is not None and not paused:
-        later = min(later, rollout_after_in)
-    return Result(requeue_after=later)
 
 
 class ControlPlaneReconciler:
@@ -250,6 +239,7 @@ class ControlPlaneReconciler:
             resync_period=self.options.resync_period,
             paused=facts.spec.paused,
             rollout_after_in=seconds_until_rollout_after(facts.spec, now=now()),
+            degraded_in=seconds_until_degraded(facts.spec.replicas, facts.infos, now=now()),
         )
 
     async def _remediate(self, facts: _Facts, key: tuple[str, str]) -> _Remediation:

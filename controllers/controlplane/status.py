@@ -268,8 +268,8 @@ def unready_beyond_grace(
     when their Node never came. Both times are stored in the API, so an operator restart does not
     restart the clock. A Machine not created yet (the step that creates it is held or under way)
     is reported by ``Progressing``, not here: the shortfall is judged on Machines that exist.
-    The reconciler looks again at least every resync period, so Degraded turns True at most
-    that long after the grace ends.
+    The reconciler looks again when the first grace ends (:func:`seconds_until_degraded`), so
+    Degraded turns True then, not up to a resync period later.
     """
     active = [m for m in machines if not m.deleting]
     if sum(m.ready for m in active) >= replicas:
@@ -278,6 +278,21 @@ def unready_beyond_grace(
         (m for m in active if not m.ready and (m.not_ready_since or m.created) + grace <= now),
         key=lambda m: m.name,
     )
+
+
+def seconds_until_degraded(
+    replicas: int, machines: Sequence[MachineInfo], *, now: datetime, grace: timedelta = NOT_READY_GRACE
+) -> float | None:
+    """Seconds until an unready Machine's grace ends and :func:`unready_beyond_grace` names it,
+    or None when none will without a change (which a watch event brings: a Node's readiness,
+    a Machine's phase). No watch event marks the end of a grace, so the reconciler requeues for
+    it; a Machine whose grace ended already is reported now and needs no wake-up."""
+    active = [m for m in machines if not m.deleting]
+    if sum(m.ready for m in active) >= replicas:
+        return None
+    ends = [((m.not_ready_since or m.created) + grace - now).total_seconds() for m in active if not m.ready]
+    pending = [end for end in ends if end > 0]
+    return max(min(pending), 1.0) if pending else None
 
 
 def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) -> JSON:

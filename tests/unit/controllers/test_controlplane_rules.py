@@ -21,8 +21,8 @@ from controllers.controlplane.placement import (
     select_for_scale_in,
     template_hash,
 )
-from controllers.controlplane.reconciler import next_look
 from controllers.controlplane.remediation import remediation_decision
+from controllers.controlplane.requeue import next_look
 from controllers.controlplane.scale import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
     CHECK_ETCD_MEMBERS_MATCH,
@@ -289,11 +289,16 @@ def test_a_passed_rollout_after_replaces_each_old_machine_once_then_nothing() ->
         (Result(), True, 15.0, 0.0),  # paused: nothing until the next change
     ],
 )
-def test_next_look_is_the_earliest_of_the_step_the_resync_and_rollout_after(
+def test_next_look_is_the_earliest_of_the_step_the_resync_and_the_moments(
     step_requeue: Result | None, paused: bool, rollout_after_in: float | None, expected: float
 ) -> None:
     result = next_look(step_requeue, resync_period=60.0, paused=paused, rollout_after_in=rollout_after_in)
     assert result.requeue_after == expected
+    # an unready Machine's grace ending is a moment like rolloutAfter's
+    graced = next_look(
+        step_requeue, resync_period=60.0, paused=paused, rollout_after_in=None, degraded_in=rollout_after_in
+    )
+    assert graced.requeue_after == expected
 
 
 def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> None:

@@ -18,6 +18,7 @@ from controllers.controlplane.status import (
     NOT_READY_GRACE,
     StatusInputs,
     compute_status,
+    seconds_until_degraded,
     unready_beyond_grace,
 )
 
@@ -329,3 +330,20 @@ def test_the_reconciler_reads_when_a_machines_node_stopped_being_ready() -> None
     assert [u.name for u in unready_beyond_grace(1, [info], now=NOW + timedelta(minutes=3))] == ["ma"]
     gone = ControlPlaneReconciler._info(spec, machine, {}, None)
     assert gone.not_ready_since is None and gone.created == datetime(2026, 1, 1, 10, tzinfo=UTC)
+
+
+def test_the_reconciler_wakes_when_the_first_grace_ends() -> None:
+    """No watch event marks the end of a grace: the reconciler requeues for it, so Degraded
+    turns True when the grace ends, not up to a resync period later."""
+    minute = timedelta(minutes=1)
+    grace = timedelta(minutes=5)
+    # two unready Machines: the one unready longer ends its grace first
+    machines = [*ABC[:1], unready("mb", 2 * minute), unready("mc", 4 * minute)]
+    assert seconds_until_degraded(3, machines, now=NOW, grace=grace) == 60.0
+    # a grace already ended is reported now; the other one still needs a wake-up
+    machines = [*ABC[:1], unready("mb", 6 * minute), unready("mc", 4 * minute)]
+    assert seconds_until_degraded(3, machines, now=NOW, grace=grace) == 60.0
+    # nothing pending: every grace ended, or enough Machines are ready, or the unready one is deleting
+    assert seconds_until_degraded(3, [*ABC[:2], unready("mc", 6 * minute)], now=NOW, grace=grace) is None
+    assert seconds_until_degraded(3, [*ABC, unready("md", minute)], now=NOW, grace=grace) is None
+    assert seconds_until_degraded(3, [*ABC[:2], unready("mc", minute, deleting=True)], now=NOW) is None

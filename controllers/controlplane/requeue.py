@@ -1,0 +1,36 @@
+"""When the ControlPlane controller looks at a ControlPlane again, when no watch event will say.
+
+Watch events (the ControlPlane, its Machines, their Nodes) wake the reconciler for every change
+the API shows. What they never show: etcd's health (polled every resync period), and moments
+that come with time alone: a future ``spec.rolloutAfter`` passing, an unready Machine's grace
+ending. :func:`next_look` makes the requeue the earliest of those.
+"""
+
+from __future__ import annotations
+
+from runtime.reconcile import Result
+
+
+def next_look(
+    result: Result | None,
+    *,
+    resync_period: float,
+    paused: bool,
+    rollout_after_in: float | None,
+    degraded_in: float | None = None,
+) -> Result:
+    """When to reconcile again: the step's requeue, made the earliest of it, the resync period
+    (etcd health is not watched), ``rollout_after_in`` (seconds until a future
+    ``spec.rolloutAfter``) and ``degraded_in`` (seconds until an unready Machine's grace ends):
+    no watch event marks either moment, and what it changes (the rollout starts, Degraded turns
+    True) happens then, not up to a resync period later. A paused ControlPlane waits for its
+    next change (its status is still reported when it changes)."""
+    if result is None:
+        result = Result(requeue_after=resync_period)
+    if result.requeue_after == 0 and not paused:
+        result = Result(requeue_after=resync_period)
+    later = min(result.requeue_after, resync_period)
+    for moment in (rollout_after_in, degraded_in):
+        if moment is not None and not paused:
+            later = min(later, moment)
+    return Result(requeue_after=later)
