@@ -7,6 +7,13 @@ Machine's healthy voter until its replacement votes. Each rule is a function tha
 decision that blocks the remediation, or None to let the next rule judge. Retries are counted
 per lineage, from the record the replacement carries
 (:mod:`~controllers.controlplane.remediation_record`).
+
+Before the deletion, etcd leadership moves off the target as before a scale-in's deletion (the
+reconciler's leadership hand-off: to the oldest other healthy voter). KubeadmControlPlane moves
+it to the newest healthy Machine, and gives up the remediation when there is none or the move
+fails. We go on: the etcd-quorum hook still removes the member only when quorum allows, and
+losing the leader costs one election, while a remediation stuck on a refused move would leave a
+dead Machine in place; the refusal is reported (event ``LeadershipNotMoved``).
 """
 
 from __future__ import annotations
