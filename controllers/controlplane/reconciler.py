@@ -35,7 +35,7 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
 from controllers.common import merge_conditions, now, parse_time
 from controllers.controlplane import remediation_record as records
-from controllers.controlplane.etcdfacts import EtcdView, etcd_client_for, read_etcd_view
+from controllers.controlplane.etcdfacts import EtcdView, forward_leadership, read_etcd_view
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.machines import (
@@ -63,7 +63,6 @@ from controllers.controlplane.remediation import RemediationDecision, pick_targe
 from controllers.controlplane.scale import PreflightFailure, next_step, preflight
 from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
 from controllers.controlplane.step import Step
-from controllers.etcd.client import EtcdError
 from controllers.etcd.pool import EtcdClientPool
 from runtime.cache import Cache
 from runtime.client import JSON, Client
@@ -277,9 +276,14 @@ class ControlPlaneReconciler:
         record = resumed if decision.resumed else None
         if record is None:
             record = records.RemediationRecord(target.name, now(), decision.retry_count)
-            facts.cp = await records.write_pending(self.client, facts.cp, records.recorded(pending, record))
+            try:
+                facts.cp = await records.write_pending(
+                    self.client, facts.cp, records.recorded(pending, record)
+                )
+            except Conflict:  # a stale view of the list: decide again from the fresh one
+                return _Remediation(in_progress, result=Result(requeue_after=self.options.wait_period))
         facts.cp = await records.report_last(self.client, facts.cp, record)
-        await self._forward_leadership(facts.cp, facts, target.name)
+        await self._forward_leadership(facts, target.name)
         await self._delete_machine(facts.cp, target.name, "Remediating", decision.message, "remediate")
         self._expectations.expect(key, "delete", target.name)
         return _Remediation(True, decision, record.to_json(), Result(requeue_after=self.options.wait_period))
@@ -348,7 +352,7 @@ class ControlPlaneReconciler:
             self._expectations.expect(key, "create", await self._create_machine(facts, step))
             return
         assert step.machine is not None
-        await self._forward_leadership(cp, facts, step.machine)
+        await self._forward_leadership(facts, step.machine)
         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
         self._expectations.expect(key, "delete", step.machine)
 
@@ -427,35 +431,13 @@ class ControlPlaneReconciler:
         self._event(cp, "Normal", "MachineCreated", f"Created Machine {name}: {step.message}")
         return name
 
-    async def _forward_leadership(self, cp: JSON, facts: _Facts, name: str) -> None:
-        """Before deleting the leader's Machine, hand leadership to the oldest other healthy voter.
-
-        Removing the leading member costs the cluster an election (no leader for about an
-        election timeout); moving leadership first avoids it. The oldest Machine, not the newest:
-        etcd refuses membership changes until the leader has been connected to a quorum for 5 s,
-        so a leader that joined a moment ago would hold up the removal of the old member. A
-        refusal is reported and the deletion goes on: an election is survivable, a scale-in
-        stuck on it is not.
-        """
-        view = facts.etcd
-        if view is None or view.leader != name or name not in view.client_urls:
-            return
-        candidates = sorted(
-            (i for i in facts.infos if i.name != name and not i.deleting and i.name in view.healthy),
-            key=lambda i: (i.created, i.name),
+    async def _forward_leadership(self, facts: _Facts, name: str) -> None:
+        """Move etcd leadership off ``name``'s member before its deletion
+        (:func:`~controllers.controlplane.etcdfacts.forward_leadership`)."""
+        pool, cp = self.etcd_clients, facts.cp
+        await forward_leadership(
+            pool, cp, facts.spec, facts.owned, facts.infos, facts.etcd, name, self._event
         )
-        target = next((i for i in candidates if i.name in view.member_ids), None)
-        if target is None:
-            return
-        try:
-            etcd = await etcd_client_for(self.etcd_clients, cp, facts.spec, facts.owned)
-            if isinstance(etcd, EtcdView):
-                raise EtcdError(etcd.facts.error)
-            await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
-        except EtcdError as err:
-            self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
-            return
-        self._event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
         try:

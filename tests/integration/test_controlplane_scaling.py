@@ -361,15 +361,17 @@ def remediation_for(machine: JSON) -> JSON:
     return dict(json.loads(machine["metadata"]["annotations"][REMEDIATION_FOR_ANNOTATION]))
 
 
-async def test_killed_machines_are_remediated_add_then_remove_retries_counted_per_lineage(
+async def test_failed_machines_are_remediated_add_then_remove_retries_counted_per_lineage(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     """End to end: the member dies, its Node turns Unknown, the ControlPlane's own
     MachineHealthCheck marks the Machine, and the ControlPlane replaces it; the replacement
     carries the remediation's record. With ``maxRetry: 0`` and a long ``minHealthyPeriod``, an
-    unrelated Machine failing next is no retry of that remediation (it is replaced too, retry 0);
-    the replacement failing in its turn is (retry 1 of its lineage), and remediation stops with
-    ``MaxRetryReached``. Voters: never more than 4, never fewer than 2 (a dead member removed)."""
+    unrelated Machine failing next (the etcd leader's: its Node turns NotReady, its member stays
+    up) is no retry of that remediation: it is replaced too, retry 0, leadership moved off it
+    first. The first replacement failing in its turn is retry 1 of its lineage, and remediation
+    stops with ``MaxRetryReached``. Voters: never more than 4, never fewer than 2 (the dead
+    member removed)."""
     name = f"cp{secrets.token_hex(3)}"
     provider = provider_options(provider_state_dir)
     limits = {"maxRetry": 0, "minHealthyPeriod": "1h"}
@@ -379,11 +381,15 @@ async def test_killed_machines_are_remediated_add_then_remove_retries_counted_pe
         )
         try:
             since = monitor.mark()
-            first, second = [m["metadata"]["name"] for m in await machines_of(kube, namespace)][1:]
+            originals = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+            first = originals[1]
             replacements: list[JSON] = []
-            for victim in (first, second):
+            for fault in ("kill", "notready"):
                 before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
-                await set_fault(kube, victim, namespace, "kill")
+                survivors = [n for n in originals if n in before]
+                leader = monitor.samples[-1].leader if monitor.samples else None
+                victim = first if fault == "kill" else leader if leader in survivors else survivors[0]
+                await set_fault(kube, victim, namespace, fault)
                 cp = await remediated(kube, name, namespace, victim)
                 assert cp["status"]["lastRemediation"]["retryCount"] == 0
                 if victim == first:
@@ -407,6 +413,9 @@ async def test_killed_machines_are_remediated_add_then_remove_retries_counted_pe
                 assert record == cp["status"]["lastRemediation"], (record, cp["status"])
                 assert (record["machine"], record["retryCount"]) == (victim, 0)
                 replacements.append(replacement)
+                if victim == leader:
+                    messages = [e["message"] for e in await events_for(kube, namespace, name)]
+                    assert any(f"Moved etcd leadership from {victim} to" in m for m in messages), messages
             # The first replacement fails within minHealthyPeriod: retry 1 > maxRetry 0.
             again = replacements[0]["metadata"]["name"]
             await set_fault(kube, again, namespace, "kill")
