@@ -32,14 +32,23 @@ What it does, in order, on every reconcile
    voter does not count: it waits for a replacement, which the remediation is what unblocks; nor
    does a Machine with no etcd member yet when the target's member is an unhealthy voter: etcd
    takes no new member until it is removed), and
-   a quorum of healthy voters left without its member.
-   Within ``remediation.minHealthyPeriod`` (1h) of the previous remediation it is a retry: it waits
-   ``retryPeriod`` and stops after ``maxRetry`` (then ``failureReason: MaxRetryReached``). The
-   Machine is deleted and its replacement created at once in the same failure domain
-   (add-then-remove: the hook keeps the old member until the new one votes).
-   ``status.lastRemediation`` records it, before the delete: a process that dies between the
-   two leaves the Machine named there and not deleting, and the next pass deletes it as the
-   same remediation (same ``retryCount``, no new record).
+   a quorum of healthy voters left without its member. Of several marked Machines, the one whose
+   loss costs the least goes first: no Node, then no voting member, then an unhealthy voter,
+   then a healthy one; then the oldest. Before its deletion, etcd leadership moves off it.
+   Retries are counted **per lineage**: the replacement carries the annotation
+   ``controlplane.cpo.dev/remediation-for`` (``{"machine", "timestamp", "retryCount"}``: the
+   Machine it replaced, when, and the count). When that replacement fails within
+   ``remediation.minHealthyPeriod`` (1h) of that time, its remediation is retry count + 1: it
+   waits ``retryPeriod`` after the one before and stops after ``maxRetry`` (then
+   ``failureReason: MaxRetryReached``). Any other Machine starts at 0, so two unrelated
+   failures, however close, never use up ``maxRetry``. The Machine is deleted and its
+   replacement created at once in the same failure domain (add-then-remove: the hook keeps the
+   old member until the new one votes). The remediation is recorded before the delete in the
+   ControlPlane's annotation ``controlplane.cpo.dev/remediation-in-progress`` and moved onto the
+   replacement by its create; ``status.lastRemediation`` reports the latest. A process that dies
+   at any point leaves what the next pass finishes from: the Machine still there is deleted as
+   the same remediation (same ``retryCount``), a replacement not yet created takes the record,
+   a record already on a replacement is dropped from the ControlPlane.
 4. Otherwise takes **the next step**: create a Machine when there are too few (into the failure
    domain with the fewest, ties alphabetical; a deleted Machine's replacement into its own),
    delete one when there are too many (in this order: outdated with the annotation

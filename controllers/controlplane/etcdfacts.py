@@ -1,21 +1,23 @@
-"""What the ControlPlane controller asks etcd before a step: members, their views, alarms, voter health.
+"""What the ControlPlane controller asks etcd before a step (members, their views, alarms, voter
+health), and the one thing it tells etcd (move leadership).
 
 :func:`gather_etcd_facts` reads the cluster through the one model of it
 (:func:`controllers.etcd.membership.read_membership`: members, which Machine each belongs to,
 health, leader, alarms) and adds what only the preflight asks: whether every healthy voter
 reports the same member list. The verdict is :func:`controllers.controlplane.scale.preflight`'s.
+:func:`forward_leadership` moves leadership off a member whose Machine is about to be deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from api.controlplane import ControlPlaneSpec
-from controllers.controlplane.machines import EtcdFacts
+from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.scale import etcd_facts_for_preflight
 from controllers.etcd.client import EtcdClient, EtcdError
 from controllers.etcd.membership import (
@@ -167,3 +169,43 @@ async def read_etcd_view(
     if etcd_facts_for_preflight(view.facts, owns_machines=bool(owned)) is None:
         return None
     return view
+
+
+async def forward_leadership(
+    pool: EtcdClientPool,
+    cp: JSON,
+    spec: ControlPlaneSpec,
+    owned: Sequence[JSON],
+    infos: Sequence[MachineInfo],
+    view: EtcdView | None,
+    name: str,
+    event: Callable[[Mapping[str, Any], str, str, str], None],
+) -> None:
+    """Before deleting the leader's Machine ``name`` (a scale-in's, a rollout's or a
+    remediation's), hand leadership to the oldest other healthy voter.
+
+    Removing the leading member costs the cluster an election (no leader for about an
+    election timeout); moving leadership first avoids it. The oldest Machine, not the newest:
+    etcd refuses membership changes until the leader has been connected to a quorum for 5 s,
+    so a leader that joined a moment ago would hold up the removal of the old member. A
+    refusal is reported (``event``) and the deletion goes on: an election is survivable, a
+    scale-in stuck on it is not.
+    """
+    if view is None or view.leader != name or name not in view.client_urls:
+        return
+    candidates = sorted(
+        (i for i in infos if i.name != name and not i.deleting and i.name in view.healthy),
+        key=lambda i: (i.created, i.name),
+    )
+    target = next((i for i in candidates if i.name in view.member_ids), None)
+    if target is None:
+        return
+    try:
+        etcd = await etcd_client_for(pool, cp, spec, owned)
+        if isinstance(etcd, EtcdView):
+            raise EtcdError(etcd.facts.error)
+        await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
+    except EtcdError as err:
+        event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
+        return
+    event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")

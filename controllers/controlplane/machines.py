@@ -45,6 +45,8 @@ class MachineInfo:
     phase: str | None = None
     node_ready: bool = False
     """Its Node exists and is Ready."""
+    has_node: bool = False
+    """Its Node exists (Ready or not): a Machine without one never came up."""
     not_ready_since: datetime | None = None
     """When its Node's Ready condition last turned to something else than True (see
     :func:`not_ready_since`); None when the Node is Ready, or when not known (then

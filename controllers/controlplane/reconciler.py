@@ -33,8 +33,9 @@ from api.controlplane import KIND as CP_KIND
 from api.controlplane import ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
-from controllers.common import format_time, merge_conditions, now, parse_time
-from controllers.controlplane.etcdfacts import EtcdView, etcd_client_for, read_etcd_view
+from controllers.common import merge_conditions, now, parse_time
+from controllers.controlplane import remediation_record as records
+from controllers.controlplane.etcdfacts import EtcdView, forward_leadership, read_etcd_view
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.machines import (
@@ -58,7 +59,7 @@ from controllers.controlplane.placement import (
     seconds_until_rollout_after,
 )
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
-from controllers.controlplane.remediation import RemediationDecision, remediation_decision
+from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
 from controllers.controlplane.requeue import next_look
 from controllers.controlplane.scale import PreflightFailure, next_step, preflight
 from controllers.controlplane.status import (
@@ -68,7 +69,6 @@ from controllers.controlplane.status import (
     status_unchanged,
 )
 from controllers.controlplane.step import Step
-from controllers.etcd.client import EtcdError
 from controllers.etcd.pool import EtcdClientPool
 from runtime.cache import Cache
 from runtime.client import JSON, Client
@@ -215,6 +215,7 @@ class ControlPlaneReconciler:
             delete_annotation=DELETE_MACHINE_ANNOTATION in (metadata.get("annotations") or {}),
             phase=status.get("phase"),
             node_ready=node_ready(node),
+            has_node=node is not None,
             not_ready_since=not_ready_since(node),
             marked_unhealthy=marked_for_remediation(machine),
             etcd_voter=view is None or name in view.voters,
@@ -243,46 +244,58 @@ class ControlPlaneReconciler:
         )
 
     async def _remediate(self, facts: _Facts, key: tuple[str, str]) -> _Remediation:
-        """Delete the oldest Machine the health check marked, when the remediation rules allow it.
+        """Delete the marked Machine :func:`~controllers.controlplane.remediation.pick_target`
+        chooses (or the one a remediation recorded before a crash names), when the remediation
+        rules allow it, after moving etcd leadership off it.
 
-        The remediation is recorded in ``status.lastRemediation`` before the delete: one that
-        happened must count for the retry rules even if this process dies right after the delete.
+        Its record goes into the ControlPlane's in-progress list before the delete, and onto the
+        replacement when that is created; :mod:`~controllers.controlplane.remediation_record`
+        says how a crash at any point is finished by the next pass.
         """
         last = (facts.cp.get("status") or {}).get("lastRemediation") or {}
         in_progress = bool(last.get("machine")) and any(i.name == last["machine"] for i in facts.infos)
+        facts.cp, pending = await records.settle_pending(self.client, facts.cp, facts.infos, facts.owned)
         if not facts.marked or facts.spec.paused:
             return _Remediation(in_progress)
-        target = sorted(facts.marked, key=lambda m: (m.created, m.name))[0]
-        decision = self._remediation_decision(facts, target, last)
+        target = pick_target(facts.marked, pending)
+        resumed = records.resumable(pending, target.name)
+        decision = self._remediation_decision(facts, target, last.get("machine"), resumed)
         if not decision.allowed:
             wait = decision.requeue_after or self.options.wait_period
             return _Remediation(in_progress, decision, result=Result(requeue_after=wait))
-        recorded: JSON | None = None
-        if not decision.resumed:
-            recorded = {
-                "machine": target.name,
-                "timestamp": format_time(now()),
-                "retryCount": decision.retry_count,
-            }
-            facts.cp = await self._record_remediation(facts.cp, recorded)
+        record = resumed if decision.resumed else None
+        if record is None:
+            record = records.RemediationRecord(target.name, now(), decision.retry_count)
+            try:
+                facts.cp = await records.write_pending(
+                    self.client, facts.cp, records.recorded(pending, record)
+                )
+            except Conflict:  # a stale view of the list: decide again from the fresh one
+                return _Remediation(in_progress, result=Result(requeue_after=self.options.wait_period))
+        facts.cp = await records.report_last(self.client, facts.cp, record)
+        await self._forward_leadership(facts, target.name)
         await self._delete_machine(facts.cp, target.name, "Remediating", decision.message, "remediate")
         self._expectations.expect(key, "delete", target.name)
-        return _Remediation(True, decision, recorded, Result(requeue_after=self.options.wait_period))
+        return _Remediation(True, decision, record.to_json(), Result(requeue_after=self.options.wait_period))
 
     @staticmethod
     def _remediation_decision(
-        facts: _Facts, target: MachineInfo, last: Mapping[str, Any]
+        facts: _Facts,
+        target: MachineInfo,
+        last_machine: str | None,
+        resumed: records.RemediationRecord | None,
     ) -> RemediationDecision:
         spec = facts.spec
         remediation = spec.remediation
+        raw = next(m for m in facts.owned if m["metadata"]["name"] == target.name)
         return remediation_decision(
             target=target,
             machines=facts.infos,
             initialized=any((m.get("status") or {}).get("nodeRef") for m in facts.owned),
             stacked_etcd=facts.etcd is not None or not (spec.etcd is not None and spec.etcd.external),
-            last_machine=last.get("machine"),
-            last_time=parse_time(last.get("timestamp")),
-            last_retry_count=int(last.get("retryCount") or 0),
+            last_machine=last_machine,
+            resuming=resumed,
+            lineage=records.lineage_of(raw),
             max_retry=remediation.max_retry if remediation else None,
             retry_period=remediation.retry_period if remediation else None,
             min_healthy_period=remediation.min_healthy_period if remediation else None,
@@ -326,10 +339,10 @@ class ControlPlaneReconciler:
         """Carry out a create or delete step (a delete moves etcd leadership off the Machine first)."""
         cp = facts.cp
         if step.action == "create":
-            self._expectations.expect(key, "create", await self._create_machine(cp, facts.spec, step))
+            self._expectations.expect(key, "create", await self._create_machine(facts, step))
             return
         assert step.machine is not None
-        await self._forward_leadership(cp, facts, step.machine)
+        await self._forward_leadership(facts, step.machine)
         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
         self._expectations.expect(key, "delete", step.machine)
 
@@ -394,43 +407,27 @@ class ControlPlaneReconciler:
         self._event(cp, "Normal", "MachineAdopted", f"Adopted Machine {metadata['name']}")
         return adopted
 
-    async def _create_machine(self, cp: JSON, spec: ControlPlaneSpec, step: Step) -> str:
-        machine = new_machine(spec, step.domain, name=machine_name(cp["metadata"]["name"]), owner=cp)
+    async def _create_machine(self, facts: _Facts, step: Step) -> str:
+        """Create the Machine ``step`` asks for; it carries the record of a remediation awaiting
+        its replacement, if one is."""
+        cp, present = facts.cp, [i.name for i in facts.infos if not i.deleting]
+        machine = new_machine(facts.spec, step.domain, name=machine_name(cp["metadata"]["name"]), owner=cp)
         name = str(machine["metadata"]["name"])
+        live = await records.take_for_replacement(self.client, cp, machine, present)
         await self.client.create(machine)
+        if live is not None:
+            await records.drop_taken(self.client, live, machine)
         OPERATIONS.labels(label(cp), "create").inc()
         self._event(cp, "Normal", "MachineCreated", f"Created Machine {name}: {step.message}")
         return name
 
-    async def _forward_leadership(self, cp: JSON, facts: _Facts, name: str) -> None:
-        """Before deleting the leader's Machine, hand leadership to the oldest other healthy voter.
-
-        Removing the leading member costs the cluster an election (no leader for about an
-        election timeout); moving leadership first avoids it. The oldest Machine, not the newest:
-        etcd refuses membership changes until the leader has been connected to a quorum for 5 s,
-        so a leader that joined a moment ago would hold up the removal of the old member. A
-        refusal is reported and the deletion goes on: an election is survivable, a scale-in
-        stuck on it is not.
-        """
-        view = facts.etcd
-        if view is None or view.leader != name or name not in view.client_urls:
-            return
-        candidates = sorted(
-            (i for i in facts.infos if i.name != name and not i.deleting and i.name in view.healthy),
-            key=lambda i: (i.created, i.name),
+    async def _forward_leadership(self, facts: _Facts, name: str) -> None:
+        """Move etcd leadership off ``name``'s member before its deletion
+        (:func:`~controllers.controlplane.etcdfacts.forward_leadership`)."""
+        pool, cp = self.etcd_clients, facts.cp
+        await forward_leadership(
+            pool, cp, facts.spec, facts.owned, facts.infos, facts.etcd, name, self._event
         )
-        target = next((i for i in candidates if i.name in view.member_ids), None)
-        if target is None:
-            return
-        try:
-            etcd = await etcd_client_for(self.etcd_clients, cp, facts.spec, facts.owned)
-            if isinstance(etcd, EtcdView):
-                raise EtcdError(etcd.facts.error)
-            await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
-        except EtcdError as err:
-            self._event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
-            return
-        self._event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
         try:
@@ -460,17 +457,6 @@ class ControlPlaneReconciler:
             # Someone (the etcd-quorum-hook controller, or our own last write) changed it: the
             # watch brings the new version and the next reconcile recomputes from it.
             return
-
-    async def _record_remediation(self, cp: JSON, last: JSON) -> JSON:
-        """Write ``status.lastRemediation`` (only that field: this controller is its one writer)."""
-        metadata = cp["metadata"]
-        return await self.client.patch_status(
-            CP_API_VERSION,
-            CP_KIND,
-            metadata["name"],
-            {"status": {"lastRemediation": last}},
-            metadata["namespace"],
-        )
 
     # ------------------------------------------------------------------------------ reporting
 

@@ -1,9 +1,19 @@
-"""Remediation of the ControlPlane's unhealthy Machines: whether one may be replaced now, and the
-MachineHealthCheck budget that decides which Machines get marked at all.
+"""Remediation of the ControlPlane's unhealthy Machines: which marked Machine goes first, whether
+it may be replaced now, how its retries are counted, and the MachineHealthCheck budget that
+decides which Machines get marked at all.
 
 KubeadmControlPlane's safety rules, adapted to an etcd-quorum hook that holds a deleting
 Machine's healthy voter until its replacement votes. Each rule is a function that returns the
-decision that blocks the remediation, or None to let the next rule judge.
+decision that blocks the remediation, or None to let the next rule judge. Retries are counted
+per lineage, from the record the replacement carries
+(:mod:`~controllers.controlplane.remediation_record`).
+
+Before the deletion, etcd leadership moves off the target as before a scale-in's deletion (the
+reconciler's leadership hand-off: to the oldest other healthy voter). KubeadmControlPlane moves
+it to the newest healthy Machine, and gives up the remediation when there is none or the move
+fails. We go on: the etcd-quorum hook still removes the member only when quorum allows, and
+losing the leader costs one election, while a remediation stuck on a refused move would leave a
+dead Machine in place; the refusal is reported (event ``LeadershipNotMoved``).
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from datetime import datetime, timedelta
 
 from api.meta import parse_duration
 from controllers.controlplane.machines import MachineInfo
+from controllers.controlplane.remediation_record import RemediationRecord
 from controllers.etcd import membership
 
 
@@ -71,6 +82,39 @@ def held_by_hook(machine: MachineInfo) -> bool:
     return machine.deleting and machine.etcd_voter and machine.etcd_healthy
 
 
+# ---------------------------------------------------------------------------------------------- pick
+
+
+def removal_cost(machine: MachineInfo) -> int:
+    """What losing ``machine`` costs the control plane, lowest first: 0 without a Node (it never
+    came up, it serves nothing), 1 without a voting member (no member, or a learner: removing it
+    changes no quorum), 2 with an unhealthy voter (its vote is already lost), 3 with a healthy
+    voter."""
+    if not machine.has_node:
+        return 0
+    if not machine.etcd_voter:
+        return 1
+    return 2 if not machine.etcd_healthy else 3
+
+
+def pick_target(marked: Sequence[MachineInfo], pending: Sequence[RemediationRecord] = ()) -> MachineInfo:
+    """The marked Machine to remediate first: one whose remediation was recorded (``pending``, the
+    ControlPlane's in-progress list) but not carried out, so a crash never starts a second one;
+    else the lowest :func:`removal_cost`, then the oldest, then by name.
+
+    KubeadmControlPlane picks "the most broken" Machine the same way: a Machine its user asked to
+    remediate, then one without a Node, then one whose etcd member (then etcd Pod) is not
+    healthy, then one whose API server, controller manager or scheduler is not; then the oldest
+    and by name. We have no remediate-this-Machine annotation (deleting the Machine does that)
+    and no per-component conditions; we rank a Machine without a voting member before an
+    unhealthy voter, since the member it lacks costs no quorum. Removing the cheapest first also
+    maximises the chance that the replacement joins: etcd takes no new member while a voter is
+    dead, so the preflight of every other step waits for the dead voters to go.
+    """
+    recorded = {r.machine for r in pending}
+    return min(marked, key=lambda m: (m.name not in recorded, removal_cost(m), m.created, m.name))
+
+
 # ---------------------------------------------------------------------------------------------- decision
 
 
@@ -81,8 +125,8 @@ def remediation_decision(
     initialized: bool,
     stacked_etcd: bool,
     last_machine: str | None,
-    last_time: datetime | None,
-    last_retry_count: int,
+    resuming: RemediationRecord | None,
+    lineage: RemediationRecord | None,
     max_retry: int | None,
     retry_period: str | None,
     min_healthy_period: str | None,
@@ -90,12 +134,16 @@ def remediation_decision(
 ) -> RemediationDecision:
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
 
+    ``last_machine`` is the previous remediation's Machine (``status.lastRemediation``);
+    ``resuming`` the ControlPlane's in-progress record for ``target`` when one was written and
+    ``target`` not deleted yet (a crash between the two); ``lineage`` the record ``target``
+    carries as a replacement of a remediated Machine.
+
     Allowed only when every rule lets it, in this order: :func:`last_machine_rule`,
     :func:`previous_remediation_rule`, :func:`deletion_rule`, :func:`provisioning_rule`,
     :func:`quorum_rule`; then a remediation recorded but never carried out is resumed
-    (:func:`resumed_decision`), and a new one obeys :func:`retry_rule`.
+    (:func:`resumed_decision`), and a new one obeys :func:`retry_rule` along ``target``'s lineage.
     """
-    resuming = is_resuming(target, machines, last_machine)
     blocked = (
         last_machine_rule(target, machines, initialized=initialized)
         or previous_remediation_rule(target, machines, last_machine)
@@ -105,26 +153,16 @@ def remediation_decision(
     )
     if blocked is not None:
         return blocked
-    if resuming:
-        return resumed_decision(target, last_retry_count)
+    if resuming is not None and resuming.machine == target.name:
+        return resumed_decision(target, resuming.retry_count)
     return retry_rule(
         target,
-        last_time=last_time,
-        last_retry_count=last_retry_count,
+        lineage=lineage,
         max_retry=max_retry,
         retry_period=retry_period,
         min_healthy_period=min_healthy_period,
         now=now,
     )
-
-
-def is_resuming(target: MachineInfo, machines: Sequence[MachineInfo], last_machine: str | None) -> bool:
-    """Whether ``target`` is the previous remediation's Machine, still there.
-
-    The record is written before the delete; a crash between the two leaves ``target`` itself
-    named (``target`` is never deleting): waiting for it to go would wait for ever.
-    """
-    return last_machine == target.name and any(m.name == target.name for m in machines)
 
 
 def last_machine_rule(
@@ -147,11 +185,11 @@ def previous_remediation_rule(
 ) -> RemediationDecision | None:
     """One remediation at a time: wait while the previous remediation's Machine is still there.
 
-    Two exceptions, both because waiting would wait for ever: it is ``target`` itself (see
-    :func:`is_resuming`), or it is :func:`held_by_hook` (its Node failed but its member is a
-    healthy voter: it goes only once a replacement votes, which no Machine failing the
-    preflight lets join). Every member removal stays gated by the etcd-quorum hook, and
-    :func:`quorum_rule` still holds for ``target``.
+    Two exceptions, both because waiting would wait for ever: it is ``target`` itself (recorded,
+    then the process died before the delete: the delete is what is awaited), or it is
+    :func:`held_by_hook` (its Node failed but its member is a healthy voter: it goes only once a
+    replacement votes, which no Machine failing the preflight lets join). Every member removal
+    stays gated by the etcd-quorum hook, and :func:`quorum_rule` still holds for ``target``.
     """
     previous = next((m for m in machines if m.name == last_machine), None) if last_machine else None
     resuming = previous is not None and previous.name == target.name
@@ -240,39 +278,49 @@ def resumed_decision(target: MachineInfo, last_retry_count: int) -> RemediationD
 def retry_rule(
     target: MachineInfo,
     *,
-    last_time: datetime | None,
-    last_retry_count: int,
+    lineage: RemediationRecord | None,
     max_retry: int | None,
     retry_period: str | None,
     min_healthy_period: str | None,
     now: datetime,
 ) -> RemediationDecision:
-    """A remediation within ``minHealthyPeriod`` (default 1h) of the previous one is a retry: it
-    waits ``retryPeriod`` after it, and stops after ``maxRetry`` retries (then a human must act:
-    replacing a Machine that keeps failing only hides the cause); a later one starts a new count.
+    """Retries are counted along ``target``'s lineage: ``target`` was created to replace a
+    remediated Machine (``lineage``, the record it carries) less than ``minHealthyPeriod``
+    (default 1h) ago, so remediating it is retry ``lineage.retryCount + 1``. It waits
+    ``retryPeriod`` after the remediation it replaced, and stops after ``maxRetry`` retries (then
+    a human must act: replacing a Machine that keeps failing only hides the cause). A Machine
+    without a record, or one that stayed healthy for ``minHealthyPeriod``, starts at 0: two
+    unrelated failures are never retries of each other, however close in time.
+
+    KubeadmControlPlane's checkRetryLimits, with the same fields and the same arithmetic: it
+    refuses when the carried count has reached maxRetry, which is our count + 1 exceeding it.
     """
-    retry_count = 0
-    if last_time is not None and now - last_time < parse_duration(min_healthy_period or "1h"):
-        retry_count = last_retry_count + 1
-        if max_retry is not None and retry_count > max_retry:
-            return RemediationDecision(
-                False,
-                "MaxRetryReached",
-                f"Machine {target.name} failed again within minHealthyPeriod after {last_retry_count} "
-                f"remediation retry(ies) (maxRetry {max_retry}); find the cause, then delete the Machine "
-                "by hand",
-                retry_count=retry_count,
-                needs_human=True,
-            )
-        wait = last_time + parse_duration(retry_period or "0") - now
-        if wait > timedelta(0):
-            return RemediationDecision(
-                False,
-                "WaitingForRetryPeriod",
-                f"Remediation of {target.name} waits for retryPeriod ({retry_period}) after the previous one",
-                retry_count=retry_count,
-                requeue_after=wait.total_seconds(),
-            )
+    if lineage is None or now - lineage.timestamp >= parse_duration(min_healthy_period or "1h"):
+        return RemediationDecision(True, "Remediating", f"Replacing unhealthy Machine {target.name}")
+    retry_count = lineage.retry_count + 1
+    if max_retry is not None and retry_count > max_retry:
+        return RemediationDecision(
+            False,
+            "MaxRetryReached",
+            f"Machine {target.name}, which replaced remediated Machine {lineage.machine}, failed within "
+            f"minHealthyPeriod after {lineage.retry_count} remediation retry(ies) of that Machine "
+            f"(maxRetry {max_retry}); find the cause, then delete the Machine by hand",
+            retry_count=retry_count,
+            needs_human=True,
+        )
+    wait = lineage.timestamp + parse_duration(retry_period or "0") - now
+    if wait > timedelta(0):
+        return RemediationDecision(
+            False,
+            "WaitingForRetryPeriod",
+            f"Remediation of {target.name} waits for retryPeriod ({retry_period}) after that of "
+            f"{lineage.machine}, which it replaced",
+            retry_count=retry_count,
+            requeue_after=wait.total_seconds(),
+        )
     return RemediationDecision(
-        True, "Remediating", f"Replacing unhealthy Machine {target.name}", retry_count=retry_count
+        True,
+        "Remediating",
+        f"Replacing unhealthy Machine {target.name} (retry {retry_count} after {lineage.machine})",
+        retry_count=retry_count,
     )

@@ -7,6 +7,7 @@ than desired + 1 voters, etcd never without a healthy quorum.
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +21,11 @@ from api.machine import (
 )
 from controllers.common import format_time, now, parse_time
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
+from controllers.controlplane.machines import marked_for_remediation
+from controllers.controlplane.remediation_record import (
+    REMEDIATION_FOR_ANNOTATION,
+    REMEDIATION_IN_PROGRESS_ANNOTATION,
+)
 from controllers.machinehealthcheck import EVENT_MACHINE_MARKED
 from demo.monitor import QuorumMonitor
 from runtime.client import JSON, Client
@@ -332,47 +338,104 @@ SECONDS_HEALTH_CHECK = {
 """The owned MachineHealthCheck's conditions, in seconds instead of OpenShift's minutes."""
 
 
-async def test_a_killed_machine_is_remediated_add_then_remove(
+async def remediated(kube: Client, name: str, namespace: str, victim: str) -> JSON:
+    """Wait until ``status.lastRemediation`` names ``victim`` (its remediation started); on
+    failure, say what the status says instead (e.g. a ``MaxRetryReached`` failureReason)."""
+
+    async def remediating() -> JSON | None:
+        cp = await get_cp(kube, name, namespace)
+        status = (cp or {}).get("status") or {}
+        return cp if (status.get("lastRemediation") or {}).get("machine") == victim else None
+
+    try:
+        cp: JSON = await eventually(remediating, timeout=30, message=f"lastRemediation names {victim}")
+    except AssertionError as err:
+        status = ((await get_cp(kube, name, namespace)) or {}).get("status") or {}
+        seen = {k: status.get(k) for k in ("phase", "failureReason", "failureMessage", "lastRemediation")}
+        raise AssertionError(f"{err}; status {seen}") from None
+    return cp
+
+
+def remediation_for(machine: JSON) -> JSON:
+    """The remediation record a replacement carries."""
+    return dict(json.loads(machine["metadata"]["annotations"][REMEDIATION_FOR_ANNOTATION]))
+
+
+async def test_failed_machines_are_remediated_add_then_remove_retries_counted_per_lineage(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     """End to end: the member dies, its Node turns Unknown, the ControlPlane's own
-    MachineHealthCheck marks the Machine, and the ControlPlane replaces it."""
+    MachineHealthCheck marks the Machine, and the ControlPlane replaces it; the replacement
+    carries the remediation's record. With ``maxRetry: 0`` and a long ``minHealthyPeriod``, an
+    unrelated Machine failing next (the etcd leader's: its Node turns NotReady, its member stays
+    up) is no retry of that remediation: it is replaced too, retry 0, leadership moved off it
+    first. The first replacement failing in its turn is retry 1 of its lineage, and remediation
+    stops with ``MaxRetryReached``. Voters: never more than 4, never fewer than 2 (the dead
+    member removed)."""
     name = f"cp{secrets.token_hex(3)}"
     provider = provider_options(provider_state_dir)
+    limits = {"maxRetry": 0, "minHealthyPeriod": "1h"}
     async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
-        monitor = await scaled_to_three(kube, name, namespace, healthCheck=SECONDS_HEALTH_CHECK)
+        monitor = await scaled_to_three(
+            kube, name, namespace, healthCheck=SECONDS_HEALTH_CHECK, remediation=limits
+        )
         try:
             since = monitor.mark()
-            victim = (await machines_of(kube, namespace))[1]
-            victim_name = victim["metadata"]["name"]
-            await set_fault(kube, victim_name, namespace, "kill")
+            originals = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+            first = originals[1]
+            replacements: list[JSON] = []
+            for fault in ("kill", "notready"):
+                before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+                survivors = [n for n in originals if n in before]
+                leader = monitor.samples[-1].leader if monitor.samples else None
+                victim = first if fault == "kill" else leader if leader in survivors else survivors[0]
+                await set_fault(kube, victim, namespace, fault)
+                cp = await remediated(kube, name, namespace, victim)
+                assert cp["status"]["lastRemediation"]["retryCount"] == 0
+                if victim == first:
 
-            async def remediating() -> JSON | None:
+                    async def phase_remediating() -> bool:
+                        cp = await get_cp(kube, name, namespace)
+                        status = (cp or {}).get("status") or {}
+                        return (
+                            status.get("phase") == "Remediating"
+                            and cp_condition(cp, "Remediating")["status"] == "True"
+                        )
+
+                    await eventually(phase_remediating, timeout=10, message="phase and condition Remediating")
+                cp = await settled(kube, name, namespace, 3, within=90)
+                assert REMEDIATION_IN_PROGRESS_ANNOTATION not in (cp["metadata"].get("annotations") or {})
+                machines = await machines_of(kube, namespace)
+                assert victim not in {m["metadata"]["name"] for m in machines}
+                assert domains_of(machines) == ["zone-a", "zone-b", "zone-c"]
+                (replacement,) = [m for m in machines if m["metadata"]["name"] not in before]
+                record = remediation_for(replacement)
+                assert record == cp["status"]["lastRemediation"], (record, cp["status"])
+                assert (record["machine"], record["retryCount"]) == (victim, 0)
+                replacements.append(replacement)
+                if victim == leader:
+                    messages = [e["message"] for e in await events_for(kube, namespace, name)]
+                    assert any(f"Moved etcd leadership from {victim} to" in m for m in messages), messages
+            # The first replacement fails within minHealthyPeriod: retry 1 > maxRetry 0.
+            again = replacements[0]["metadata"]["name"]
+            await set_fault(kube, again, namespace, "kill")
+
+            async def stopped() -> bool:
                 cp = await get_cp(kube, name, namespace)
                 status = (cp or {}).get("status") or {}
-                return cp if (status.get("lastRemediation") or {}).get("machine") == victim_name else None
-
-            cp = await eventually(remediating, timeout=30, message="lastRemediation names the killed Machine")
-            assert cp["status"]["lastRemediation"]["retryCount"] == 0
-
-            async def phase_remediating() -> bool:
-                cp = await get_cp(kube, name, namespace)
-                status = (cp or {}).get("status") or {}
-                return (
-                    status.get("phase") == "Remediating"
-                    and cp_condition(cp, "Remediating")["status"] == "True"
+                return status.get("failureReason") == "MaxRetryReached" and again in status.get(
+                    "failureMessage", ""
                 )
 
-            await eventually(phase_remediating, timeout=10, message="phase and condition Remediating")
-            cp = await settled(kube, name, namespace, 3, within=90)
-            names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
-            assert victim_name not in names
-            assert domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-b", "zone-c"]
+            await eventually(stopped, timeout=30, message=f"remediation of {again} stops: MaxRetryReached")
+            machines = {m["metadata"]["name"]: m for m in await machines_of(kube, namespace)}
+            assert again in machines and not machines[again]["metadata"].get("deletionTimestamp")
             assert monitor.peak("voters", since=since) <= 4
+            assert monitor.low("voters", since=since) >= 2
             monitor.assert_never_lost_quorum()
             reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
-            assert "MachineRemediated" in reasons
-            marked = [e["reason"] for e in await events_for(kube, namespace, victim_name)]
+            assert reasons.count("MachineRemediated") == 2, reasons
+            marked = [e["reason"] for e in await events_for(kube, namespace, first)]
             assert EVENT_MACHINE_MARKED in marked, marked
         finally:
             await monitor.__aexit__(None, None, None)
@@ -381,21 +444,32 @@ async def test_a_killed_machine_is_remediated_add_then_remove(
 async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_pass(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
-    """``status.lastRemediation`` is written before the Machine is deleted. A process that dies
-    between the two leaves the Machine named as the previous remediation and not deleting; the
-    next pass must delete it (the same remediation, not a new one), not wait for it to go."""
+    """A remediation is recorded on the ControlPlane (its in-progress annotation) before the
+    Machine is deleted. A process that dies between the two leaves the marked Machine named there
+    and not deleting; the next pass must delete it as that remediation (same record, no new
+    count), not wait for it to go, and the replacement carries that record."""
     name = f"cp{secrets.token_hex(3)}"
     provider = provider_options(provider_state_dir)
     async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
         monitor = await scaled_to_three(kube, name, namespace, healthCheck=SECONDS_HEALTH_CHECK)
         try:
-            victim = (await machines_of(kube, namespace))[1]["metadata"]["name"]
+            before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+            victim = sorted(before)[1]
+            # Paused, the ControlPlane deletes nothing while the health check marks the victim.
+            await set_spec(kube, name, namespace, {"paused": True})
+            await set_fault(kube, victim, namespace, "kill")
+
+            async def victim_marked() -> bool:
+                return marked_for_remediation(await kube.get(API_VERSION, "Machine", victim, namespace))
+
+            await eventually(victim_marked, timeout=30, message=f"{victim} marked by the health check")
             recorded = {"machine": victim, "timestamp": "2026-01-01T00:00:00Z", "retryCount": 2}
             # What the dead process left: the record, and no delete.
-            await kube.patch_status(
-                CP_API_VERSION, "ControlPlane", name, {"status": {"lastRemediation": recorded}}, namespace
+            annotation = {REMEDIATION_IN_PROGRESS_ANNOTATION: json.dumps([recorded])}
+            await kube.patch(
+                CP_API_VERSION, "ControlPlane", name, {"metadata": {"annotations": annotation}}, namespace
             )
-            await set_fault(kube, victim, namespace, "kill")
+            await set_spec(kube, name, namespace, {"paused": False})
 
             async def victim_gone() -> bool:
                 return victim not in {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
@@ -403,6 +477,11 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
             await eventually(victim_gone, timeout=90, message=f"{victim} remediated")
             cp = await settled(kube, name, namespace, 3, within=90)
             assert cp["status"]["lastRemediation"] == recorded  # carried out, not recorded again
+            assert REMEDIATION_IN_PROGRESS_ANNOTATION not in (cp["metadata"].get("annotations") or {})
+            (replacement,) = [
+                m for m in await machines_of(kube, namespace) if m["metadata"]["name"] not in before
+            ]
+            assert remediation_for(replacement) == recorded
             reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
             assert "MachineRemediated" in reasons
             monitor.assert_never_lost_quorum()

@@ -1,0 +1,333 @@
+"""The ControlPlane's remediation rules, one table per rule: the safety gates, the retries counted
+per lineage, which marked Machine goes first, and the records that carry a remediation across a
+crash onto its replacement."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controllers.controlplane.machines import MachineInfo
+from controllers.controlplane.remediation import pick_target, remediation_decision, removal_cost
+from controllers.controlplane.remediation_record import (
+    REMEDIATION_FOR_ANNOTATION,
+    REMEDIATION_IN_PROGRESS_ANNOTATION,
+    MachineState,
+    RemediationRecord,
+    awaiting_replacement,
+    encode_pending,
+    encode_record,
+    lineage_of,
+    pending_after,
+    pending_of,
+    recorded,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
+    """A healthy Running Machine with a Node and a voting member, created ``age`` minutes before
+    T0 + 1h."""
+    defaults: dict[str, Any] = {
+        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
+        "phase": "Running",
+        "node_ready": True,
+        "has_node": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
+        "failure_domain": "a",
+    }
+    defaults.update(fields)
+    return MachineInfo(name=name, **defaults)
+
+
+def decide(target: MachineInfo, machines: list[MachineInfo], **kw: Any) -> Any:
+    args: dict[str, Any] = {
+        "initialized": True,
+        "stacked_etcd": True,
+        "last_machine": None,
+        "resuming": None,
+        "lineage": None,
+        "max_retry": None,
+        "retry_period": None,
+        "min_healthy_period": None,
+        "now": T0,
+    }
+    args.update(kw)
+    return remediation_decision(target=target, machines=machines, **args)
+
+
+def replaced(machine: str, minutes_ago: float, retry_count: int = 0) -> RemediationRecord:
+    """The record a replacement carries: it replaced ``machine``, remediated ``minutes_ago``."""
+    return RemediationRecord(machine, T0 - timedelta(minutes=minutes_ago), retry_count)
+
+
+SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
+HEALTHY = [m("m2"), m("m3")]
+
+
+# ---------------------------------------------------------------------------------------------- gates
+
+
+@pytest.mark.parametrize(
+    ("machines", "kw", "allowed", "reason"),
+    [
+        ([SICK, *HEALTHY], {}, True, "Remediating"),
+        ([SICK], {}, False, "CannotRemediateLastMachine"),
+        ([SICK], {"initialized": False}, True, "Remediating"),
+        ([SICK, *HEALTHY], {"last_machine": "m3"}, False, "WaitingForPreviousRemediation"),
+        # The previous remediation's Machine (a NotReady Node) is held by the hook on its healthy
+        # voter until a replacement votes, which SICK keeps from joining.
+        ([SICK, m("m2"), m("m3", deleting=True)], {"last_machine": "m3"}, True, "Remediating"),
+        (
+            [SICK, m("m2"), m("m3", deleting=True, etcd_healthy=False)],
+            {"last_machine": "m3"},
+            False,
+            "WaitingForPreviousRemediation",
+        ),
+        ([SICK, m("m2"), m("m3", deleting=True, etcd_voter=False)], {}, False, "WaitingForDeletion"),
+        ([SICK, m("m2"), m("m3", deleting=True, etcd_healthy=False)], {}, False, "WaitingForDeletion"),
+        # A deleting Machine whose healthy voter the hook holds until its replacement votes: that
+        # replacement cannot join while SICK fails the preflight, so waiting would be for ever.
+        ([SICK, m("m2"), m("m3", deleting=True)], {}, True, "Remediating"),
+        # ... also once its provider has stopped calling it Running: deleting is not provisioning.
+        ([SICK, m("m2"), m("m3", deleting=True, phase="Deleting")], {}, True, "Remediating"),
+        (
+            [SICK, m("m2"), m("m3", phase="Provisioning", node_ready=False)],
+            {},
+            False,
+            "WaitingForProvisioning",
+        ),
+        # A replacement whose member add etcd refuses while SICK's voter is dead provisions only
+        # once SICK is remediated; one whose member has joined is waited for.
+        (
+            [SICK, m("m2"), m("m3", phase="Provisioning", node_ready=False, etcd_voter=False)],
+            {},
+            True,
+            "Remediating",
+        ),
+        (
+            [
+                SICK,
+                m("m2"),
+                m("m3", phase="Provisioned", node_ready=False, etcd_voter=False, etcd_learner=True),
+            ],
+            {},
+            False,
+            "WaitingForProvisioning",
+        ),
+        ([SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)], {}, False, "EtcdQuorumAtRisk"),
+        (
+            [SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)],
+            {"stacked_etcd": False},
+            True,
+            "Remediating",
+        ),
+    ],
+)
+def test_remediation_decision(
+    machines: list[MachineInfo], kw: dict[str, Any], allowed: bool, reason: str
+) -> None:
+    decision = decide(SICK, machines, **kw)
+    assert (decision.allowed, decision.reason) == (allowed, reason), decision.message
+
+
+def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block_it() -> None:
+    """Only an unhealthy voter makes etcd refuse new members: a NotReady Node with a healthy
+    member does not, so remediating it waits for a Machine still provisioning."""
+    not_ready = m("sick", marked_unhealthy=True, node_ready=False)
+    new = m("m3", phase="Provisioning", node_ready=False, etcd_voter=False)
+    decision = decide(not_ready, [not_ready, m("m2"), new])
+    assert (decision.allowed, decision.reason) == (False, "WaitingForProvisioning")
+
+
+# ---------------------------------------------------------------------------------------------- retries
+
+
+@pytest.mark.parametrize(
+    ("lineage", "kw", "allowed", "reason", "retry_count"),
+    [
+        # No record: a Machine that replaced nothing starts a lineage, whatever happened before.
+        (None, {"max_retry": 0}, True, "Remediating", 0),
+        (None, {"max_retry": 0, "last_machine": "gone", "retry_period": "1h"}, True, "Remediating", 0),
+        # It replaced a remediated Machine 5 minutes ago: retry n + 1 of that lineage.
+        (replaced("gone", 5), {}, True, "Remediating", 1),
+        (replaced("gone", 5, retry_count=2), {}, True, "Remediating", 3),
+        (replaced("gone", 5), {"max_retry": 1}, True, "Remediating", 1),
+        (replaced("gone", 5), {"max_retry": 0}, False, "MaxRetryReached", 1),
+        (replaced("gone", 5, retry_count=1), {"max_retry": 1}, False, "MaxRetryReached", 2),
+        (replaced("gone", 5), {"retry_period": "10m"}, False, "WaitingForRetryPeriod", 1),
+        (replaced("gone", 5), {"retry_period": "1m", "max_retry": 1}, True, "Remediating", 1),
+        # Healthy for minHealthyPeriod (default 1h, or as set): a new problem, not a retry.
+        (
+            replaced("gone", 120, retry_count=5),
+            {"max_retry": 1, "retry_period": "10h"},
+            True,
+            "Remediating",
+            0,
+        ),
+        (replaced("gone", 60), {"max_retry": 0}, True, "Remediating", 0),
+        (replaced("gone", 5), {"max_retry": 0, "min_healthy_period": "2m"}, True, "Remediating", 0),
+        (replaced("gone", 5), {"max_retry": 0, "min_healthy_period": "2h"}, False, "MaxRetryReached", 1),
+    ],
+)
+def test_retries_are_counted_along_the_targets_lineage(
+    lineage: RemediationRecord | None, kw: dict[str, Any], allowed: bool, reason: str, retry_count: int
+) -> None:
+    decision = decide(SICK, [SICK, *HEALTHY], lineage=lineage, **kw)
+    assert (decision.allowed, decision.reason, decision.retry_count) == (allowed, reason, retry_count)
+    assert decision.needs_human is (reason == "MaxRetryReached")
+
+
+def test_two_unrelated_failures_within_min_healthy_period_are_both_first_tries() -> None:
+    """A fails and is replaced by A'; ten minutes later B (an original Machine, no record) fails.
+    B's remediation is no retry of A's, even with maxRetry 0; A' failing is retry 1 of A's
+    lineage, and with maxRetry 0 a human must act."""
+    a_replacement = m("a2", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
+    b = m("b", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
+    limits = {"max_retry": 0, "min_healthy_period": "1h", "last_machine": "a"}
+    first_of_b = decide(b, [b, m("a2"), m("c")], **limits)
+    assert (first_of_b.allowed, first_of_b.retry_count) == (True, 0), first_of_b.message
+    again = decide(a_replacement, [a_replacement, m("b2"), m("c")], lineage=replaced("a", 10), **limits)
+    assert (again.allowed, again.reason, again.retry_count) == (False, "MaxRetryReached", 1)
+    assert "a2" in again.message and "maxRetry 0" in again.message
+
+
+def test_the_retry_period_is_measured_from_the_remediation_the_target_replaced() -> None:
+    waiting = decide(SICK, [SICK, *HEALTHY], lineage=replaced("gone", 0.5), retry_period="1m")
+    assert waiting.requeue_after == pytest.approx(30)
+
+
+def test_a_remediation_recorded_but_never_carried_out_is_resumed_not_waited_for() -> None:
+    """The ControlPlane's in-progress record is written before the delete. A crash between the
+    two leaves the target named there and not deleting; the next pass carries that remediation
+    out with its count (the retry rules were applied when it was recorded), and every safety
+    gate still applies."""
+    resuming = RemediationRecord("sick", T0 - timedelta(seconds=3), 1)
+    decision = decide(SICK, [SICK, *HEALTHY], resuming=resuming, max_retry=0, retry_period="1h")
+    assert (decision.allowed, decision.reason, decision.retry_count) == (True, "Remediating", 1)
+    assert decision.resumed
+    going = m("m3", deleting=True, etcd_voter=False)  # its member already removed
+    waiting = decide(SICK, [SICK, m("m2"), going], resuming=resuming)
+    assert (waiting.allowed, waiting.reason) == (False, "WaitingForDeletion")
+    at_risk = decide(SICK, [SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)], resuming=resuming)
+    assert (at_risk.allowed, at_risk.reason) == (False, "EtcdQuorumAtRisk")
+    # a record for another Machine resumes nothing; a fresh remediation is not marked as resumed
+    other = RemediationRecord("other", T0, 4)
+    assert not decide(SICK, [SICK, *HEALTHY], resuming=other).resumed
+    assert decide(SICK, [SICK, *HEALTHY], resuming=other).retry_count == 0
+
+
+# ---------------------------------------------------------------------------------------------- pick
+
+
+@pytest.mark.parametrize(
+    ("machine", "cost"),
+    [
+        (m("no-node", has_node=False, node_ready=False, etcd_voter=False, etcd_healthy=False), 0),
+        (m("no-member", etcd_voter=False, etcd_healthy=False), 1),
+        (m("learner", etcd_voter=False, etcd_learner=True), 1),
+        (m("dead-voter", etcd_healthy=False), 2),
+        (m("healthy-voter", node_ready=False), 3),
+    ],
+)
+def test_removal_cost(machine: MachineInfo, cost: int) -> None:
+    assert removal_cost(machine) == cost
+
+
+@pytest.mark.parametrize(
+    ("marked", "pending", "expected"),
+    [
+        # The cheapest loss first, whatever the age.
+        ([m("voter", age=50), m("dead", age=1, etcd_healthy=False)], [], "dead"),
+        ([m("dead", age=50, etcd_healthy=False), m("learner", age=1, etcd_voter=False)], [], "learner"),
+        ([m("learner", age=50, etcd_voter=False), m("nonode", age=1, has_node=False)], [], "nonode"),
+        # Same cost: the oldest, then by name.
+        ([m("young", age=1), m("old", age=50)], [], "old"),
+        ([m("b", age=5), m("a", age=5)], [], "a"),
+        # A remediation recorded before a crash is carried out first.
+        ([m("nonode", has_node=False), m("voter", age=9)], [RemediationRecord("voter", T0)], "voter"),
+        ([m("a"), m("b")], [RemediationRecord("gone", T0)], "a"),
+    ],
+)
+def test_pick_target(marked: list[MachineInfo], pending: list[RemediationRecord], expected: str) -> None:
+    assert pick_target(marked, pending).name == expected
+
+
+# ---------------------------------------------------------------------------------------------- records
+
+
+def test_a_record_round_trips_and_a_malformed_one_counts_as_absent() -> None:
+    record = RemediationRecord("cp-abcde", T0, 2)
+    machine = {"metadata": {"annotations": {REMEDIATION_FOR_ANNOTATION: encode_record(record)}}}
+    assert lineage_of(machine) == record
+    assert json.loads(encode_record(record)) == {
+        "machine": "cp-abcde",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "retryCount": 2,
+    }
+    for bad in (
+        "not json",
+        "[]",
+        '{"machine": ""}',
+        '{"machine": "x", "timestamp": "yesterday"}',
+        '{"machine": "x", "timestamp": "2026-01-01T00:00:00Z", "retryCount": -1}',
+    ):
+        assert lineage_of({"metadata": {"annotations": {REMEDIATION_FOR_ANNOTATION: bad}}}) is None, bad
+    assert lineage_of({"metadata": {}}) is None
+    records = [record, RemediationRecord("cp-fghij", T0, 0)]
+    cp = {"metadata": {"annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: encode_pending(records)}}}
+    assert pending_of(cp) == records
+    assert encode_pending([]) is None  # removes the annotation
+    assert pending_of({"metadata": {"annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: "{}"}}}) == []
+
+
+A = RemediationRecord("a", T0, 0)
+B = RemediationRecord("b", T0 + timedelta(seconds=5), 1)
+
+
+def state(
+    name: str, *, deleting: bool = False, marked: bool = False, lineage: RemediationRecord | None = None
+) -> MachineState:
+    return MachineState(name, deleting, marked, lineage)
+
+
+@pytest.mark.parametrize(
+    ("machines", "kept"),
+    [
+        # 1. recorded, not deleted (the process died): kept while marked, so it is resumed ...
+        ([state("a", marked=True), state("c")], [A]),
+        # ... dropped once the Machine is healthy again: nothing was carried out.
+        ([state("a"), state("c")], []),
+        # 2. deleted, no replacement yet: kept, while it is deleting and once it is gone.
+        ([state("a", deleting=True), state("c")], [A]),
+        ([state("c")], [A]),
+        # 3. the replacement was created with the record: done.
+        ([state("a", deleting=True), state("a2", lineage=A)], []),
+        # A record equal in name only is another remediation.
+        ([state("a2", lineage=RemediationRecord("a", T0 - timedelta(hours=3), 0))], [A]),
+    ],
+)
+def test_the_in_progress_list_after_each_crash_point(
+    machines: list[MachineState], kept: list[RemediationRecord]
+) -> None:
+    assert pending_after([A], machines) == kept
+
+
+def test_two_remediations_awaiting_replacements_are_carried_oldest_first() -> None:
+    """One remediation may start while another's replacement waits (its deletion held by the
+    hook): each later create carries one record, the oldest first, and a resumed remediation is
+    never listed twice."""
+    pending = recorded(recorded([], A), B)
+    assert pending == [A, B]
+    assert recorded(pending, RemediationRecord("a", T0 + timedelta(minutes=1), 0))[0] == B
+    assert awaiting_replacement(pending, present=["c"]) == A
+    # a's remediation was recorded but a not deleted yet: the create is not its replacement
+    assert awaiting_replacement(pending, present=["a", "c"]) == B
+    assert awaiting_replacement(pending, present=["a", "b"]) is None
+    after_first = pending_after(pending, [state("b", deleting=True), state("new", lineage=A)])
+    assert after_first == [B]
