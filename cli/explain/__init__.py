@@ -67,6 +67,9 @@ from cli.explain.render import render
 from runtime.client import JSON, Client
 from runtime.errors import NotFound
 
+PIPE_WIDTH = 160
+"""Columns of the text written into a pipe or a file (a terminal's own width is used otherwise)."""
+
 __all__ = ["DOCUMENT_VERSION", "Snapshot", "configure", "explain_document", "gather", "render", "run"]
 
 
@@ -191,7 +194,11 @@ def _print(document: Mapping[str, Any], output: str) -> None:
         return
     from rich.console import Console
 
-    Console().print(render(document))
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # Into a pipe or a file, lines as long as they need (as kubectl prints), not 80 columns.
+        console = Console(width=PIPE_WIDTH)
+    console.print(render(document))
 
 
 async def _watch(client: Client, namespace: str, args: argparse.Namespace, first: JSON) -> int:

@@ -122,7 +122,10 @@ def _conditions_table(conditions: list[Mapping[str, Any]]) -> Table:
 
 def _machines_table(machines: list[Mapping[str, Any]]) -> Table:
     table = Table(title="Machines", title_justify="left", box=None, pad_edge=False)
-    for column in ("NAME", "DOMAIN", "PHASE", "NODE READY", "ETCD", "HOOK", "UP TO DATE", "HEALTH CHECK"):
+    # Names and short facts never wrap (a name cut in two is not a name); the explanations do.
+    for column in ("NAME", "DOMAIN", "PHASE", "NODE READY"):
+        table.add_column(column, no_wrap=True)
+    for column in ("ETCD", "HOOK", "UP TO DATE", "HEALTH CHECK"):
         table.add_column(column, overflow="fold")
     for m in machines:
         phase = _dash(m["phase"]) + (" (deleting)" if m["deleting"] and m["phase"] != "Deleting" else "")
