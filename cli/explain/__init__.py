@@ -94,7 +94,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--output",
         choices=["text", "json"],
         default="text",
-        help="text for people, json for scripts (a stable document, its shape in README.md)",
+        help="text for people, json for scripts (a versioned document; its shape: "
+        "python -m pydoc cli.explain)",
     )
     parser.add_argument(
         "-w",
@@ -160,6 +161,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_explain(args, kubeconfig, namespace))
     except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        # The reader went away (`cpo explain -o json | head`): what it wanted is printed. Point
+        # stdout at /dev/null so the interpreter's final flush does not fail a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 

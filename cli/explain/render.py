@@ -190,12 +190,14 @@ def _plan_lines(plan: Mapping[str, Any]) -> list[RenderableType]:
             )
         )
     for block in plan["blocked"]:
+        # A blocked Progressing already said its message on the plan line.
+        message = block["message"] if block["source"] != CONDITION_PROGRESSING else ""
         lines.append(
             Text.assemble(
                 ("blocked: ", "bold red"),
                 f"{block['reason']} ({block['source']}",
                 f", since {block['since']})" if block["since"] else ")",
-                f": {block['message']}" if block["message"] else "",
+                f": {message}" if message else "",
             )
         )
     return lines

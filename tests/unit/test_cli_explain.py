@@ -332,7 +332,9 @@ def test_an_inactive_controlplane_says_so_and_what_blocks_it() -> None:
     ]
     text = screen(document)
     assert "state Inactive" in text and "strategy OnDelete " in text, text
-    assert f"blocked: PreflightFailed (Progressing, since {T1}): EtcdMemberUnhealthy: member demo-b" in text
+    assert f"plan: PreflightFailed since {T1}: {UNHEALTHY}" in text, text
+    assert f"blocked: PreflightFailed (Progressing, since {T1})\n" in text, text
+    assert "blocked: MachinesNotReady (Degraded, since 2026-11-27T10:00:00Z): Machine(s) demo-b" in text
     assert "no Machine matches the selector" in text
 
 
