@@ -46,11 +46,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,15 +215,27 @@ async def _watch(client: Client, namespace: str, args: argparse.Namespace, first
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    kinds = [
-        (CONTROLPLANE_API_VERSION, "ControlPlane", namespace),
-        (MACHINE_API_VERSION, "Machine", namespace),
-        ("v1", "Node", None),
-        (MACHINE_API_VERSION, "MachineHealthCheck", namespace),
+    shown_nodes = {m["node"] for m in first["machines"] if m["node"]}
+
+    def any_object(_: JSON) -> bool:
+        return True
+
+    def this_controlplane(obj: JSON) -> bool:
+        return bool((obj.get("metadata") or {}).get("name") == args.name)
+
+    def a_shown_node(obj: JSON) -> bool:
+        # Nodes are cluster-wide: only those of the shown Machines redraw the screen.
+        return (obj.get("metadata") or {}).get("name") in shown_nodes
+
+    kinds: list[tuple[str, str, str | None, Callable[[JSON], bool]]] = [
+        (CONTROLPLANE_API_VERSION, "ControlPlane", namespace, this_controlplane),
+        (MACHINE_API_VERSION, "Machine", namespace, any_object),
+        ("v1", "Node", None, a_shown_node),
+        (MACHINE_API_VERSION, "MachineHealthCheck", namespace, any_object),
     ]
     watches = [
-        asyncio.create_task(_watch_kind(client, api_version, kind, where, changed))
-        for api_version, kind, where in kinds
+        asyncio.create_task(_watch_kind(client, api_version, kind, where, relevant, changed))
+        for api_version, kind, where, relevant in kinds
     ]
     stopping = asyncio.create_task(stop.wait())
     try:
@@ -230,7 +243,8 @@ async def _watch(client: Client, namespace: str, args: argparse.Namespace, first
             print(json.dumps(first), flush=True)
             previous = first
             while await _next_change(changed, stopping):
-                document = await _document_or_gone(client, namespace, args)
+                document = await _document_or_gone(client, namespace, args, previous)
+                shown_nodes = {m["node"] for m in document["machines"] if m["node"]}
                 if document != previous:
                     print(json.dumps(document), flush=True)
                     previous = document
@@ -240,8 +254,10 @@ async def _watch(client: Client, namespace: str, args: argparse.Namespace, first
 
         console = Console()
         with Live(render(first), console=console, auto_refresh=False, screen=False) as live:
+            document = first
             while await _next_change(changed, stopping):
-                document = await _document_or_gone(client, namespace, args)
+                document = await _document_or_gone(client, namespace, args, document)
+                shown_nodes = {m["node"] for m in document["machines"] if m["node"]}
                 live.update(render(document), refresh=True)
         return 0
     finally:
@@ -264,28 +280,33 @@ async def _next_change(changed: asyncio.Event, stopping: asyncio.Task[Any]) -> b
     return True
 
 
-async def _document_or_gone(client: Client, namespace: str, args: argparse.Namespace) -> JSON:
+async def _document_or_gone(client: Client, namespace: str, args: argparse.Namespace, previous: JSON) -> JSON:
+    """The document now; when the ControlPlane is gone or the API server cannot be read, the
+    last one with that said in ``plan.blocked`` (the watches reconnect and bring a new change)."""
     try:
         return explain_document(await gather(client, namespace, args.name), hook_name=args.hook_name)
     except NotFound:
-        gone = {"metadata": {"name": args.name, "namespace": namespace}, "status": {}}
-        document = explain_document(Snapshot(gone))
-        document["plan"]["blocked"].append(
-            {
-                "source": "ControlPlane",
-                "reason": "NotFound",
-                "message": "the ControlPlane is gone",
-                "since": None,
-            },
-        )
-        return document
+        reason, message = "NotFound", "the ControlPlane is gone"
+    except Exception as err:  # a watch view must outlive an API server restart
+        reason, message = "APIUnreachable", f"cannot read the API server: {err}"
+    document = copy.deepcopy(previous)
+    document["plan"]["blocked"].append(
+        {"source": "cpo explain", "reason": reason, "message": message, "since": None}
+    )
+    return document
 
 
 async def _watch_kind(
-    client: Client, api_version: str, kind: str, namespace: str | None, changed: asyncio.Event
+    client: Client,
+    api_version: str,
+    kind: str,
+    namespace: str | None,
+    relevant: Callable[[JSON], bool],
+    changed: asyncio.Event,
 ) -> None:
-    """Set ``changed`` on each change of ``kind``: list for a resourceVersion, then watch from it;
-    when the stream ends or expires (410), list again, and count that as a change (one may be lost)."""
+    """Set ``changed`` on each change of a ``relevant`` object of ``kind``: list for a
+    resourceVersion, then watch from it; when the stream ends or expires (410), list again, and
+    count that as a change (one may have been missed)."""
     while True:
         try:
             listing = await client.list(api_version, kind, namespace, limit=1)
@@ -296,7 +317,7 @@ async def _watch_kind(
                 kind_of_event = event.get("type")
                 if kind_of_event == "ERROR":
                     break
-                if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
+                if kind_of_event in ("ADDED", "MODIFIED", "DELETED") and relevant(event.get("object") or {}):
                     changed.set()
         except asyncio.CancelledError:
             raise
