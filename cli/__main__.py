@@ -2,7 +2,10 @@
 
 ``cpo run`` is the operator itself (see :mod:`controllers.operator`). ``cpo dev-apiserver`` runs
 the embedded API server on its own, for kubectl sessions and for trying the operator by hand;
-``cpo localmachine`` runs the local machine provider; ``cpo manifests`` writes the CRDs. Every
+``cpo localmachine`` runs the local machine provider; ``cpo manifests`` writes the CRDs; ``cpo
+explain`` shows one ControlPlane as the operator sees it (:mod:`cli.explain`). The same table is
+installed a second time as ``kubectl-cpo`` (:func:`kubectl_main`), so ``kubectl cpo explain NAME``
+works once the package is on PATH. Every
 sub-command plugs into the same table: write a ``configure(parser)`` that declares the arguments
 and a ``run(args) -> exit code``, and add a :class:`Subcommand` to :data:`SUBCOMMANDS`.
 Sub-commands import what they need inside ``run`` so that ``cpo --help`` stays fast and one broken
@@ -504,6 +507,21 @@ def _run_demo(args: argparse.Namespace) -> int:
         return 130
 
 
+# -------------------------------------------------------------------------------------- explain
+
+
+def _configure_explain(parser: argparse.ArgumentParser) -> None:
+    from cli.explain import configure
+
+    configure(parser)
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    from cli.explain import run
+
+    return run(args)
+
+
 # ------------------------------------------------------------------------------------ dispatch
 
 SUBCOMMANDS: dict[str, Subcommand] = {
@@ -516,6 +534,12 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         help="run the embedded Kubernetes API server standalone (for kubectl and manual testing)",
         configure=_configure_dev_apiserver,
         run=_run_dev_apiserver,
+    ),
+    "explain": Subcommand(
+        help="one ControlPlane as the operator sees it: Machines, etcd, remediation, the plan and "
+        "what holds it (-o json for scripts, --watch to follow)",
+        configure=_configure_explain,
+        run=_run_explain,
     ),
     "localmachine": Subcommand(
         help="run the localmachine provider: each Machine becomes a local etcd member and a Node",
@@ -536,9 +560,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "cpo") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cpo", description="controlplane-operator: quorum-safe control-plane Machine management."
+        prog=prog, description="controlplane-operator: quorum-safe control-plane Machine management."
     )
     parser.add_argument(
         "--log-level",
@@ -554,13 +578,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "cpo") -> int:
     """Entry point of the ``cpo`` console script; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     subcommand = SUBCOMMANDS[args.command]
     if not subcommand.configures_logging:
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return subcommand.run(args)
+
+
+def kubectl_main() -> int:
+    """Entry point of the ``kubectl-cpo`` console script: kubectl runs it for ``kubectl cpo ...``
+    with the words after ``cpo`` as its arguments."""
+    return main(prog="kubectl cpo")
 
 
 if __name__ == "__main__":

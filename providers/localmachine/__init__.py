@@ -123,7 +123,10 @@ Lifecycle
 * **Provisioning**: finalizer ``local.cpo.dev/machine``; ``status.phase`` ``Provisioning`` →
   ``Provisioned`` (member started; ``spec.providerID`` = ``local:///<name>``, ``status.addresses``
   InternalIP = the member's host, Hostname = the name) → ``Running`` (Node created,
-  ``status.nodeRef`` set). Status is written through the status subresource.
+  ``status.nodeRef`` set). Status is written through the status subresource. The provider's
+  own conditions (``EtcdMemberStarted``, ``NodeOwned``, ``Drainable``, ``Terminable``) are merged
+  by type into the stored list under its resourceVersion, so another writer's Machine conditions
+  (the health check's marks, the operator's) survive every status write.
 * **Node** ``<machine name>`` with labels ``node-role.kubernetes.io/master``,
   ``node-role.kubernetes.io/control-plane``, ``kubernetes.io/hostname`` and
   ``topology.kubernetes.io/zone`` (from ``providerSpec.value.failureDomain``, else ``.zone``;

@@ -43,7 +43,7 @@ from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client
 from runtime.controller import Controller
-from runtime.errors import AlreadyExists, NotFound
+from runtime.errors import AlreadyExists, Conflict, NotFound
 from runtime.events import EventRecorder
 from runtime.jsoncodec import JSON
 from runtime.log import get_logger
@@ -71,6 +71,14 @@ CONDITION_ETCD_MEMBER: Final = "EtcdMemberStarted"
 CONDITION_DRAINABLE: Final = "Drainable"
 CONDITION_TERMINABLE: Final = "Terminable"
 CONDITION_NODE: Final = "NodeOwned"
+PROVIDER_CONDITIONS: Final = frozenset(
+    {CONDITION_ETCD_MEMBER, CONDITION_DRAINABLE, CONDITION_TERMINABLE, CONDITION_NODE}
+)
+"""The Machine conditions this provider writes. Every other type on a Machine is another writer's
+(the health check's marks, the operator's per-Machine conditions) and is never overwritten."""
+STATUS_WRITE_ATTEMPTS: Final = 3
+"""Writes of the conditions tried against a fresh read when another writer got in between; after
+that the Conflict goes to the controller, which retries the whole reconcile with backoff."""
 
 REASON_WAITING_FOR_LEARNER: Final = "WaitingForLearnerPromotion"
 REASON_CLUSTER_SETTLING: Final = "WaitingForEtcdCluster"
@@ -159,6 +167,30 @@ def _set_condition(
     condition = {key: value for key, value in condition.items() if value is not None}
     updated = [c for c in current if c.get("type") != type_] + [condition]
     return updated, True
+
+
+def merge_own_conditions(
+    stored: Sequence[Mapping[str, Any]] | None, ours: Sequence[Mapping[str, Any]]
+) -> list[JSON]:
+    """The Machine's ``stored`` conditions with each of ``ours`` set by type.
+
+    Conditions of other types stay as stored, in their place, so the provider never erases
+    another writer's; one of ours whose status equals the stored one keeps the stored
+    ``lastTransitionTime`` (ours may have been computed from an older read).
+    """
+    wanted = {str(c.get("type")): dict(c) for c in ours}
+    merged: list[JSON] = []
+    for condition in stored or ():
+        type_ = str(condition.get("type"))
+        mine = wanted.pop(type_, None)
+        if mine is None:
+            merged.append(dict(condition))
+            continue
+        if mine.get("status") == condition.get("status") and condition.get("lastTransitionTime"):
+            mine["lastTransitionTime"] = condition["lastTransitionTime"]
+        merged.append(mine)
+    merged.extend(wanted.values())
+    return merged
 
 
 def _hook_names(hooks: Sequence[Mapping[str, Any]]) -> str:
@@ -749,9 +781,34 @@ class LocalMachineReconciler:
         await self.client.update(fresh)
 
     async def _patch_status(self, machine: JSON, status: JSON) -> JSON:
+        """Merge-patch ``status``. Its ``conditions``, when present, are ours merged by type over
+        the stored list (:func:`merge_own_conditions`) under the read's resourceVersion: a JSON
+        merge patch replaces a list whole, so without the lock a condition another writer added
+        after our read would be erased."""
         metadata = machine["metadata"]
+        name, namespace = metadata["name"], metadata.get("namespace")
+        if "conditions" not in status:
+            return await self.client.patch_status(API_VERSION, "Machine", name, {"status": status}, namespace)
+        ours = [c for c in status["conditions"] or () if c.get("type") in PROVIDER_CONDITIONS]
+        stored = machine
+        for _ in range(STATUS_WRITE_ATTEMPTS - 1):
+            try:
+                return await self._patch_conditions(stored, status, ours)
+            except Conflict:
+                stored = await self.client.get(API_VERSION, "Machine", name, namespace)
+        return await self._patch_conditions(stored, status, ours)
+
+    async def _patch_conditions(self, stored: JSON, status: JSON, ours: Sequence[Mapping[str, Any]]) -> JSON:
+        """One write of ``status`` with ``ours`` merged over ``stored``'s conditions, valid only if
+        the Machine is still at ``stored``'s resourceVersion (else :class:`Conflict`)."""
+        metadata = stored["metadata"]
+        merged = merge_own_conditions((stored.get("status") or {}).get("conditions"), ours)
+        patch: JSON = {
+            "metadata": {"resourceVersion": metadata.get("resourceVersion")},
+            "status": {**status, "conditions": merged},
+        }
         return await self.client.patch_status(
-            API_VERSION, "Machine", metadata["name"], {"status": status}, metadata.get("namespace")
+            API_VERSION, "Machine", metadata["name"], patch, metadata.get("namespace")
         )
 
     def _addresses(self, machine: Mapping[str, Any], member: MemberProcess | None) -> list[JSON]:

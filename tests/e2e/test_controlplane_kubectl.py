@@ -1,19 +1,49 @@
-"""``kubectl get cp`` and ``kubectl describe cp`` show what the ControlPlane controller reports."""
+"""``kubectl get cp``, ``kubectl describe cp`` and ``cpo explain`` (also as ``kubectl cpo explain``,
+and live under a pseudo-terminal) show what the ControlPlane controller reports."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from api.controlplane import API_VERSION as CP_API_VERSION
 from runtime.client import Client
-from tests.e2e.test_kubectl import Kubectl
-from tests.support.controlplane import CONTROLPLANE_COLUMNS, controlplane, get_cp, running_controlplane
+from tests.e2e.test_kubectl import Kubectl, _kubectl
+from tests.support.controlplane import (
+    CONTROLPLANE_COLUMNS,
+    controlplane,
+    get_cp,
+    machines_of,
+    running_controlplane,
+)
 from tests.support.localmachine import provider_options
 from tests.support.poll import eventually
+from tests.support.terminal import Terminal
+
+BIN = Path(sys.executable).parent
+"""The environment's scripts: ``cpo`` and ``kubectl-cpo`` of this worktree."""
+
+EXPLAIN_KEYS = {"version", "kind", "controlPlane", "conditions", "machines", "etcd", "remediation", "plan"}
+MACHINE_KEYS = {
+    "name",
+    "failureDomain",
+    "phase",
+    "node",
+    "nodeReady",
+    "etcd",
+    "hooks",
+    "upToDate",
+    "healthCheck",
+    "deleting",
+    "deletionTimestamp",
+}
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.kubectl, pytest.mark.slow]
 
@@ -61,3 +91,57 @@ async def test_kubectl_get_and_describe_a_controlplane(
         described = await k.run("describe", "cp", name)
         for text in ("Conditions:", "Available", "Progressing", "MachinesReady", "Events:", "MachineCreated"):
             assert text in described, f"{text!r} missing from kubectl describe:\n{described}"
+
+        await explain_shows_the_controlplane(env.kubeconfig_path, kube, name, namespace)
+
+
+async def cpo(*args: str, env: dict[str, str] | None = None, program: str = "cpo") -> str:
+    proc = await asyncio.create_subprocess_exec(
+        str(BIN / program) if program == "cpo" else program,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, f"{program} {' '.join(args)} failed ({proc.returncode}): {err.decode()}"
+    return out.decode()
+
+
+async def explain_shows_the_controlplane(kubeconfig: Path, kube: Client, name: str, namespace: str) -> None:
+    """``cpo explain`` on a settled ControlPlane: the table, the document, the plugin, the live view."""
+    machines = sorted(m["metadata"]["name"] for m in await machines_of(kube, namespace))
+    assert machines, "the ControlPlane has Machines"
+    where = ["--kubeconfig", str(kubeconfig), "-n", namespace, name]
+
+    screen = await cpo("explain", *where, env={"COLUMNS": "200"})
+    for text in (f"ControlPlane {namespace}/{name}", "state Active", "phase Running", *machines):
+        assert text in screen, f"{text!r} missing from cpo explain:\n{screen}"
+    assert "plan: AsExpected" in screen, screen
+
+    document = json.loads(await cpo("explain", *where, "-o", "json"))
+    assert set(document) == EXPLAIN_KEYS, document.keys()
+    assert document["controlPlane"]["name"] == name and document["controlPlane"]["state"] == "Active"
+    assert sorted(m["name"] for m in document["machines"]) == machines
+    for entry in document["machines"]:
+        assert set(entry) == MACHINE_KEYS, entry.keys()
+        assert entry["nodeReady"] == "True" and entry["failureDomain"] == "zone-a", entry
+    assert {c["type"] for c in document["conditions"]} >= {"Available", "Progressing"}
+    assert document["plan"]["progressing"]["reason"] == "AsExpected", document["plan"]
+    assert document["remediation"]["healthCheck"]["name"] == f"{name}-mhc", document["remediation"]
+
+    # kubectl finds `kubectl-cpo` on PATH; its own flags may not precede the plugin's name.
+    plugin = await cpo(
+        "cpo", "explain", "-n", namespace, name, program=_kubectl(), env={"KUBECONFIG": str(kubeconfig)}
+    )
+    assert f"ControlPlane {namespace}/{name}" in plugin and all(m in plugin for m in machines), plugin
+
+    # --watch in a terminal: the first frame, a redraw after a change, Ctrl-C ends it with 0.
+    with Terminal([str(BIN / "cpo"), "explain", "--watch", *where]) as term:
+        first = term.wait_for(f"ControlPlane {namespace}/{name}", timeout=30)
+        term.wait_for(machines[0], timeout=10, after=first)
+        assert "PAUSED" not in term.text
+        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"paused": True}}, namespace)
+        await asyncio.to_thread(term.wait_for, "PAUSED", timeout=15, after=first)
+        term.type(b"\x03")
+        assert await asyncio.to_thread(term.wait_exit, timeout=15) == 0, term.text
