@@ -12,6 +12,7 @@ import runtime.webhook as webhook
 import tests.support.webhooks as support
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
+from webhooks.adoption import machines_from_reader
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
 # Every test runs with the ControlPlane webhooks of this process registered (controlplane_webhooks).
@@ -55,7 +56,8 @@ async def controlplane_webhooks(
     server = webhook.WebhookServer(
         webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
     )
-    server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(client)))
+    validator = ControlPlaneValidator(getter_from_reader(client), machines_from_reader(client))
+    server.register_validator(GROUP, VERSION, KIND, validator)
     server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
     paths = {
         "ValidatingWebhookConfiguration": webhook.validate_path(GROUP, VERSION, KIND),
@@ -101,7 +103,7 @@ async def test_defaults_appear_on_a_created_object(client: Client, namespace: st
     }
     created = await client.create(body)
     spec = created["spec"]
-    assert spec["replicas"] == 1 and spec["enableAutorepair"] is True
+    assert spec["replicas"] == 1 and spec["enableAutorepair"] is True and spec["state"] == "Active"
     assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}
     master = {"machine.openshift.io/cluster-api-machine-role": "master"}
     assert spec["selector"] == {"matchLabels": master}
