@@ -524,8 +524,8 @@ def test_defaults_fill_an_empty_spec() -> None:
 
 
 def test_defaults_keep_what_is_set() -> None:
-    body = cp(replicas=5, enableAutorepair=False, selector={"matchLabels": {"role": "cp"}},
-              strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}, state="Inactive")  # fmt: skip
+    body = cp(replicas=5, enableAutorepair=False, selector={"matchLabels": {"role": "cp"}}, state="Inactive",
+              strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}})  # fmt: skip
     body["spec"]["template"]["metadata"]["labels"] = {"role": "cp", "x": "y"}
     before = copy.deepcopy(body)
     default_controlplane(body)
