@@ -22,7 +22,8 @@ to the test suite's API server, ``kubeconfig``, in a fresh ``namespace``):
 >>> created.spec.replicas, created.spec.strategy.type, created.spec.enable_autorepair
 (3, 'RollingUpdate', True)
 
-Defaults (replicas 1, the master-role selector, RollingUpdate with maxSurge 1, autorepair on)
+Defaults (replicas 1, state Active, the master-role selector, RollingUpdate with maxSurge 1,
+autorepair on)
 are in the models, in the generated CRD and in the defaulting webhook alike; the rules that a
 schema cannot say (odd replicas, immutable fields) are in :mod:`webhooks.controlplane`.
 """
@@ -56,6 +57,16 @@ MASTER_ROLE_LABEL = "machine.openshift.io/cluster-api-machine-role"
 DEFAULT_SELECTOR_LABELS = {MASTER_ROLE_LABEL: "master"}
 
 DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+State = Literal["Active", "Inactive"]
+STATE_ACTIVE: State = "Active"
+STATE_INACTIVE: State = "Inactive"
+STATES: tuple[State, ...] = (STATE_ACTIVE, STATE_INACTIVE)
+DEFAULT_STATE: State = STATE_ACTIVE
+"""A ControlPlane created without ``spec.state`` is Active: on a cluster without control-plane
+Machines it must bootstrap with no extra step. Over existing Machines the webhook refuses an Active
+one whose replicas differ from their number (:mod:`webhooks.adoption`), so defaulting to Active
+never lets it scale those Machines in unasked."""
 
 Phase = Literal[
     "Pending", "Provisioning", "Running", "Scaling", "Updating", "Remediating", "Degraded", "Deleting"
@@ -237,7 +248,16 @@ class ControlPlaneSpec(StrictKubeModel):
 
     replicas: int = Field(default=1, ge=1)
     """Number of control-plane machines: odd for stacked etcd (1, 3, 5, 7), any positive number
-    with external etcd; more than 7 is allowed with a warning. Defaults to 1."""
+    with external etcd; more than 7 is allowed with a warning. Defaults to 1. An Active
+    ControlPlane is refused at creation (and at activation) when this differs from the number of
+    existing Machines spec.selector matches, unless there are none; later changes are not
+    compared with them."""
+    state: State = DEFAULT_STATE
+    """Active or Inactive. Inactive observes only: it adopts nothing and writes nothing on
+    Machines (no ownerReference, no etcd hook, no MachineHealthCheck), and reports in its status
+    what it would do (condition Progressing). Inactive may become Active (the Machines are then
+    adopted and outdated ones replaced); Active can never go back to Inactive (delete the
+    ControlPlane instead: its Machines stay). Defaults to Active."""
     selector: LabelSelector = Field(default_factory=_default_selector)
     """Machines this control plane owns or adopts. Immutable after creation. Defaults to
     ``machine.openshift.io/cluster-api-machine-role: master``; must require that label (the
@@ -367,6 +387,7 @@ CONTROLPLANE_CRD = CRDInfo(
         PrinterColumn(
             "Unavailable", "integer", ".status.unavailableReplicas", "Desired machines not available"
         ),
+        PrinterColumn("State", "string", ".spec.state", "Active, or Inactive (observes only)"),
         PrinterColumn("Phase", "string", ".status.phase", "What the control plane is doing"),
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),

@@ -266,12 +266,15 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     """The webhook server with every admission webhook of the operator registered.
 
     With a ``manager`` the ControlPlane validator reads ControlPlanes (for ``controlplanes/scale``)
-    through the manager's cache, whose ControlPlane informer is created here so that ``/readyz``
-    waits for it; without one (tests of the paths) the validator assumes stacked etcd.
+    and Machines (for the adoption rule of :mod:`webhooks.adoption`) through the manager's cache,
+    whose informers are created here so that ``/readyz`` waits for them. The cache runs in every
+    replica, leader or not (it is not a leader-election runnable), as the webhook does. Without a
+    manager (tests of the paths) the validator assumes stacked etcd and checks no adoption.
     """
     from api.machine import GROUP as MACHINE_GROUP
     from api.machine import VERSION as MACHINE_VERSION
     from runtime.webhook import WebhookServer, WebhookServerOptions
+    from webhooks.adoption import machines_from_reader
     from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
     from webhooks.machinehealthcheck import KIND as MHC_KIND
     from webhooks.machinehealthcheck import MachineHealthCheckValidator
@@ -281,12 +284,13 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
             host=options.webhook_host, port=options.webhook_port, cert_dir=options.webhook_cert_dir
         )
     )
-    getter = None
+    getter, lister = None, None
     if manager is not None:
         manager.cache.informer_for(CONTROLPLANE_API_VERSION, CONTROLPLANE_KIND)
-        getter = getter_from_reader(manager.cache)
+        manager.cache.informer_for(f"{MACHINE_GROUP}/{MACHINE_VERSION}", "Machine")
+        getter, lister = getter_from_reader(manager.cache), machines_from_reader(manager.cache)
     group, version = CONTROLPLANE_API_VERSION.split("/")
-    server.register_validator(group, version, CONTROLPLANE_KIND, ControlPlaneValidator(getter))
+    server.register_validator(group, version, CONTROLPLANE_KIND, ControlPlaneValidator(getter, lister))
     server.register_defaulter(group, version, CONTROLPLANE_KIND, ControlPlaneDefaulter())
     server.register_validator(MACHINE_GROUP, MACHINE_VERSION, MHC_KIND, MachineHealthCheckValidator())
     return server

@@ -12,6 +12,9 @@ The rules (each one function below, each message in kube's field-error form):
   ``machine.openshift.io/cluster-api-machine-role: master``, and the template's labels carry it
   (see "The operator sees what it manages" below).
 * ``spec.selector`` and ``spec.etcd.external`` never change after creation.
+* ``spec.state`` is Active or Inactive and never goes from Active back to Inactive; an Active
+  ControlPlane created over existing Machines (or an Inactive one made Active) must have as many
+  replicas as there are such Machines: :mod:`webhooks.adoption`.
 * The same replica rules apply to ``controlplanes/scale`` (``kubectl scale --replicas 4``).
 
 Pure functions do the work and return ``(errors, warnings)``, so they are tested without a server:
@@ -58,10 +61,18 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from api.controlplane import DEFAULT_SELECTOR_LABELS, GROUP, KIND, MASTER_ROLE_LABEL
+from api.controlplane import DEFAULT_SELECTOR_LABELS, DEFAULT_STATE, GROUP, KIND, MASTER_ROLE_LABEL
 from api.selector import selector_matches, selector_problems, selector_string
 from runtime.jsoncodec import JSON
 
+from .adoption import (
+    MachineLister,
+    activates,
+    adoption_errors,
+    existing_machines,
+    state_errors,
+    state_transition_errors,
+)
 from .field import FieldError, duplicate, invalid, invalid_message, not_supported, required
 
 CONTROLPLANE_GROUP_KIND = f"{KIND}.{GROUP}"
@@ -307,6 +318,7 @@ def _spec_result(spec: Mapping[str, Any]) -> Result:
     errors += failure_domain_errors(spec)
     errors += selector_errors(spec)
     errors += etcd_errors(spec)
+    errors += state_errors(spec)
     if spec.get("template") is None:
         errors.append(required("spec.template"))
     return errors, replica_warnings(replicas, external)
@@ -350,7 +362,7 @@ def validate_controlplane_update(old: Mapping[str, Any], new: Mapping[str, Any])
         return [], []
     errors, warnings = validate_controlplane_create(new)
     if isinstance(old_spec, Mapping) and isinstance(new_spec, Mapping):
-        errors = immutable_errors(old_spec, new_spec) + errors
+        errors = immutable_errors(old_spec, new_spec) + state_transition_errors(old_spec, new_spec) + errors
         errors, warnings = _ratchet_role(old_spec, new_spec, errors, warnings)
     return errors, warnings
 
@@ -418,8 +430,9 @@ def validate_controlplane_scale(
 
 
 def default_controlplane(obj: dict[str, Any]) -> None:
-    """Fill in the defaults, in place: replicas 1, the master-role selector, RollingUpdate with
-    maxSurge 1, enableAutorepair true, and template labels from the selector when there are none.
+    """Fill in the defaults, in place: replicas 1, state Active, the master-role selector,
+    RollingUpdate with maxSurge 1, enableAutorepair true, and template labels from the selector
+    when there are none.
 
     Values of the wrong type are left alone for validation to report; nothing here raises.
     """
@@ -430,6 +443,8 @@ def default_controlplane(obj: dict[str, Any]) -> None:
         return
     if spec.get("replicas") is None:
         spec["replicas"] = 1
+    if spec.get("state") is None:
+        spec["state"] = DEFAULT_STATE
     if spec.get("selector") is None:
         spec["selector"] = {"matchLabels": dict(DEFAULT_SELECTOR_LABELS)}
     if spec.get("strategy") is None:
@@ -507,14 +522,35 @@ def _denied(message: str, warnings: list[str]) -> Exception:
 
 
 class ControlPlaneValidator:
-    """``CustomValidator`` for ControlPlane and its scale subresource; refusals are 422 Invalid."""
+    """``CustomValidator`` for ControlPlane and its scale subresource; refusals are 422 Invalid.
 
-    def __init__(self, get_controlplane: ControlPlaneGetter | None = None) -> None:
+    ``list_machines`` reads the existing Machines for the adoption rule (:mod:`webhooks.adoption`);
+    without it (tests of other rules) that rule is not checked.
+    """
+
+    def __init__(
+        self, get_controlplane: ControlPlaneGetter | None = None, list_machines: MachineLister | None = None
+    ) -> None:
         self.get_controlplane = get_controlplane
+        self.list_machines = list_machines
 
     async def validate_create(self, obj: JSON, request: AdmissionRequestLike) -> list[str]:
         errors, warnings = validate_controlplane_create(obj)
+        errors += await self._adoption_errors(None, obj, request, errors)
         return self._verdict(CONTROLPLANE_GROUP_KIND, _name(obj, request), errors, warnings)
+
+    async def _adoption_errors(
+        self, old: JSON | None, new: JSON, request: AdmissionRequestLike, errors: list[FieldError]
+    ) -> list[FieldError]:
+        """The adoption rule, checked only on a request otherwise valid (its selector well formed)
+        that makes the ControlPlane Active: see :func:`webhooks.adoption.activates`."""
+        spec = _mapping(new.get("spec"))
+        old_spec = None if old is None else _mapping(old.get("spec"))
+        if self.list_machines is None or errors or not activates(old_spec, spec):
+            return []
+        namespace = _mapping(new.get("metadata")).get("namespace") or request.namespace
+        existing = existing_machines(spec, await self.list_machines(namespace))
+        return adoption_errors(spec, existing, activating=old is not None)
 
     async def validate_update(self, old: JSON, new: JSON, request: AdmissionRequestLike) -> list[str]:
         if request.sub_resource == "scale" or new.get("kind") == "Scale":
@@ -524,6 +560,7 @@ class ControlPlaneValidator:
             errors, warnings = validate_controlplane_scale(new, controlplane, old)
             return self._verdict(SCALE_GROUP_KIND, _name(new, request), errors, warnings)
         errors, warnings = validate_controlplane_update(old, new)
+        errors += await self._adoption_errors(old, new, request, errors)
         return self._verdict(CONTROLPLANE_GROUP_KIND, _name(new, request), errors, warnings)
 
     async def validate_delete(self, obj: JSON, request: AdmissionRequestLike) -> list[str]:

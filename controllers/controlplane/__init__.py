@@ -13,8 +13,34 @@ require the control-plane role label, or the operator cannot see the Machines it
 matchLabels {"machine.openshift.io/cluster-api-machine-role": "master"}``). The default selector
 is exactly that label; add others to it to narrow the selection.
 
-What it does, in order, on every reconcile
-------------------------------------------
+Taking over an existing control plane: ``spec.state``
+-----------------------------------------------------
+A ControlPlane is ``Active`` (the default) or ``Inactive`` (the ``STATE`` column). On a cluster
+without control-plane Machines, create it as you like: it bootstraps them. Over existing
+Machines an Active ControlPlane adopts them and at once makes their number ``spec.replicas``, so
+the admission webhook refuses one whose replicas (1 when not given) differ from the number of
+existing, not-deleting Machines its selector matches in its namespace, naming both numbers::
+
+    spec.replicas: Invalid value: 1: 3 control-plane Machine(s) matching spec.selector exist and
+    spec.replicas is 1: an Active ControlPlane would delete 2 of them; set spec.replicas to 3 to
+    adopt them as they are, or create the ControlPlane with spec.state Inactive to see first
+    what it would do
+
+Either set ``replicas`` to that number, or create it with ``state: Inactive``: an Inactive
+ControlPlane adopts nothing and writes nothing on Machines (no ownerReference, no etcd guard
+hook, no MachineHealthCheck) and creates, deletes and remediates nothing. It keeps its status:
+the counts of the Machines it would adopt, and ``Progressing`` False with reason ``Inactive``
+and the step it would take if Active (e.g. "if Active, it would create a Machine
+(RollingUpdate): ..." when its template differs from the Machines). When that is what you want,
+activate it (``kubectl patch cp cluster --type merge -p '{"spec":{"state":"Active"}}'``): the
+same replica check applies then, and once Active it adopts the Machines and replaces the
+outdated ones, one at a time as always. Active never goes back to Inactive (refused): delete the
+ControlPlane to stop it acting, its Machines are released and stay. Later scale changes are not
+compared with the existing Machines. This is OpenShift ControlPlaneMachineSet's ``state``; where
+we differ (the default, activation checked too) is in :mod:`~controllers.controlplane.inactive`.
+
+What it does, in order, on every reconcile (Active)
+---------------------------------------------------
 1. **Adopts** Machines matching the selector that no controller owns (event ``MachineAdopted``).
    A matching Machine owned by another controller is left alone (``Degraded``, reason
    ``MachinesAlreadyOwned``); a master Node without a Machine is reported (``UnmanagedNodes``).
@@ -101,7 +127,8 @@ Phases (``status.phase``, the ``PHASE`` column)
 -----------------------------------------------
 ``Pending``       no Machine yet.
 ``Provisioning``  Machines exist but none is ready yet.
-``Running``       every Machine is up to date and the count is right: nothing to do.
+``Running``       every Machine is up to date and the count is right: nothing to do; also an
+                  Inactive ControlPlane whose Machines serve (nothing is under way).
 ``Scaling``       the Machine count differs from ``spec.replicas``, or a Machine is being deleted.
 ``Updating``      outdated Machines are being (or, with OnDelete, waiting to be) replaced.
 ``Remediating``   an unhealthy Machine is being replaced.
@@ -123,7 +150,8 @@ Conditions
                       (``ScalingUp``, ``ScalingDown``, ``RollingUpdate``, ``ReplacingMachine``,
                       ``Rebalancing``, ``WaitingForDeletion``, ``PreflightFailed``), the message
                       says what is awaited, e.g. "Waiting for 2 old replica(s) to be removed".
-                      False with ``Paused`` while ``spec.paused`` is set.
+                      False with ``Paused`` while ``spec.paused`` is set, and with ``Inactive``
+                      (saying the step it would take) while ``spec.state`` is Inactive.
 ``Degraded``          True when a human should look: see the phase ``Degraded``; control-plane
                       Nodes without a Machine (``UnmanagedNodes``); fewer ready Machines than
                       ``spec.replicas`` for more than 5 minutes, measured from the Node's Ready
@@ -162,7 +190,8 @@ The modules, along KubeadmControlPlane's lines: the pure decisions in
 :mod:`~controllers.controlplane.placement` (failure domains, the desired Machine, its spec hash,
 outdated, scale-in choice), :mod:`~controllers.controlplane.scale` (the next step and the
 preflight), :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation`
-and :mod:`~controllers.controlplane.status` (one function per condition); the etcd reads in
+and :mod:`~controllers.controlplane.status` (one function per condition),
+:mod:`~controllers.controlplane.inactive` (``spec.state``); the etcd reads in
 :mod:`~controllers.controlplane.etcdfacts`; gather → decide → act → report in
 :mod:`~controllers.controlplane.reconciler`, with :mod:`~controllers.controlplane.healthcheck`
 (the owned MachineHealthCheck) and :mod:`~controllers.controlplane.release` (the finalizer);

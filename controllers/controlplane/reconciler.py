@@ -13,6 +13,9 @@ MachineHealthCheck and the status), so every step is re-decided from fresh facts
 4. **report** (:meth:`ControlPlaneReconciler._report`): the status, from
    :func:`~controllers.controlplane.status.compute_status`, and the metrics.
 
+An Inactive ControlPlane (:mod:`~controllers.controlplane.inactive`) is gathered without
+adopting, then only reported (:meth:`ControlPlaneReconciler._observe`).
+
 Wired into a manager by :func:`controllers.controlplane.wiring.setup_with_manager`::
 
     manager = await Manager.create(ManagerOptions(kubeconfig="kubeconfig"))
@@ -38,6 +41,7 @@ from controllers.controlplane import remediation_record as records
 from controllers.controlplane.etcdfacts import EtcdView, forward_leadership, read_etcd_view
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
+from controllers.controlplane.inactive import is_inactive, planned_step
 from controllers.controlplane.machines import (
     DELETE_MACHINE_ANNOTATION,
     MachineInfo,
@@ -52,7 +56,6 @@ from controllers.controlplane.machines import (
 from controllers.controlplane.metrics import OPERATIONS, PREFLIGHT_FAILURES, label, observe_replicas
 from controllers.controlplane.options import ResolvedControlPlaneOptions
 from controllers.controlplane.placement import (
-    domain_names,
     is_outdated,
     machine_domain,
     new_machine,
@@ -61,7 +64,7 @@ from controllers.controlplane.placement import (
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
 from controllers.controlplane.requeue import next_look
-from controllers.controlplane.scale import PreflightFailure, next_step, preflight
+from controllers.controlplane.scale import PreflightFailure, preflight
 from controllers.controlplane.status import (
     StatusInputs,
     compute_status,
@@ -163,6 +166,8 @@ class ControlPlaneReconciler:
         if not has_finalizer(cp):
             cp = await add_finalizer(self.client, cp)
         facts = await self._gather(cp, spec)
+        if is_inactive(spec):
+            return await self._observe(facts)
         await sync_mhc(self.client, self.cache, cp, spec, facts.infos, self._event)
         return await self._act(facts)
 
@@ -174,7 +179,8 @@ class ControlPlaneReconciler:
         ownership = classify_machines(cp["metadata"]["uid"], spec.selector.to_dict(), machines)
         owned = list(ownership.owned)
         for machine in ownership.adoptable:
-            adopted = await self._adopt(cp, machine)
+            # Inactive: counted as the Machines it would adopt, and left untouched.
+            adopted = machine if is_inactive(spec) else await self._adopt(cp, machine)
             if adopted is not None:
                 owned.append(adopted)
         nodes = await self.cache.list("v1", "Node")
@@ -224,6 +230,12 @@ class ControlPlaneReconciler:
         )
 
     # ------------------------------------------------------------------------------ decide and act
+
+    async def _observe(self, facts: _Facts) -> Result:
+        """spec.state Inactive: write the status, saying the step it would take, and nothing else."""
+        step = planned_step(facts.spec, facts.infos, [*facts.owned_by_others, *facts.unmanaged_nodes])
+        await self._report(facts, _Remediation(False), _Scaling(step))
+        return Result(requeue_after=self.options.resync_period)
 
     async def _act(self, facts: _Facts) -> Result:
         """Remediate, else scale or roll out; then report. At most one create or delete."""
@@ -305,14 +317,7 @@ class ControlPlaneReconciler:
     async def _scale_or_roll_out(self, facts: _Facts, key: tuple[str, str]) -> _Scaling:
         """Take the :func:`~controllers.controlplane.scale.next_step` once the preflight passes."""
         spec = facts.spec
-        step = next_step(
-            replicas=spec.replicas,
-            strategy=spec.strategy.type,
-            max_surge=(spec.strategy.rolling_update.max_surge if spec.strategy.rolling_update else 1),
-            domains=domain_names(spec),
-            machines=facts.infos,
-            misconfigured=[*facts.owned_by_others, *facts.unmanaged_nodes],
-        )
+        step = planned_step(spec, facts.infos, [*facts.owned_by_others, *facts.unmanaged_nodes])
         if spec.paused:
             return _Scaling(step, result=Result())
         if step.action == "wait":
@@ -358,6 +363,7 @@ class ControlPlaneReconciler:
                 step=scaling.step if scaling else None,
                 preflight_failures=scaling.failures if scaling else (),
                 paused=spec.paused,
+                inactive=is_inactive(spec),
                 owned_by_others=facts.owned_by_others,
                 unmanaged_nodes=facts.unmanaged_nodes,
                 etcd=facts.etcd,

@@ -33,6 +33,7 @@ from api.controlplane import (
 )
 from controllers.common import format_time, now
 from controllers.controlplane.etcdfacts import EtcdView
+from controllers.controlplane.inactive import inactive_progress
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import PreflightFailure
@@ -60,6 +61,8 @@ class StatusInputs:
     step: Step | None = None
     preflight_failures: Sequence[PreflightFailure] = ()
     paused: bool = False
+    inactive: bool = False
+    """``spec.state`` is Inactive: ``step`` is what it would do (see :mod:`.inactive`)."""
     deleting: bool = False
     owned_by_others: Sequence[str] = ()
     unmanaged_nodes: Sequence[str] = ()
@@ -152,11 +155,13 @@ def is_remediating(inputs: StatusInputs) -> bool:
 
 def phase(inputs: StatusInputs, *, failure: tuple[str, str] | None, remediating: bool) -> Phase:
     """Deleting > Remediating > Degraded > Pending (no Machine) > Provisioning (none ready)
-    > Updating (outdated Machines) > Scaling (count differs) > Running."""
+    > Updating (outdated Machines) > Scaling (count differs) > Running. An Inactive ControlPlane
+    is never Remediating, Updating or Scaling: nothing is under way (``Progressing`` says what
+    would be)."""
     machines, active = inputs.machines, inputs.active
     if inputs.deleting:
         return "Deleting"
-    if remediating:
+    if remediating and not inputs.inactive:
         return "Remediating"
     if failure is not None or inputs.owned_by_others:
         return "Degraded"
@@ -164,6 +169,8 @@ def phase(inputs: StatusInputs, *, failure: tuple[str, str] | None, remediating:
         return "Pending"
     if not any(m.ready for m in machines):
         return "Provisioning"
+    if inputs.inactive:
+        return "Running"
     if inputs.outdated:
         return "Updating"
     if len(active) != inputs.replicas or len(machines) != len(active):
@@ -232,12 +239,16 @@ def available_condition(inputs: StatusInputs) -> JSON:
 def progressing_condition(inputs: StatusInputs) -> JSON:
     """``Progressing``: True while a step is under way or held back by the preflight.
 
-    Reasons by precedence: ``Paused``, ``PreflightFailed`` (the failed checks), the step's own
-    reason, ``OutdatedMachines`` (outdated Machines with no step for them, e.g. OnDelete), else
-    ``AsExpected``. While outdated Machines remain, the message starts with how many.
+    Reasons by precedence: ``Inactive`` (False, what it would do:
+    :func:`~controllers.controlplane.inactive.inactive_progress`), ``Paused``, ``PreflightFailed``
+    (the failed checks), the step's own reason, ``OutdatedMachines`` (outdated Machines with no
+    step for them, e.g. OnDelete), else ``AsExpected``. While outdated Machines remain, the
+    message starts with how many.
     """
     outdated = inputs.outdated
     step = inputs.step
+    if inputs.inactive:
+        return _condition(CONDITION_PROGRESSING, False, *inactive_progress(step))
     reason, message, progressing = "AsExpected", "All Machines are up to date", False
     if inputs.paused:
         reason, message = "Paused", "spec.paused is true: no Machine is created or deleted"

@@ -11,8 +11,10 @@ Which Machines, which etcd
 A ControlPlane's Machines are those of its namespace matched by ``spec.selector``; they form one
 etcd cluster, and ``spec.replicas`` is the number of voters it should have (the *desired*
 count). A ControlPlane with ``spec.etcd.external: true`` is left alone entirely: no hooks, no
-condition. etcd is reached at ``spec.etcd.endpoints`` (client certificate and CA from the Secret
-``spec.etcd.tlsSecretRef``: ``tls.crt``, ``tls.key``, ``ca.crt``), else at each Machine's
+condition. An Inactive ControlPlane (``spec.state: Inactive``) only observes: no hook is placed
+on or removed from its Machines and no member is promoted or removed; its ``EtcdClusterHealthy``
+condition is still reported. etcd is reached at ``spec.etcd.endpoints`` (client certificate and
+CA from the Secret ``spec.etcd.tlsSecretRef``: ``tls.crt``, ``tls.key``, ``ca.crt``), else at each Machine's
 ``etcd.cpo.dev/client-url`` annotation, else at ``https://<InternalIP>:2379``; one client per
 ControlPlane is kept across passes (:mod:`controllers.etcd.pool`).
 

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
-from api.controlplane import ControlPlane, ControlPlaneSpec
+from api.controlplane import STATE_INACTIVE, ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_matches
 from controllers.etcd.client import (
@@ -155,7 +155,10 @@ class EtcdQuorumReconciler:
             alarms=[],
             waits=[],
         )
-        if not cp["metadata"].get("deletionTimestamp"):
+        # An Inactive ControlPlane (spec.state) observes only: no hook placed or removed on its
+        # Machines, no membership change; the condition is still reported.
+        inactive = spec.state == STATE_INACTIVE
+        if not cp["metadata"].get("deletionTimestamp") and not inactive:
             # A ControlPlane being deleted releases its Machines and removes this hook from them
             # (nothing could remove it once the ControlPlane is gone): placing it again would race
             # that release. Member removals of Machines already being deleted still finish below.
@@ -166,8 +169,9 @@ class EtcdQuorumReconciler:
             etcd = await self._etcd_client(state)
             await self._read_etcd(state, etcd)
             self._hooks.report_escape_hatch(state, members=state.members)
-            await self._hooks.remove(state)
-            await self._change_membership(state, etcd)
+            if not inactive:
+                await self._hooks.remove(state)
+                await self._change_membership(state, etcd)
         except _EtcdUnreachable as err:
             await self._reporter.unreachable(state, str(err))
             return Result(requeue_after=self.options.busy_period)

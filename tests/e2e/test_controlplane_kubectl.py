@@ -64,7 +64,7 @@ async def test_kubectl_get_and_describe_a_controlplane(
         table = await k.run("get", "cp", name)
         header, row = table.splitlines()[:2]
         assert header.split() == CONTROLPLANE_COLUMNS
-        assert row.split()[:8] == [name, "1", "1", "1", "1", "1", "0", "Running"]
+        assert row.split()[:9] == [name, "1", "1", "1", "1", "1", "0", "Active", "Running"]
 
         # Available says what it judged: the stacked etcd's quorum, and the Machines that serve.
         conditions = {

@@ -12,6 +12,7 @@ import runtime.webhook as webhook
 import tests.support.webhooks as support
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl
+from webhooks.adoption import machines_from_reader
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
 # Every test runs with the ControlPlane webhooks of this process registered (controlplane_webhooks).
@@ -55,7 +56,8 @@ async def controlplane_webhooks(
     server = webhook.WebhookServer(
         webhook.WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(certs.directory))
     )
-    server.register_validator(GROUP, VERSION, KIND, ControlPlaneValidator(getter_from_reader(client)))
+    validator = ControlPlaneValidator(getter_from_reader(client), machines_from_reader(client))
+    server.register_validator(GROUP, VERSION, KIND, validator)
     server.register_defaulter(GROUP, VERSION, KIND, ControlPlaneDefaulter())
     paths = {
         "ValidatingWebhookConfiguration": webhook.validate_path(GROUP, VERSION, KIND),
@@ -101,7 +103,7 @@ async def test_defaults_appear_on_a_created_object(client: Client, namespace: st
     }
     created = await client.create(body)
     spec = created["spec"]
-    assert spec["replicas"] == 1 and spec["enableAutorepair"] is True
+    assert spec["replicas"] == 1 and spec["enableAutorepair"] is True and spec["state"] == "Active"
     assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}
     master = {"machine.openshift.io/cluster-api-machine-role": "master"}
     assert spec["selector"] == {"matchLabels": master}
@@ -129,3 +131,48 @@ async def test_external_etcd_scales_to_even_counts(
         "patch", "cp", "ext", "--type", "merge", "-p", '{"spec":{"etcd":{"external":false}}}', check=False
     )
     assert "spec.etcd.external: Invalid value: false: field is immutable" in out, out
+
+
+async def test_a_controlplane_over_existing_machines_must_match_them_or_start_inactive(
+    client: Client, kubeconfig_path: Path, namespace: str
+) -> None:
+    """Issue 26, case 4, as kubectl shows it (the world with running Machines and real etcd is in
+    tests/integration/test_controlplane_basic.py): three control-plane Machines exist, so a
+    ControlPlane without replicas (1) is refused with both numbers and what to do; created
+    Inactive it is accepted; it is activated only with replicas 3, and never goes back."""
+    kubectl = Kubectl(kubeconfig_path, namespace)
+    master = {"machine.openshift.io/cluster-api-machine-role": "master"}
+    for index in range(3):
+        await client.create(
+            {
+                "apiVersion": "machine.openshift.io/v1beta1",
+                "kind": "Machine",
+                "metadata": {"name": f"master-{index}", "namespace": namespace, "labels": master},
+                "spec": {},
+            }
+        )
+    without_replicas = _yaml("cluster", 1).replace("  replicas: 1\n", "")
+    out = await kubectl.run("apply", "-f", "-", stdin=without_replicas, check=False)
+    assert (
+        "spec.replicas: Invalid value: 1: 3 control-plane Machine(s) matching spec.selector exist and "
+        "spec.replicas is 1: an Active ControlPlane would delete 2 of them; set spec.replicas to 3 to "
+        "adopt them as they are, or create the ControlPlane with spec.state Inactive to see first what "
+        "it would do"
+    ) in " ".join(out.split()), out
+
+    await kubectl.run(
+        "apply", "-f", "-", stdin=without_replicas.replace("\nspec:\n", "\nspec:\n  state: Inactive\n", 1)
+    )
+    header, row = (await kubectl.run("get", "cp", "cluster")).splitlines()[:2]
+    assert row[header.index("STATE") :].split()[0] == "Inactive", (header, row)
+
+    patch = ["patch", "cp", "cluster", "--type", "merge", "-p"]
+    out = await kubectl.run(*patch, '{"spec":{"state":"Active"}}', check=False)
+    assert "set spec.replicas to 3 to adopt them as they are, or keep spec.state Inactive" in out, out
+    await kubectl.run(*patch, '{"spec":{"state":"Active","replicas":3}}')
+    # Later scale changes are the user's to make: not compared with the Machines.
+    await kubectl.run("scale", "cp/cluster", "--replicas", "5")
+    out = await kubectl.run(*patch, '{"spec":{"state":"Inactive"}}', check=False)
+    assert "spec.state: Forbidden: cannot go back to Inactive once Active" in out, out
+    spec = (await client.get(*CP, "cluster", namespace))["spec"]
+    assert (spec["state"], spec["replicas"]) == ("Active", 5)

@@ -36,6 +36,7 @@ from tests.support.tcpproxy import ServiceProxy
 from tests.support.webhooks import ServingCerts
 
 ROOT = Path(__file__).resolve().parents[2]
+MASTER = {"machine.openshift.io/cluster-api-machine-role": "master"}
 WEBHOOK = ROOT / "config" / "webhook"
 
 
@@ -47,9 +48,20 @@ def shipped_timeout() -> int:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def replicas(
-    machine_crds: None, kubeconfig_path: Path, namespace: str, tmp_path: Path
+    machine_crds: None, client: Client, kubeconfig_path: Path, namespace: str, tmp_path: Path
 ) -> AsyncIterator[tuple[list[tuple[ChildProcess, int]], ServingCerts]]:
-    """Two `cpo run`: (process, webhook port) each, sharing the serving pair of the Service."""
+    """Two `cpo run`: (process, webhook port) each, sharing the serving pair of the Service; three
+    control-plane Machines (objects only) exist before they start, so each replica's cache holds
+    them once it is ready."""
+    for index in range(3):
+        await client.create(
+            {
+                "apiVersion": "machine.openshift.io/v1beta1",
+                "kind": "Machine",
+                "metadata": {"name": f"master-{index}", "namespace": namespace, "labels": dict(MASTER)},
+                "spec": {},
+            }
+        )
     service = yaml.safe_load((WEBHOOK / "service.yaml").read_text())["metadata"]["name"]
     certs = ServingCerts(tmp_path / "certs")
     certs.write(certs.ca.serving_cert(["127.0.0.1", f"{service}.{namespace}.svc"]))
@@ -134,7 +146,20 @@ async def test_admission_answers_through_the_other_replica_when_the_one_serving_
                 assert f"spec.replicas: Invalid value: 4: {ODD}" in err.message, err.message
             return time.monotonic() - started
 
+        async def refused_over_three_machines(cp_name: str) -> None:
+            # The adoption rule reads Machines from the answering replica's cache, leader or not.
+            body = controlplane(cp_name, namespace, 1)
+            body["spec"]["template"]["metadata"] = {"labels": dict(MASTER)}
+            try:
+                await client.create(body)
+                raise AssertionError(f"{cp_name}: 1 replica over 3 existing Machines was admitted")
+            except APIError as err:
+                assert "spec.replicas: Invalid value: 1: 3 control-plane Machine(s)" in err.message, (
+                    err.message
+                )
+
         await refused_as_even("before")
+        await refused_over_three_machines("adopt-before")
         serving = proxy.served_by[-1]
         victim = next(p for p, port in processes if port == serving[1])
         await victim.kill()
@@ -144,6 +169,9 @@ async def test_admission_answers_through_the_other_replica_when_the_one_serving_
         assert proxy.served_by[-1] != serving, proxy.served_by
         # Every later call lands on the survivor: kube-proxy would have dropped the endpoint too.
         assert (await refused_as_even("later")) < timeout
+        # The replica killed judged "adopt-before", the survivor judges this: both held the rule,
+        # and at most one of them held the Lease.
+        await refused_over_three_machines("adopt-after")
     finally:
         await client.delete(created["apiVersion"], created["kind"], created["metadata"]["name"])
         await proxy.stop()

@@ -6,7 +6,9 @@ promoted itself, deletion, pause and a preflight failure.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,13 +18,16 @@ from api.machine import API_VERSION
 from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
 from controllers.etcd.client import EtcdClient
 from controllers.etcdquorum.rules import DEFAULT_HOOK
+from controllers.operator import OperatorOptions, webhook_server
 from demo.monitor import QuorumMonitor
 from demo.writer import EtcdWriter
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION
 from providers.localmachine.etcd_process import EtcdSupervisor
 from runtime.client import Client
-from runtime.errors import NotFound
+from runtime.errors import Invalid, NotFound
+from runtime.manager import Manager
 from runtime.metrics import generate_latest
+from runtime.webhook import mutate_path, validate_path
 from tests.integration.conftest import etcd_options
 from tests.support.controlplane import (
     MASTER_LABELS,
@@ -46,6 +51,12 @@ from tests.support.localmachine import (
     set_fault,
 )
 from tests.support.poll import eventually, holds_for
+from tests.support.webhooks import (
+    ServingCerts,
+    controlplane_webhook_configurations,
+    registered_webhooks,
+    running_webhook_server,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -162,12 +173,16 @@ def our_hooks(machine: dict) -> list[dict]:
 
 
 async def test_three_existing_machines_are_adopted_without_a_rollout_and_released_on_deletion(
-    kube: Client, namespace: str, provider_state_dir: Path
+    kube: Client, namespace: str, provider_state_dir: Path, tmp_path: Path
 ) -> None:
+    """Adopted as they are, released on deletion; then adopted again the cautious way (an Inactive
+    ControlPlane, activated: :func:`adopt_inactive_then_activate`), released again, and a
+    released Machine deleted."""
     name = f"cp{secrets.token_hex(3)}"
     zones = ["zone-a", "zone-b", "zone-c"]
     names = [f"master-{i}" for i in range(3)]
-    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True) as manager:
         await build_cluster(kube, namespace, names, zones)
         urls = {
             machine_name: (await get_machine(kube, machine_name, namespace) or {})["metadata"]["annotations"][
@@ -234,6 +249,16 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
                     if e["reason"] == "EtcdGuardReleased"
                 ]
                 assert released and DEFAULT_HOOK.name in released[0]["message"], machine_name
+            assert monitor.peak("voters") == 3 and count.peak == 3, "adoption replaced nothing"
+
+            async with operator_webhooks(kube, namespace, manager, tmp_path):
+                await adopt_inactive_then_activate(kube, namespace, zones, monitor)
+            machines = await machines_of(kube, namespace)
+            names = [m["metadata"]["name"] for m in machines]
+            urls = {
+                m["metadata"]["name"]: m["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]
+                for m in machines
+            }
 
             # Deleting a released Machine drains it at once; etcd keeps a quorum and takes writes.
             async with EtcdClient([urls[names[0]]]) as etcd:
@@ -262,7 +287,129 @@ async def test_three_existing_machines_are_adopted_without_a_rollout_and_release
             assert writer.stats.unknown == 0 and writer.stats.refused == 0, writer.stats
             assert (await writer.verify(survivors)).lost == []
         monitor.assert_never_lost_quorum()
-        assert monitor.low("voters") == 3 and monitor.peak("voters") == 3 and count.peak == 3
+        # The one replacement (after the activation) added a voter before removing one.
+        assert monitor.low("voters") == 3 and monitor.peak("voters") <= 4 and count.peak <= 4
+
+
+@contextlib.asynccontextmanager
+async def operator_webhooks(
+    kube: Client, namespace: str, manager: Manager, directory: Path
+) -> AsyncIterator[None]:
+    """The operator's own admission webhooks (:func:`controllers.operator.webhook_server`, reading
+    ControlPlanes and Machines through ``manager``'s cache, as ``cpo run`` does), called by the API
+    server for the ControlPlanes of ``namespace`` while the block runs."""
+    certs = ServingCerts(directory / "certs")
+    certs.write()
+    options = OperatorOptions(
+        kubeconfig="unused", webhook_host="127.0.0.1", webhook_port=0, webhook_cert_dir=str(certs.directory)
+    ).with_defaults()
+    server = webhook_server(options, manager)
+    group, version = CP_API_VERSION.split("/")
+    paths = {
+        "ValidatingWebhookConfiguration": validate_path(group, version, "ControlPlane"),
+        "MutatingWebhookConfiguration": mutate_path(group, version, "ControlPlane"),
+    }
+    async with running_webhook_server(server):
+        configurations = controlplane_webhook_configurations(
+            f"https://127.0.0.1:{server.port}", certs.ca.cert_pem, namespace, paths=paths, name="adoption"
+        )
+        async with registered_webhooks(kube, *configurations):
+            yield
+
+
+async def adopt_inactive_then_activate(
+    kube: Client, namespace: str, zones: list[str], monitor: QuorumMonitor
+) -> None:
+    """Issue 26, case 4, on three running, unowned Machines (one per zone of ``zones``): a
+    ControlPlane without replicas is refused (it would delete two); created Inactive, it writes
+    nothing on them while reporting what it would do; it cannot be activated with 1 replica, is
+    activated with 3, adopts them and replaces the one in the zone it no longer lists; it cannot
+    go back to Inactive; deleted, it releases them."""
+    name = f"cp{secrets.token_hex(3)}"
+    body = controlplane(name, namespace, domains=[zones[0], zones[1], "zone-d"])
+    del body["spec"]["replicas"]
+    with pytest.raises(Invalid) as refused:
+        await kube.create(body)
+    assert (
+        "spec.replicas: Invalid value: 1: 3 control-plane Machine(s) matching spec.selector exist and "
+        "spec.replicas is 1: an Active ControlPlane would delete 2 of them; set spec.replicas to 3"
+    ) in str(refused.value), refused.value
+
+    body["spec"]["state"] = "Inactive"
+    await kube.create(body)
+
+    async def observed() -> dict | None:
+        cp = await get_cp(kube, name, namespace)
+        status = (cp or {}).get("status") or {}
+        reported = status.get("replicas") == 3 and status.get("availableReplicas") == 3
+        return cp if reported and cp_condition(cp, "Progressing").get("reason") == "Inactive" else None
+
+    cp = await eventually(observed, timeout=15, message="an Inactive ControlPlane's status written")
+    assert "if Active, it would delete a Machine" in cp_condition(cp, "Progressing")["message"]
+    assert cp["status"]["phase"] == "Running"
+    names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+
+    async def untouched() -> bool:
+        machines = await machines_of(kube, namespace)
+        if [m["metadata"]["name"] for m in machines] != names:
+            return False
+        if any(m["metadata"].get("ownerReferences") or our_hooks(m) for m in machines):
+            return False
+        try:
+            await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        except NotFound:
+            return True
+        return False
+
+    await holds_for(untouched, duration=10.0, message="an Inactive ControlPlane writes nothing on Machines")
+
+    with pytest.raises(Invalid) as refused:
+        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"state": "Active"}}, namespace)
+    assert "set spec.replicas to 3 to adopt them as they are, or keep spec.state Inactive" in str(
+        refused.value
+    )
+
+    since = monitor.mark()
+    await kube.patch(
+        CP_API_VERSION, "ControlPlane", name, {"spec": {"state": "Active", "replicas": 3}}, namespace
+    )
+
+    async def rolled() -> dict | None:
+        cp = await get_cp(kube, name, namespace)
+        status = (cp or {}).get("status") or {}
+        machines = await machines_of(kube, namespace)
+        domains = sorted(m["spec"]["providerSpec"]["value"]["failureDomain"] for m in machines)
+        settled = status.get("updatedReplicas") == 3 and status.get("availableReplicas") == 3
+        return cp if settled and domains == [zones[0], zones[1], "zone-d"] else None
+
+    cp = await eventually(rolled, timeout=90, message="activated: adopted, the zone-c Machine replaced")
+    machines = await machines_of(kube, namespace)
+    assert all(owned_by(m, cp) for m in machines)
+    assert [n for n in names if n in {m["metadata"]["name"] for m in machines}] == names[:2]
+    reasons = [e["reason"] for e in await events_for(kube, namespace, name)]
+    assert reasons.count("MachineAdopted") == 3 and reasons.count("MachineCreated") == 1, reasons
+    assert monitor.low("voters", since=since) >= 3 and monitor.peak("voters", since=since) <= 4, (
+        monitor.changes()
+    )
+    assert monitor.peak("learners", since=since) <= 1, "one Machine joins at a time"
+    monitor.assert_never_lost_quorum()
+
+    with pytest.raises(Invalid) as refused:
+        await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"state": "Inactive"}}, namespace)
+    assert "spec.state: Forbidden: cannot go back to Inactive once Active" in str(refused.value), (
+        refused.value
+    )
+
+    await kube.delete(CP_API_VERSION, "ControlPlane", name, namespace)
+
+    async def released() -> bool:
+        machines = await machines_of(kube, namespace)
+        unowned = not any(m["metadata"].get("ownerReferences") or our_hooks(m) for m in machines)
+        return await get_cp(kube, name, namespace) is None and unowned
+
+    await eventually(
+        released, timeout=15, message="the activated ControlPlane deleted, its Machines released"
+    )
 
 
 async def test_paused_creates_nothing_until_resumed(

@@ -39,11 +39,11 @@ CONTROLPLANE_COLUMNS = [
     "UPDATED",
     "AVAILABLE",
     "UNAVAILABLE",
+    "STATE",
     "PHASE",
     "AGE",
 ]
-"""The header of ``kubectl get cp``: the CRD's printer columns (CPMS's, without State until
-spec.state exists)."""
+"""The header of ``kubectl get cp``: the CRD's printer columns (CPMS's)."""
 
 MASTER_LABELS = {"machine.openshift.io/cluster-api-machine-role": "master"}
 

@@ -87,7 +87,7 @@ def test_controlplane_crd_serving_details() -> None:
         },
     }
     columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
-    # In this order; `State` (spec.state) joins after Unavailable once that field exists.
+    # In this order (CPMS's, with Current and Unavailable).
     assert columns == [
         ("Desired", "integer", ".spec.replicas"),
         ("Current", "integer", ".status.replicas"),
@@ -95,6 +95,7 @@ def test_controlplane_crd_serving_details() -> None:
         ("Updated", "integer", ".status.updatedReplicas"),
         ("Available", "integer", ".status.availableReplicas"),
         ("Unavailable", "integer", ".status.unavailableReplicas"),
+        ("State", "string", ".spec.state"),
         ("Phase", "string", ".status.phase"),
         ("Age", "date", ".metadata.creationTimestamp"),
     ]

@@ -514,6 +514,7 @@ def test_defaults_fill_an_empty_spec() -> None:
     default_controlplane(body)
     assert body["spec"] == {
         "replicas": 1,
+        "state": "Active",
         "selector": {"matchLabels": MASTER},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
         "enableAutorepair": True,
@@ -523,7 +524,7 @@ def test_defaults_fill_an_empty_spec() -> None:
 
 
 def test_defaults_keep_what_is_set() -> None:
-    body = cp(replicas=5, enableAutorepair=False, selector={"matchLabels": {"role": "cp"}},
+    body = cp(replicas=5, enableAutorepair=False, selector={"matchLabels": {"role": "cp"}}, state="Inactive",
               strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}})  # fmt: skip
     body["spec"]["template"]["metadata"]["labels"] = {"role": "cp", "x": "y"}
     before = copy.deepcopy(body)

@@ -1,0 +1,144 @@
+"""spec.state Inactive: the controller reports what it would do and does nothing (issue 26, case 4).
+
+The reconciler's Inactive path (:meth:`ControlPlaneReconciler._observe`) writes only the status
+computed here; these tables fix what that status says.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from api.controlplane import DEFAULT_STATE, ControlPlaneMachineTemplate, ControlPlaneSpec
+from controllers.controlplane.inactive import inactive_progress, is_inactive, planned_step
+from controllers.controlplane.machines import MachineInfo
+from controllers.controlplane.remediation import RemediationDecision
+from controllers.controlplane.status import StatusInputs, compute_status
+from controllers.controlplane.step import UP_TO_DATE, Step
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+def m(name: str, **fields: Any) -> MachineInfo:
+    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
+    defaults: dict[str, Any] = {
+        "created": NOW - timedelta(hours=1),
+        "phase": "Running",
+        "node_ready": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
+    }
+    return MachineInfo(name=name, **{**defaults, **fields})
+
+
+def spec(**fields: Any) -> ControlPlaneSpec:
+    return ControlPlaneSpec(template=ControlPlaneMachineTemplate.for_provider_spec({}), **fields)
+
+
+THREE = [m("ma"), m("mb"), m("mc")]
+
+
+def status(machines: list[MachineInfo], *, replicas: int, inactive: bool, **kw: Any) -> dict[str, Any]:
+    the_spec = spec(replicas=replicas)
+    inputs = StatusInputs(
+        replicas=replicas,
+        selector="s",
+        generation=1,
+        machines=machines,
+        step=planned_step(the_spec, machines, ()),
+        inactive=inactive,
+        at=NOW,
+        **kw,
+    )
+    return compute_status(inputs)
+
+
+def progressing(result: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in result["conditions"] if c["type"] == "Progressing")
+
+
+def test_the_default_state_is_active_so_an_empty_cluster_bootstraps() -> None:
+    assert DEFAULT_STATE == "Active"
+    assert not is_inactive(spec())
+    assert is_inactive(spec(state="Inactive"))
+
+
+@pytest.mark.parametrize(
+    ("machines", "replicas", "phase", "would"),
+    [
+        # Over three Machines with the default replicas (1): it would scale in, and says so.
+        (THREE, 1, "Running", "if Active, it would delete a Machine"),
+        # Over three up-to-date Machines with replicas 3: nothing to do.
+        (THREE, 3, "Running", "nothing to do if Active"),
+        # Outdated Machines: it would replace them, yet the phase is not Updating.
+        ([m("ma", outdated=True), m("mb"), m("mc")], 3, "Running", "if Active, it would create a Machine"),
+        # Too few: it would create one, yet the phase is not Scaling.
+        (THREE[:1], 3, "Running", "if Active, it would create a Machine"),
+        # No Machine at all: Pending, and it would create the first.
+        ([], 1, "Pending", "if Active, it would create a Machine"),
+        # A Machine being deleted: it would wait for it.
+        ([*THREE, m("md", deleting=True)], 3, "Running", "if Active, it would wait"),
+    ],
+    ids=["scale-in", "up-to-date", "outdated", "too-few", "empty", "deleting"],
+)
+def test_inactive_reports_what_it_would_do_and_that_nothing_is_under_way(
+    machines: list[MachineInfo], replicas: int, phase: str, would: str
+) -> None:
+    result = status(machines, replicas=replicas, inactive=True)
+    condition = progressing(result)
+    assert condition["status"] == "False" and condition["reason"] == "Inactive", condition
+    assert condition["message"].startswith(
+        "spec.state is Inactive: no Machine is adopted, created or deleted"
+    )
+    assert would in condition["message"], condition["message"]
+    assert condition["message"].endswith("Set spec.state to Active to let it act")
+    assert result["phase"] == phase
+    # The counts are those of the Machines it would adopt, as for an Active one.
+    assert result["replicas"] == len(machines)
+    assert result["availableReplicas"] == sum(i.available for i in machines)
+
+
+def test_the_same_facts_active_are_progressing() -> None:
+    condition = progressing(status(THREE, replicas=1, inactive=False))
+    assert condition["status"] == "True" and condition["reason"] != "Inactive"
+    assert status(THREE, replicas=1, inactive=False)["phase"] == "Scaling"
+
+
+def test_an_inactive_controlplane_is_never_remediating() -> None:
+    decision = RemediationDecision(allowed=True, reason="Remediating", message="replace ma")
+    assert status(THREE, replicas=3, inactive=True, remediation=decision)["phase"] == "Running"
+    assert status(THREE, replicas=3, inactive=False, remediation=decision)["phase"] == "Remediating"
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        (None, "nothing to do if Active: the Machines match spec"),
+        (UP_TO_DATE, "nothing to do if Active: the Machines match spec"),
+        (
+            Step("wait", "WaitingForDeletion", "md is being deleted"),
+            "if Active, it would wait: md is being deleted",
+        ),
+        (
+            Step("delete", "ScalingDown", "3 Machines, 1 desired", machine="mc"),
+            "if Active, it would delete a Machine (ScalingDown): 3 Machines, 1 desired",
+        ),
+    ],
+)
+def test_inactive_progress_message(step: Step | None, expected: str) -> None:
+    reason, message = inactive_progress(step)
+    assert reason == "Inactive"
+    assert message == (
+        f"spec.state is Inactive: no Machine is adopted, created or deleted; {expected}. "
+        "Set spec.state to Active to let it act"
+    )
+
+
+def test_planned_step_follows_the_spec() -> None:
+    assert planned_step(spec(replicas=1), THREE, ()).action == "delete"
+    assert planned_step(spec(replicas=3), THREE, ()).action == "none"
+    assert planned_step(spec(replicas=5), THREE, ()).action == "create"
+    # A configuration problem holds the scale-in, as it does for an Active ControlPlane.
+    assert planned_step(spec(replicas=1), THREE, ("other-owned",)).action != "delete"

@@ -1,0 +1,249 @@
+"""The adoption rules of the ControlPlane webhook (issue 26, case 4): spec.state, and replicas
+against the existing Machines, at creation and at activation only."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import runtime.webhook as webhook
+from tests.unit.webhooks.test_controlplane import MASTER, cp
+from tests.unit.webhooks.test_controlplane_adapters import request
+from webhooks.adoption import (
+    activates,
+    adoption_errors,
+    existing_machines,
+    machines_from_reader,
+    state_errors,
+    state_transition_errors,
+)
+from webhooks.controlplane import (
+    ControlPlaneDefaulter,
+    ControlPlaneValidator,
+    validate_controlplane_create,
+    validate_controlplane_update,
+)
+
+
+def machine(name: str, labels: dict[str, str] | None = None, deleting: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "labels": dict(MASTER if labels is None else labels),
+    }
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine", "metadata": metadata}
+
+
+THREE = [machine("m0"), machine("m1"), machine("m2")]
+
+
+# ---------------------------------------------------------------------------------- the pure rules
+
+
+@pytest.mark.parametrize(
+    ("machines", "expected"),
+    [
+        (THREE, ["m0", "m1", "m2"]),
+        ([*THREE, machine("gone", deleting=True)], ["m0", "m1", "m2"]),  # being deleted: not adopted
+        (
+            [*THREE, machine("worker", {"machine.openshift.io/cluster-api-machine-role": "worker"})],
+            ["m0", "m1", "m2"],
+        ),
+        ([], []),
+    ],
+    ids=["three", "deleting-left-out", "not-matched-left-out", "none"],
+)
+def test_existing_machines_are_the_matched_ones_not_being_deleted(
+    machines: list[dict[str, Any]], expected: list[str]
+) -> None:
+    assert existing_machines(cp()["spec"], machines) == expected
+
+
+@pytest.mark.parametrize(
+    ("replicas", "existing", "refused"),
+    [
+        (1, 3, True),  # the default replicas over a running three-member control plane
+        (3, 3, False),
+        (5, 3, True),
+        (3, 1, True),
+        (1, 0, False),  # an empty cluster bootstraps with no extra step
+        (3, 0, False),
+    ],
+)
+def test_replicas_must_equal_the_existing_machines_unless_there_are_none(
+    replicas: int, existing: int, refused: bool
+) -> None:
+    names = [f"m{i}" for i in range(existing)]
+    errors = adoption_errors({"replicas": replicas}, names, activating=False)
+    assert bool(errors) is refused
+    if refused:
+        message = str(errors[0])
+        assert message.startswith(
+            f"spec.replicas: Invalid value: {replicas}: {existing} control-plane Machine(s)"
+        )
+        assert f"spec.replicas is {replicas}" in message
+        assert f"set spec.replicas to {existing} to adopt them as they are" in message
+        assert "or create the ControlPlane with spec.state Inactive" in message
+
+
+def test_the_message_says_what_an_active_controlplane_would_do() -> None:
+    assert "would delete 2 of them" in str(
+        adoption_errors({"replicas": 1}, ["a", "b", "c"], activating=False)[0]
+    )
+    assert "would create 2 more at once" in str(
+        adoption_errors({"replicas": 5}, ["a", "b", "c"], activating=False)[0]
+    )
+    activation = str(adoption_errors({"replicas": 1}, ["a", "b", "c"], activating=True)[0])
+    assert activation.endswith(
+        "set spec.replicas to 3 to adopt them as they are, or keep spec.state Inactive"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "checked"),
+    [
+        (None, None, True),  # created without state: Active by default
+        (None, "Active", True),
+        (None, "Inactive", False),
+        ("Inactive", "Active", True),  # activation
+        ("Inactive", None, True),
+        ("Inactive", "Inactive", False),
+        ("Active", "Active", False),  # later scale changes are not compared with the Machines
+        (None, "Bogus", False),
+    ],
+)
+def test_machines_are_counted_only_when_the_request_activates(
+    old: str | None, new: str | None, checked: bool
+) -> None:
+    old_spec = None if old is None else ({"state": old} if old else {})
+    new_spec = {} if new is None else {"state": new}
+    if old_spec is None:
+        assert activates(None, new_spec) is checked
+    else:
+        assert activates(old_spec, new_spec) is checked
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refused"),
+    [("Active", "Inactive", True), (None, "Inactive", True), ("Inactive", "Active", False),
+     ("Inactive", "Inactive", False), ("Active", "Active", False)],
+)  # fmt: skip
+def test_active_never_goes_back_to_inactive(old: str | None, new: str, refused: bool) -> None:
+    old_spec = {} if old is None else {"state": old}
+    errors = state_transition_errors(old_spec, {"state": new})
+    assert bool(errors) is refused
+    if refused:
+        assert str(errors[0]) == (
+            "spec.state: Forbidden: cannot go back to Inactive once Active; to make the controller stop "
+            "acting on these Machines, delete the ControlPlane (its Machines are released and stay)"
+        )
+
+
+def test_state_is_active_or_inactive() -> None:
+    assert state_errors({"state": "Active"}) == [] and state_errors({"state": "Inactive"}) == []
+    assert state_errors({}) == []
+    assert str(state_errors({"state": "Paused"})[0]) == (
+        'spec.state: Unsupported value: "Paused": supported values: "Active", "Inactive"'
+    )
+    errors, _ = validate_controlplane_create(cp(state="Paused"))
+    assert [e.field for e in errors] == ["spec.state"]
+
+
+def test_an_update_from_active_to_inactive_is_refused_and_an_unchanged_one_is_not() -> None:
+    errors, _ = validate_controlplane_update(cp(state="Active"), cp(state="Inactive"))
+    assert [str(e).split(":")[0] for e in errors] == ["spec.state"]
+    assert validate_controlplane_update(cp(state="Inactive"), cp(state="Inactive")) == ([], [])
+
+
+# ---------------------------------------------------------------------------------- the adapter
+
+
+class Lister:
+    """The Machines of each namespace, counting reads."""
+
+    def __init__(self, machines: list[dict[str, Any]]) -> None:
+        self.machines = machines
+        self.reads = 0
+
+    async def __call__(self, namespace: str) -> list[dict[str, Any]]:
+        self.reads += 1
+        return [m for m in self.machines if m["metadata"]["namespace"] == namespace]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def defaulted(**spec: Any) -> dict[str, Any]:
+    body = cp(**spec)
+    run(ControlPlaneDefaulter().default(body, request("CREATE")))
+    return body
+
+
+def test_create_over_three_machines_without_replicas_is_refused_with_both_numbers() -> None:
+    validator = ControlPlaneValidator(list_machines=Lister(THREE))
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_create(defaulted(replicas=None), request("CREATE")))
+    assert denied.value.code == 422
+    assert str(denied.value).startswith(
+        'ControlPlane.controlplane.cpo.dev "cluster" is invalid: spec.replicas: Invalid value: 1: '
+        "3 control-plane Machine(s) matching spec.selector exist and spec.replicas is 1"
+    )
+
+
+def test_create_inactive_or_matching_or_on_an_empty_namespace_is_accepted() -> None:
+    assert run(ControlPlaneValidator(list_machines=Lister(THREE)).validate_create(
+        defaulted(replicas=None, state="Inactive"), request("CREATE"))) == []  # fmt: skip
+    assert run(ControlPlaneValidator(list_machines=Lister(THREE)).validate_create(
+        defaulted(replicas=3), request("CREATE"))) == []  # fmt: skip
+    other_namespace = [dict(m, metadata={**m["metadata"], "namespace": "other"}) for m in THREE]
+    assert run(ControlPlaneValidator(list_machines=Lister(other_namespace)).validate_create(
+        defaulted(replicas=None), request("CREATE"))) == []  # fmt: skip
+
+
+def test_activation_is_checked_and_later_scale_changes_are_not() -> None:
+    lister = Lister(THREE)
+    validator = ControlPlaneValidator(list_machines=lister)
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_update(cp(replicas=1, state="Inactive"), cp(replicas=1, state="Active"),
+                                      request("UPDATE")))  # fmt: skip
+    assert "or keep spec.state Inactive" in str(denied.value)
+    assert run(validator.validate_update(cp(replicas=3, state="Inactive"), cp(replicas=3, state="Active"),
+                                         request("UPDATE"))) == []  # fmt: skip
+    reads = lister.reads
+    assert run(validator.validate_update(cp(replicas=3, state="Active"), cp(replicas=5, state="Active"),
+                                         request("UPDATE"))) == []  # fmt: skip
+    assert lister.reads == reads, "a scale change of an Active ControlPlane reads no Machine"
+
+
+def test_an_invalid_request_is_refused_without_reading_machines() -> None:
+    lister = Lister(THREE)
+    with pytest.raises(webhook.Denied):
+        run(
+            ControlPlaneValidator(list_machines=lister).validate_create(
+                defaulted(replicas=4), request("CREATE")
+            )
+        )
+    assert lister.reads == 0
+
+
+class CacheLike:
+    async def list(
+        self, api_version: str, kind: str, *, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        assert (api_version, kind) == ("machine.openshift.io/v1beta1", "Machine")
+        return [m for m in THREE if m["metadata"]["namespace"] == namespace]
+
+
+class ClientLike:
+    async def list(self, api_version: str, kind: str, *, namespace: str | None = None) -> dict[str, Any]:
+        return {"items": await CacheLike().list(api_version, kind, namespace=namespace)}
+
+
+@pytest.mark.parametrize("reader", [CacheLike(), ClientLike()], ids=["cache", "client"])
+def test_machines_from_reader_reads_a_cache_or_a_client(reader: Any) -> None:
+    assert [m["metadata"]["name"] for m in run(machines_from_reader(reader)("ns"))] == ["m0", "m1", "m2"]

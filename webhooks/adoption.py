@@ -1,0 +1,156 @@
+"""Admission rules for ``spec.state`` and for a ControlPlane created over existing Machines.
+
+Adopting an existing control plane must never disrupt it. An Active ControlPlane adopts the
+Machines its selector matches and at once makes their number ``spec.replicas``: created without
+``replicas`` (the default is 1) over three running Machines, it would delete two. So:
+
+* **At creation**, an Active ControlPlane (``spec.state`` absent means Active) is refused when
+  its ``spec.replicas`` (given or defaulted) differs from the number of existing control-plane
+  Machines its selector matches in its namespace, not counting Machines being deleted. The
+  message names both numbers and says what to do: set ``spec.replicas`` to that number, or create
+  the ControlPlane with ``spec.state: Inactive`` to see first what it would do
+  (:mod:`controllers.controlplane.inactive`). When no such Machine exists the cluster is new and
+  any valid count is accepted, so a ControlPlane on an empty cluster bootstraps with no extra
+  step. An Inactive ControlPlane is never checked: it acts on nothing.
+* **Inactive → Active** is checked the same way, against the Machines existing then.
+* Later scale changes (``spec.replicas``, ``kubectl scale``) are not compared with the existing
+  Machines: once Active, changing the count is what the user asks for.
+* **Active → Inactive** is refused: an Active ControlPlane owns its Machines and may be in the
+  middle of a replacement; stopping half-way is not a state to leave a control plane in. Delete
+  the ControlPlane to make the controller stop acting (its Machines are released and stay).
+
+These follow OpenShift's ControlPlaneMachineSet (CPMS), whose webhook compares an Active
+set's replicas with the control-plane Machines at creation and whose API forbids leaving
+Active. We differ in three ways: the state defaults to Active (see :data:`api.controlplane.DEFAULT_STATE`),
+so zero existing Machines must pass; the count is taken over the Machines the ControlPlane's own
+selector matches in its namespace (not every control-plane Machine of the cluster) and leaves out
+Machines being deleted (they will not be adopted); and activation is checked too, since an
+Inactive ControlPlane's Machines may have changed since its creation.
+
+The webhook answers in every operator replica, leader or not, so the Machines are read through a
+:data:`MachineLister`, in the operator the manager's cache (:func:`machines_from_reader`), whose
+informers run in every replica (caches are not leader-election runnables). That cache holds
+only control-plane Machines, which is all a valid selector can match: it must require the
+control-plane role label (:func:`webhooks.controlplane.selector_role_errors`).
+
+>>> spec = {"replicas": 1, "state": "Active", "selector": {"matchLabels": {"role": "master"}}}
+>>> machines = [{"metadata": {"name": f"m{i}", "labels": {"role": "master"}}} for i in range(3)]
+>>> for error in adoption_errors(spec, existing_machines(spec, machines), activating=False):
+...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+spec.replicas: Invalid value: 1: 3 control-plane Machine(s) matching spec.selector exist and
+spec.replicas is 1: an Active ControlPlane would delete 2 of them; set spec.replicas to 3 to adopt
+them as they are, or create the ControlPlane with spec.state Inactive to see first what it would do
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from api.controlplane import DEFAULT_STATE, STATE_ACTIVE, STATE_INACTIVE, STATES
+from api.machine import API_VERSION as MACHINE_API_VERSION
+from api.selector import selector_matches
+from runtime.jsoncodec import JSON
+
+from .field import FieldError, forbidden, invalid, not_supported
+
+MachineLister = Callable[[str], Awaitable[list[JSON]]]
+"""``async (namespace) -> the Machines of that namespace`` (the operator: its cache's)."""
+
+
+class ListReader(Protocol):
+    """Anything with the client's ``list`` (the runtime Cache, or the Client)."""
+
+    async def list(self, api_version: str, kind: str, *, namespace: str | None = None) -> Any: ...
+
+
+def machines_from_reader(reader: ListReader) -> MachineLister:
+    """A :data:`MachineLister` over a cache (a list of objects) or a client (a list object)."""
+
+    async def list_machines(namespace: str) -> list[JSON]:
+        found = await reader.list(MACHINE_API_VERSION, "Machine", namespace=namespace)
+        return list(found["items"] if isinstance(found, Mapping) else found)
+
+    return list_machines
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def state_of(spec: Mapping[str, Any]) -> Any:
+    """``spec.state``, absent meaning the default (Active)."""
+    state = spec.get("state")
+    return DEFAULT_STATE if state is None else state
+
+
+def state_errors(spec: Mapping[str, Any]) -> list[FieldError]:
+    """``spec.state`` is Active or Inactive."""
+    state = state_of(spec)
+    return [] if state in STATES else [not_supported("spec.state", state, STATES)]
+
+
+def state_transition_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> list[FieldError]:
+    """Active never goes back to Inactive (CPMS's rule); Inactive → Active is allowed."""
+    if state_of(old_spec) == STATE_ACTIVE and state_of(new_spec) == STATE_INACTIVE:
+        return [
+            forbidden(
+                "spec.state",
+                "cannot go back to Inactive once Active; to make the controller stop acting on these "
+                "Machines, delete the ControlPlane (its Machines are released and stay)",
+            )
+        ]
+    return []
+
+
+def activates(old_spec: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -> bool:
+    """Whether this request makes an Active ControlPlane out of none or an Inactive one: the
+    moments the existing Machines are compared with ``spec.replicas``."""
+    if state_of(new_spec) != STATE_ACTIVE:
+        return False
+    return old_spec is None or state_of(old_spec) == STATE_INACTIVE
+
+
+def existing_machines(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the ``machines`` (one namespace's) that ``spec.selector`` matches and that are not
+    being deleted: those an Active ControlPlane would adopt and count."""
+    selector = _mapping(spec.get("selector"))
+    return sorted(
+        m["metadata"]["name"]
+        for m in machines
+        if not _mapping(m.get("metadata")).get("deletionTimestamp")
+        and selector_matches(selector, _mapping(m.get("metadata")).get("labels"))
+    )
+
+
+def adoption_errors(
+    spec: Mapping[str, Any], existing: Sequence[str], *, activating: bool
+) -> list[FieldError]:
+    """``spec.replicas`` equals the number of ``existing`` Machines, unless there are none.
+
+    ``activating``: the request turns an Inactive ControlPlane Active (else: creates one); only
+    the advice differs.
+    """
+    replicas = spec.get("replicas", 1)
+    if not existing or not isinstance(replicas, int) or replicas == len(existing):
+        return []
+    count = len(existing)
+    effect = (
+        f"would delete {count - replicas} of them"
+        if replicas < count
+        else f"would create {replicas - count} more at once"
+    )
+    other = (
+        "or keep spec.state Inactive"
+        if activating
+        else "or create the ControlPlane with spec.state Inactive to see first what it would do"
+    )
+    return [
+        invalid(
+            "spec.replicas",
+            replicas,
+            f"{count} control-plane Machine(s) matching spec.selector exist and spec.replicas is "
+            f"{replicas}: an Active ControlPlane {effect}; set spec.replicas to {count} to adopt them "
+            f"as they are, {other}",
+        )
+    ]
