@@ -209,15 +209,36 @@ def domain_counts(domains: Sequence[str], machines: Iterable[MachineInfo]) -> Co
     return counts
 
 
-def choose_failure_domain(domains: Sequence[str], machines: Iterable[MachineInfo]) -> str | None:
+def choose_failure_domain(
+    domains: Sequence[str], machines: Iterable[MachineInfo], *, prefer: Sequence[str | None] = ()
+) -> str | None:
     """Where a new Machine goes: the configured domain with the fewest non-deleting Machines.
 
-    Ties go to the alphabetically first name (the same answer on every pass). None when no
+    Among the domains tied for fewest, the first of ``prefer`` (the domain of the Machine being
+    replaced), else the alphabetically first name (the same answer on every pass). None when no
     domain is configured. Spreading the members keeps a quorum when one domain fails whole.
+
+    A replacement passes the Machines that stay, the replaced one left out whether it is already
+    being deleted (remove-then-add) or not yet (add-then-remove): the new Machine goes where the
+    spread will be thinnest once the old one is gone. So a replacement out of a crowded domain
+    lands in the emptiest one and a rebalance converges, while in an even spread the replaced
+    Machine's domain is among the fewest and ``prefer`` keeps it there: an ordinary rollout moves
+    no Machine between domains.
+
+    KCP (cluster-api ``NextFailureDomainForScaleUp``) ranks the domains by their up-to-date,
+    non-deleting Machines, then by all their Machines (deleting and outdated included), and
+    leaves a remaining tie to map order. Here outdated Machines count too, because they are
+    replaced one at a time in place and are members until then: the spread of the members that
+    exist during the rollout is what a domain failure tests. The tie goes to the replaced
+    Machine's domain, where KCP's second key would steer away from it (it still counts there).
     """
     if not domains:
         return None
     counts = domain_counts(domains, machines)
+    fewest = min(counts.values())
+    for domain in prefer:
+        if domain is not None and domain in counts and counts[domain] == fewest:
+            return domain
     return min(sorted(domains), key=lambda name: counts[name])
 
 

@@ -381,7 +381,7 @@ HEALTHY = EtcdFacts(member_names=("m1", "m2", "m3"))
         ),
         (
             [m("m1"), m("m2"), m("m3")],
-            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=("m2: timeout",)),
+            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=(("m2", "timeout"),)),
             [CHECK_ETCD_VOTERS_REACHABLE],
         ),
         (
