@@ -297,7 +297,7 @@ def etcd_preflight(
     """
     if not etcd.reachable:
         return [PreflightFailure(CHECK_ETCD_REACHABLE, f"cannot read the etcd member list: {etcd.error}")]
-    failures = members_match_preflight(etcd, [h for h in hosting_etcd if h != removing])
+    failures = members_match_preflight(etcd, hosting_etcd, removing)
     if etcd.disagreeing:
         failures.append(
             PreflightFailure(
@@ -335,17 +335,21 @@ def voters_healthy_preflight(
     return failures
 
 
-def members_match_preflight(etcd: EtcdFacts, hosting_etcd: Sequence[str]) -> list[PreflightFailure]:
+def members_match_preflight(
+    etcd: EtcdFacts, hosting_etcd: Sequence[str], removing: str | None = None
+) -> list[PreflightFailure]:
     """``EtcdMembersMatchMachines``: every member belongs to a Machine in ``hosting_etcd`` and
-    every such Machine has a member.
+    every such Machine has a member, but ``removing`` (the Machine a delete removes) may lack one.
 
     A member without a Machine, or a Machine whose member is missing, is a membership change
-    someone else started or left half done: counting quorum over it would be counting wrong.
+    someone else started or left half done: counting quorum over it would be counting wrong. A
+    Machine being removed without a member (a replacement that never joined) changes no
+    membership by going.
     """
     members = set(etcd.member_names)
     hosts = set(hosting_etcd)
     strangers = sorted(name or "(unstarted)" for name in members - hosts)
-    missing = sorted(hosts - members)
+    missing = sorted(hosts - members - {removing})
     parts = []
     if strangers:
         parts.append(f"member(s) without a Machine: {', '.join(strangers)}")
