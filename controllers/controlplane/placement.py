@@ -245,15 +245,21 @@ def choose_failure_domain(
 def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
-    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy,
-    3 outdated, 4 any other: a Machine someone asked to remove, then one that must be replaced
-    anyway (an unhealthy one first, it serves least), before a good one.
+    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy or not
+    Ready, 3 outdated, 4 any other: a Machine someone asked to remove, then one that must be
+    replaced anyway (one that does not serve first), before a good one.
+
+    Class 2 is KCP's "outdated with unhealthy control-plane components", which a Machine without
+    a Node is too: so when the template changes again while a replacement made from the previous
+    one never became Ready (still provisioning, or a NotReady Node), that replacement goes first,
+    as in KCP and CPMS, and not an older Machine that serves; its own readiness does not hold its
+    delete (:func:`~controllers.controlplane.scale.excluded_from_preflight`).
     """
     if machine.outdated and machine.delete_annotation:
         return 0
     if machine.delete_annotation:
         return 1
-    if machine.outdated and machine.unhealthy:
+    if machine.outdated and (machine.unhealthy or not machine.ready):
         return 2
     if machine.outdated:
         return 3

@@ -204,6 +204,8 @@ def preflight(
     remove a replacement that never became Ready.
     """
     removing, replacing = excluded_from_preflight(step)
+    if not any(m.name == replacing and m.running for m in machines):
+        replacing = None
     failures = machines_ready_preflight(machines, excluding=removing or replacing)
     if etcd is not None:
         failures.extend(
@@ -224,16 +226,17 @@ def excluded_from_preflight(step: Step | None) -> tuple[str | None, str | None]:
     a voter is removed only when the voters left keep a quorum of healthy ones without it
     (:func:`controllers.etcd.membership.quorum_kept_without`).
 
-    A maxSurge-1 create ignores only the Node readiness of the Machine it replaces, not its
-    member's health. Adding a learner never changes the quorum, but the etcd-quorum hook
-    promotes it as soon as it has caught up: with the replaced voter dead, 3 voters with 2
-    healthy become 4 with 3 healthy, a quorum that now needs the new member, so a replacement
-    that fails right after its promotion (a faulty template) takes etcd down. Deleting the dead
-    voter first leaves 2 of 2, and its replacement then joins a quorum that does not need it.
-    So the create waits (``EtcdVotersHealthy`` names the member), and remediation, or a
-    rollout under maxSurge 0, removes the dead member first. KCP excludes nothing on a
-    scale-up; a NotReady Node with a healthy member changes no etcd arithmetic, so it does not
-    hold back the Machine that replaces it here.
+    A maxSurge-1 create ignores only the Node readiness of the Machine it replaces, and only once
+    that Machine is Running (a Machine still provisioning may be joining etcd: a second member
+    must not join beside it), not its member's health. Adding a learner never changes the
+    quorum, but the etcd-quorum hook promotes it as soon as it has caught up: with the replaced
+    voter dead, 3 voters with 2 healthy become 4 with 3 healthy, a quorum that now needs the
+    new member, so a replacement that fails right after its promotion (a faulty template)
+    takes etcd down. Deleting the dead voter first leaves 2 of 2, and its replacement then
+    joins a quorum that does not need it. So the create waits (``EtcdVotersHealthy`` names the
+    member), and remediation, or a rollout under maxSurge 0, removes the dead member first.
+    KCP excludes nothing on a scale-up; a NotReady Node with a healthy member changes no etcd
+    arithmetic, so it does not hold back the Machine that replaces it here.
     """
     if step is None or step.machine is None:
         return None, None

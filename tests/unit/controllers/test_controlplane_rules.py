@@ -352,6 +352,14 @@ def test_a_replacement_keeps_its_domain_only_on_a_tie(
         ([m("ann", delete_annotation=True), m("both", outdated=True, delete_annotation=True)], "both"),
         ([m("out", age=50, outdated=True), m("sick", outdated=True, node_ready=False)], "sick"),
         ([m("sick", node_ready=False), m("out", outdated=True)], "out"),
+        # a replacement that never became Ready, outdated by a newer template, before older ones
+        (
+            [
+                m("old", age=50, outdated=True),
+                m("new", phase="Provisioning", node_ready=False, outdated=True),
+            ],
+            "new",
+        ),
         ([m("sick", marked_unhealthy=True), m("out", outdated=True, marked_unhealthy=True)], "out"),
         # within a class: most populated domain, then oldest
         (
@@ -561,6 +569,15 @@ def abc(**fields: Any) -> list[MachineInfo]:
             {},
             ("create", "c", "a1"),
         ),
+        # a new template while the previous one's replacement is still provisioning: it goes first
+        (
+            [
+                *(dataclasses.replace(x, outdated=True) for x in abc()),
+                m("r", phase="Provisioning", outdated=True),
+            ],
+            {},
+            ("delete", None, "r"),
+        ),
         # maxSurge 0 rollout of an even spread: each replacement back in its own domain
         (
             [m("ma", deleting=True, outdated=True), m("mb", failure_domain="b", outdated=True), *abc()[2:]],
@@ -667,6 +684,13 @@ SCALE_UP = Step("create", "ScalingUp", "Scaling up", domain="a")
         ),
         # a maxSurge-1 create does not count the Node of the Machine it replaces, only its member
         ([m("m1"), m("m2", node_ready=False), m("m3")], HEALTHY, replace("m2"), []),
+        # ... once it is Running: one still provisioning may be joining etcd
+        (
+            [m("m1"), m("m2", phase="Provisioning", etcd_voter=False), m("m3")],
+            EtcdFacts(member_names=("m1", "m3")),
+            replace("m2"),
+            [CHECK_MACHINES_READY],
+        ),
         (
             [m("m1"), m("m2", etcd_healthy=False), m("m3")],
             EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=(("m2", "timeout"),)),
