@@ -76,13 +76,18 @@ What it does, in order, on every reconcile (Active)
    the same remediation (same ``retryCount``), a replacement not yet created takes the record,
    a record already on a replacement is dropped from the ControlPlane.
 4. Otherwise takes **the next step**: create a Machine when there are too few (into the failure
-   domain with the fewest, ties alphabetical; a deleted Machine's replacement into its own),
+   domain with the fewest Machines not being deleted, ties alphabetical; a replacement counts
+   without the Machine it replaces and keeps that Machine's domain on a tie, so a rollout of an
+   even spread moves nothing while a replacement out of a crowded or removed domain lands in the
+   emptiest one),
    delete one when there are too many (in this order: outdated with the annotation
    ``machine.openshift.io/delete-machine``, that annotation, outdated and unhealthy, outdated,
    any; then the most populated domain; then the oldest), or replace an outdated one
    (``RollingUpdate``: maxSurge 1 creates the replacement first, maxSurge 0 deletes first;
    ``OnDelete``: only Machines you delete are replaced). Uneven failure domains are rebalanced
-   through the same replacement. Never more than replicas + 1 Machines exist. Before deleting
+   through the same replacement (under maxSurge 0: delete from the fullest, recreate in the
+   emptiest, never more than replicas Machines not being deleted; once the domains differ by at
+   most one, nothing moves). Never more than replicas + 1 Machines exist. Before deleting
    the Machine whose etcd member leads, the controller hands leadership to the oldest other
    healthy voter (event ``LeadershipMoved``), so the removal costs no election.
    A Machine is **outdated** when its ``controlplane.cpo.dev/spec-hash`` annotation differs from
@@ -99,7 +104,14 @@ What it does, in order, on every reconcile (Active)
 Before any create or delete, the **preflight** must pass; each failed check is named in the
 ``Progressing`` condition (reason ``PreflightFailed``), a Warning event and the metric
 ``cpo_controlplane_preflight_failures_total{check}``, and the controller looks again with a
-backoff (2 s doubling to 60 s). The checks, and what to do when one fails:
+backoff (2 s doubling to 60 s). The Machine a step takes away is not held against it: a delete
+ignores its own Machine's Node, member health, learner or missing member (so a rollout or
+scale-in can move away from a NotReady Machine, and rolling a faulty template back deletes the
+replacement that never became Ready, the one outdated Machine then), yet a voter goes only if
+the voters left keep a healthy quorum without it; a maxSurge-1 replacement ignores the Node of
+the Machine it replaces but not its member (a dead voter is removed first, by remediation or a
+maxSurge-0 rollout, so the new member never joins a quorum that needs it). The checks, and what
+to do when one fails:
 
 ``MachineNodesReady``         a Machine is not Running with a Ready Node: wait for it to
                               provision; if it is stuck, look at the Machine's conditions and the

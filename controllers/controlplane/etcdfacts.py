@@ -98,7 +98,7 @@ def view_of(membership: Membership, deleting: set[str], disagreeing: Sequence[st
         learners=tuple(_label(m) for m in membership.learners),
         disagreeing=tuple(disagreeing),
         alarms=tuple(alarm_labels),
-        unhealthy_voters=tuple(f"{_label(m)}: {m.error}" for m in checked if not m.healthy),
+        unhealthy_voters=tuple((_label(m), str(m.error)) for m in checked if not m.healthy),
     )
     owned = [m for m in members if m.machine]
     return EtcdView(

@@ -109,8 +109,9 @@ class EtcdFacts:
     """Endpoints whose member list differs from the others'."""
     alarms: tuple[str, ...] = ()
     """Active alarms as ``ALARM@member``."""
-    unhealthy_voters: tuple[str, ...] = ()
-    """Voters whose health read failed, with the error."""
+    unhealthy_voters: tuple[tuple[str, str], ...] = ()
+    """Voters whose health read failed: (Machine name, or member name or id without a Machine;
+    the error)."""
 
 
 # ---------------------------------------------------------------------------------------------- ownership

@@ -209,30 +209,57 @@ def domain_counts(domains: Sequence[str], machines: Iterable[MachineInfo]) -> Co
     return counts
 
 
-def choose_failure_domain(domains: Sequence[str], machines: Iterable[MachineInfo]) -> str | None:
+def choose_failure_domain(
+    domains: Sequence[str], machines: Iterable[MachineInfo], *, prefer: Sequence[str | None] = ()
+) -> str | None:
     """Where a new Machine goes: the configured domain with the fewest non-deleting Machines.
 
-    Ties go to the alphabetically first name (the same answer on every pass). None when no
+    Among the domains tied for fewest, the first of ``prefer`` (the domain of the Machine being
+    replaced), else the alphabetically first name (the same answer on every pass). None when no
     domain is configured. Spreading the members keeps a quorum when one domain fails whole.
+
+    A replacement passes the Machines that stay, the replaced one left out whether it is already
+    being deleted (remove-then-add) or not yet (add-then-remove): the new Machine goes where the
+    spread will be thinnest once the old one is gone. So a replacement out of a crowded domain
+    lands in the emptiest one and a rebalance converges, while in an even spread the replaced
+    Machine's domain is among the fewest and ``prefer`` keeps it there: an ordinary rollout moves
+    no Machine between domains.
+
+    KCP (cluster-api ``NextFailureDomainForScaleUp``) ranks the domains by their up-to-date,
+    non-deleting Machines, then by all their Machines (deleting and outdated included), and
+    leaves a remaining tie to map order. Here outdated Machines count too, because they are
+    replaced one at a time in place and are members until then: the spread of the members that
+    exist during the rollout is what a domain failure tests. The tie goes to the replaced
+    Machine's domain, where KCP's second key would steer away from it (it still counts there).
     """
     if not domains:
         return None
     counts = domain_counts(domains, machines)
+    fewest = min(counts.values())
+    for domain in prefer:
+        if domain is not None and domain in counts and counts[domain] == fewest:
+            return domain
     return min(sorted(domains), key=lambda name: counts[name])
 
 
 def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
-    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy,
-    3 outdated, 4 any other: a Machine someone asked to remove, then one that must be replaced
-    anyway (an unhealthy one first, it serves least), before a good one.
+    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy or not
+    Ready, 3 outdated, 4 any other: a Machine someone asked to remove, then one that must be
+    replaced anyway (one that does not serve first), before a good one.
+
+    Class 2 is KCP's "outdated with unhealthy control-plane components", which a Machine without
+    a Node is too: so when the template changes again while a replacement made from the previous
+    one never became Ready (still provisioning, or a NotReady Node), that replacement goes first,
+    as in KCP and CPMS, and not an older Machine that serves; its own readiness does not hold its
+    delete (:func:`~controllers.controlplane.scale.excluded_from_preflight`).
     """
     if machine.outdated and machine.delete_annotation:
         return 0
     if machine.delete_annotation:
         return 1
-    if machine.outdated and machine.unhealthy:
+    if machine.outdated and (machine.unhealthy or not machine.ready):
         return 2
     if machine.outdated:
         return 3

@@ -324,7 +324,7 @@ class ControlPlaneReconciler:
             return _Scaling(step, result=Result(requeue_after=self.options.wait_period))
         if step.action not in ("create", "delete"):
             return _Scaling(step)
-        failures = self._preflight(facts)
+        failures = self._preflight(facts, step)
         if failures:
             return _Scaling(step, failures, self._preflight_failed(facts.cp, key, failures))
         self._preflight_failures.pop(key, None)
@@ -332,13 +332,13 @@ class ControlPlaneReconciler:
         return _Scaling(step, result=Result(requeue_after=self.options.wait_period))
 
     @staticmethod
-    def _preflight(facts: _Facts) -> list[PreflightFailure]:
+    def _preflight(facts: _Facts, step: Step) -> list[PreflightFailure]:
         hosting = sorted(
             (facts.etcd.with_member if facts.etcd else set())
             | {i.name for i in facts.infos if not i.deleting and i.running}
         )
         etcd = facts.etcd.facts if facts.etcd is not None else None
-        return preflight(facts.infos, etcd, hosting_etcd=hosting, desired=facts.spec.replicas)
+        return preflight(facts.infos, etcd, hosting_etcd=hosting, desired=facts.spec.replicas, step=step)
 
     async def _take(self, facts: _Facts, key: tuple[str, str], step: Step) -> None:
         """Carry out a create or delete step (a delete moves etcd leadership off the Machine first)."""

@@ -64,10 +64,13 @@ def replace_outdated_step(
 ) -> Step:
     """Replace the outdated Machine the scale-in rule would pick among the outdated ones.
 
-    maxSurge 1 creates its replacement first, in its domain while that is configured (then the
-    scale-in rule deletes it: it is the outdated one of replicas + 1); maxSurge 0 deletes it
-    first (then the scale-up rule replaces it in its domain), which a cluster of 3 or more
-    members survives since every voter was healthy at the preflight.
+    maxSurge 1 creates its replacement first (then the scale-in rule deletes it: it is the
+    outdated one of replicas + 1); maxSurge 0 deletes it first (then the scale-up rule creates
+    the replacement), which a cluster of 3 or more members survives since every other voter was
+    healthy at the preflight. Either way the replacement goes where
+    :func:`~controllers.controlplane.placement.choose_failure_domain` puts it with the outdated
+    Machine left out and its domain preferred on a tie: back into its domain in an even spread,
+    into the emptiest domain when its own is crowded or no longer configured.
     """
     victim = select_for_scale_in(outdated)
     assert victim is not None
@@ -78,9 +81,8 @@ def replace_outdated_step(
             f"Deleting outdated Machine {victim.name} first (maxSurge 0); its replacement follows",
             machine=victim.name,
         )
-    domain = (
-        victim.failure_domain if victim.failure_domain in domains else choose_failure_domain(domains, active)
-    )
+    staying = [m for m in active if m.name != victim.name]
+    domain = choose_failure_domain(domains, staying, prefer=[victim.failure_domain])
     return Step(
         "create",
         "RollingUpdate",
@@ -95,7 +97,11 @@ def rebalance_step(surge: int, domains: Sequence[str], active: Sequence[MachineI
 
     maxSurge 1 creates a Machine in the emptiest domain (then the scale-in rule deletes one from
     the fullest); maxSurge 0 deletes from the fullest first (then the scale-up rule creates in
-    the emptiest). One member changes per step, as in a rollout.
+    the emptiest, counting the non-deleting Machines only, so never more than ``replicas`` of
+    them). One member changes per step, as in a rollout. Each step strictly narrows the gap
+    between the fullest and the emptiest domain, and a difference of one is not imbalanced
+    (:func:`~controllers.controlplane.placement.is_imbalanced`): the spread converges, then
+    nothing moves.
     """
     if surge == 0:
         victim = select_for_scale_in(active)

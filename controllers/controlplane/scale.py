@@ -16,6 +16,7 @@ from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.placement import choose_failure_domain, select_for_scale_in
 from controllers.controlplane.rollout import rollout_step
 from controllers.controlplane.step import Step, in_domain
+from controllers.etcd.membership import quorum_kept_without
 
 # Preflight check names (also the ``check`` label of cpo_controlplane_preflight_failures_total).
 CHECK_MACHINES_READY: Final = "MachineNodesReady"
@@ -105,11 +106,16 @@ def scale_up_step(
 ) -> Step:
     """Create one Machine, unless replicas + 1 Machines exist already (then wait for a deletion).
 
-    If a Machine is being deleted (a user's delete, a rollout's, a remediation's) the new one is
-    its replacement and goes to that Machine's domain when it is still configured, else to
-    :func:`~controllers.controlplane.placement.choose_failure_domain`. Safe because the cap of
-    replicas + 1 keeps at most one member being added while one may still be leaving, and the
-    create waits for the preflight.
+    If a Machine is being deleted (a user's delete, a rollout's or rebalance's under maxSurge 0,
+    a remediation's) the new one is its replacement: it goes to the emptiest configured domain
+    counting only the non-deleting Machines, the deleting one's domain on a tie
+    (:func:`~controllers.controlplane.placement.choose_failure_domain`). Putting it back in the
+    deleting Machine's domain merely because that is configured would undo a rebalance under
+    maxSurge 0 (delete from the crowded domain, recreate there) for ever. A create only happens
+    below ``replicas`` non-deleting Machines, so there are never more than ``replicas`` of them;
+    the old one may stay, held by the etcd-quorum hook until its replacement votes. Safe because
+    the cap of replicas + 1 keeps at most one member being added while one may still be leaving,
+    and the create waits for the preflight.
     """
     if len(active) + len(deleting) >= replicas + 1:
         names = ", ".join(m.name for m in deleting)
@@ -119,8 +125,7 @@ def scale_up_step(
             f"Waiting for Machine(s) {names} to be deleted before creating more (at most "
             f"{replicas + 1} Machines)",
         )
-    replaced = next((m for m in deleting if m.failure_domain in domains), None)
-    domain = replaced.failure_domain if replaced is not None else choose_failure_domain(domains, active)
+    domain = choose_failure_domain(domains, active, prefer=[m.failure_domain for m in deleting])
     if deleting:
         return Step(
             "create",
@@ -185,19 +190,61 @@ def preflight(
     *,
     hosting_etcd: Sequence[str],
     desired: int | None = None,
+    step: Step | None = None,
 ) -> list[PreflightFailure]:
-    """Which checks forbid starting a create or delete now (empty: go ahead).
+    """Which checks forbid starting ``step`` (a create or delete) now (empty: go ahead).
 
     * ``MachineNodesReady``: every owned, non-deleting Machine is Running with a Ready Node.
     * With stacked etcd (``etcd`` not None): :func:`etcd_preflight`.
 
     A membership change is safe only on a cluster that is whole: a create or delete started
-    while a Machine or a member is already unwell could take the cluster below quorum.
+    while a Machine or a member is already unwell could take the cluster below quorum. The
+    Machine the step itself takes away is not held against it (:func:`excluded_from_preflight`),
+    else a rollout or scale-in could never move away from a NotReady Machine, nor a rollback
+    remove a replacement that never became Ready.
     """
-    failures = machines_ready_preflight(machines)
+    removing, replacing = excluded_from_preflight(step)
+    if not any(m.name == replacing and m.running for m in machines):
+        replacing = None
+    failures = machines_ready_preflight(machines, excluding=removing or replacing)
     if etcd is not None:
-        failures.extend(etcd_preflight(etcd, hosting_etcd=hosting_etcd, desired=desired))
+        failures.extend(
+            etcd_preflight(
+                etcd, hosting_etcd=hosting_etcd, desired=desired, removing=removing, machines=machines
+            )
+        )
     return failures
+
+
+def excluded_from_preflight(step: Step | None) -> tuple[str | None, str | None]:
+    """The Machine ``step`` removes, and the Machine a maxSurge-1 create replaces: the ones the
+    preflight does not count against the step.
+
+    As KCP's scale-down (cluster-api ``preflightChecks`` with the Machine to delete excluded),
+    a delete's preflight ignores its own Machine: its Node readiness, its member's health, its
+    pending learner and a missing member. The quorum rule still holds, as a check of its own:
+    a voter is removed only when the voters left keep a quorum of healthy ones without it
+    (:func:`controllers.etcd.membership.quorum_kept_without`).
+
+    A maxSurge-1 create ignores only the Node readiness of the Machine it replaces, and only once
+    that Machine is Running (a Machine still provisioning may be joining etcd: a second member
+    must not join beside it), not its member's health. Adding a learner never changes the
+    quorum, but the etcd-quorum hook promotes it as soon as it has caught up: with the replaced
+    voter dead, 3 voters with 2 healthy become 4 with 3 healthy, a quorum that now needs the
+    new member, so a replacement that fails right after its promotion (a faulty template)
+    takes etcd down. Deleting the dead voter first leaves 2 of 2, and its replacement then
+    joins a quorum that does not need it. So the create waits (``EtcdVotersHealthy`` names the
+    member), and remediation, or a rollout under maxSurge 0, removes the dead member first.
+    KCP excludes nothing on a scale-up; a NotReady Node with a healthy member changes no etcd
+    arithmetic, so it does not hold back the Machine that replaces it here.
+    """
+    if step is None or step.machine is None:
+        return None, None
+    if step.action == "delete":
+        return step.machine, None
+    if step.action == "create":
+        return None, step.machine
+    return None, None
 
 
 def etcd_facts_for_preflight(etcd: EtcdFacts, *, owns_machines: bool) -> EtcdFacts | None:
@@ -219,9 +266,12 @@ def etcd_facts_for_preflight(etcd: EtcdFacts, *, owns_machines: bool) -> EtcdFac
     return None
 
 
-def machines_ready_preflight(machines: Sequence[MachineInfo]) -> list[PreflightFailure]:
-    """``MachineNodesReady``: every owned, non-deleting Machine is Running with a Ready Node."""
-    not_ready = sorted(m.name for m in machines if not m.deleting and not m.ready)
+def machines_ready_preflight(
+    machines: Sequence[MachineInfo], *, excluding: str | None = None
+) -> list[PreflightFailure]:
+    """``MachineNodesReady``: every owned, non-deleting Machine but ``excluding`` (see
+    :func:`excluded_from_preflight`) is Running with a Ready Node."""
+    not_ready = sorted(m.name for m in machines if not m.deleting and not m.ready and m.name != excluding)
     if not not_ready:
         return []
     return [
@@ -232,18 +282,25 @@ def machines_ready_preflight(machines: Sequence[MachineInfo]) -> list[PreflightF
 
 
 def etcd_preflight(
-    etcd: EtcdFacts, *, hosting_etcd: Sequence[str], desired: int | None
+    etcd: EtcdFacts,
+    *,
+    hosting_etcd: Sequence[str],
+    desired: int | None,
+    removing: str | None = None,
+    machines: Sequence[MachineInfo] = (),
 ) -> list[PreflightFailure]:
     """The etcd checks of :func:`preflight`.
 
     ``EtcdReachable`` (the member list could be read; nothing else is checked without it),
     ``EtcdMembersMatchMachines`` (:func:`members_match_preflight`), ``EtcdMemberListsAgree``
-    (every member reports the same list), ``EtcdNoAlarms``, ``EtcdVotersHealthy`` (every voter
-    answers a health read), ``EtcdNoPendingLearner`` (:func:`pending_learner_preflight`).
+    (every member reports the same list), ``EtcdNoAlarms``, ``EtcdVotersHealthy``
+    (:func:`voters_healthy_preflight`), ``EtcdNoPendingLearner``
+    (:func:`pending_learner_preflight`). ``removing`` is the Machine a delete step removes
+    (:func:`excluded_from_preflight`).
     """
     if not etcd.reachable:
         return [PreflightFailure(CHECK_ETCD_REACHABLE, f"cannot read the etcd member list: {etcd.error}")]
-    failures = members_match_preflight(etcd, hosting_etcd)
+    failures = members_match_preflight(etcd, hosting_etcd, removing)
     if etcd.disagreeing:
         failures.append(
             PreflightFailure(
@@ -252,27 +309,50 @@ def etcd_preflight(
         )
     if etcd.alarms:
         failures.append(PreflightFailure(CHECK_ETCD_NO_ALARMS, f"active alarm(s): {', '.join(etcd.alarms)}"))
-    if etcd.unhealthy_voters:
-        failures.append(
-            PreflightFailure(
-                CHECK_ETCD_VOTERS_REACHABLE, f"voter(s) unhealthy: {'; '.join(etcd.unhealthy_voters)}"
-            )
-        )
-    failures.extend(pending_learner_preflight(etcd, desired))
+    failures.extend(voters_healthy_preflight(etcd, machines, removing))
+    failures.extend(pending_learner_preflight(etcd, desired, removing))
     return failures
 
 
-def members_match_preflight(etcd: EtcdFacts, hosting_etcd: Sequence[str]) -> list[PreflightFailure]:
+def voters_healthy_preflight(
+    etcd: EtcdFacts, machines: Sequence[MachineInfo], removing: str | None
+) -> list[PreflightFailure]:
+    """``EtcdVotersHealthy``: every voter answers a health read, but the member of the Machine a
+    delete removes; and removing that member keeps a quorum of healthy voters among the voters
+    left (:func:`controllers.etcd.membership.quorum_kept_without`)."""
+    unhealthy = [(label, error) for label, error in etcd.unhealthy_voters if label != removing]
+    failures = []
+    if unhealthy:
+        listed = "; ".join(f"{label}: {error}" for label, error in unhealthy)
+        failures.append(PreflightFailure(CHECK_ETCD_VOTERS_REACHABLE, f"voter(s) unhealthy: {listed}"))
+    voters = {m.name: m.etcd_healthy for m in machines if m.etcd_voter}
+    if removing in voters and not quorum_kept_without(voters, removing):
+        healthy = sum(up for name, up in voters.items() if name != removing)
+        failures.append(
+            PreflightFailure(
+                CHECK_ETCD_VOTERS_REACHABLE,
+                f"removing Machine {removing}'s member would leave {healthy} healthy of "
+                f"{len(voters) - 1} voter(s), less than their quorum",
+            )
+        )
+    return failures
+
+
+def members_match_preflight(
+    etcd: EtcdFacts, hosting_etcd: Sequence[str], removing: str | None = None
+) -> list[PreflightFailure]:
     """``EtcdMembersMatchMachines``: every member belongs to a Machine in ``hosting_etcd`` and
-    every such Machine has a member.
+    every such Machine has a member, but ``removing`` (the Machine a delete removes) may lack one.
 
     A member without a Machine, or a Machine whose member is missing, is a membership change
-    someone else started or left half done: counting quorum over it would be counting wrong.
+    someone else started or left half done: counting quorum over it would be counting wrong. A
+    Machine being removed without a member (a replacement that never joined) changes no
+    membership by going.
     """
     members = set(etcd.member_names)
     hosts = set(hosting_etcd)
     strangers = sorted(name or "(unstarted)" for name in members - hosts)
-    missing = sorted(hosts - members)
+    missing = sorted(hosts - members - {removing})
     parts = []
     if strangers:
         parts.append(f"member(s) without a Machine: {', '.join(strangers)}")
@@ -281,19 +361,23 @@ def members_match_preflight(etcd: EtcdFacts, hosting_etcd: Sequence[str]) -> lis
     return [PreflightFailure(CHECK_ETCD_MEMBERS_MATCH, "; ".join(parts))] if parts else []
 
 
-def pending_learner_preflight(etcd: EtcdFacts, desired: int | None) -> list[PreflightFailure]:
+def pending_learner_preflight(
+    etcd: EtcdFacts, desired: int | None, removing: str | None = None
+) -> list[PreflightFailure]:
     """``EtcdNoPendingLearner``: no learner waits for promotion (the previous step is not finished).
 
     With ``desired`` (the replica count) a learner counts as pending only while it may still be
     promoted, that is while the voters are at most ``desired``: the etcd-quorum hook never
     promotes beyond desired + 1 voters, so after a scale-in below the voters a learner waits for
-    a removal, which only a step of this controller brings.
+    a removal, which only a step of this controller brings. The learner of the Machine a delete
+    removes (``removing``) is not waited for: it holds no vote, and it is the step's own.
     """
     voters = len(etcd.member_names) - len(etcd.learners)
-    if etcd.learners and (desired is None or voters <= desired):
+    pending = [learner for learner in etcd.learners if learner != removing]
+    if pending and (desired is None or voters <= desired):
         return [
             PreflightFailure(
-                CHECK_ETCD_NO_PENDING_LEARNER, f"learner(s) {', '.join(etcd.learners)} not promoted yet"
+                CHECK_ETCD_NO_PENDING_LEARNER, f"learner(s) {', '.join(pending)} not promoted yet"
             )
         ]
     return []

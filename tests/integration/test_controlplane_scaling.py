@@ -40,7 +40,7 @@ from tests.support.controlplane import (
     running_controlplane,
     settled,
 )
-from tests.support.localmachine import provider_options, set_fault
+from tests.support.localmachine import FAULT_ANNOTATION, provider_options, set_fault
 from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
@@ -543,12 +543,31 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             await monitor.__aexit__(None, None, None)
 
 
-async def test_an_added_failure_domain_is_rebalanced_through_a_replacement(
+FAULTY_TEMPLATE = {
+    "template": {
+        "metadata": {
+            "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
+            "annotations": {FAULT_ANNOTATION: "notready"},
+        },
+        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+    }
+}
+"""A template whose Machines never get a Ready Node (the local provider's fault annotation)."""
+
+
+async def test_rebalance_under_max_surge_zero_converges_and_a_failing_replacement_is_rolled_back(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
+    """Case 2: from a, a, b to a, b, c with maxSurge 0 by adding a domain: delete from the crowded
+    domain, recreate in the empty one, never more than replicas Machines not being deleted, then
+    nothing moves. Case 3, same world: a template whose replacement never gets a Ready Node holds
+    the rollout; rolling the template back deletes that replacement, whose own Node readiness
+    does not count against its delete."""
     name = f"cp{secrets.token_hex(3)}"
+    zero = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
-        await kube.create(controlplane(name, namespace, replicas=3, domains=["zone-a", "zone-b"]))
+        body = controlplane(name, namespace, replicas=3, domains=["zone-a", "zone-b"], strategy=zero)
+        await kube.create(body)
         async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
             await settled(kube, name, namespace, 3, within=90)
             assert domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-a", "zone-b"]
@@ -563,8 +582,49 @@ async def test_an_added_failure_domain_is_rebalanced_through_a_replacement(
                 async def rebalanced() -> bool:
                     return domains_of(await machines_of(kube, namespace)) == ["zone-a", "zone-b", "zone-c"]
 
-                await eventually(rebalanced, timeout=90, message="one Machine per domain")
+                try:
+                    await eventually(rebalanced, timeout=60, message="one Machine per domain")
+                except AssertionError as err:
+                    progressing = cp_condition(await get_cp(kube, name, namespace), "Progressing")
+                    raise AssertionError(f"{err}; {progressing}; {count.history[-6:]}") from None
                 await settled(kube, name, namespace, 3, within=60)
+                converged = sorted(m["metadata"]["name"] for m in await machines_of(kube, namespace))
+
+                async def unchanged() -> bool:
+                    machines = await machines_of(kube, namespace)
+                    return sorted(m["metadata"]["name"] for m in machines) == converged
+
+                await holds_for(unchanged, duration=30, message="a converged spread stays still")
+            assert count.not_deleting_peak <= 3, count.history
             assert count.peak <= 4
+            assert monitor.low("voters", since=since) >= 3
+            assert monitor.peak("voters", since=since) <= 4
+
+            one = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}
+            await set_spec(kube, name, namespace, {"strategy": one, **FAULTY_TEMPLATE})
+
+            async def held_by_the_failing_replacement() -> str | None:
+                new = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+                failing = [n for n in new if n not in converged]
+                message = cp_condition(await get_cp(kube, name, namespace), "Progressing").get("message", "")
+                if len(failing) == 1 and f"MachineNodesReady: Machine(s) {failing[0]}" in message:
+                    return failing[0]
+                return None
+
+            failing = await eventually(
+                held_by_the_failing_replacement,
+                timeout=60,
+                message="the rollout waits on its NotReady replacement",
+            )
+            # The rollback: the template as it was (a merge patch: null removes the annotations).
+            await set_spec(kube, name, namespace, {"template": {"metadata": {"annotations": None}}})
+
+            async def failing_replacement_gone() -> bool:
+                names = sorted(m["metadata"]["name"] for m in await machines_of(kube, namespace))
+                return names == converged
+
+            await eventually(failing_replacement_gone, timeout=60, message=f"the rollback deletes {failing}")
+            await settled(kube, name, namespace, 3, within=60)
+            assert monitor.peak("voters", since=since) <= 4
             assert monitor.low("voters", since=since) >= 3
             monitor.assert_never_lost_quorum()

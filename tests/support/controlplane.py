@@ -163,6 +163,8 @@ class MachineCount:
         self.peak = 0
         self.deleting_peak = 0
         """The most Machines seen being deleted at once."""
+        self.not_deleting_peak = 0
+        """The most Machines seen at once that were not being deleted."""
         self.other_events: list[Any] = []
         self.deleted: list[str] = []
         """Machines in the order their deletion was first seen."""
@@ -176,6 +178,7 @@ class MachineCount:
             self.peak = max(self.peak, len(names))
             deleting = sum(1 for m in machines if m["metadata"].get("deletionTimestamp"))
             self.deleting_peak = max(self.deleting_peak, deleting)
+            self.not_deleting_peak = max(self.not_deleting_peak, len(names) - deleting)
             if not self.history or self.history[-1] != names:
                 self.history.append(names)
             await asyncio.sleep(0.1)  # allow-sleep: the poll period of a background recorder

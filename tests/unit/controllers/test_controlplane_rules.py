@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -329,6 +330,24 @@ def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], 
 
 
 @pytest.mark.parametrize(
+    ("machines", "prefer", "expected"),
+    [
+        # the replaced Machine's domain wins a tie for fewest (a rollout keeps the spread) ...
+        ([m("b1", failure_domain="b"), m("c1", failure_domain="c")], ["a"], "a"),
+        ([m("a1", failure_domain="a"), m("b1", failure_domain="b")], ["a"], "c"),  # ... not more
+        ([m("a1", failure_domain="a"), m("b1", failure_domain="b"), m("c1", failure_domain="c")], ["b"], "b"),
+        # a domain no longer configured is never preferred; the first preferred one among the fewest
+        ([m("a1", failure_domain="a"), m("b1", failure_domain="b")], ["gone", "c"], "c"),
+        ([m("a1", failure_domain="a")], [None, "c", "b"], "c"),
+    ],
+)
+def test_a_replacement_keeps_its_domain_only_on_a_tie(
+    machines: list[MachineInfo], prefer: list[str | None], expected: str
+) -> None:
+    assert choose_failure_domain(["a", "b", "c"], machines, prefer=prefer) == expected
+
+
+@pytest.mark.parametrize(
     ("machines", "expected"),
     [
         # class order: outdated+annotation > annotation > outdated+unhealthy > outdated > any
@@ -337,6 +356,14 @@ def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], 
         ([m("ann", delete_annotation=True), m("both", outdated=True, delete_annotation=True)], "both"),
         ([m("out", age=50, outdated=True), m("sick", outdated=True, node_ready=False)], "sick"),
         ([m("sick", node_ready=False), m("out", outdated=True)], "out"),
+        # a replacement that never became Ready, outdated by a newer template, before older ones
+        (
+            [
+                m("old", age=50, outdated=True),
+                m("new", phase="Provisioning", node_ready=False, outdated=True),
+            ],
+            "new",
+        ),
         ([m("sick", marked_unhealthy=True), m("out", outdated=True, marked_unhealthy=True)], "out"),
         # within a class: most populated domain, then oldest
         (
@@ -385,7 +412,7 @@ HEALTHY = EtcdFacts(member_names=("m1", "m2", "m3"))
         ),
         (
             [m("m1"), m("m2"), m("m3")],
-            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=("m2: timeout",)),
+            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=(("m2", "timeout"),)),
             [CHECK_ETCD_VOTERS_REACHABLE],
         ),
         (
@@ -513,12 +540,200 @@ def abc(**fields: Any) -> list[MachineInfo]:
             ("delete", None, "a2"),
         ),
         (abc(), {}, ("none", None, None)),
+        # ... and its replacement goes to the emptiest domain, not back to the crowded one
+        (
+            [
+                m("a1", failure_domain="a"),
+                m("a2", failure_domain="a", deleting=True),
+                m("b1", failure_domain="b"),
+            ],
+            {"max_surge": 0},
+            ("create", "c", None),
+        ),
+        # a, a, b over two domains is as even as 3 Machines get: nothing moves
+        ([m("a1"), m("a2"), m("b1", failure_domain="b")], {"domains": ["a", "b"]}, ("none", None, None)),
+        # a removed domain: its Machine goes first (maxSurge 0), its replacement to a configured one
+        (
+            [m("ma"), m("mb", failure_domain="b"), m("mc", failure_domain="c", outdated=True)],
+            {"max_surge": 0, "domains": ["a", "b"]},
+            ("delete", None, "mc"),
+        ),
+        (
+            [m("ma"), m("mb", failure_domain="b"), m("mc", failure_domain="c", deleting=True)],
+            {"max_surge": 0, "domains": ["a", "b"]},
+            ("create", "a", None),
+        ),
+        # maxSurge 1 out of a crowded domain: the replacement goes where the spread is thinnest
+        (
+            [
+                m("a1", age=5, outdated=True),
+                m("a2", outdated=True),
+                m("b1", failure_domain="b", outdated=True),
+            ],
+            {},
+            ("create", "c", "a1"),
+        ),
+        # a new template while the previous one's replacement is still provisioning: it goes first
+        (
+            [
+                *(dataclasses.replace(x, outdated=True) for x in abc()),
+                m("r", phase="Provisioning", outdated=True),
+            ],
+            {},
+            ("delete", None, "r"),
+        ),
+        # maxSurge 0 rollout of an even spread: each replacement back in its own domain
+        (
+            [m("ma", deleting=True, outdated=True), m("mb", failure_domain="b", outdated=True), *abc()[2:]],
+            {"max_surge": 0},
+            ("create", "a", None),
+        ),
     ],
 )
 def test_next_step(machines: list[MachineInfo], kw: dict[str, Any], expected: tuple[Any, ...]) -> None:
     result = step(machines, **kw)
     assert (result.action, result.domain, result.machine) == expected
     assert result.message
+
+
+def _take_step(machines: list[MachineInfo], taken: Step, serial: int) -> list[MachineInfo]:
+    """The world after ``taken``, with the etcd-quorum hook letting a deleting Machine go once
+    ``replicas`` others exist (its replacement votes)."""
+    if taken.action == "delete":
+        return [dataclasses.replace(x, deleting=True) if x.name == taken.machine else x for x in machines]
+    if taken.action == "create":
+        machines = [*machines, m(f"new{serial}", age=-serial, failure_domain=taken.domain)]
+    return [x for x in machines if not x.deleting] if taken.action == "wait" else machines
+
+
+@pytest.mark.parametrize(
+    ("start", "domains", "spread"),
+    [
+        (["a", "a", "b"], ["a", "b", "c"], ["a", "b", "c"]),  # a domain added
+        (["a", "a", "a"], ["a", "b", "c"], ["a", "b", "c"]),
+        (["a", "b", "c"], ["a", "b"], ["a", "a", "b"]),  # a domain removed
+        (["a", "b", "c"], ["b", "c", "d"], ["b", "c", "d"]),  # one replaced by another
+    ],
+)
+def test_rebalance_under_max_surge_zero_converges_then_stays_still(
+    start: list[str], domains: list[str], spread: list[str]
+) -> None:
+    machines = [
+        m(f"m{i}", age=10 - i, failure_domain=d, outdated=d not in domains) for i, d in enumerate(start)
+    ]
+    for serial in range(20):
+        taken = step(machines, max_surge=0, domains=domains)
+        if taken.action == "none":
+            break
+        machines = _take_step(machines, taken, serial)
+        assert sum(not x.deleting for x in machines) <= 3, machines
+        assert len(machines) <= 4, machines
+    else:
+        raise AssertionError(f"no convergence: {machines}")
+    assert sorted(str(x.failure_domain) for x in machines) == spread
+    assert step(machines, max_surge=0, domains=domains).action == "none"
+
+
+def delete(name: str) -> Step:
+    return Step("delete", "ScalingDown", f"Deleting Machine {name}", machine=name)
+
+
+def replace(name: str) -> Step:
+    return Step("create", "RollingUpdate", f"Creating the replacement of {name}", domain="a", machine=name)
+
+
+SCALE_UP = Step("create", "ScalingUp", "Scaling up", domain="a")
+
+
+@pytest.mark.parametrize(
+    ("machines", "etcd", "taken", "checks"),
+    [
+        # a delete does not count its own Machine: NotReady Node, dead member, no member, learner
+        ([m("m1"), m("m2", node_ready=False), m("m3")], HEALTHY, delete("m2"), []),
+        (
+            [m("m1"), m("m2", etcd_healthy=False), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=(("m2", "timeout"),)),
+            delete("m2"),
+            [],
+        ),
+        (
+            [*abc(), m("r", phase="Provisioning", etcd_voter=False)],
+            EtcdFacts(member_names=("ma", "mb", "mc")),
+            delete("r"),
+            [],
+        ),
+        (
+            [*abc(), m("r", node_ready=False, etcd_voter=False, etcd_learner=True)],
+            EtcdFacts(member_names=("ma", "mb", "mc", "r"), learners=("r",)),
+            delete("r"),
+            [],
+        ),
+        # ... but every other Machine and member still counts
+        ([m("m1"), m("m2", node_ready=False), m("m3")], HEALTHY, delete("m1"), [CHECK_MACHINES_READY]),
+        ([m("m1"), m("m2", node_ready=False), m("m3")], HEALTHY, SCALE_UP, [CHECK_MACHINES_READY]),
+        (
+            [*abc(), m("r", node_ready=False, etcd_voter=False, etcd_learner=True)],
+            EtcdFacts(member_names=("ma", "mb", "mc", "r"), learners=("r",)),
+            delete("ma"),
+            [CHECK_MACHINES_READY, CHECK_ETCD_NO_PENDING_LEARNER],
+        ),
+        # the quorum rule holds: no voter goes unless the voters left keep a healthy quorum
+        (
+            [m("m1"), m("m2", etcd_healthy=False), m("m3", etcd_healthy=False)],
+            EtcdFacts(
+                member_names=("m1", "m2", "m3"), unhealthy_voters=(("m2", "timeout"), ("m3", "timeout"))
+            ),
+            delete("m2"),
+            [CHECK_ETCD_VOTERS_REACHABLE, CHECK_ETCD_VOTERS_REACHABLE],
+        ),
+        # a maxSurge-1 create does not count the Node of the Machine it replaces, only its member
+        ([m("m1"), m("m2", node_ready=False), m("m3")], HEALTHY, replace("m2"), []),
+        # ... once it is Running: one still provisioning may be joining etcd
+        (
+            [m("m1"), m("m2", phase="Provisioning", etcd_voter=False), m("m3")],
+            EtcdFacts(member_names=("m1", "m3")),
+            replace("m2"),
+            [CHECK_MACHINES_READY],
+        ),
+        (
+            [m("m1"), m("m2", etcd_healthy=False), m("m3")],
+            EtcdFacts(member_names=("m1", "m2", "m3"), unhealthy_voters=(("m2", "timeout"),)),
+            replace("m2"),
+            [CHECK_ETCD_VOTERS_REACHABLE],
+        ),
+    ],
+)
+def test_the_preflight_does_not_count_the_machine_the_step_takes_away(
+    machines: list[MachineInfo], etcd: EtcdFacts, taken: Step, checks: list[str]
+) -> None:
+    hosting = [x.name for x in machines if x.running]
+    failures = preflight(machines, etcd, hosting_etcd=hosting, desired=3, step=taken)
+    assert [f.check for f in failures] == checks
+    named = {x.name for x in machines if not x.ready or not x.etcd_healthy or x.etcd_learner} - {
+        taken.machine
+    }
+    for failure in failures:
+        assert any(name in failure.message for name in named | {str(taken.machine)}), failure
+
+
+WITH_R = ["ma", "mb", "mc", "r"]
+FOUR = EtcdFacts(member_names=tuple(WITH_R))
+
+
+def test_a_rollback_replaces_the_failing_replacement_first() -> None:
+    """After a template change, maxSurge 1 made a replacement that never got a Ready Node; the
+    user rolled the template back: the replacement is the one outdated Machine and goes first,
+    and its own readiness does not hold its delete."""
+    machines = [*abc(), m("r", node_ready=False, outdated=True)]  # r's member votes
+    taken = step(machines)
+    assert (taken.action, taken.machine) == ("delete", "r")
+    assert not preflight(machines, FOUR, hosting_etcd=WITH_R, desired=3, step=taken)
+    # before the rollback it held the rollout: the outdated old Machine may not go
+    before = [*(dataclasses.replace(x, outdated=True) for x in abc()), m("r", node_ready=False)]
+    held = step(before)
+    assert held.action == "delete" and held.machine != "r"
+    failures = preflight(before, FOUR, hosting_etcd=WITH_R, desired=3, step=held)
+    assert [(f.check, "r" in f.message) for f in failures] == [(CHECK_MACHINES_READY, True)]
 
 
 # ---------------------------------------------------------------------------------------------- status
