@@ -71,7 +71,7 @@ MUTATIONS = (
         "preflight",
         "the ControlPlane creates and deletes Machines without its preflight checks",
         "controllers/controlplane/scale.py",
-        (("    failures = machines_ready_preflight(machines)\n", "    return []\n"),),
+        (("    removing, replacing = excluded_from_preflight(step)\n", "    return []\n"),),
     ),
     Mutation(
         "one-remediation-at-a-time",

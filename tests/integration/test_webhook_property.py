@@ -559,6 +559,7 @@ def assert_controlplane_webhooks_answer(harness: Harness) -> None:
     master = {"machine.openshift.io/cluster-api-machine-role": "master"}
     assert added["value"] == {
         "replicas": 1,
+        "state": "Active",
         "selector": {"matchLabels": master},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
         "enableAutorepair": True,
