@@ -49,6 +49,17 @@ etcd's refusals become subclasses of :class:`EtcdError`: :class:`LearnerNotInSyn
 :class:`NotEnoughStartedMembers`, :class:`UnhealthyCluster`; anything else is a plain
 :class:`EtcdError` with etcd's message and gRPC code.
 
+Counted requests
+----------------
+Every HTTP request this client sends is counted in ``cpo_etcd_client_requests_total{controller,
+method,result}`` (in the runtime's registry, so ``cpo run`` serves it on ``/metrics``):
+``method`` is the gRPC method the gateway path stands for (``MemberList``, ``Range``,
+``Status``...), ``result`` is ``ok``, ``refused`` (etcd answered with an error) or ``unreachable``
+(no answer), and ``controller`` is the controller whose reconcile sent it (empty outside one).
+``cpo_etcd_client_connections_opened_total{controller}`` counts the TCP connections opened for
+them. Both say what etcd costs per ControlPlane, which grows with the number of ControlPlanes one
+operator manages.
+
 Health is a linearizable read (``/v3/kv/range`` of the key ``health``, as ``etcdctl endpoint
 health`` does) sent to each endpoint separately: it succeeds only when that member can reach a
 quorum and the leader. Learners refuse linearizable reads, so a learner's health check falls back
@@ -71,11 +82,54 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import aiohttp
+from prometheus_client import Counter
 
 from runtime.jsoncodec import JSON
+from runtime.log import KEY_CONTROLLER, current_context
+from runtime.metrics import registry
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_HEALTH_KEY = "health"
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+REQUESTS = Counter(
+    "cpo_etcd_client_requests",
+    "HTTP requests the operator's etcd client sent, by controller, gRPC method and result "
+    "(ok, refused by etcd, or unreachable).",
+    ["controller", "method", "result"],
+    registry=registry,
+)
+CONNECTIONS_OPENED = Counter(
+    "cpo_etcd_client_connections_opened",
+    "TCP connections the operator's etcd client opened, by controller.",
+    ["controller"],
+    registry=registry,
+)
+
+# Gateway path -> the gRPC method it serves (etcdserverpb), the ``method`` label.
+_METHODS: dict[str, str] = {
+    "/v3/cluster/member/list": "MemberList",
+    "/v3/cluster/member/add": "MemberAdd",
+    "/v3/cluster/member/promote": "MemberPromote",
+    "/v3/cluster/member/remove": "MemberRemove",
+    "/v3/maintenance/status": "Status",
+    "/v3/maintenance/transfer-leadership": "MoveLeader",
+    "/v3/maintenance/alarm": "Alarm",
+    "/v3/kv/put": "Put",
+    "/v3/kv/range": "Range",
+}
+
+
+def _controller() -> str:
+    return str(current_context().get(KEY_CONTROLLER) or "")
+
+
+async def _on_connection_created(
+    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceConnectionCreateEndParams
+) -> None:
+    CONNECTIONS_OPENED.labels(_controller()).inc()
+
 
 # ---------------------------------------------------------------------------------------------- errors
 
@@ -501,13 +555,27 @@ class EtcdClient:
             # No pooled keep-alive across members that may be killed and restarted under us: a stale
             # pooled connection would turn into a spurious failure on the next call.
             connector = aiohttp.TCPConnector(force_close=True)
-            self._session = aiohttp.ClientSession(connector=connector)
+            tracing = aiohttp.TraceConfig()
+            tracing.on_connection_create_end.append(_on_connection_created)
+            self._session = aiohttp.ClientSession(connector=connector, trace_configs=[tracing])
         return self._session
 
     # -- transport
 
     async def _post_one(self, endpoint: str, path: str, body: JSON) -> JSON:
         """POST to one endpoint; raises :class:`_Unreachable` or the typed :class:`EtcdError`."""
+        result = "unreachable"
+        try:
+            payload = await self._send(endpoint, path, body)
+            result = "ok"
+            return payload
+        except EtcdError:
+            result = "refused"
+            raise
+        finally:
+            REQUESTS.labels(_controller(), _METHODS.get(path, path), result).inc()
+
+    async def _send(self, endpoint: str, path: str, body: JSON) -> JSON:
         ssl_arg: ssl.SSLContext | bool = (
             self.options.ssl_context if self.options.ssl_context is not None else True
         )
