@@ -65,8 +65,8 @@ REVISION = "bench.cpo.dev/revision"
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 POLL = 0.5
 QUIET = 5.0
-"""Seconds between "all settled" and the start of the settled window: the last status writes and
-the etcd-quorum-hook's post-promotion passes land outside it."""
+"""Seconds between "all settled" and the start of the settled window, by default: the last status
+writes and the etcd-quorum-hook's post-promotion passes land outside it."""
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -318,7 +318,7 @@ class Figures:
 
 
 async def measure(
-    n: int, replicas: int, settle_seconds: float, heartbeat: float, rollout: bool, keep: bool
+    n: int, replicas: int, settle_seconds: float, heartbeat: float, rollout: bool, keep: bool, quiet: float
 ) -> Figures:
     figures = Figures(n, replicas)
     directory = Path(tempfile.mkdtemp(prefix=f"cpo-fleet-{n}-"))
@@ -360,7 +360,7 @@ async def measure(
             await wait_all_settled(client, namespaces, replicas, "1", 120 + 90 * n, every_two_seconds)
             figures.bootstrap_s = time.monotonic() - started
             print(f"  N={n}: all settled after {figures.bootstrap_s:.1f} s", file=sys.stderr)
-            await asyncio.sleep(QUIET)  # allow-sleep: the last passes after settling land outside the window
+            await asyncio.sleep(quiet)  # allow-sleep: the last passes after settling land outside the window
             ports = await member_ports(client, namespaces)
 
             before_operator = await note_depth()
@@ -521,31 +521,40 @@ def table(rows: list[Figures]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[Figures], path: Path) -> None:
-    """Cost per ControlPlane against N: CPU, etcd requests, etcd connections opened, RSS growth."""
+def plot(rows: list[Figures], path: Path, earlier: list[Figures] | None = None) -> None:
+    """Cost per ControlPlane against N: CPU, etcd requests, etcd connections opened, RSS; the rows of
+    an ``earlier`` run (another version of the operator) dashed beside them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def panels(of: list[Figures]) -> list[tuple[str, list[float]]]:
+        return [
+            ("operator CPU s/min per ControlPlane", [row.cpu_s_per_min_per_cp for row in of]),
+            ("etcd requests/min per ControlPlane", [row.etcd_requests_per_min_per_cp for row in of]),
+            (
+                "etcd connections opened/min per ControlPlane",
+                [row.etcd_connections_opened_per_min / row.controlplanes for row in of],
+            ),
+            ("operator RSS (MiB)", [row.rss_mib for row in of]),
+        ]
+
     ns = [row.controlplanes for row in rows]
     figure, axes = plt.subplots(1, 4, figsize=(14, 3.4))
-    panels = [
-        ("operator CPU s/min per ControlPlane", [row.cpu_s_per_min_per_cp for row in rows]),
-        ("etcd requests/min per ControlPlane", [row.etcd_requests_per_min_per_cp for row in rows]),
-        (
-            "etcd connections opened/min per ControlPlane",
-            [row.etcd_connections_opened_per_min / row.controlplanes for row in rows],
-        ),
-        ("operator RSS (MiB)", [row.rss_mib for row in rows]),
-    ]
-    for axis, (title, values) in zip(axes, panels, strict=True):
-        axis.plot(ns, values, marker="o")
+    for axis, (title, values) in zip(axes, panels(rows), strict=True):
+        axis.plot(ns, values, marker="o", label="this run")
         axis.set_title(title, fontsize=9)
         axis.set_xlabel("ControlPlanes (N)")
         axis.set_xticks(ns)
-        axis.set_ylim(bottom=0)
         axis.grid(alpha=0.3)
+    if earlier:
+        before = [row.controlplanes for row in earlier]
+        for axis, (_, values) in zip(axes, panels(earlier), strict=True):
+            axis.plot(before, values, marker="x", linestyle="--", color="grey", label="earlier run")
+        axes[2].legend(fontsize=8)
+    for axis in axes:
+        axis.set_ylim(bottom=0)
     figure.suptitle(f"One operator, N ControlPlanes of {rows[0].replicas} etcd members each (settled)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -557,7 +566,13 @@ async def main_async(args: argparse.Namespace) -> list[Figures]:
     for n in args.controlplanes:
         rows.append(
             await measure(
-                n, args.replicas, args.settle_seconds, args.heartbeat, not args.no_rollout, args.keep
+                n,
+                args.replicas,
+                args.settle_seconds,
+                args.heartbeat,
+                not args.no_rollout,
+                args.keep,
+                args.quiet_seconds,
             )
         )
         if args.json:
@@ -581,11 +596,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--heartbeat", type=float, default=10.0, help="the provider's Node heartbeat period (default: 10)"
     )
+    parser.add_argument(
+        "--quiet-seconds",
+        type=float,
+        default=QUIET,
+        help="seconds between all settled and the settled window (default: %(default)s)",
+    )
     parser.add_argument("--no-rollout", action="store_true", help="skip the rolling update")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep each world's directory (logs)")
     parser.add_argument(
         "--plot", metavar="PATH", help="draw the cost per ControlPlane against N as a PNG here"
+    )
+    parser.add_argument(
+        "--compare", metavar="JSON", help="with --plot: draw the rows of an earlier --json file beside these"
     )
     parser.add_argument(
         "--render", metavar="JSON", help="measure nothing: print the table (and --plot) of a --json file"
@@ -598,7 +622,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {uptime()}")
     print(table(rows))
     if args.plot:
-        plot(rows, Path(args.plot))
+        earlier = (
+            [Figures(**row) for row in json.loads(Path(args.compare).read_text())] if args.compare else None
+        )
+        plot(rows, Path(args.plot), earlier)
     return 0
 
 

@@ -44,7 +44,7 @@ async def test_bench_fleet_measures_one_controlplane_end_to_end(tmp_path: Path) 
     out = tmp_path / "fleet.json"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.fleet", "--controlplanes", "1", "--replicas", "1",
-        "--settle-seconds", "3", "--json", str(out),
+        "--settle-seconds", "3", "--quiet-seconds", "1", "--json", str(out),
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
