@@ -1,4 +1,5 @@
-"""bench.runtime still runs end to end (tiny sizes): its figures are only worth something if it works."""
+"""bench.runtime and bench.fleet still run end to end (tiny sizes): their figures are only worth
+something if they work."""
 
 from __future__ import annotations
 
