@@ -40,6 +40,7 @@ from runtime.jsoncodec import JSON
 
 from . import admission as admission_mod
 from . import builtins, decode, discovery, objectmeta, protobuf, rbac, reviews, schema, tables
+from . import metrics as metrics_mod
 from .errors import StatusError, bad_request, method_not_allowed, page_not_found
 from .handlers import WATCH_ACCEPTED, Caller, Handlers
 from .registry import Registry, ResourceType
@@ -118,6 +119,8 @@ class EmbeddedAPIServer:
         self.store = Store(history_size=self.options.watch_history)
         self._service_map: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._encoded = EncodedObjects()
+        self.request_counters = metrics_mod.RequestCounters()
+        """``apiserver_request_total`` by verb and resource, served on ``/metrics``."""
         self.admission = admission_mod.Admission(self._resolve_service)
         self.handlers = Handlers(self.registry, self.store, self.admission, on_crd_change=self._crd_changed)
         self.handlers.bookmark_interval = self.options.bookmark_interval
@@ -550,6 +553,11 @@ class EmbeddedAPIServer:
             return web.Response(text="ok", content_type="text/plain")
         if path in ("/version", "/version/"):
             return _json(discovery.version_info())
+        if path == "/metrics" and request.method == "GET":
+            return web.Response(
+                body=self.request_counters.exposition(),
+                headers={"Content-Type": metrics_mod.CONTENT_TYPE},
+            )
         if path == "/openapi/v3":
             return _json(discovery.openapi_v3_root(self.registry), content_type="text/plain; charset=utf-8")
         if path.startswith("/openapi/v3/"):
@@ -584,14 +592,41 @@ class EmbeddedAPIServer:
         caller = Caller(
             user.name, user.groups, user.uid, request.headers.get("User-Agent", ""), query, extra=user.extra
         )
+        code = 500
         try:
-            return await self._resource_for(request, rt, info, caller)
+            response = await self._resource_for(request, rt, info, caller)
+            code = response.status
+            return response
         except StatusError as err:
+            code = err.code
             # Like kube-apiserver's warning recorder, which writes each warning into the response
             # headers as it is recorded: warnings gathered before a failure (a validating webhook's
             # warnings on its denial) go out with the error too.
             err.warnings = caller.warnings.headers()
             raise
+        finally:
+            self._count(request, rt, info, code)
+
+    def _count(self, request: web.Request, rt: ResourceType, info: RequestInfo, code: int) -> None:
+        """One answered request in ``apiserver_request_total`` (see :mod:`apiserver.metrics`)."""
+        named = info.name is not None
+        verb = metrics_mod.verb_of(
+            request.method,
+            named=named,
+            watch=info.legacy_watch or request.query.get("watch") in ("1", "true"),
+            apply=request.content_type == "application/apply-patch+yaml",
+        )
+        scope = "resource" if named else ("namespace" if info.namespace else "cluster")
+        self.request_counters.count(
+            verb,
+            rt.group,
+            info.version,
+            info.resource,
+            info.subresource,
+            scope,
+            code,
+            dry_run="dryRun" in request.query,
+        )
 
     async def _resource_for(
         self, request: web.Request, rt: ResourceType, info: RequestInfo, caller: Caller

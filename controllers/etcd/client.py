@@ -37,6 +37,19 @@ carry etcd's own messages, which we map to typed exceptions. Its JSON convention
 (member ids, raft index, db size) are strings, keys are base64, and fields equal to their zero
 value are left out (a voter has no ``isLearner``; a member that has not started has no name).
 
+Connections
+-----------
+Reads (member list, status, alarms, health and key reads) go over connections kept open between
+requests, one per member, for :attr:`EtcdClientOptions.keepalive` seconds of idleness: a settled
+ControlPlane is read every few seconds by two controllers, and a connection per request would cost
+a TCP (and, with TLS, a handshake) for each. A member that is killed or restarted closes its
+connections, which are then not reused; one that closes a kept connection just as a read is sent
+makes that read fail with a dropped connection, and the read is sent again once on a connection of
+its own (a read changes nothing, so sending it twice is harmless). Changes (member add, promote,
+remove, leadership transfer, put) always go on a connection of their own, opened for them and
+closed after: a change sent on a connection that breaks may or may not have been applied, and
+that must not happen because a kept connection had gone stale.
+
 Calls and errors
 ----------------
 Every call has a timeout (:attr:`EtcdClientOptions.timeout`). A call goes to the endpoints in
@@ -48,6 +61,17 @@ etcd's refusals become subclasses of :class:`EtcdError`: :class:`LearnerNotInSyn
 :class:`MemberNotFound`, :class:`TooManyLearners`, :class:`NotALearner`, :class:`PeerURLExists`,
 :class:`NotEnoughStartedMembers`, :class:`UnhealthyCluster`; anything else is a plain
 :class:`EtcdError` with etcd's message and gRPC code.
+
+Counted requests
+----------------
+Every HTTP request this client sends is counted in ``cpo_etcd_client_requests_total{controller,
+method,result}`` (in the runtime's registry, so ``cpo run`` serves it on ``/metrics``):
+``method`` is the gRPC method the gateway path stands for (``MemberList``, ``Range``,
+``Status``...), ``result`` is ``ok``, ``refused`` (etcd answered with an error) or ``unreachable``
+(no answer), and ``controller`` is the controller whose reconcile sent it (empty outside one).
+``cpo_etcd_client_connections_opened_total{controller}`` counts the TCP connections opened for
+them. Both say what etcd costs per ControlPlane, which grows with the number of ControlPlanes one
+operator manages.
 
 Health is a linearizable read (``/v3/kv/range`` of the key ``health``, as ``etcdctl endpoint
 health`` does) sent to each endpoint separately: it succeeds only when that member can reach a
@@ -71,11 +95,62 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import aiohttp
+from prometheus_client import Counter
 
 from runtime.jsoncodec import JSON
+from runtime.log import KEY_CONTROLLER, current_context
+from runtime.metrics import registry
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_HEALTH_KEY = "health"
+DEFAULT_KEEPALIVE = 120.0
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+REQUESTS = Counter(
+    "cpo_etcd_client_requests",
+    "HTTP requests the operator's etcd client sent, by controller, gRPC method and result "
+    "(ok, refused by etcd, or unreachable).",
+    ["controller", "method", "result"],
+    registry=registry,
+)
+CONNECTIONS_OPENED = Counter(
+    "cpo_etcd_client_connections_opened",
+    "TCP connections the operator's etcd client opened, by controller.",
+    ["controller"],
+    registry=registry,
+)
+
+# Gateway path -> the gRPC method it serves (etcdserverpb), the ``method`` label.
+_METHODS: dict[str, str] = {
+    "/v3/cluster/member/list": "MemberList",
+    "/v3/cluster/member/add": "MemberAdd",
+    "/v3/cluster/member/promote": "MemberPromote",
+    "/v3/cluster/member/remove": "MemberRemove",
+    "/v3/maintenance/status": "Status",
+    "/v3/maintenance/transfer-leadership": "MoveLeader",
+    "/v3/maintenance/alarm": "Alarm",
+    "/v3/kv/put": "Put",
+    "/v3/kv/range": "Range",
+}
+
+
+# Read-only paths: sent on kept connections, and sent again once when a kept connection broke.
+# (``/v3/maintenance/alarm`` is read-only here: this client only ever sends it ``GET``.)
+_READS = frozenset(
+    {"/v3/cluster/member/list", "/v3/maintenance/status", "/v3/kv/range", "/v3/maintenance/alarm"}
+)
+
+
+def _controller() -> str:
+    return str(current_context().get(KEY_CONTROLLER) or "")
+
+
+async def _on_connection_created(
+    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceConnectionCreateEndParams
+) -> None:
+    CONNECTIONS_OPENED.labels(_controller()).inc()
+
 
 # ---------------------------------------------------------------------------------------------- errors
 
@@ -385,6 +460,12 @@ class EtcdClientOptions:
     health_key: str | None = None
     """The key the health check reads. Defaults to ``"health"``, as etcdctl does."""
 
+    keepalive: float | None = None
+    """Seconds an idle connection to a member stays open for the next read. Defaults to 120:
+    longer than the controllers' resync periods (15 s, 60 s), so the passes over a settled
+    ControlPlane reuse one connection per member instead of opening one per request. 0 opens a
+    connection per read as well."""
+
     def with_defaults(self) -> ResolvedEtcdClientOptions:
         """Fill in every unset field and check them; the one place where the defaults above are applied."""
         timeout = DEFAULT_TIMEOUT if self.timeout is None else float(self.timeout)
@@ -408,10 +489,14 @@ class EtcdClientOptions:
             )
             if self.cert_file is not None and self.key_file is not None:
                 context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        keepalive = DEFAULT_KEEPALIVE if self.keepalive is None else float(self.keepalive)
+        if keepalive < 0:
+            raise ValueError(f"EtcdClientOptions.keepalive must be 0 or more seconds, got {self.keepalive!r}")
         return ResolvedEtcdClientOptions(
             timeout=timeout,
             ssl_context=context,
             health_key=DEFAULT_HEALTH_KEY if self.health_key is None else self.health_key,
+            keepalive=keepalive,
         )
 
 
@@ -422,6 +507,7 @@ class ResolvedEtcdClientOptions:
     timeout: float
     ssl_context: ssl.SSLContext | None
     health_key: str
+    keepalive: float
 
 
 def normalize_endpoint(endpoint: str) -> str:
@@ -454,11 +540,14 @@ class _Unreachable(Exception):
     """One endpoint did not answer (connection refused, reset, timed out); try the next one.
 
     ``maybe_sent`` is false only when no connection was made, so the request surely was not applied.
+    ``dropped`` says the connection was closed or reset under the request (not a timeout).
     """
 
-    def __init__(self, message: str, *, maybe_sent: bool) -> None:
+    def __init__(self, message: str, *, maybe_sent: bool, dropped: bool = False) -> None:
         super().__init__(message)
         self.maybe_sent = maybe_sent
+        self.dropped = dropped
+        """The connection broke under the request (closed or reset by the member), no timeout."""
 
 
 class EtcdClient:
@@ -476,6 +565,9 @@ class EtcdClient:
         self.endpoints: tuple[str, ...] = tuple(normalize_endpoint(endpoint) for endpoint in endpoints)
         self.options = (options or EtcdClientOptions()).with_defaults()
         self._session: aiohttp.ClientSession | None = None
+        """Reads, on connections kept open between requests."""
+        self._fresh_session: aiohttp.ClientSession | None = None
+        """Changes (and a read whose kept connection broke), on a connection of their own."""
 
     def set_endpoints(self, endpoints: Sequence[str]) -> None:
         """Send the next requests to ``endpoints`` (in this order); the HTTP session is kept."""
@@ -492,28 +584,60 @@ class EtcdClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        sessions, self._session, self._fresh_session = (self._session, self._fresh_session), None, None
+        for session in sessions:
+            if session is not None:
+                await session.close()
 
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            # No pooled keep-alive across members that may be killed and restarted under us: a stale
-            # pooled connection would turn into a spurious failure on the next call.
-            connector = aiohttp.TCPConnector(force_close=True)
-            self._session = aiohttp.ClientSession(connector=connector)
-        return self._session
+    def _http(self, *, kept: bool) -> aiohttp.ClientSession:
+        """The session for reads on kept connections (``kept``), or for a connection per request."""
+        session = self._session if kept else self._fresh_session
+        if session is None or session.closed:
+            tracing = aiohttp.TraceConfig()
+            tracing.on_connection_create_end.append(_on_connection_created)
+            connector = (
+                aiohttp.TCPConnector(keepalive_timeout=self.options.keepalive)
+                if kept
+                else aiohttp.TCPConnector(force_close=True)
+            )
+            session = aiohttp.ClientSession(connector=connector, trace_configs=[tracing])
+            if kept:
+                self._session = session
+            else:
+                self._fresh_session = session
+        return session
 
     # -- transport
 
     async def _post_one(self, endpoint: str, path: str, body: JSON) -> JSON:
         """POST to one endpoint; raises :class:`_Unreachable` or the typed :class:`EtcdError`."""
+        result = "unreachable"
+        try:
+            kept = path in _READS and self.options.keepalive > 0
+            try:
+                payload = await self._send(endpoint, path, body, kept=kept)
+            except _Unreachable as err:
+                # A kept connection the member closed as we sent (it restarted, or dropped idle
+                # connections): the read was not served, so it is safe to send again, once, on a
+                # connection of its own.
+                if not (kept and err.dropped):
+                    raise
+                payload = await self._send(endpoint, path, body, kept=False)
+            result = "ok"
+            return payload
+        except EtcdError:
+            result = "refused"
+            raise
+        finally:
+            REQUESTS.labels(_controller(), _METHODS.get(path, path), result).inc()
+
+    async def _send(self, endpoint: str, path: str, body: JSON, *, kept: bool) -> JSON:
         ssl_arg: ssl.SSLContext | bool = (
             self.options.ssl_context if self.options.ssl_context is not None else True
         )
         try:
             async with asyncio.timeout(self.options.timeout):
-                async with self._http().post(
+                async with self._http(kept=kept).post(
                     f"{endpoint}{path}", json=body, ssl=ssl_arg if endpoint.startswith("https") else False
                 ) as response:
                     try:
@@ -531,6 +655,8 @@ class EtcdClient:
             raise _Unreachable(f"no answer within {self.options.timeout:g}s", maybe_sent=True) from err
         except aiohttp.ClientConnectorError as err:
             raise _Unreachable(f"cannot connect: {err.os_error}", maybe_sent=False) from err
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+            raise _Unreachable(f"{type(err).__name__}: {err}", maybe_sent=True, dropped=True) from err
         except (aiohttp.ClientError, OSError) as err:
             raise _Unreachable(f"{type(err).__name__}: {err}", maybe_sent=True) from err
 

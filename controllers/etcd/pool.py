@@ -1,10 +1,11 @@
 """One etcd client per etcd cluster, kept across reconcile passes.
 
 A controller asks :meth:`EtcdClientPool.client_for` at the start of each pass for the client of
-one ControlPlane's etcd. The client (and its HTTP session) is made once and kept: a pass only
-points it at the current endpoints. Its TLS context, built from the Secret the ControlPlane names
-in ``spec.etcd.tlsSecretRef``, is built again only when that Secret's ``resourceVersion`` changes
-(a rotated certificate then gets a fresh client; the old one is closed). The Secret itself is read
+one ControlPlane's etcd. The client (and its HTTP sessions, with the connection its reads keep to
+each member) is made once and kept: a pass only points it at the current endpoints. Its TLS
+context, built from the Secret the ControlPlane names in ``spec.etcd.tlsSecretRef``, is built
+again only when that Secret's ``resourceVersion`` changes (a rotated certificate then gets a fresh
+client; the old one is closed). The Secret itself is read
 from the API server on each pass (a GET of one object: the operator does not watch Secrets, which
 would need list and watch on every Secret of the cluster).
 
