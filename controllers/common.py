@@ -19,6 +19,7 @@ Every function is pure: it reads mappings and returns new values, never mutating
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -184,3 +185,18 @@ def merge_conditions(
     ]
     merged.extend(dict(condition) for condition in previous if condition.get("type") not in ours)
     return merged
+
+
+RESYNC_JITTER = 0.1
+"""The fraction by which :func:`jittered` may lengthen a resync period."""
+
+
+def jittered(period: float, fraction: float = RESYNC_JITTER) -> float:
+    """``period`` lengthened by a random 0 to ``fraction`` of itself (client-go's ``wait.Jitter``).
+
+    Objects created together would otherwise come due for their resync together for ever: with
+    many ControlPlanes under one operator their polls of etcd queue up at the same moment and
+    each waits for the others. Spread, they arrive one by one; a resync is a safety net, so its
+    exact moment does not matter.
+    """
+    return period * (1.0 + random.uniform(0.0, fraction))

@@ -8,6 +8,7 @@ ending. :func:`next_look` makes the requeue the earliest of those.
 
 from __future__ import annotations
 
+from controllers.common import jittered
 from runtime.reconcile import Result
 
 
@@ -24,12 +25,14 @@ def next_look(
     ``spec.rolloutAfter``) and ``degraded_in`` (seconds until an unready Machine's grace ends):
     no watch event marks either moment, and what it changes (the rollout starts, Degraded turns
     True) happens then, not up to a resync period later. A paused ControlPlane waits for its
-    next change (its status is still reported when it changes)."""
-    if result is None:
-        result = Result(requeue_after=resync_period)
-    if result.requeue_after == 0 and not paused:
-        result = Result(requeue_after=resync_period)
-    later = min(result.requeue_after, resync_period)
+    next change (its status is still reported when it changes).
+
+    The resync period is :func:`~controllers.common.jittered` (up to 10 % longer), so
+    ControlPlanes created together do not all poll etcd at the same moment for ever."""
+    resync = jittered(resync_period)
+    if result is None or (result.requeue_after == 0 and not paused):
+        result = Result(requeue_after=resync)
+    later = min(result.requeue_after, resync)
     for moment in (rollout_after_in, degraded_in):
         if moment is not None and not paused:
             later = min(later, moment)

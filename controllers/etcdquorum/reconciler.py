@@ -36,6 +36,7 @@ from api.controlplane import KIND as CP_KIND
 from api.controlplane import STATE_INACTIVE, ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_matches
+from controllers.common import jittered
 from controllers.etcd.client import (
     EtcdClient,
     EtcdClientOptions,
@@ -179,7 +180,9 @@ class EtcdQuorumReconciler:
         if state.requeue_after is not None:
             return Result(requeue_after=state.requeue_after)
         busy = state.busy or state.waits or any(m.member.is_learner for m in state.states)
-        return Result(requeue_after=self.options.busy_period if busy else self.options.resync_period)
+        # Jittered: ControlPlanes created together would otherwise poll etcd together for ever.
+        resync = jittered(self.options.resync_period)
+        return Result(requeue_after=self.options.busy_period if busy else resync)
 
     async def _machines(self, cp: JSON, spec: ControlPlaneSpec) -> dict[str, JSON]:
         """The control-plane Machines of ``cp``: its namespace, matched by its selector."""
