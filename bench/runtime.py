@@ -312,6 +312,10 @@ async def run_one(args: argparse.Namespace, n: int) -> JSON:
         print(f"[N={n}] created {n} objects in {create_s:.1f}s ({n / create_s:.0f}/s); "
               f"one object: {lean} B JSON ({full} B with managedFields)", flush=True)  # fmt: skip
         argv = controller_argv(server.kubeconfig, n, args.impl, not args.no_delivery, args.profile, args.loop)
+        if args.spy:
+            # py-spy launches the child (attaching to a running process needs privileges it may lack).
+            argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--native", "--rate",
+                    str(args.spy_rate), "--format", "raw", "--output", args.spy, "--", *argv]  # fmt: skip
         child = Child("controller", argv, tmp / "controller.log")
         await child.start()
         try:
@@ -472,6 +476,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="cProfile each phase of the controller into PREFIX.phaseN.txt")  # fmt: skip
+    parser.add_argument("--spy", metavar="FILE",
+                        help="sample the controller with py-spy (a dev tool: pip install py-spy), "
+                        "native frames included, into FILE (raw collapsed stacks); see "
+                        "bench.spy_breakdown")  # fmt: skip
+    parser.add_argument("--spy-rate", type=int, default=1000, help="py-spy samples per second")
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "controller":
