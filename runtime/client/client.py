@@ -480,8 +480,9 @@ class Client(Transport):
                 raise await _error_from_response(response)
             pending = b""
             loads = jsoncodec.loads
+            readany = response.content.readany  # what iter_any() awaits, without its wrapper
             try:
-                async for chunk in response.content.iter_any():
+                while chunk := await readany():
                     # Split ourselves: aiohttp's readline refuses lines above its buffer size. A
                     # chunk can hold hundreds of events after a stall: walk it with an offset and
                     # copy only each line, never the rest of the chunk once per line.

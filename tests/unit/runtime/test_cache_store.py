@@ -360,3 +360,70 @@ async def test_a_relist_decodes_only_what_changed(
     # The changed object's new and old states (this handler reads the old); the four unchanged
     # ones are never decoded.
     assert [real_decode(t)["metadata"]["name"] for t in decoded] == ["o4", "o4"]
+
+
+async def test_a_read_right_after_an_event_takes_its_object_only_when_nobody_kept_it(
+    offline_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime.cache.informer as cache_module
+
+    decoded: list[bytes] = []
+    real_decode = cache_module._decode
+    monkeypatch.setattr(cache_module, "_decode", lambda text: decoded.append(text) or real_decode(text))
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    informer.replace([], "1")
+    informer.apply("ADDED", obj("a", "2", x="1"))
+    first = informer.get_by_key("ns/a")
+    assert decoded == []  # the event's own object, which nothing else refers to
+    assert first is not None and first["data"] == {"x": "1"} and "managedFields" not in first["metadata"]
+    first["data"]["x"] = "changed by the reader"  # it owns it: the store is not affected
+    again = informer.get_by_key("ns/a")
+    assert len(decoded) == 1 and again is not None and again["data"] == {"x": "1"}
+
+    class Keeper:
+        """A handler that holds on to what it was given (read-only, as handlers must)."""
+
+        def __init__(self) -> None:
+            self.kept: list[JSON] = []
+
+        def on_add(self, o: JSON, initial: bool) -> None:
+            self.kept.append(o)
+
+        def on_update(self, old: JSON, new: JSON) -> None:
+            self.kept.append(new)
+
+        def on_delete(self, o: JSON) -> None:
+            pass
+
+    keeper = Keeper()
+    informer.add_event_handler(keeper)
+    informer.apply("MODIFIED", obj("a", "3", x="2"))
+    decoded.clear()
+    read = informer.get_by_key("ns/a")
+    assert len(decoded) == 1  # a handler kept the event's object: the reader gets its own copy
+    assert read == keeper.kept[-1] and read is not keeper.kept[-1]
+
+
+async def test_a_handler_reading_the_cache_during_an_event_sees_that_event(offline_client: Client) -> None:
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    informer.replace([], "1")
+    informer.apply("ADDED", obj("a", "2", x="1"))  # kept for a reader that never comes
+    seen: list[str] = []
+
+    class Reader:
+        def on_add(self, o: JSON, initial: bool) -> None:
+            pass
+
+        def on_update(self, old: JSON, new: JSON) -> None:
+            current = informer.get_by_key(object_key(new))
+            assert current is not None and current is not new
+            seen.append(current["metadata"]["resourceVersion"])
+
+        def on_delete(self, o: JSON) -> None:
+            seen.append("gone" if informer.get_by_key(object_key(o)) is None else "still there")
+
+    informer.add_event_handler(Reader())
+    informer.apply("MODIFIED", obj("a", "3", x="2"))
+    informer.apply("DELETED", obj("a", "4", x="2"))
+    assert seen == ["3", "gone"]
+    assert informer.get_by_key("ns/a") is None
