@@ -61,11 +61,6 @@ STAGES: list[tuple[str, str]] = [
     ),
     ("the no-op reconciler", r"NoopReconciler"),
     (
-        "TLS decryption",
-        r"SSL_read|ssl3_|tls1|aes|gcm|EVP_|SSLObject|_ssl__|sslproto|SSLProtocol|"
-        r"ossl_|BIO_|CRYPTO_",
-    ),
-    (
         "timers (call_later, cancel)",
         r"call_later|call_at|TimerHandle|_reschedule_timeout|uv_timer|"
         r"Timer(Handle)?\.|__timer|_on_timeout|loop_call_later",
@@ -74,6 +69,11 @@ STAGES: list[tuple[str, str]] = [
         "HTTP chunk parsing and aiohttp's stream",
         r"data_received|_http_parser|http_parser|feed_data|"
         r"StreamReader|iter_any|readany|HttpResponseParser|cb_on_body|llhttp",
+    ),
+    (
+        "TLS decryption (uvloop's TLS protocol, OpenSSL)",
+        r"SSL_read|ssl3_|tls1|aes|gcm|EVP_|SSLObject|_ssl__|sslproto|SSLProtocol|"
+        r"ossl_|BIO_|CRYPTO_",
     ),
     ("the watch generator and the reflector loop", r"Client\.watch|Reflector\._watch"),
     ("event loop: wake-up, socket read, task switches", r"run_forever|run_until_complete"),

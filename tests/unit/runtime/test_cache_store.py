@@ -427,3 +427,47 @@ async def test_a_handler_reading_the_cache_during_an_event_sees_that_event(offli
     informer.apply("DELETED", obj("a", "4", x="2"))
     assert seen == ["3", "gone"]
     assert informer.get_by_key("ns/a") is None
+
+
+async def test_the_watch_silence_watchdog_rearms_once_per_period_and_fails_a_silent_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runtime.client.client as client_module
+
+    now = [100.0]
+    monkeypatch.setattr(client_module, "_monotonic", lambda: now[0])
+
+    class Content:
+        total_bytes = 0
+        failed: BaseException | None = None
+
+        def set_exception(self, err: BaseException) -> None:
+            self.failed = err
+
+    content = Content()
+    watchdog = client_module._SilenceWatchdog(content, 10.0)  # type: ignore[arg-type]
+    try:
+        # Chunks read at 101..109: the timer firing at 110 finds the last read at 109 and
+        # sleeps for what is left of its period.
+        for t in range(101, 110):
+            now[0] = float(t)
+            content.total_bytes += 5
+            watchdog.read_bytes += 5
+            watchdog.last_read = now[0]
+        now[0] = 110.0
+        watchdog._check()
+        assert content.failed is None and watchdog._handle is not None
+        watchdog.cancel()
+        # Bytes the reader has not taken yet are activity too.
+        content.total_bytes += 7
+        now[0] = 125.0
+        watchdog._check()
+        assert content.failed is None and watchdog.last_read == 125.0
+        watchdog.cancel()
+        # Silence for a whole period after the last read: the pending read fails.
+        watchdog.read_bytes = content.total_bytes
+        now[0] = 135.0
+        watchdog._check()
+        assert isinstance(content.failed, TimeoutError) and watchdog._handle is None
+    finally:
+        watchdog.cancel()
