@@ -260,6 +260,36 @@ class Phases:
         report = await child.call({"cmd": "wait", "timeout": 300}, "phase", 330)
         return self._summary(report, run, count, server0, start=run.t_first)
 
+    async def at_rate_together(self, children: list[Child], rate: float, seconds: float) -> list[JSON]:
+        """:meth:`at_rate` with every child armed for the same patches: one load, seen by all."""
+        count = int(rate * seconds)
+        phase = self.next_phase
+        self.next_phase += 1
+        for child in children:
+            await child.call({"cmd": "arm", "phase": phase, "count": count}, "armed", 30)
+        server0 = process_cpu_seconds(self.server_pid)
+        run = await patch_at_rate(self.client, self.namespace, self.n, phase, count, rate)
+        reports = [await child.call({"cmd": "wait", "timeout": 300}, "phase", 330) for child in children]
+        return [self._summary(report, run, count, server0, start=run.t_first) for report in reports]
+
+    async def drain_together(self, children: list[Child], count: int, concurrency: int) -> list[JSON]:
+        """:meth:`drain` with every child stopped while the same backlog is written."""
+        phase = self.next_phase
+        self.next_phase += 1
+        for child in children:
+            await child.call({"cmd": "arm", "phase": phase, "count": count}, "armed", 30)
+        for child in children:
+            os.kill(child.pid, signal.SIGSTOP)
+        try:
+            run = await patch_flood(self.client, self.namespace, self.n, phase, count, concurrency)
+            server0 = process_cpu_seconds(self.server_pid)
+            t_cont = time.time()
+        finally:
+            for child in children:
+                os.kill(child.pid, signal.SIGCONT)
+        reports = [await child.call({"cmd": "wait", "timeout": 300}, "phase", 330) for child in children]
+        return [self._summary(report, run, count, server0, start=t_cont) for report in reports]
+
     async def drain(self, child: Child, count: int, concurrency: int) -> JSON:
         phase = await self._arm(child, count)
         os.kill(child.pid, signal.SIGSTOP)

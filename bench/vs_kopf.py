@@ -206,6 +206,48 @@ async def measure(
     }
 
 
+async def start_child(name: str, child: Child, client: Any, args: argparse.Namespace, namespace: str) -> JSON:
+    """Start one contender and wait for its initial sync; what :func:`measure` does first."""
+    await child.start()
+    ready = await child.recv("ready", 120)
+    if not name.startswith("kopf"):
+        await child.call({"cmd": "start", "timeout": 300}, "synced", 330)
+        initial = await child.recv("initial", 330)
+        sync_s = initial["reconciled_s"]
+    else:
+        initial = await child.call({"cmd": "start", "timeout": 300}, "initial", 330)
+        sync_s = initial["reconciled_s"]
+        if name == "kopf update":
+            sync_s = await wait_all_annotated(client, namespace, args.n, 300) - initial["started"]
+            await asyncio.sleep(2)  # allow-sleep: kopf's post-start patches are not observable otherwise
+    synced_usage = await child.call({"cmd": "usage"}, "usage", 30)
+    return {"name": name, "sync_s": sync_s, "rss_ready": ready["rss"], "loop": ready["loop"],
+            "peak_rss_synced": synced_usage["peak_rss"]}  # fmt: skip
+
+
+async def measure_together(
+    contenders: list[tuple[str, Child]], phases: Phases, client: Any, args: argparse.Namespace, namespace: str
+) -> list[JSON]:
+    """Every contender running at once, each seeing the same patches at the same moments: the
+    machine's load, whatever it is, is the same for all (``--together``)."""
+    children = [child for _, child in contenders]
+    try:
+        results = [await start_child(name, child, client, args, namespace) for name, child in contenders]
+        rates = await phases.at_rate_together(children, args.rate, args.rate_seconds)
+        rounds = [
+            await phases.drain_together(children, args.burst, args.concurrency) for _ in range(args.rounds)
+        ]
+        for i, (result, child) in enumerate(zip(results, children, strict=True)):
+            usage = await child.call({"cmd": "usage"}, "usage", 30)
+            bursts = [r[i] for r in rounds]
+            result.update(rate=rates[i], bursts=bursts, burst=median_round(bursts),
+                          peak_rss=usage["peak_rss"], rss_end=usage["rss"])  # fmt: skip
+    finally:
+        for child in children:
+            await child.stop()
+    return results
+
+
 async def driver(args: argparse.Namespace) -> None:
     from runtime.client import Client
 
@@ -234,7 +276,10 @@ async def driver(args: argparse.Namespace) -> None:
             env = {"KUBECONFIG": str(server.kubeconfig)}
             child = Child(f"kopf {mode}", argv, tmp / f"kopf-{mode}.log", env=env)
             contenders.append((f"kopf {mode}", child))
-        for name, child in contenders:
+        if args.together:
+            results = await measure_together(contenders, phases, client, args, namespace)
+            print(f"  all together: done ({uptime()})", flush=True)
+        for name, child in contenders if not args.together else []:
             result = await measure(name, child, phases, client, args, namespace)
             results.append(result)
             print(f"  {name}: done ({uptime()})", flush=True)
@@ -322,6 +367,9 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="DIR",
                         help="another checkout of this repository: its runtime runs as one more "
                         "contender")  # fmt: skip
+    parser.add_argument("--together", action="store_true",
+                        help="run every contender at once on the same patches (the same machine load "
+                        "for all) instead of one after the other")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
