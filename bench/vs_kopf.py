@@ -270,7 +270,8 @@ async def driver(args: argparse.Namespace) -> None:
             base = args.baseline  # made absolute in main()
             # Its own tree first on the path (and as the working directory, which `-m` puts first).
             child = Child(f"{args.impl}@base", ours, tmp / "base.log", env={"PYTHONPATH": base}, cwd=base)
-            contenders.append((f"{args.impl}@base", child))
+            # --base-first: the baseline before ours, to tell a contender's effect from its position.
+            contenders.insert(0 if args.base_first else 1, (f"{args.impl}@base", child))
         for mode in args.kopf_modes:
             argv = kopf_argv(server.kubeconfig, args.n, mode, args.loop)
             env = {"KUBECONFIG": str(server.kubeconfig)}
@@ -367,6 +368,7 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="DIR",
                         help="another checkout of this repository: its runtime runs as one more "
                         "contender")  # fmt: skip
+    parser.add_argument("--base-first", action="store_true", help="run the baseline before ours")
     parser.add_argument("--together", action="store_true",
                         help="run every contender at once on the same patches (the same machine load "
                         "for all) instead of one after the other")  # fmt: skip
