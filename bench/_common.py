@@ -261,6 +261,8 @@ class Tracker:
         self.profiler: Any = None
         # Garbage-collector pauses in this process: (generation, ms, seconds since armed).
         self.gc_pauses: list[tuple[int, float, float]] = []
+        self.gc_count = 0  # collections of any generation since armed, and their summed pauses
+        self.gc_total_s = 0.0
         self._gc_started = 0.0
         gc.callbacks.append(self._on_gc)
 
@@ -269,6 +271,8 @@ class Tracker:
             self._gc_started = time.perf_counter()
         elif self.t_armed:
             pause = time.perf_counter() - self._gc_started
+            self.gc_count += 1
+            self.gc_total_s += pause
             if info["generation"] == 2 or pause > 0.002:
                 self.gc_pauses.append((info["generation"], pause * 1000, time.time() - self.t_armed))
 
@@ -294,6 +298,8 @@ class Tracker:
         self.t_armed = time.time()
         self.slow = []
         self.gc_pauses = []
+        self.gc_count = 0
+        self.gc_total_s = 0.0
 
     def final_seq(self, index: int) -> int:
         return index + self.n * ((self.count - 1 - index) // self.n)
@@ -338,6 +344,7 @@ class Tracker:
         stats = pstats.Stats(self.profiler, stream=out)
         stats.sort_stats("tottime").print_stats(25)
         stats.sort_stats("cumulative").print_stats(40)
+        stats.sort_stats("ncalls").print_stats(60)
         with open(f"{self.profile_path}.phase{self.phase}.txt", "w") as f:
             f.write(out.getvalue())
         self.profiler = None
@@ -370,6 +377,8 @@ class Tracker:
             "slowest": [(round(lat * 1000, 1), round(at, 2)) for lat, at in sorted(self.slow)[-8:]],
             "gc_pauses": [(gen, round(ms, 1), round(at, 2)) for gen, ms, at in self.gc_pauses[-8:]],
             "gc_pause_ms": round(sum(ms for _, ms, _ in self.gc_pauses), 1),
+            "gc_count": self.gc_count,
+            "gc_total_ms": round(self.gc_total_s * 1000, 2),
             "t_armed": self.t_armed,
             "delivery_p50_ms": percentile(delivery, 50) * 1000,
             "delivery_p99_ms": percentile(delivery, 99) * 1000,
@@ -429,7 +438,10 @@ class Child:
     argv: list[str]
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
     proc: asyncio.subprocess.Process | None = None
+    # The pid the child's "ready" message names: not proc.pid when a profiler launched it.
+    reported_pid: int | None = None
 
     async def start(self) -> None:
         log = self.log_path.open("wb")
@@ -439,14 +451,16 @@ class Child:
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
             env={**os.environ, "PYTHONPATH": str(ROOT), **self.env},
+            cwd=self.cwd,
             limit=1 << 24,
         )
         log.close()
 
     @property
     def pid(self) -> int:
+        """The measured process: the one that said "ready" (it may run under a profiler)."""
         assert self.proc is not None
-        return self.proc.pid
+        return self.reported_pid or self.proc.pid
 
     async def send(self, message: JSON) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -466,9 +480,13 @@ class Child:
                 continue
             if not line:
                 raise ChildError(f"{self.name} exited before {event!r} (log: {self.log_path})")
+            if not line.startswith(b"{"):
+                continue  # a profiler's own lines (py-spy prints to the same stdout)
             message: JSON = json.loads(line)
             if message.get("event") == "error":
                 raise ChildError(f"{self.name}: {message.get('message')} (log: {self.log_path})")
+            if message.get("event") == "ready" and isinstance(message.get("pid"), int):
+                self.reported_pid = message["pid"]
             if message.get("event") == event:
                 return message
 

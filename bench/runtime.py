@@ -260,6 +260,36 @@ class Phases:
         report = await child.call({"cmd": "wait", "timeout": 300}, "phase", 330)
         return self._summary(report, run, count, server0, start=run.t_first)
 
+    async def at_rate_together(self, children: list[Child], rate: float, seconds: float) -> list[JSON]:
+        """:meth:`at_rate` with every child armed for the same patches: one load, seen by all."""
+        count = int(rate * seconds)
+        phase = self.next_phase
+        self.next_phase += 1
+        for child in children:
+            await child.call({"cmd": "arm", "phase": phase, "count": count}, "armed", 30)
+        server0 = process_cpu_seconds(self.server_pid)
+        run = await patch_at_rate(self.client, self.namespace, self.n, phase, count, rate)
+        reports = [await child.call({"cmd": "wait", "timeout": 300}, "phase", 330) for child in children]
+        return [self._summary(report, run, count, server0, start=run.t_first) for report in reports]
+
+    async def drain_together(self, children: list[Child], count: int, concurrency: int) -> list[JSON]:
+        """:meth:`drain` with every child stopped while the same backlog is written."""
+        phase = self.next_phase
+        self.next_phase += 1
+        for child in children:
+            await child.call({"cmd": "arm", "phase": phase, "count": count}, "armed", 30)
+        for child in children:
+            os.kill(child.pid, signal.SIGSTOP)
+        try:
+            run = await patch_flood(self.client, self.namespace, self.n, phase, count, concurrency)
+            server0 = process_cpu_seconds(self.server_pid)
+            t_cont = time.time()
+        finally:
+            for child in children:
+                os.kill(child.pid, signal.SIGCONT)
+        reports = [await child.call({"cmd": "wait", "timeout": 300}, "phase", 330) for child in children]
+        return [self._summary(report, run, count, server0, start=t_cont) for report in reports]
+
     async def drain(self, child: Child, count: int, concurrency: int) -> JSON:
         phase = await self._arm(child, count)
         os.kill(child.pid, signal.SIGSTOP)
@@ -312,6 +342,10 @@ async def run_one(args: argparse.Namespace, n: int) -> JSON:
         print(f"[N={n}] created {n} objects in {create_s:.1f}s ({n / create_s:.0f}/s); "
               f"one object: {lean} B JSON ({full} B with managedFields)", flush=True)  # fmt: skip
         argv = controller_argv(server.kubeconfig, n, args.impl, not args.no_delivery, args.profile, args.loop)
+        if args.spy:
+            # py-spy launches the child (attaching to a running process needs privileges it may lack).
+            argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--native", "--rate",
+                    str(args.spy_rate), "--format", "raw", "--output", args.spy, "--", *argv]  # fmt: skip
         child = Child("controller", argv, tmp / "controller.log")
         await child.start()
         try:
@@ -472,6 +506,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="cProfile each phase of the controller into PREFIX.phaseN.txt")  # fmt: skip
+    parser.add_argument("--spy", metavar="FILE",
+                        help="sample the controller with py-spy (a dev tool: pip install py-spy), "
+                        "native frames included, into FILE (raw collapsed stacks); see "
+                        "bench.spy_breakdown")  # fmt: skip
+    parser.add_argument("--spy-rate", type=int, default=1000, help="py-spy samples per second")
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "controller":

@@ -78,6 +78,7 @@ import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from logging import DEBUG
 from typing import Any, Final
 
 from runtime import metrics as _metrics
@@ -103,6 +104,8 @@ DEFAULT_CACHE_SYNC_TIMEOUT: Final = 120.0
 """Seconds a controller waits for its sources to sync before failing (controller-runtime's 2 min)."""
 
 _log = get_logger("runtime.controller")
+# Checked before each per-reconcile debug line, so a disabled level costs one call.
+_debug_enabled = _log.stdlib.isEnabledFor
 
 # Live controllers by name: two of them would report into the same metric series.
 _names: weakref.WeakValueDictionary[str, Controller] = weakref.WeakValueDictionary()
@@ -202,6 +205,13 @@ _getrandbits = random.Random().getrandbits
 # uuid.UUID(version=4)'s bit fixing: variant 10xx in bits 62-63, version 4 in bits 76-79.
 _UUID4_CLEAR: Final = ~((0xC000 << 48) | (0xF000 << 64))
 _UUID4_SET: Final = (0x8000 << 48) | (4 << 76)
+
+
+def _not_a_result(reconciler: Reconciler, result: object) -> TypeError:
+    return TypeError(
+        f"{reconciler!r} returned {result!r}; a reconcile must return a "
+        "runtime.reconcile.Result (Result() when done)"
+    )
 
 
 def _is_terminal(err: BaseException) -> bool:
@@ -399,6 +409,10 @@ class Controller:
 
     async def _work(self, queue: WorkQueue[Request]) -> None:
         active = self._metrics.active_workers
+        # The log keys every reconcile of this worker starts from: the keys a caller of start() set
+        # (the manager's, say) and the controller's. Read once: a worker's context only changes
+        # inside a reconcile, and each reconcile restores it.
+        base = {**current_context(), **self._log_values}
         while True:
             try:
                 request = await queue.get()
@@ -406,7 +420,7 @@ class Controller:
                 return
             active.inc()
             try:
-                await self._reconcile_handler(queue, request)
+                await self._reconcile_handler(queue, request, base)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # a bug here must not cost the worker
@@ -415,13 +429,14 @@ class Controller:
                 active.dec()
                 queue.done(request)
 
-    async def _reconcile_handler(self, queue: WorkQueue[Request], request: Request) -> None:
+    async def _reconcile_handler(
+        self, queue: WorkQueue[Request], request: Request, base: Mapping[str, Any]
+    ) -> None:
         started = time.perf_counter()
         obj = f"{request.namespace}/{request.name}" if request.namespace else request.name
         token = set_context(
             {
-                **current_context(),  # keys a caller of start() set (the manager's, say) stay
-                **self._log_values,
+                **base,
                 KEY_OBJECT: obj,
                 KEY_NAMESPACE: request.namespace,
                 KEY_NAME: request.name,
@@ -431,7 +446,13 @@ class Controller:
         m = self._metrics
         try:
             try:
-                result = await self._call_reconciler(request)
+                if self.options.reconcile_timeout is None:
+                    # The common case without the extra coroutine of _call_reconciler.
+                    result = await self.reconciler.reconcile(request)
+                    if not isinstance(result, Result):
+                        raise _not_a_result(self.reconciler, result)
+                else:
+                    result = await self._call_reconciler(request)
             except asyncio.CancelledError:
                 raise
             except Exception as err:
@@ -448,15 +469,18 @@ class Controller:
                 queue.forget(request)
                 queue.add_after(request, result.requeue_after)
                 m.reconcile_total[_metrics.RESULT_REQUEUE_AFTER].inc()
-                _log.debug("Reconcile done, requeueing after", requeueAfter=result.requeue_after)
+                if _debug_enabled(DEBUG):
+                    _log.debug("Reconcile done, requeueing after", requeueAfter=result.requeue_after)
             elif result.requeue:
                 queue.add_rate_limited(request)
                 m.reconcile_total[_metrics.RESULT_REQUEUE].inc()
-                _log.debug("Reconcile done, requeueing")
+                if _debug_enabled(DEBUG):
+                    _log.debug("Reconcile done, requeueing")
             else:
                 queue.forget(request)
                 m.reconcile_total[_metrics.RESULT_SUCCESS].inc()
-                _log.debug("Reconcile successful")
+                if _debug_enabled(DEBUG):
+                    _log.debug("Reconcile successful")
         finally:
             reset_context(token)
             m.observe_reconcile_time(time.perf_counter() - started)
@@ -478,10 +502,7 @@ class Controller:
                     ) from None
                 raise
         if not isinstance(result, Result):
-            raise TypeError(
-                f"{self.reconciler!r} returned {result!r}; a reconcile must return a "
-                "runtime.reconcile.Result (Result() when done)"
-            )
+            raise _not_a_result(self.reconciler, result)
         return result
 
     def __repr__(self) -> str:

@@ -170,10 +170,12 @@ class Logger:
         self._emit(level, msg, exc_info, keys)
 
     def debug(self, msg: str, /, **keys: Any) -> None:
-        self._emit(logging.DEBUG, msg, None, keys)
+        if self._logger.isEnabledFor(logging.DEBUG):  # a disabled line costs one check, no more
+            self._emit(logging.DEBUG, msg, None, keys)
 
     def info(self, msg: str, /, **keys: Any) -> None:
-        self._emit(logging.INFO, msg, None, keys)
+        if self._logger.isEnabledFor(logging.INFO):  # a disabled line costs one check, no more
+            self._emit(logging.INFO, msg, None, keys)
 
     def warning(self, msg: str, /, *, exc_info: Any = None, **keys: Any) -> None:
         self._emit(logging.WARNING, msg, exc_info, keys)

@@ -85,6 +85,9 @@ figures). Text also makes every read a private copy cheaply: decoding is faster 
 a dict, and the garbage collector has no cached containers to walk. A watch
 ``MODIFIED`` costs one encode (to store it); the old state is decoded only for handlers that
 read it (see Handlers), the indexes and the recreate check working from what was filed per key.
+The first :meth:`Informer.get_by_key` of a key right after its event (a controller's read of
+what it was just told about) gets the event's decoded object instead of a second decode, but only
+when nothing else refers to it any more, handlers included: it is then as much the reader's own.
 So :meth:`Informer.get_by_key`, :meth:`Informer.list`, :meth:`Informer.by_index`,
 :meth:`Cache.get` and :meth:`Cache.list` all return objects the caller owns and may change.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,9 @@ log = logging.getLogger("runtime.cache")
 
 _encode = jsoncodec.dumps
 _decode = jsoncodec.loads
+
+# Handing a kept object to a reader rests on CPython's reference counts (see Informer._take_fresh).
+_FRESH_HANDOFF = sys.implementation.name == "cpython"
 
 
 class Informer:
@@ -90,6 +94,10 @@ class Informer:
         }
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         self._handlers: tuple[HandlerRegistration, ...] = ()
+        # The decoded object of the last store change (key, dict), for the first read of that key
+        # to take instead of decoding the text again; see _take_fresh.
+        self._fresh_key: str | None = None
+        self._fresh: JSON | None = None
         self._synced = asyncio.Event()
         self._stopped = asyncio.Event()
         self._started = False
@@ -228,8 +236,35 @@ class Informer:
 
     def get_by_key(self, key: str) -> JSON | None:
         """The cached object of ``key`` (see :func:`object_key`), as a copy the caller owns."""
+        if key == self._fresh_key:
+            fresh = self._take_fresh()
+            if fresh is not None:
+                return fresh
         text = self._items.get(key)
         return None if text is None else _decode(text)
+
+    def _keep_fresh(self, key: str, obj: JSON) -> None:
+        """Keep ``obj``, just stored under ``key`` (and about to go to the handlers), for the next
+        read. Set before the handlers run: a handler reading ``key`` must not get an older one."""
+        self._fresh_key = key
+        self._fresh = obj
+
+    def _take_fresh(self) -> JSON | None:
+        """The kept object if nothing but this informer refers to it any more, else None.
+
+        A controller reads the object of an event moments after the event's handlers saw it;
+        handing it the dict those handlers were given saves decoding the same text again. That
+        dict is the stored text decoded (the store holds its encoding), handlers must treat it as
+        read-only, and it is handed out only when no handler (nor anything else) kept a reference:
+        then the reader owns it, exactly as it owns a fresh decode. Once taken or refused, it is
+        forgotten; the next read decodes.
+        """
+        obj = self._fresh
+        self._fresh_key = self._fresh = None
+        # References now: `obj` and getrefcount's argument. Any more is someone else's.
+        if obj is not None and _FRESH_HANDOFF and sys.getrefcount(obj) == 2:
+            return obj
+        return None
 
     def list(self) -> builtins.list[JSON]:
         """Every cached object, sorted by key; copies the caller owns."""
@@ -280,6 +315,7 @@ class Informer:
             items[key] = text
             self._versions[key] = versions
             self._index(key, obj, added=True)
+            self._keep_fresh(key, obj)
             self._notify("on_add", obj, initial)
             return
         if old_text == text:
@@ -295,9 +331,12 @@ class Informer:
         items[key] = text
         self._versions[key] = versions
         self._index(key, obj)
+        self._keep_fresh(key, obj)
         self._notify_update(old_text, obj)
 
     def _remove(self, key: str, last: JSON) -> None:
+        if key == self._fresh_key:
+            self._fresh_key = self._fresh = None
         text = self._items.pop(key, None)
         if text is None:
             return

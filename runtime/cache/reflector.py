@@ -218,6 +218,9 @@ class Reflector:
             async for event in stream:
                 events += 1
                 self._handle(event)
+                # Not held while waiting for the next one: the informer hands the object of the
+                # last event to the first reader only when nothing else refers to it.
+                del event
         except Gone as err:
             raise _Expired() from err
         finally:

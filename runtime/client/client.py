@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -480,8 +481,21 @@ class Client(Transport):
                 raise await _error_from_response(response)
             pending = b""
             loads = jsoncodec.loads
+            content = response.content
+            readany = content.readany  # what iter_any() awaits, without its wrapper
+            watchdog = None
+            if inactivity_timeout is not None and response.connection is not None:
+                # aiohttp's read timeout cancels and creates a timer for every chunk, that is per
+                # event at a steady rate; from the headers on, one timer of ours does that job.
+                watchdog = _SilenceWatchdog(content, inactivity_timeout)
+                protocol = response.connection.protocol
+                if protocol is not None:
+                    protocol.read_timeout = None
             try:
-                async for chunk in response.content.iter_any():
+                while chunk := await readany():
+                    if watchdog is not None:
+                        watchdog.last_read = _monotonic()
+                        watchdog.read_bytes += len(chunk)
                     # Split ourselves: aiohttp's readline refuses lines above its buffer size. A
                     # chunk can hold hundreds of events after a stall: walk it with an offset and
                     # copy only each line, never the rest of the chunk once per line.
@@ -494,9 +508,13 @@ class Client(Transport):
                             yield loads(line)
                     pending = data[start:]
             except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+                response.close()  # the stream is cut mid-body: the connection cannot be reused
                 raise TimeoutError(
                     f"watch {info.path(namespace)}: no data for {inactivity_timeout}s"
                 ) from err
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
             if pending.strip():
                 yield loads(pending)
         finally:
@@ -515,3 +533,43 @@ class Client(Transport):
         if dry_run:
             query["dryRun"] = "All"
         return query
+
+
+_monotonic = time.monotonic
+
+
+class _SilenceWatchdog:
+    """Ends a watch stream through which no byte has come for ``seconds``, with one timer.
+
+    The reader adds each chunk it takes to :attr:`read_bytes` and stamps :attr:`last_read`. The
+    timer, when it fires, sleeps again for what is left of the period after that stamp, so it is
+    re-armed at most once per ``seconds`` however many chunks arrive. Bytes the stream holds that
+    the reader has not taken yet count as activity (a busy reader is not a silent server). On
+    silence it fails the stream's pending read with :class:`TimeoutError`.
+    """
+
+    __slots__ = ("_content", "_handle", "_loop", "_seconds", "last_read", "read_bytes")
+
+    def __init__(self, content: aiohttp.StreamReader, seconds: float) -> None:
+        self._content = content
+        self._seconds = seconds
+        self._loop = asyncio.get_running_loop()
+        self.read_bytes = content.total_bytes
+        self.last_read = _monotonic()
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(seconds, self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        now = _monotonic()
+        if self._content.total_bytes > self.read_bytes:
+            self.last_read = now  # unread bytes are waiting: the server is not silent
+        left = self.last_read + self._seconds - now
+        if left > 0:
+            self._handle = self._loop.call_later(left, self._check)
+            return
+        self._content.set_exception(TimeoutError(f"no data for {self._seconds}s"))
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

@@ -360,3 +360,114 @@ async def test_a_relist_decodes_only_what_changed(
     # The changed object's new and old states (this handler reads the old); the four unchanged
     # ones are never decoded.
     assert [real_decode(t)["metadata"]["name"] for t in decoded] == ["o4", "o4"]
+
+
+async def test_a_read_right_after_an_event_takes_its_object_only_when_nobody_kept_it(
+    offline_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime.cache.informer as cache_module
+
+    decoded: list[bytes] = []
+    real_decode = cache_module._decode
+    monkeypatch.setattr(cache_module, "_decode", lambda text: decoded.append(text) or real_decode(text))
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    informer.replace([], "1")
+    informer.apply("ADDED", obj("a", "2", x="1"))
+    first = informer.get_by_key("ns/a")
+    assert decoded == []  # the event's own object, which nothing else refers to
+    assert first is not None and first["data"] == {"x": "1"} and "managedFields" not in first["metadata"]
+    first["data"]["x"] = "changed by the reader"  # it owns it: the store is not affected
+    again = informer.get_by_key("ns/a")
+    assert len(decoded) == 1 and again is not None and again["data"] == {"x": "1"}
+
+    class Keeper:
+        """A handler that holds on to what it was given (read-only, as handlers must)."""
+
+        def __init__(self) -> None:
+            self.kept: list[JSON] = []
+
+        def on_add(self, o: JSON, initial: bool) -> None:
+            self.kept.append(o)
+
+        def on_update(self, old: JSON, new: JSON) -> None:
+            self.kept.append(new)
+
+        def on_delete(self, o: JSON) -> None:
+            pass
+
+    keeper = Keeper()
+    informer.add_event_handler(keeper)
+    informer.apply("MODIFIED", obj("a", "3", x="2"))
+    decoded.clear()
+    read = informer.get_by_key("ns/a")
+    assert len(decoded) == 1  # a handler kept the event's object: the reader gets its own copy
+    assert read == keeper.kept[-1] and read is not keeper.kept[-1]
+
+
+async def test_a_handler_reading_the_cache_during_an_event_sees_that_event(offline_client: Client) -> None:
+    informer = Informer(offline_client, "v1", "ConfigMap")
+    informer.replace([], "1")
+    informer.apply("ADDED", obj("a", "2", x="1"))  # kept for a reader that never comes
+    seen: list[str] = []
+
+    class Reader:
+        def on_add(self, o: JSON, initial: bool) -> None:
+            pass
+
+        def on_update(self, old: JSON, new: JSON) -> None:
+            current = informer.get_by_key(object_key(new))
+            assert current is not None and current is not new
+            seen.append(current["metadata"]["resourceVersion"])
+
+        def on_delete(self, o: JSON) -> None:
+            seen.append("gone" if informer.get_by_key(object_key(o)) is None else "still there")
+
+    informer.add_event_handler(Reader())
+    informer.apply("MODIFIED", obj("a", "3", x="2"))
+    informer.apply("DELETED", obj("a", "4", x="2"))
+    assert seen == ["3", "gone"]
+    assert informer.get_by_key("ns/a") is None
+
+
+async def test_the_watch_silence_watchdog_rearms_once_per_period_and_fails_a_silent_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runtime.client.client as client_module
+
+    now = [100.0]
+    monkeypatch.setattr(client_module, "_monotonic", lambda: now[0])
+
+    class Content:
+        total_bytes = 0
+        failed: BaseException | None = None
+
+        def set_exception(self, err: BaseException) -> None:
+            self.failed = err
+
+    content = Content()
+    watchdog = client_module._SilenceWatchdog(content, 10.0)  # type: ignore[arg-type]
+    try:
+        # Chunks read at 101..109: the timer firing at 110 finds the last read at 109 and
+        # sleeps for what is left of its period.
+        for t in range(101, 110):
+            now[0] = float(t)
+            content.total_bytes += 5
+            watchdog.read_bytes += 5
+            watchdog.last_read = now[0]
+        now[0] = 110.0
+        watchdog._check()
+        assert content.failed is None and watchdog._handle is not None
+        watchdog.cancel()
+        # Bytes the reader has not taken yet are activity too.
+        content.total_bytes += 7
+        now[0] = 125.0
+        watchdog._check()
+        assert content.failed is None and watchdog.last_read == 125.0
+        watchdog.cancel()
+        # Silence for a whole period after the last read: the pending read fails.
+        watchdog.read_bytes = content.total_bytes
+        now[0] = 135.0
+        watchdog._check()
+        assert isinstance(content.failed, TimeoutError) and watchdog._handle is None
+    finally:
+        watchdog.cancel()
