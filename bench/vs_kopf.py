@@ -171,21 +171,8 @@ def kopf_argv(kubeconfig: Any, n: int, mode: str, loop: str) -> list[str]:
 async def measure(
     name: str, child: Child, phases: Phases, client: Any, args: argparse.Namespace, namespace: str
 ) -> JSON:
-    await child.start()
     try:
-        ready = await child.recv("ready", 120)
-        if not name.startswith("kopf"):  # ours, or the baseline's
-            await child.call({"cmd": "start", "timeout": 300}, "synced", 330)
-            initial = await child.recv("initial", 330)
-            sync_s = initial["reconciled_s"]
-        else:
-            initial = await child.call({"cmd": "start", "timeout": 300}, "initial", 330)
-            sync_s = initial["reconciled_s"]
-            if name == "kopf update":
-                sync_s = await wait_all_annotated(client, namespace, args.n, 300) - initial["started"]
-                # Let kopf's own patches settle before the measured phases.
-                await asyncio.sleep(2)  # allow-sleep: kopf's post-start patches are not observable otherwise
-        synced_usage = await child.call({"cmd": "usage"}, "usage", 30)
+        started = await start_child(name, child, client, args, namespace)
         rate = await phases.at_rate(child, args.rate, args.rate_seconds)
         bursts = [await phases.drain(child, args.burst, args.concurrency) for _ in range(args.rounds)]
         burst = median_round(bursts)
@@ -193,15 +180,11 @@ async def measure(
     finally:
         await child.stop()
     return {
-        "name": name,
-        "sync_s": sync_s,
+        **started,
         "rate": rate,
         "burst": burst,
         "bursts": bursts,
         "peak_rss": usage["peak_rss"],
-        "rss_ready": ready["rss"],
-        "peak_rss_synced": synced_usage["peak_rss"],
-        "loop": ready["loop"],
         "rss_end": usage["rss"],
     }
 
