@@ -360,9 +360,11 @@ class Injector:
             await self.merge_patch({"spec": {"rolloutAfter": stamp}})
             self.record(kind, f"{stamp} ({intent.value:g}s ahead)")
         elif kind == "toggle-max-surge":
-            self.max_surge = 1 - self.max_surge
-            await self.merge_patch({"spec": {"strategy": {"rollingUpdate": {"maxSurge": self.max_surge}}}})
-            self.record(kind, f"maxSurge {self.max_surge}")
+            # The webhook refuses maxSurge 0 below 3 replicas: the state flips only once stored.
+            surge = 1 - self.max_surge
+            await self.merge_patch({"spec": {"strategy": {"rollingUpdate": {"maxSurge": surge}}}})
+            self.max_surge = surge
+            self.record(kind, f"maxSurge {surge}")
         elif kind == "readopt":
             await self.readopt(intent)
         elif kind == "delete-machine":
