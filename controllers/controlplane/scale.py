@@ -54,7 +54,8 @@ def next_step(
     One Machine at a time, never more than replicas + 1 Machines (deleting ones included):
 
     1. fewer non-deleting Machines than ``replicas``: :func:`scale_up_step`;
-    2. a Machine is being deleted: :func:`wait_for_deletion_step` (one replacement at a time);
+    2. a Machine is being deleted: :func:`wait_for_deletion_step` (one replacement at a time),
+       unless an outdated replacement that never voted holds it (:func:`stalled_replacement_step`);
     3. more than ``replicas``: :func:`scale_down_step` (after a maxSurge-1 replacement this is
        the outdated one);
     4. exactly ``replicas``: :func:`~controllers.controlplane.rollout.rollout_step` replaces an
@@ -75,7 +76,7 @@ def next_step(
     if len(active) < replicas:
         return scale_up_step(replicas, domains, active, deleting)
     if deleting:
-        return wait_for_deletion_step(deleting)
+        return stalled_replacement_step(active, deleting) or wait_for_deletion_step(deleting)
     if len(active) > replicas:
         return held_by_configuration_step(misconfigured) or scale_down_step(replicas, active)
     step = rollout_step(
@@ -139,6 +140,37 @@ def scale_up_step(
         f"Scaling up from {len(active)} to {replicas} replica(s)"
         + in_domain(domain, ": new Machine in failure domain "),
         domain=domain,
+    )
+
+
+def stalled_replacement_step(active: Sequence[MachineInfo], deleting: Sequence[MachineInfo]) -> Step | None:
+    """Delete an outdated Machine that never became a voter while a held deletion waits for it,
+    or None.
+
+    Under maxSurge 0 the old Machine is deleted first, and the etcd-quorum hook holds it while
+    its member is a healthy voter, until a replacement votes. If that replacement never gets
+    there (a faulty template: no member, or one never promoted) and the user puts the previous
+    template back, the replacement is outdated and the held deletion would wait for it for ever
+    (KCP and CPMS replace the failing replacement first, as the maxSurge-1 path does through the
+    scale-in order). Removing a Machine whose member does not vote leaves the voters as they
+    are, so it is safe beside the membership change in flight; its preflight does not hold its
+    own state against it, and the scale-up rule then creates an up-to-date replacement. An
+    up-to-date replacement that fails is left to remediation: the same template would fail the
+    same way. The newest such Machine goes first.
+    """
+    if not all(m.etcd_voter and m.etcd_healthy for m in deleting):
+        return None
+    stalled = [m for m in active if m.outdated and not m.etcd_voter and not m.ready]
+    if not stalled:
+        return None
+    victim = max(stalled, key=lambda m: (m.created, m.name))
+    held = ", ".join(m.name for m in deleting)
+    return Step(
+        "delete",
+        "ReplacingStalledReplacement",
+        f"Deleting outdated Machine {victim.name}: it never became an etcd voter, and the deletion of "
+        f"{held} waits for a replacement that votes",
+        machine=victim.name,
     )
 
 

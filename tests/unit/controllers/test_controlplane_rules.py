@@ -755,6 +755,35 @@ def test_a_rollback_replaces_the_failing_replacement_first() -> None:
     assert [(f.check, "r" in f.message) for f in failures] == [(CHECK_MACHINES_READY, True)]
 
 
+def test_under_max_surge_zero_a_rollback_removes_the_replacement_that_never_voted() -> None:
+    """maxSurge 0 deleted old Machine ma first; the etcd-quorum hook holds it (its member a
+    healthy voter) until a replacement votes. The replacement r never came up (no member) and the
+    user rolled the template back: r is outdated, and waiting for ma's deletion would wait for
+    ever. r goes first, behind a preflight that does not hold r's own state against it; the
+    voters do not change, and the up-to-date replacement follows."""
+    old = m("ma", failure_domain="a", deleting=True)
+    r = m("r", failure_domain="a", phase="Provisioning", node_ready=False, etcd_voter=False,
+          etcd_healthy=False, outdated=True)  # fmt: skip
+    machines = [old, m("mb", failure_domain="b"), m("mc", failure_domain="c"), r]
+    taken = step(machines, max_surge=0)
+    assert (taken.action, taken.machine) == ("delete", "r"), taken
+    assert "r" in taken.message and "ma" in taken.message
+    assert not preflight(machines, EtcdFacts(member_names=("ma", "mb", "mc")),
+                         hosting_etcd=["ma", "mb", "mc", "r"], desired=3, step=taken)  # fmt: skip
+    # once r is deleting, the next step waits for the two deletions, then replaces ma in its domain
+    gone = [old, machines[1], machines[2], dataclasses.replace(r, deleting=True)]
+    assert step(gone, max_surge=0).action == "wait"
+    replaced = step([old, machines[1], machines[2]], max_surge=0)
+    assert (replaced.action, replaced.domain) == ("create", "a")
+    # an up-to-date replacement that fails is the health check's to remediate, not this rule's:
+    # the same template would fail the same way
+    current = [old, machines[1], machines[2], dataclasses.replace(r, outdated=False)]
+    assert step(current, max_surge=0).action == "wait"
+    # a replacement whose member votes is no stalled replacement: the held deletion proceeds
+    voting = [old, machines[1], machines[2], m("r", failure_domain="a", outdated=True)]
+    assert step(voting, max_surge=0).action == "wait"
+
+
 # ---------------------------------------------------------------------------------------------- status
 
 
