@@ -543,6 +543,16 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             await monitor.__aexit__(None, None, None)
 
 
+FAILING_TEMPLATE = {
+    "template": {
+        "metadata": {
+            "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
+            "annotations": {FAULT_ANNOTATION: "fail-provision"},
+        },
+        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+    }
+}
+"""A template whose Machines never provision (the provider's ``fail-provision`` fault)."""
 FAULTY_TEMPLATE = {
     "template": {
         "metadata": {
@@ -562,7 +572,8 @@ async def test_rebalance_under_max_surge_zero_converges_and_a_failing_replacemen
     domain, recreate in the empty one, never more than replicas Machines not being deleted, then
     nothing moves. Case 3, same world: a template whose replacement never gets a Ready Node holds
     the rollout; rolling the template back deletes that replacement, whose own Node readiness
-    does not count against its delete."""
+    does not count against its delete. Then under maxSurge 0, a replacement that never provisions
+    while the old Machine's deletion is held for a voting one: rolled back, it goes too."""
     name = f"cp{secrets.token_hex(3)}"
     zero = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
@@ -624,6 +635,37 @@ async def test_rebalance_under_max_surge_zero_converges_and_a_failing_replacemen
                 return names == converged
 
             await eventually(failing_replacement_gone, timeout=60, message=f"the rollback deletes {failing}")
+            await settled(kube, name, namespace, 3, within=60)
+            assert monitor.peak("voters", since=since) <= 4
+            assert monitor.low("voters", since=since) >= 3
+
+            # maxSurge 0: an old Machine goes first, held by the etcd-quorum hook until a
+            # replacement votes; its replacement never provisions. Rolled back, that replacement is
+            # outdated and goes, so the held deletion is not waited on for ever.
+            await set_spec(kube, name, namespace, {"strategy": zero, **FAILING_TEMPLATE})
+
+            async def held_on_a_failed_replacement() -> str | None:
+                machines = await machines_of(kube, namespace)
+                deleting = [m for m in machines if m["metadata"].get("deletionTimestamp")]
+                failed = [m for m in machines if (m.get("status") or {}).get("phase") == "Failed"]
+                return failed[0]["metadata"]["name"] if deleting and len(failed) == 1 else None
+
+            stalled = await eventually(
+                held_on_a_failed_replacement, timeout=60, message="a deletion held on a failed replacement"
+            )
+            await set_spec(kube, name, namespace, {"template": {"metadata": {"annotations": None}}})
+
+            async def replaced_by_a_working_one() -> bool:
+                names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+                return len(names) == 3 and stalled not in names and len(set(names) - set(converged)) == 1
+
+            try:
+                await eventually(
+                    replaced_by_a_working_one, timeout=90, message=f"the rollback replaces {stalled}"
+                )
+            except AssertionError as err:
+                progressing = cp_condition(await get_cp(kube, name, namespace), "Progressing")
+                raise AssertionError(f"{err}; {progressing}") from None
             await settled(kube, name, namespace, 3, within=60)
             assert monitor.peak("voters", since=since) <= 4
             assert monitor.low("voters", since=since) >= 3
