@@ -124,20 +124,20 @@ def rolling_update() -> Snapshot:
             "lastRemediation": {"machine": "demo-x", "timestamp": T0, "retryCount": 1},
         },
     )
-    healthy = condition("EtcdMemberHealthy", "True", "MemberHealthy", "voter, healthy")
+    healthy = condition("EtcdMemberHealthy", "True", "Voter", "etcd voter demo-a (a1) is healthy")
     machines = [
         machine(
             "demo-a",
             node="n-a",
             hooks=[HOOK],
-            conditions=[healthy, condition("UpToDate", "False", "TemplateDiffers", "template differs")],
+            conditions=[healthy, condition("UpToDate", "False", "TemplateChanged", "template differs")],
         ),
         machine(
             "demo-b",
             domain="zone-b",
             node="n-b",
             hooks=[HOOK],
-            conditions=[condition("EtcdMemberHealthy", "True", "MemberHealthy", "leader, healthy")],
+            conditions=[condition("EtcdMemberHealthy", "True", "Leader", "etcd voter demo-b (b2) leads")],
         ),
         machine("demo-c", domain="zone-c", node="n-c", hooks=[HOOK], conditions=[healthy]),
         machine(
@@ -145,7 +145,7 @@ def rolling_update() -> Snapshot:
             phase="Provisioned",
             node="n-d",
             hooks=[HOOK],
-            conditions=[condition("EtcdMemberHealthy", "False", "LearnerCatchingUp", "learner not in sync")],
+            conditions=[condition("EtcdMemberHealthy", "False", "LearnerUnhealthy", "learner not in sync")],
         ),
     ]
     nodes = {n: node(n, "True") for n in ("n-a", "n-b", "n-c")} | {"n-d": node("n-d", "False")}
@@ -164,7 +164,7 @@ def test_a_rolling_update_in_progress_names_each_machine_the_plan_and_etcd() -> 
     assert list(by_name) == ["demo-a", "demo-b", "demo-c", "demo-d"]
     assert by_name["demo-a"]["upToDate"] == {
         "status": "False",
-        "reason": "TemplateDiffers",
+        "reason": "TemplateChanged",
         "message": "template differs",
     }
     assert by_name["demo-a"]["failureDomain"] == "zone-a" and by_name["demo-a"]["nodeReady"] == "True"
@@ -173,7 +173,7 @@ def test_a_rolling_update_in_progress_names_each_machine_the_plan_and_etcd() -> 
     assert by_name["demo-d"]["etcd"] == {
         "role": "learner",
         "healthy": False,
-        "reason": "LearnerCatchingUp",
+        "reason": "LearnerUnhealthy",
         "message": "learner not in sync",
     }
     assert by_name["demo-d"]["nodeReady"] == "False"
