@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from cli.__main__ import build_parser
@@ -259,6 +260,47 @@ def test_a_machine_deleting_held_by_the_hook_shows_the_hold_and_the_mark() -> No
     assert "holds: EtcdQuorumOperator" in text, text
     assert "marked: WaitingForRemediation" in text, text
     assert "no MachineHealthCheck" in text, text
+
+
+@pytest.mark.parametrize(
+    ("reason", "status", "role", "healthy"),
+    [
+        ("Leader", "True", "leader", True),
+        ("Voter", "True", "voter", True),
+        ("Learner", "True", "learner", True),
+        ("VoterUnhealthy", "False", "voter", False),
+        ("LearnerUnhealthy", "False", "learner", False),
+        ("MemberNotFound", "False", "none", False),
+        ("InspectionFailed", "Unknown", "unknown", None),
+        ("SomethingLater", "True", "unknown", True),
+    ],
+)
+def test_the_etcd_role_is_the_one_the_member_condition_reason_names(
+    reason: str, status: str, role: str, healthy: bool | None
+) -> None:
+    # The message says "leader" and "learner": only the reason counts.
+    member = condition("EtcdMemberHealthy", status, reason, "not the leader, not a learner")
+    document = explain_document(Snapshot(controlplane(), [machine("demo-a", conditions=[member])]))
+    etcd = document["machines"][0]["etcd"]
+    assert (etcd["role"], etcd["healthy"], etcd["reason"]) == (role, healthy, reason)
+
+
+def test_the_hook_condition_is_in_the_document_and_its_reason_on_the_screen() -> None:
+    holding = condition(
+        "EtcdQuorumHookHolding", "True", "HealthyVotersBelowDesired", "replacement not a voter"
+    )
+    snapshot = Snapshot(
+        controlplane(),
+        [machine("demo-a", hooks=[HOOK], deleting=True, conditions=[holding]), machine("demo-b")],
+    )
+    document = explain_document(snapshot)
+    assert document["machines"][0]["hooks"]["etcdQuorumHookHolding"] == {
+        "status": "True",
+        "reason": "HealthyVotersBelowDesired",
+        "message": "replacement not a voter",
+    }
+    assert document["machines"][1]["hooks"]["etcdQuorumHookHolding"] is None
+    assert "holds: EtcdQuorumOperator (HealthyVotersBelowDesired)" in screen(document)
 
 
 def test_without_status_etcd_or_machine_conditions_the_facts_are_unknown() -> None:
