@@ -66,6 +66,72 @@ CONDITION_HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
 CONDITION_OWNER_REMEDIATED = "OwnerRemediated"
 REASON_WAITING_FOR_REMEDIATION = "WaitingForRemediation"
 
+# Reasons the ControlPlane writes into OwnerRemediated once it has decided about a marked Machine
+# (cluster-api's names for a control plane's remediation): deferred (a rule makes it wait),
+# impossible without a human, or carried out (the Machine is being deleted).
+REASON_REMEDIATION_DEFERRED = "RemediationDeferred"
+REASON_CANNOT_BE_REMEDIATED = "CannotBeRemediated"
+REASON_MACHINE_DELETING = "MachineDeleting"
+OWNER_WAITING_REASONS = (
+    REASON_WAITING_FOR_REMEDIATION,
+    REASON_REMEDIATION_DEFERRED,
+    REASON_CANNOT_BE_REMEDIATED,
+)
+"""``OwnerRemediated`` reasons that say nothing was carried out yet: the mark may still be taken back."""
+
+# Machine conditions the operator writes on a ControlPlane's Machines (cluster-api's
+# KubeadmControlPlane writes the first two under the same names). Each has one writer, and every
+# writer merges its own types into the stored list (controllers.machineconditions).
+CONDITION_ETCD_MEMBER_HEALTHY = "EtcdMemberHealthy"
+"""The Machine's etcd member: found, voter or learner, healthy, leader (etcd-quorum-hook controller)."""
+REASON_ETCD_LEADER = "Leader"
+"""True: a healthy voter that leads the cluster."""
+REASON_ETCD_VOTER = "Voter"
+"""True: a healthy voter."""
+REASON_ETCD_LEARNER = "Learner"
+"""True: a started learner that answers health reads (not yet a voter)."""
+REASON_ETCD_VOTER_UNHEALTHY = "VoterUnhealthy"
+"""False: a voter that does not answer a health read."""
+REASON_ETCD_LEARNER_UNHEALTHY = "LearnerUnhealthy"
+"""False: a learner that has not started or does not answer a health read."""
+REASON_ETCD_MEMBER_NOT_FOUND = "MemberNotFound"
+"""False: no member of the etcd cluster belongs to the Machine."""
+REASON_ETCD_INSPECTION_FAILED = "InspectionFailed"
+"""Unknown: etcd could not be read."""
+ETCD_MEMBER_REASONS = (
+    REASON_ETCD_LEADER,
+    REASON_ETCD_VOTER,
+    REASON_ETCD_LEARNER,
+    REASON_ETCD_VOTER_UNHEALTHY,
+    REASON_ETCD_LEARNER_UNHEALTHY,
+    REASON_ETCD_MEMBER_NOT_FOUND,
+    REASON_ETCD_INSPECTION_FAILED,
+)
+
+CONDITION_UP_TO_DATE = "UpToDate"
+"""Whether the Machine matches its ControlPlane's spec, and why not (ControlPlane controller)."""
+REASON_UP_TO_DATE = "UpToDate"
+REASON_TEMPLATE_CHANGED = "TemplateChanged"
+"""False: its spec differs from the ControlPlane's Machine template for its failure domain."""
+REASON_FAILURE_DOMAIN_NOT_CONFIGURED = "FailureDomainNotConfigured"
+"""False: its failure domain is not in ``spec.failureDomains`` any more."""
+REASON_ROLLOUT_AFTER = "RolloutAfter"
+"""False: it was created before ``spec.rolloutAfter``, which has passed."""
+
+CONDITION_ETCD_QUORUM_HOOK_HOLDING = "EtcdQuorumHookHolding"
+"""True while the etcd-quorum hook holds the Machine's drain (and so its deletion); the reason is
+the check that holds it (etcd-quorum-hook controller)."""
+REASON_HOOK_GUARDING = "Guarding"
+"""False: the Machine is not being deleted; the hook is in place for when it is."""
+REASON_HOOK_NOT_PLACED = "HookNotPlaced"
+"""False: no hook yet (no control-plane Machine is Running, so the Machine API is not working)."""
+REASON_HOOK_REMOVING_MEMBER = "RemovingMember"
+"""True: being deleted and its member may be removed now; the hook goes once etcd no longer lists it."""
+REASON_HOOK_RELEASED = "Released"
+"""False: being deleted, no member left and no hook: the drain goes on."""
+REASON_HOOK_REMOVED_BY_OTHERS = "HookRemovedByOthers"
+"""False: being deleted while its member is still listed, and someone removed the hook."""
+
 # Reasons of HealthCheckSucceeded=False: which check failed.
 REASON_MACHINE_HAS_FAILURE = "MachineHasFailure"
 REASON_NODE_STARTUP_TIMEOUT = "NodeStartupTimeout"

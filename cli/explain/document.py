@@ -15,7 +15,19 @@ from typing import Any, Final
 from api.controlplane import API_VERSION as CONTROLPLANE_API_VERSION
 from api.controlplane import CONDITION_PROGRESSING, DEFAULT_SELECTOR_LABELS
 from api.machine import API_VERSION as MACHINE_API_VERSION
-from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
+from api.machine import (
+    CONDITION_ETCD_MEMBER_HEALTHY,
+    CONDITION_ETCD_QUORUM_HOOK_HOLDING,
+    CONDITION_HEALTH_CHECK_SUCCEEDED,
+    CONDITION_OWNER_REMEDIATED,
+    CONDITION_UP_TO_DATE,
+    REASON_ETCD_LEADER,
+    REASON_ETCD_LEARNER,
+    REASON_ETCD_LEARNER_UNHEALTHY,
+    REASON_ETCD_MEMBER_NOT_FOUND,
+    REASON_ETCD_VOTER,
+    REASON_ETCD_VOTER_UNHEALTHY,
+)
 from api.selector import selector_matches
 from controllers.controlplane.healthcheck import MHC_SUFFIX
 from controllers.controlplane.placement import FAILURE_DOMAIN_LABEL
@@ -26,11 +38,16 @@ from runtime.errors import NotFound
 DOCUMENT_VERSION: Final = 1
 """Version of the ``-o json`` document; it changes only if a key changes meaning or goes away."""
 
-CONDITION_ETCD_MEMBER_HEALTHY: Final = "EtcdMemberHealthy"
-"""Per-Machine condition the operator writes about the Machine's etcd member (when it does)."""
-
-CONDITION_UP_TO_DATE: Final = "UpToDate"
-"""Per-Machine condition the operator writes when a Machine is outdated, and why (when it does)."""
+ETCD_ROLES: Final = {
+    REASON_ETCD_LEADER: "leader",
+    REASON_ETCD_VOTER: "voter",
+    REASON_ETCD_LEARNER: "learner",
+    REASON_ETCD_VOTER_UNHEALTHY: "voter",
+    REASON_ETCD_LEARNER_UNHEALTHY: "learner",
+    REASON_ETCD_MEMBER_NOT_FOUND: "none",
+}
+"""The etcd role each ``EtcdMemberHealthy`` reason names; any other reason (``InspectionFailed``,
+or one a later operator adds) is the role ``unknown``."""
 
 DEFAULT_ETCD_HOOK_NAME: Final = HOOK_NAME
 """The etcd-quorum hook's default name (``cpo run --etcd-hook-name`` changes it; ``cpo explain
@@ -108,29 +125,15 @@ def _brief(condition: Mapping[str, Any] | None) -> JSON | None:
 
 
 def _etcd_member(condition: Mapping[str, Any] | None) -> JSON | None:
-    """The Machine's etcd role and health, read from its ``EtcdMemberHealthy`` condition.
-
-    The role is the word the condition's reason or message uses (leader, learner, voter); a member
-    the condition says is missing has the role ``none``.
-    """
+    """The Machine's etcd role and health, read from its ``EtcdMemberHealthy`` condition: the role
+    is the one its reason names (:data:`ETCD_ROLES`), the health its status."""
     if condition is None:
         return None
     reason = str(condition.get("reason") or "")
     message = str(condition.get("message") or "")
-    text = f"{reason} {message}".lower()
-    if "not found" in text or "notfound" in text or "nomember" in text or "missing" in text:
-        role = "none"
-    elif "learner" in text:
-        role = "learner"
-    elif "leader" in text:
-        role = "leader"
-    elif "voter" in text or condition.get("status") == "True":
-        role = "voter"
-    else:
-        role = "unknown"
     status = condition.get("status")
     return {
-        "role": role,
+        "role": ETCD_ROLES.get(reason, "unknown"),
         "healthy": True if status == "True" else False if status == "False" else None,
         "reason": reason,
         "message": message,
@@ -165,6 +168,7 @@ def _machine_entry(machine: Mapping[str, Any], nodes: Mapping[str, JSON], hook_n
             "preDrain": pre_drain,
             "preTerminate": pre_terminate,
             "etcdQuorumHook": any(h["name"] == hook_name for h in pre_drain),
+            "etcdQuorumHookHolding": _brief(_find(conditions, CONDITION_ETCD_QUORUM_HOOK_HOLDING)),
         },
         "upToDate": _brief(_find(conditions, CONDITION_UP_TO_DATE)),
         "healthCheck": {

@@ -43,7 +43,10 @@ def _hook_cell(machine: Mapping[str, Any]) -> tuple[str, str]:
     if not hooks["preDrain"]:
         return "-", ""
     names = ", ".join(str(h.get("name")) for h in hooks["preDrain"])
+    holding = hooks.get("etcdQuorumHookHolding")
     if machine["deleting"]:
+        if holding is not None and holding.get("status") == "True":
+            return f"holds: {names} ({holding.get('reason')})", "yellow"
         return f"holds: {names}", "yellow"
     return names, ""
 

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from api.controlplane import ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
+from api.machine import REASON_FAILURE_DOMAIN_NOT_CONFIGURED, REASON_ROLLOUT_AFTER, REASON_TEMPLATE_CHANGED
 from controllers.common import parse_time
 from controllers.controlplane.machines import MachineInfo, controller_ref
 from runtime.jsoncodec import JSON
@@ -137,16 +138,29 @@ def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any], *, now: date
     Being outdated only makes a Machine a candidate: it is replaced one step at a time, each
     step behind the preflight, so a template change never takes more than one member at once.
     """
+    why = outdated_reason(spec, machine, now=now)
+    return None if why is None else why[1]
+
+
+def outdated_reason(
+    spec: ControlPlaneSpec, machine: Mapping[str, Any], *, now: datetime
+) -> tuple[str, str] | None:
+    """:func:`is_outdated`'s answer as ``(reason, message)``: the reason one of
+    ``FailureDomainNotConfigured``, ``TemplateChanged``, ``RolloutAfter`` (the Machine's
+    ``UpToDate`` condition says it), checked in that order."""
     metadata = machine.get("metadata") or {}
     domain = machine_domain(spec, machine)
     names = domain_names(spec)
     if names and domain not in names:
-        return f"failure domain {domain or '(none)'} is not in spec.failureDomains"
+        return (
+            REASON_FAILURE_DOMAIN_NOT_CONFIGURED,
+            f"failure domain {domain or '(none)'} is not in spec.failureDomains",
+        )
     current = (metadata.get("annotations") or {}).get(SPEC_HASH_ANNOTATION) or observed_hash(spec, machine)
     if current != template_hash(spec, domain):
-        return "its spec differs from the template"
+        return REASON_TEMPLATE_CHANGED, "its spec differs from the template"
     if rollout_after_due(spec, parse_time(metadata.get("creationTimestamp")), now=now):
-        return "it was created before spec.rolloutAfter, which has passed"
+        return REASON_ROLLOUT_AFTER, "it was created before spec.rolloutAfter, which has passed"
     return None
 
 

@@ -11,7 +11,8 @@ MachineHealthCheck and the status), so every step is re-decided from fresh facts
    remediation was carried out: the :func:`~controllers.controlplane.scale.next_step`, after the
    :func:`~controllers.controlplane.scale.preflight`;
 4. **report** (:meth:`ControlPlaneReconciler._report`): the status, from
-   :func:`~controllers.controlplane.status.compute_status`, and the metrics.
+   :func:`~controllers.controlplane.status.compute_status`, and the metrics; then each Machine's
+   ``UpToDate`` and ``OwnerRemediated`` (:mod:`~controllers.controlplane.machine_conditions`).
 
 An Inactive ControlPlane (:mod:`~controllers.controlplane.inactive`) is gathered without
 adopting, then only reported (:meth:`ControlPlaneReconciler._observe`).
@@ -42,6 +43,7 @@ from controllers.controlplane.etcdfacts import EtcdView, forward_leadership, rea
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.inactive import is_inactive, planned_step
+from controllers.controlplane.machine_conditions import write_conditions
 from controllers.controlplane.machines import (
     DELETE_MACHINE_ANNOTATION,
     MachineInfo,
@@ -107,6 +109,8 @@ class _Remediation:
     """The ``status.lastRemediation`` written for a remediation started now."""
     result: Result | None = None
     """When to look again, when the remediation step has a say."""
+    target: str | None = None
+    """The marked Machine the decision is about."""
 
     @property
     def carried_out(self) -> bool:
@@ -246,6 +250,7 @@ class ControlPlaneReconciler:
         remediation = await self._remediate(facts, key)
         scaling = None if remediation.carried_out else await self._scale_or_roll_out(facts, key)
         await self._report(facts, remediation, scaling)
+        await write_conditions(self.client, facts.spec, facts.owned, remediation.target, remediation.decision)
         result = scaling.result if scaling is not None and scaling.result is not None else remediation.result
         return next_look(
             result,
@@ -274,7 +279,7 @@ class ControlPlaneReconciler:
         decision = self._remediation_decision(facts, target, last.get("machine"), resumed)
         if not decision.allowed:
             wait = decision.requeue_after or self.options.wait_period
-            return _Remediation(in_progress, decision, result=Result(requeue_after=wait))
+            return _Remediation(in_progress, decision, result=Result(requeue_after=wait), target=target.name)
         record = resumed if decision.resumed else None
         if record is None:
             record = records.RemediationRecord(target.name, now(), decision.retry_count)
@@ -288,7 +293,8 @@ class ControlPlaneReconciler:
         await self._forward_leadership(facts, target.name)
         await self._delete_machine(facts.cp, target.name, "Remediating", decision.message, "remediate")
         self._expectations.expect(key, "delete", target.name)
-        return _Remediation(True, decision, record.to_json(), Result(requeue_after=self.options.wait_period))
+        result = Result(requeue_after=self.options.wait_period)
+        return _Remediation(True, decision, record.to_json(), result, target.name)
 
     @staticmethod
     def _remediation_decision(

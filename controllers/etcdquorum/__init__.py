@@ -86,6 +86,12 @@ What to watch
   ``EtcdUnreachable``. The message counts members, voters and learners and names unhealthy
   members, alarms and every wait. Only this condition is written, by a status merge patch that
   carries the resourceVersion, so other controllers' conditions are kept.
+* Conditions on each Machine (:mod:`controllers.etcdquorum.conditions`), merged by type and
+  written only when they change: ``EtcdMemberHealthy`` (``Leader``, ``Voter``, ``Learner``;
+  ``VoterUnhealthy``, ``LearnerUnhealthy``, ``MemberNotFound``; Unknown ``InspectionFailed``)
+  and ``EtcdQuorumHookHolding`` (True with the check that holds a deleting Machine, e.g.
+  ``HealthyVotersBelowDesired``, or ``RemovingMember``; False ``Guarding``, ``HookNotPlaced``,
+  ``Released``, ``HookRemovedByOthers``). ``cpo explain`` shows both.
 * Events (``kubectl describe machine``/``controlplane``): ``HookAdded``, ``HookRepaired``,
   ``LearnerPromoted``, ``MemberRemoved``, ``HookRemoved``, ``AbandonedLearnerRemoved``,
   ``HookRemovedByOthers`` and, for waits longer than a minute, the wait's reason.

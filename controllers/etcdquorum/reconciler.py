@@ -12,7 +12,8 @@ itself, then, in this order:
 4. makes at most **one** membership change, and none within ``member_change_interval`` of the
    previous one: an abandoned learner, else a deleting Machine's member, else a learner's
    promotion;
-5. writes the ``EtcdClusterHealthy`` condition, the metrics and, for a wait older than
+5. writes the ``EtcdClusterHealthy`` condition, each Machine's ``EtcdMemberHealthy`` and
+   ``EtcdQuorumHookHolding`` (:mod:`.conditions`), the metrics and, for a wait older than
    ``wait_event_after``, an event.
 
 It keeps nothing that matters in memory: a restarted process recomputes everything from the
@@ -215,15 +216,16 @@ class EtcdQuorumReconciler:
             raise _EtcdUnreachable(f"bad etcd endpoint: {err}") from err
 
     async def _read_etcd(self, state: Pass, etcd: EtcdClient) -> None:
-        """Step 2: member list, each member's health and the alarms, read by
-        :func:`~controllers.etcd.membership.read_membership`."""
+        """Step 2: member list, each member's health, the alarms and the leader (for the Machines'
+        ``EtcdMemberHealthy``), read by :func:`~controllers.etcd.membership.read_membership`."""
         try:
-            membership = await read_membership(etcd, list(state.identities.values()))
+            membership = await read_membership(etcd, list(state.identities.values()), leader_skipping=())
         except EtcdError as err:
             raise _EtcdUnreachable(f"etcd member list failed: {err}") from err
         state.members = [m.member for m in membership.members]
         state.owners = {m.member.id: m.machine for m in membership.members}
         state.states = list(membership.members)
+        state.leader = membership.leader
         by_id = {m.id: m.name or m.id_hex for m in state.members}
         state.alarms = [
             f"{a.alarm} on {by_id.get(a.member_id, f'{a.member_id:x}')}" for a in membership.alarms

@@ -1,9 +1,10 @@
-"""How the etcd-quorum-hook controller reports a pass: the ``EtcdClusterHealthy`` condition, the
+"""How the etcd-quorum-hook controller reports a pass: the ``EtcdClusterHealthy`` condition, each
+Machine's ``EtcdMemberHealthy`` and ``EtcdQuorumHookHolding`` (:mod:`.conditions`), the
 ``cpo_etcd_*`` gauges, and events (on the Machine and, naming it, on the ControlPlane).
 
 :class:`Pass` is what one pass learnt, shared by the reconciler's steps; :class:`Reporter` turns
-it into the condition, the metrics and, for a wait older than ``wait_event_after``, a Warning
-event repeated at that interval. The condition is written only when it changed.
+it into the conditions, the metrics and, for a wait older than ``wait_event_after``, a Warning
+event repeated at that interval. Every condition is written only when it changed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from api.controlplane import KIND as CP_KIND
 from controllers.common import conditions_of, find_condition, now, set_condition
 from controllers.etcd.client import Member
 from controllers.etcd.membership import MachineIdentity, MemberState, quorum
+from controllers.etcdquorum.conditions import write_conditions
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
@@ -54,6 +56,8 @@ class Pass:
     waits: list[Wait]
     busy: bool = False
     requeue_after: float | None = None
+    leader: int = 0
+    """Member id of the etcd leader; 0 when not known."""
 
 
 class Reporter:
@@ -74,6 +78,7 @@ class Reporter:
             if info.deleting and info.has_hook:
                 state.waits.append(Wait(name, WAIT_ETCD_UNREACHABLE, f"etcd cannot be read ({why})"))
         self._update_waits(state)
+        await write_conditions(self.client, state, unreadable=why)
         await self._write_condition(state, "False", "EtcdUnreachable", why)
 
     async def report(self, state: Pass) -> None:
@@ -85,6 +90,7 @@ class Reporter:
         etcd_metrics.healthy_voters.labels(state.key).set(healthy)
         etcd_metrics.quorum_margin.labels(state.key).set(healthy - quorum(len(voters)) if voters else 0)
         self._update_waits(state)
+        await write_conditions(self.client, state)
         health = cluster_health(state.states, state.alarms, state.waits)
         await self._write_condition(state, health.status, health.reason, health.message)
 

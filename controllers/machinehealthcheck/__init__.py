@@ -65,7 +65,9 @@ For each unhealthy Machine, when remediation is allowed:
   ``OwnerRemediated=False`` (reason ``WaitingForRemediation``), plus a Warning event
   ``MachineMarkedUnhealthy``. It is never deleted here: the ControlPlane controller replaces it
   when etcd quorum allows and clears the conditions. If the Machine recovers before that,
-  ``HealthCheckSucceeded`` turns True and the waiting ``OwnerRemediated`` is removed.
+  ``HealthCheckSucceeded`` turns True and the waiting ``OwnerRemediated`` is removed (waiting:
+  ``WaitingForRemediation``, or the ControlPlane's ``RemediationDeferred`` /
+  ``CannotBeRemediated``, which say what it decided without acting).
 * **with ``spec.remediationTemplate``**: a remediation request is created from the template
   (kind = the template's kind without ``Template``, named after the Machine, owned by it) for an
   external remediator; it is deleted once the Machine is healthy again. The MachineHealthCheck

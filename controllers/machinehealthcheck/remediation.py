@@ -16,6 +16,7 @@ from api.machine import (
     API_VERSION,
     CONDITION_HEALTH_CHECK_SUCCEEDED,
     CONDITION_OWNER_REMEDIATED,
+    OWNER_WAITING_REASONS,
     REASON_WAITING_FOR_REMEDIATION,
     SEVERITY_WARNING,
 )
@@ -98,14 +99,16 @@ def marked_for_owner(machine: Mapping[str, Any], verdict: Verdict, now: datetime
 def cleared_for_healthy(machine: Mapping[str, Any], now: datetime) -> list[JSON]:
     """The Machine's conditions once it is healthy again before its owner acted on the mark.
 
-    ``HealthCheckSucceeded`` turns True, and an ``OwnerRemediated`` still ``WaitingForRemediation``
-    is removed (the owner has nothing to do); one the owner has moved on is left to the owner.
+    ``HealthCheckSucceeded`` turns True, and an ``OwnerRemediated`` whose reason says nothing was
+    carried out (``WaitingForRemediation``, or the owner's ``RemediationDeferred`` /
+    ``CannotBeRemediated``) is removed (the owner has nothing to do); one the owner acted on
+    (``MachineDeleting``) is left to the owner.
     """
     conditions = machine_conditions(machine)
     if find_condition(conditions, CONDITION_HEALTH_CHECK_SUCCEEDED) is not None:
         conditions = set_condition(conditions, CONDITION_HEALTH_CHECK_SUCCEEDED, "True", now)
     owner = find_condition(conditions, CONDITION_OWNER_REMEDIATED)
-    if owner is not None and owner.get("reason") == REASON_WAITING_FOR_REMEDIATION:
+    if owner is not None and owner.get("reason") in OWNER_WAITING_REASONS:
         conditions = remove_condition(conditions, CONDITION_OWNER_REMEDIATED)
     return conditions
 

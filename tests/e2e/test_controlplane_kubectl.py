@@ -1,5 +1,6 @@
 """``kubectl get cp``, ``kubectl describe cp`` and ``cpo explain`` (also as ``kubectl cpo explain``,
-and live under a pseudo-terminal) show what the ControlPlane controller reports."""
+and live under a pseudo-terminal) show what the ControlPlane controller reports; the operator's
+per-Machine conditions appear, and a settled ControlPlane costs no API write."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import API_VERSION as CP_API_VERSION
+from api.machine import API_VERSION as MACHINE_API_VERSION
 from runtime.client import Client
 from tests.e2e.test_kubectl import Kubectl, _kubectl
 from tests.support.controlplane import (
@@ -24,7 +26,7 @@ from tests.support.controlplane import (
     running_controlplane,
 )
 from tests.support.localmachine import provider_options
-from tests.support.poll import eventually
+from tests.support.poll import eventually, holds_for
 from tests.support.terminal import Terminal
 
 BIN = Path(sys.executable).parent
@@ -53,7 +55,8 @@ async def test_kubectl_get_and_describe_a_controlplane(
 ) -> None:
     name = f"cp{secrets.token_hex(3)}"
     k = Kubectl(env.kubeconfig_path, namespace)
-    async with running_controlplane(kube, namespace, provider_options(provider_state_dir)):
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
         await kube.create(controlplane(name, namespace, replicas=1, domains=["zone-a"]))
 
         async def running() -> bool:
@@ -61,6 +64,7 @@ async def test_kubectl_get_and_describe_a_controlplane(
             return ((cp or {}).get("status") or {}).get("phase") == "Running"
 
         await eventually(running, timeout=30, message="ControlPlane Running")
+        await settled_without_writes(kube, name, namespace)
         table = await k.run("get", "cp", name)
         header, row = table.splitlines()[:2]
         assert header.split() == CONTROLPLANE_COLUMNS
@@ -95,6 +99,61 @@ async def test_kubectl_get_and_describe_a_controlplane(
         await explain_shows_the_controlplane(env.kubeconfig_path, kube, name, namespace)
 
 
+MACHINE_CONDITIONS = {
+    "EtcdMemberHealthy": ("True", "Leader"),
+    "UpToDate": ("True", "UpToDate"),
+    "EtcdQuorumHookHolding": ("False", "Guarding"),
+}
+"""What the operator writes on the one Machine of a settled 1-replica ControlPlane."""
+
+QUIET_PERIOD = 30.0
+"""How long a settled ControlPlane must go without an API write."""
+
+
+async def settled_without_writes(kube: Client, name: str, namespace: str) -> None:
+    """The operator's conditions appear on the Machines, then the ControlPlane, its Machines and
+    its MachineHealthCheck keep their resourceVersions for :data:`QUIET_PERIOD` seconds while every
+    controller keeps passing over them (the hook controller resyncs each second)."""
+
+    async def conditions_written() -> bool:
+        machines = await machines_of(kube, namespace)
+        check = await kube.get(MACHINE_API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        found = [
+            {
+                c["type"]: (c["status"], c.get("reason"))
+                for c in (m.get("status") or {}).get("conditions") or ()
+            }
+            for m in machines
+        ]
+        return (
+            bool(found)
+            and all(
+                all(conditions.get(t) == wanted for t, wanted in MACHINE_CONDITIONS.items())
+                for conditions in found
+            )
+            and (check.get("status") or {}).get("currentHealthy") == 1
+        )
+
+    await eventually(conditions_written, timeout=30, message=f"Machine conditions {MACHINE_CONDITIONS}")
+
+    async def versions() -> dict[str, str]:
+        cp = await get_cp(kube, name, namespace)
+        check = await kube.get(MACHINE_API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+        machines = await machines_of(kube, namespace)
+        found = {"ControlPlane": cp or {}, "MachineHealthCheck": check}
+        found.update({f"Machine/{m['metadata']['name']}": m for m in machines})
+        return {key: obj["metadata"]["resourceVersion"] for key, obj in found.items()}
+
+    before = await versions()
+
+    async def unchanged() -> bool:
+        return await versions() == before
+
+    await holds_for(
+        unchanged, duration=QUIET_PERIOD, message=f"no API write on a settled ControlPlane {before}"
+    )
+
+
 async def cpo(*args: str, env: dict[str, str] | None = None, program: str = "cpo") -> str:
     proc = await asyncio.create_subprocess_exec(
         str(BIN / program) if program == "cpo" else program,
@@ -126,6 +185,16 @@ async def explain_shows_the_controlplane(kubeconfig: Path, kube: Client, name: s
     for entry in document["machines"]:
         assert set(entry) == MACHINE_KEYS, entry.keys()
         assert entry["nodeReady"] == "True" and entry["failureDomain"] == "zone-a", entry
+        # The operator's own Machine conditions, read by reason: the one member leads.
+        assert (entry["etcd"]["role"], entry["etcd"]["healthy"], entry["etcd"]["reason"]) == (
+            "leader",
+            True,
+            "Leader",
+        ), entry["etcd"]
+        assert (entry["upToDate"]["status"], entry["upToDate"]["reason"]) == ("True", "UpToDate"), entry
+        holding = entry["hooks"]["etcdQuorumHookHolding"]
+        assert (holding["status"], holding["reason"]) == ("False", "Guarding"), entry["hooks"]
+        assert entry["hooks"]["etcdQuorumHook"] is True, entry["hooks"]
     assert {c["type"] for c in document["conditions"]} >= {"Available", "Progressing"}
     assert document["plan"]["progressing"]["reason"] == "AsExpected", document["plan"]
     assert document["remediation"]["healthCheck"]["name"] == f"{name}-mhc", document["remediation"]

@@ -40,7 +40,13 @@ from tests.support.controlplane import (
     running_controlplane,
     settled,
 )
-from tests.support.localmachine import FAULT_ANNOTATION, provider_options, set_fault
+from tests.support.localmachine import (
+    FAULT_ANNOTATION,
+    get_machine,
+    machine_condition,
+    provider_options,
+    set_fault,
+)
 from tests.support.poll import eventually, holds_for
 
 pytestmark = pytest.mark.slow
@@ -428,6 +434,16 @@ async def test_failed_machines_are_remediated_add_then_remove_retries_counted_pe
                 )
 
             await eventually(stopped, timeout=30, message=f"remediation of {again} stops: MaxRetryReached")
+
+            async def says_why() -> bool:
+                owner = machine_condition(await get_machine(kube, again, namespace), "OwnerRemediated")
+                message = str(owner.get("message") or "")
+                return owner.get("reason") == "CannotBeRemediated" and message.startswith("MaxRetryReached: ")
+
+            # The Machine itself says what the ControlPlane decided, and where its lineage stands.
+            await eventually(says_why, timeout=10, message=f"{again}: OwnerRemediated CannotBeRemediated")
+            owner = machine_condition(await get_machine(kube, again, namespace), "OwnerRemediated")
+            assert "retry 1 of maxRetry 0 along the lineage of Machine" in owner["message"], owner
             machines = {m["metadata"]["name"]: m for m in await machines_of(kube, namespace)}
             assert again in machines and not machines[again]["metadata"].get("deletionTimestamp")
             assert monitor.peak("voters", since=since) <= 4
@@ -463,6 +479,13 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
                 return marked_for_remediation(await kube.get(API_VERSION, "Machine", victim, namespace))
 
             await eventually(victim_marked, timeout=30, message=f"{victim} marked by the health check")
+
+            async def deferred_while_paused() -> bool:
+                owner = machine_condition(await get_machine(kube, victim, namespace), "OwnerRemediated")
+                message = str(owner.get("message") or "")
+                return owner.get("reason") == "RemediationDeferred" and message.startswith("Paused: ")
+
+            await eventually(deferred_while_paused, timeout=10, message=f"{victim}: remediation deferred")
             recorded = {"machine": victim, "timestamp": "2026-01-01T00:00:00Z", "retryCount": 2}
             # What the dead process left: the record, and no delete.
             annotation = {REMEDIATION_IN_PROGRESS_ANNOTATION: json.dumps([recorded])}

@@ -127,6 +127,17 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             assert condition["reason"] == "EtcdHealthy"
             assert condition["message"].startswith("3 members: 3 voters (3 healthy, quorum 2), 0 learners")
 
+            async def machines_say_voter_leader_and_guarding() -> bool:
+                objs = [await get_machine(kube, name, namespace) for name in (m0, m1, m2)]
+                members = [machine_condition(obj, "EtcdMemberHealthy").get("reason") for obj in objs]
+                hooks = [machine_condition(obj, "EtcdQuorumHookHolding").get("reason") for obj in objs]
+                return sorted(members) == ["Leader", "Voter", "Voter"] and hooks == ["Guarding"] * 3
+
+            # Each Machine says its member's role (one leads) and that the hook guards it.
+            await eventually(
+                machines_say_voter_leader_and_guarding, timeout=10, message="EtcdMemberHealthy per Machine"
+            )
+
             # --- a foreign owner of our hook is repaired; other hooks are kept.
             obj = await get_machine(kube, m1, namespace)
             assert obj is not None
@@ -174,6 +185,9 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
                 )
 
             await holds_for(m2_held, duration=2.5, message=f"{m2}'s member and hook kept")
+            holding = machine_condition(await get_machine(kube, m2, namespace), "EtcdQuorumHookHolding")
+            assert (holding["status"], holding["reason"]) == ("True", "HealthyVotersBelowDesired"), holding
+            assert "fewer than the 3 desired" in holding["message"], holding
             waited = await event_recorded(kube, namespace, "Machine", m2, "HealthyVotersBelowDesired")
             assert "replacement" in waited["message"]
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 FOREIGN = {
     "type": "UpToDate",
     "status": "False",
-    "reason": "TemplateDiffers",
+    "reason": "TemplateChanged",
     "message": "written by another controller",
     "lastTransitionTime": "2026-01-01T00:00:00Z",
 }

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from cli.__main__ import build_parser
@@ -124,20 +125,20 @@ def rolling_update() -> Snapshot:
             "lastRemediation": {"machine": "demo-x", "timestamp": T0, "retryCount": 1},
         },
     )
-    healthy = condition("EtcdMemberHealthy", "True", "MemberHealthy", "voter, healthy")
+    healthy = condition("EtcdMemberHealthy", "True", "Voter", "etcd voter demo-a (a1) is healthy")
     machines = [
         machine(
             "demo-a",
             node="n-a",
             hooks=[HOOK],
-            conditions=[healthy, condition("UpToDate", "False", "TemplateDiffers", "template differs")],
+            conditions=[healthy, condition("UpToDate", "False", "TemplateChanged", "template differs")],
         ),
         machine(
             "demo-b",
             domain="zone-b",
             node="n-b",
             hooks=[HOOK],
-            conditions=[condition("EtcdMemberHealthy", "True", "MemberHealthy", "leader, healthy")],
+            conditions=[condition("EtcdMemberHealthy", "True", "Leader", "etcd voter demo-b (b2) leads")],
         ),
         machine("demo-c", domain="zone-c", node="n-c", hooks=[HOOK], conditions=[healthy]),
         machine(
@@ -145,7 +146,7 @@ def rolling_update() -> Snapshot:
             phase="Provisioned",
             node="n-d",
             hooks=[HOOK],
-            conditions=[condition("EtcdMemberHealthy", "False", "LearnerCatchingUp", "learner not in sync")],
+            conditions=[condition("EtcdMemberHealthy", "False", "LearnerUnhealthy", "learner not in sync")],
         ),
     ]
     nodes = {n: node(n, "True") for n in ("n-a", "n-b", "n-c")} | {"n-d": node("n-d", "False")}
@@ -164,7 +165,7 @@ def test_a_rolling_update_in_progress_names_each_machine_the_plan_and_etcd() -> 
     assert list(by_name) == ["demo-a", "demo-b", "demo-c", "demo-d"]
     assert by_name["demo-a"]["upToDate"] == {
         "status": "False",
-        "reason": "TemplateDiffers",
+        "reason": "TemplateChanged",
         "message": "template differs",
     }
     assert by_name["demo-a"]["failureDomain"] == "zone-a" and by_name["demo-a"]["nodeReady"] == "True"
@@ -173,7 +174,7 @@ def test_a_rolling_update_in_progress_names_each_machine_the_plan_and_etcd() -> 
     assert by_name["demo-d"]["etcd"] == {
         "role": "learner",
         "healthy": False,
-        "reason": "LearnerCatchingUp",
+        "reason": "LearnerUnhealthy",
         "message": "learner not in sync",
     }
     assert by_name["demo-d"]["nodeReady"] == "False"
@@ -259,6 +260,47 @@ def test_a_machine_deleting_held_by_the_hook_shows_the_hold_and_the_mark() -> No
     assert "holds: EtcdQuorumOperator" in text, text
     assert "marked: WaitingForRemediation" in text, text
     assert "no MachineHealthCheck" in text, text
+
+
+@pytest.mark.parametrize(
+    ("reason", "status", "role", "healthy"),
+    [
+        ("Leader", "True", "leader", True),
+        ("Voter", "True", "voter", True),
+        ("Learner", "True", "learner", True),
+        ("VoterUnhealthy", "False", "voter", False),
+        ("LearnerUnhealthy", "False", "learner", False),
+        ("MemberNotFound", "False", "none", False),
+        ("InspectionFailed", "Unknown", "unknown", None),
+        ("SomethingLater", "True", "unknown", True),
+    ],
+)
+def test_the_etcd_role_is_the_one_the_member_condition_reason_names(
+    reason: str, status: str, role: str, healthy: bool | None
+) -> None:
+    # The message says "leader" and "learner": only the reason counts.
+    member = condition("EtcdMemberHealthy", status, reason, "not the leader, not a learner")
+    document = explain_document(Snapshot(controlplane(), [machine("demo-a", conditions=[member])]))
+    etcd = document["machines"][0]["etcd"]
+    assert (etcd["role"], etcd["healthy"], etcd["reason"]) == (role, healthy, reason)
+
+
+def test_the_hook_condition_is_in_the_document_and_its_reason_on_the_screen() -> None:
+    holding = condition(
+        "EtcdQuorumHookHolding", "True", "HealthyVotersBelowDesired", "replacement not a voter"
+    )
+    snapshot = Snapshot(
+        controlplane(),
+        [machine("demo-a", hooks=[HOOK], deleting=True, conditions=[holding]), machine("demo-b")],
+    )
+    document = explain_document(snapshot)
+    assert document["machines"][0]["hooks"]["etcdQuorumHookHolding"] == {
+        "status": "True",
+        "reason": "HealthyVotersBelowDesired",
+        "message": "replacement not a voter",
+    }
+    assert document["machines"][1]["hooks"]["etcdQuorumHookHolding"] is None
+    assert "holds: EtcdQuorumOperator (HealthyVotersBelowDesired)" in screen(document)
 
 
 def test_without_status_etcd_or_machine_conditions_the_facts_are_unknown() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from api.meta import format_time
 from controllers.common import set_condition
 from controllers.machinehealthcheck.health import Verdict
@@ -79,6 +81,31 @@ def test_marking_and_clearing_for_the_owner() -> None:
     assert "OwnerRemediated" not in cleared and "Drainable" in cleared
     kept = cleared_for_healthy(started, NOW)
     assert kept == started["status"]["conditions"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "taken_back"),
+    [
+        ("WaitingForRemediation", True),
+        ("RemediationDeferred", True),
+        ("CannotBeRemediated", True),
+        ("MachineDeleting", False),
+    ],
+)
+def test_a_recovered_machine_loses_a_mark_its_owner_decided_about_but_did_not_act_on(
+    reason: str, taken_back: bool
+) -> None:
+    machine = {
+        "status": {
+            "conditions": [
+                {"type": "HealthCheckSucceeded", "status": "False", "reason": "UnhealthyNode"},
+                {"type": "OwnerRemediated", "status": "False", "reason": reason},
+            ]
+        }
+    }
+    cleared = {c["type"]: c for c in cleared_for_healthy(machine, NOW)}
+    assert cleared["HealthCheckSucceeded"]["status"] == "True"
+    assert ("OwnerRemediated" not in cleared) is taken_back
 
 
 def test_status_is_written_only_when_a_field_or_condition_changed() -> None:
