@@ -117,7 +117,7 @@ async def explain_shows_the_controlplane(kubeconfig: Path, kube: Client, name: s
     screen = await cpo("explain", *where, env={"COLUMNS": "200"})
     for text in (f"ControlPlane {namespace}/{name}", "state Active", "phase Running", *machines):
         assert text in screen, f"{text!r} missing from cpo explain:\n{screen}"
-    assert "plan: AsExpected" in screen, screen
+    assert "plan: UpToDate" in screen, screen
 
     document = json.loads(await cpo("explain", *where, "-o", "json"))
     assert set(document) == EXPLAIN_KEYS, document.keys()
@@ -127,7 +127,14 @@ async def explain_shows_the_controlplane(kubeconfig: Path, kube: Client, name: s
         assert set(entry) == MACHINE_KEYS, entry.keys()
         assert entry["nodeReady"] == "True" and entry["failureDomain"] == "zone-a", entry
     assert {c["type"] for c in document["conditions"]} >= {"Available", "Progressing"}
-    assert document["plan"]["progressing"]["reason"] == "AsExpected", document["plan"]
+    assert document["plan"]["progressing"]["reason"] == "UpToDate", document["plan"]
+    etcd = document["etcd"]
+    assert (etcd["known"], etcd["voters"], etcd["quorum"], etcd["leaderMachine"]) == (
+        True,
+        1,
+        1,
+        machines[0],
+    ), etcd
     assert document["remediation"]["healthCheck"]["name"] == f"{name}-mhc", document["remediation"]
 
     # kubectl finds `kubectl-cpo` on PATH; its own flags may not precede the plugin's name.
