@@ -37,10 +37,10 @@ DEFAULT_ETCD_HOOK_NAME: Final = HOOK_NAME
 """The etcd-quorum hook's default name (``cpo run --etcd-hook-name`` changes it; ``cpo explain
 --hook-name`` follows)."""
 
-BLOCKING_REASONS: Final = CONTROLLER_BLOCKING_REASONS | {"PreflightFailed", "Blocked"}
+BLOCKING_REASONS: Final = CONTROLLER_BLOCKING_REASONS | {"PreflightFailed", "Degraded", "Blocked"}
 """``Progressing`` reasons that say a step cannot start: the controller's
-(:data:`controllers.controlplane.plan.BLOCKING_REASONS`), and ``PreflightFailed``, the one
-operators before the plan reasons wrote."""
+(:data:`controllers.controlplane.plan.BLOCKING_REASONS`), ``PreflightFailed`` (what operators
+wrote before those) and the generic ``Degraded`` and ``Blocked``."""
 
 
 @dataclass

@@ -214,7 +214,8 @@ The modules, along KubeadmControlPlane's lines: the pure decisions in
 outdated, scale-in choice), :mod:`~controllers.controlplane.scale` (the next step and the
 preflight), :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation`
 and :mod:`~controllers.controlplane.status` (one function per condition),
-:mod:`~controllers.controlplane.inactive` (``spec.state``); the etcd reads in
+:mod:`~controllers.controlplane.inactive` (``spec.state``), :mod:`~controllers.controlplane.plan`
+(the plan's reasons, ``status.etcd``, the Event per decision); the etcd reads in
 :mod:`~controllers.controlplane.etcdfacts`; gather → decide → act → report in
 :mod:`~controllers.controlplane.reconciler`, with :mod:`~controllers.controlplane.healthcheck`
 (the owned MachineHealthCheck) and :mod:`~controllers.controlplane.release` (the finalizer);

@@ -63,7 +63,6 @@ BLOCKING_REASONS: Final = frozenset(
         *(reason for reason in BLOCKED_BY_CHECK.values() if reason != "WaitingForLearner"),
         "HeldByConfiguration",
         "Paused",
-        "Degraded",
     }
 )
 """``Progressing`` reasons saying a step cannot start until something changes (a Warning Event)."""

@@ -11,7 +11,8 @@ MachineHealthCheck and the status), so every step is re-decided from fresh facts
    remediation was carried out: the :func:`~controllers.controlplane.scale.next_step`, after the
    :func:`~controllers.controlplane.scale.preflight`;
 4. **report** (:meth:`ControlPlaneReconciler._report`): the status, from
-   :func:`~controllers.controlplane.status.compute_status`, and the metrics.
+   :func:`~controllers.controlplane.status.compute_status`, the metrics, and an Event when the
+   plan (``Progressing``) changed (:func:`~controllers.controlplane.plan.decision_event`).
 
 An Inactive ControlPlane (:mod:`~controllers.controlplane.inactive`) is gathered without
 adopting, then only reported (:meth:`ControlPlaneReconciler._observe`).
