@@ -288,6 +288,12 @@ async def explain_shows_remediation_then_a_blocked_scale_out(
         await eventually(replaced, timeout=90, message=f"{victim} replaced, three available")
 
         await set_spec(kube, name, namespace, {"enableAutorepair": False})
+
+        def health_check_gone() -> bool:
+            # Gone before the fault, or it could mark the paused Machine and remediation remove it.
+            return (watch.last or {}).get("remediation", {}).get("healthCheck", True) is None
+
+        await eventually(health_check_gone, timeout=15, message="the MachineHealthCheck deleted")
         paused = next(m["name"] for m in (watch.last or {})["machines"] if m["name"] != victim)
         await set_fault(kube, paused, namespace, "stop")
 
@@ -300,7 +306,10 @@ async def explain_shows_remediation_then_a_blocked_scale_out(
         def blocked_shown() -> JSON | None:
             return watch.first("EtcdMemberUnhealthy", "EtcdVotersHealthy", paused)
 
-        blocked = await eventually(blocked_shown, timeout=30, message=f"cpo explain: blocked on {paused}")
+        try:
+            blocked = await eventually(blocked_shown, timeout=30, message=f"cpo explain: blocked on {paused}")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; plans shown: {watch.plans()[-6:]}") from None
         assert [b["reason"] for b in blocked["plan"]["blocked"]][:1] == ["EtcdMemberUnhealthy"], blocked[
             "plan"
         ]
