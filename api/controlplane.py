@@ -315,6 +315,25 @@ class LastRemediation(StrictKubeModel):
     """How many remediations in a row replaced a machine that had itself replaced a remediated one."""
 
 
+class EtcdStatus(StrictKubeModel):
+    """The stacked etcd cluster as the controller last read it. Absent with external etcd,
+    before the first Machine, and while etcd cannot be read (the Available condition says why).
+    Written only when a count or the leader changes."""
+
+    voters: int = Field(ge=0)
+    """Voting members (with or without a Machine)."""
+    learners: int = Field(ge=0)
+    """Members added but not yet promoted to voters."""
+    healthy_voters: int = Field(ge=0)
+    """Voters of this control plane's machines that answered a health read."""
+    quorum: int = Field(ge=0)
+    """Voters needed to commit anything: a strict majority of the voters."""
+    fault_tolerance: int = Field(ge=0)
+    """How many more voters may fail now while a quorum stays: healthy voters beyond the quorum."""
+    leader_machine: str | None = None
+    """The machine whose member leads, when known."""
+
+
 class ControlPlaneStatus(StrictKubeModel):
     """Observed state of the control plane."""
 
@@ -345,6 +364,8 @@ class ControlPlaneStatus(StrictKubeModel):
     """What is wrong and what to do about it, when the controller cannot continue on its own."""
     last_remediation: LastRemediation | None = None
     """The most recent remediation started."""
+    etcd: EtcdStatus | None = None
+    """The stacked etcd cluster: voters, learners, healthy voters, quorum, fault tolerance, leader."""
 
 
 class ControlPlane(KubeObject):

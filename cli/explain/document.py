@@ -31,6 +31,7 @@ from api.machine import (
 from api.selector import selector_matches
 from controllers.controlplane.healthcheck import MHC_SUFFIX
 from controllers.controlplane.placement import FAILURE_DOMAIN_LABEL
+from controllers.controlplane.plan import BLOCKING_REASONS as CONTROLLER_BLOCKING_REASONS
 from controllers.etcdquorum.rules import HOOK_NAME
 from runtime.client import JSON, Client
 from runtime.errors import NotFound
@@ -53,10 +54,10 @@ DEFAULT_ETCD_HOOK_NAME: Final = HOOK_NAME
 """The etcd-quorum hook's default name (``cpo run --etcd-hook-name`` changes it; ``cpo explain
 --hook-name`` follows)."""
 
-BLOCKING_REASONS: Final = frozenset(
-    {"PreflightFailed", "Paused", "EtcdMemberUnhealthy", "MachineNotReady", "Degraded", "Blocked"}
-)
-"""``Progressing`` reasons that say a step cannot start (today's and the ones issue 27 names)."""
+BLOCKING_REASONS: Final = CONTROLLER_BLOCKING_REASONS | {"PreflightFailed", "Degraded", "Blocked"}
+"""``Progressing`` reasons that say a step cannot start: the controller's
+(:data:`controllers.controlplane.plan.BLOCKING_REASONS`), ``PreflightFailed`` (what operators
+wrote before those) and the generic ``Degraded`` and ``Blocked``."""
 
 
 @dataclass

@@ -87,7 +87,7 @@ What it does, in order, on every reconcile (Active)
    ``OnDelete``: only Machines you delete are replaced). Under maxSurge 0, a replacement that
    never became an etcd voter and is outdated again (you put the previous template back) is
    deleted while the old Machine's deletion waits for a voting replacement
-   (``ReplacingStalledReplacement``); it changes no voter. Uneven failure domains are rebalanced
+   (``ReplacingOutdated``); it changes no voter. Uneven failure domains are rebalanced
    through the same replacement (under maxSurge 0: delete from the fullest, recreate in the
    emptiest, never more than replicas Machines not being deleted; once the domains differ by at
    most one, nothing moves). Never more than replicas + 1 Machines exist. Before deleting
@@ -102,10 +102,14 @@ What it does, in order, on every reconcile (Active)
    passed, each older Machine is replaced once (one step at a time, as for a template change);
    the replacements, created after it, are up to date, so the rollout ends. Setting it to
    now asks for a fresh set of Machines now.
-5. Writes **status** (only when it changed).
+5. Writes **status** (only when it changed), ``status.etcd`` included: voters, learners,
+   healthy voters, quorum, fault tolerance and the leader's Machine (absent with external etcd
+   or while etcd cannot be read).
 
 Before any create or delete, the **preflight** must pass; each failed check is named in the
-``Progressing`` condition (reason ``PreflightFailed``), a Warning event and the metric
+``Progressing`` condition (its reason says which check holds the step, e.g.
+``EtcdMemberUnhealthy`` for ``EtcdVotersHealthy``: :mod:`~controllers.controlplane.plan`), an
+event when that changes and the metric
 ``cpo_controlplane_preflight_failures_total{check}``, and the controller looks again with a
 backoff (2 s doubling to 60 s). The Machine a step takes away is not held against it: a delete
 ignores its own Machine's Node, member health, learner or missing member (so a rollout or
@@ -161,12 +165,19 @@ Conditions
                       both, e.g. "etcd has quorum (2 of 3 voter(s) healthy); 2 Machine(s) serve";
                       reason ``MissingReplicas`` (still True) while fewer than ``spec.replicas``
                       are available, ``EtcdQuorumLost`` or ``NoMachineAvailable`` when False.
-``Progressing``       True while a step is under way or held back; the reason says which
-                      (``ScalingUp``, ``ScalingDown``, ``RollingUpdate``, ``ReplacingMachine``,
-                      ``Rebalancing``, ``WaitingForDeletion``, ``PreflightFailed``), the message
-                      says what is awaited, e.g. "Waiting for 2 old replica(s) to be removed".
-                      False with ``Paused`` while ``spec.paused`` is set, and with ``Inactive``
+``Progressing``       True while a step is under way or held back; the reason and message are
+                      the plan: the step under way or next (``ScalingUp``, ``ScalingDown``,
+                      ``ReplacingOutdated``, ``ReplacingDeleted``, ``Remediating``,
+                      ``Rebalancing``), what it waits for (``WaitingForMachine``,
+                      ``WaitingForLearner``, ``RemovingMember``, ``WaitingForDeletion``), or what
+                      blocks it (one reason per failed preflight check, e.g.
+                      ``EtcdMemberUnhealthy``, ``MachineNotReady``; ``HeldByConfiguration``), the
+                      message naming the Machine and the fact, e.g. "Replacing outdated Machine
+                      demo-abc in zone-b: creating its replacement". An event (Warning when
+                      blocked) announces each new plan. False with ``UpToDate`` when there is
+                      nothing to do, ``Paused`` while ``spec.paused`` is set, and ``Inactive``
                       (saying the step it would take) while ``spec.state`` is Inactive.
+                      :mod:`~controllers.controlplane.plan` lists them all.
 ``Degraded``          True when a human should look: see the phase ``Degraded``; control-plane
                       Nodes without a Machine (``UnmanagedNodes``); fewer ready Machines than
                       ``spec.replicas`` for more than 5 minutes, measured from the Node's Ready
@@ -206,7 +217,8 @@ The modules, along KubeadmControlPlane's lines: the pure decisions in
 outdated, scale-in choice), :mod:`~controllers.controlplane.scale` (the next step and the
 preflight), :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation`
 and :mod:`~controllers.controlplane.status` (one function per condition),
-:mod:`~controllers.controlplane.inactive` (``spec.state``); the etcd reads in
+:mod:`~controllers.controlplane.inactive` (``spec.state``), :mod:`~controllers.controlplane.plan`
+(the plan's reasons, ``status.etcd``, the Event per decision); the etcd reads in
 :mod:`~controllers.controlplane.etcdfacts`; gather → decide → act → report in
 :mod:`~controllers.controlplane.reconciler`, with :mod:`~controllers.controlplane.healthcheck`
 (the owned MachineHealthCheck) and :mod:`~controllers.controlplane.release` (the finalizer);

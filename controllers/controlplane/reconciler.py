@@ -11,8 +11,10 @@ MachineHealthCheck and the status), so every step is re-decided from fresh facts
    remediation was carried out: the :func:`~controllers.controlplane.scale.next_step`, after the
    :func:`~controllers.controlplane.scale.preflight`;
 4. **report** (:meth:`ControlPlaneReconciler._report`): the status, from
-   :func:`~controllers.controlplane.status.compute_status`, and the metrics; then each Machine's
-   ``UpToDate`` and ``OwnerRemediated`` (:mod:`~controllers.controlplane.machine_conditions`).
+   :func:`~controllers.controlplane.status.compute_status`, the metrics, and an Event when the
+   plan (``Progressing``) changed (:func:`~controllers.controlplane.plan.decision_event`); then
+   each Machine's ``UpToDate`` and ``OwnerRemediated``
+   (:mod:`~controllers.controlplane.machine_conditions`).
 
 An Inactive ControlPlane (:mod:`~controllers.controlplane.inactive`) is gathered without
 adopting, then only reported (:meth:`ControlPlaneReconciler._observe`).
@@ -33,11 +35,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.controlplane import API_VERSION as CP_API_VERSION
+from api.controlplane import CONDITION_PROGRESSING, ControlPlane, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
-from api.controlplane import ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
-from controllers.common import merge_conditions, now, parse_time
+from controllers.common import find_condition, merge_conditions, now, parse_time
 from controllers.controlplane import remediation_record as records
 from controllers.controlplane.etcdfacts import EtcdView, forward_leadership, read_etcd_view
 from controllers.controlplane.expectations import Expectations
@@ -63,6 +65,7 @@ from controllers.controlplane.placement import (
     new_machine,
     seconds_until_rollout_after,
 )
+from controllers.controlplane.plan import decision_event
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
 from controllers.controlplane.requeue import next_look
@@ -381,18 +384,23 @@ class ControlPlaneReconciler:
         if remediation.recorded is not None:
             status["lastRemediation"] = remediation.recorded
         observe_replicas(cp, spec.replicas, facts.infos)
-        await self._write_status(cp, status)
+        stored = find_condition((cp.get("status") or {}).get("conditions") or [], CONDITION_PROGRESSING)
+        if await self._write_status(cp, status):
+            announce = decision_event(
+                stored, find_condition(status["conditions"], CONDITION_PROGRESSING) or {}
+            )
+            if announce is not None:
+                self._event(cp, *announce)
 
     def _preflight_failed(
         self, cp: JSON, key: tuple[str, str], failures: Sequence[PreflightFailure]
     ) -> Result:
-        """Report the failed checks and look again after a backoff that doubles per failure in a row."""
+        """Count the failed checks (the metric; ``Progressing`` and its Event name them) and look
+        again after a backoff that doubles per failure in a row."""
         count = self._preflight_failures.get(key, 0)
         self._preflight_failures[key] = count + 1
         for failure in failures:
             PREFLIGHT_FAILURES.labels(label(cp), failure.check).inc()
-        message = "; ".join(f"{f.check}: {f.message}" for f in failures)
-        self._event(cp, "Warning", "PreflightFailed", f"No Machine created or deleted: {message}")
         delay = min(
             self.options.preflight_backoff_initial * (2 ** min(count, 20)), self.options.preflight_backoff_max
         )
@@ -449,14 +457,15 @@ class ControlPlaneReconciler:
         OPERATIONS.labels(label(cp), operation).inc()
         self._event(cp, "Normal", "MachineDeleted" if operation == "delete" else "MachineRemediated", message)
 
-    async def _write_status(self, cp: JSON, status: JSON) -> None:
-        """Merge-patch the status subresource when it changed, keeping other writers' conditions."""
+    async def _write_status(self, cp: JSON, status: JSON) -> bool:
+        """Merge-patch the status subresource when it changed, keeping other writers' conditions;
+        whether it was written."""
         current = cp.get("status") or {}
         status["conditions"] = merge_conditions(current.get("conditions") or [], status["conditions"], now())
         if "lastRemediation" not in status and current.get("lastRemediation"):
             status["lastRemediation"] = current["lastRemediation"]
         if status_unchanged(current, status):
-            return
+            return False
         try:
             await self.client.patch_status(
                 CP_API_VERSION,
@@ -468,7 +477,8 @@ class ControlPlaneReconciler:
         except Conflict:
             # Someone (the etcd-quorum-hook controller, or our own last write) changed it: the
             # watch brings the new version and the next reconcile recomputes from it.
-            return
+            return False
+        return True
 
     # ------------------------------------------------------------------------------ reporting
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.placement import choose_failure_domain, is_imbalanced, select_for_scale_in
-from controllers.controlplane.step import UP_TO_DATE, Step, in_domain
+from controllers.controlplane.step import UP_TO_DATE, Step, replacing
 
 
 def rollout_step(
@@ -77,16 +77,16 @@ def replace_outdated_step(
     if surge == 0:
         return Step(
             "delete",
-            "RollingUpdate",
-            f"Deleting outdated Machine {victim.name} first (maxSurge 0); its replacement follows",
+            "ReplacingOutdated",
+            replacing("outdated", victim.name, victim.failure_domain, None, "deleting it first (maxSurge 0)"),
             machine=victim.name,
         )
     staying = [m for m in active if m.name != victim.name]
     domain = choose_failure_domain(domains, staying, prefer=[victim.failure_domain])
     return Step(
         "create",
-        "RollingUpdate",
-        f"Creating the replacement of outdated Machine {victim.name}{in_domain(domain)}",
+        "ReplacingOutdated",
+        replacing("outdated", victim.name, victim.failure_domain, domain, "creating its replacement"),
         domain=domain,
         machine=victim.name,
     )

@@ -15,7 +15,7 @@ from typing import Final, Literal
 from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.placement import choose_failure_domain, select_for_scale_in
 from controllers.controlplane.rollout import rollout_step
-from controllers.controlplane.step import Step, in_domain
+from controllers.controlplane.step import Step, in_domain, replacing
 from controllers.etcd.membership import quorum_kept_without
 
 # Preflight check names (also the ``check`` label of cpo_controlplane_preflight_failures_total).
@@ -76,28 +76,30 @@ def next_step(
     if len(active) < replicas:
         return scale_up_step(replicas, domains, active, deleting)
     if deleting:
-        return stalled_replacement_step(active, deleting) or wait_for_deletion_step(deleting)
+        return stalled_replacement_step(active, deleting) or wait_for_deletion_step(deleting, active)
     if len(active) > replicas:
-        return held_by_configuration_step(misconfigured) or scale_down_step(replicas, active)
+        return held_by_configuration_step(misconfigured, scale_down_step(replicas, active))
     step = rollout_step(
         replicas=replicas, strategy=strategy, max_surge=max_surge, domains=domains, active=active
     )
     if step.action in ("create", "delete"):
-        return held_by_configuration_step(misconfigured) or step
+        return held_by_configuration_step(misconfigured, step)
     return step
 
 
-def held_by_configuration_step(misconfigured: Sequence[str]) -> Step | None:
-    """Wait while the ControlPlane is Degraded by its configuration (see :func:`next_step`), or
-    None when nothing is misconfigured. Waits again after the wait period, so the step resumes
-    once the problem is fixed, without a restart or an edit of the ControlPlane."""
+def held_by_configuration_step(misconfigured: Sequence[str], held: Step) -> Step:
+    """``held``, or a wait while the ControlPlane is Degraded by its configuration (see
+    :func:`next_step`): reason ``HeldByConfiguration``, naming what is misconfigured and the step
+    held. Waits again after the wait period, so the step resumes once the problem is fixed,
+    without a restart or an edit of the ControlPlane."""
     if not misconfigured:
-        return None
+        return held
     return Step(
         "wait",
         "HeldByConfiguration",
-        "Scale-in and rollout wait until the configuration problem is fixed (see Degraded): "
-        + ", ".join(sorted(misconfigured)),
+        "Held until the configuration problem is fixed (see Degraded): "
+        + ", ".join(sorted(misconfigured))
+        + f"; then: {held.message}",
         needs_preflight=False,
     )
 
@@ -128,17 +130,12 @@ def scale_up_step(
         )
     domain = choose_failure_domain(domains, active, prefer=[m.failure_domain for m in deleting])
     if deleting:
-        return Step(
-            "create",
-            "ReplacingMachine",
-            f"Creating a replacement for Machine {deleting[0].name}{in_domain(domain)}",
-            domain=domain,
-        )
+        return replacement_step(deleting[0], domain)
     return Step(
         "create",
         "ScalingUp",
-        f"Scaling up from {len(active)} to {replicas} replica(s)"
-        + in_domain(domain, ": new Machine in failure domain "),
+        f"Scaling up from {len(active)} to {replicas} replica(s): creating a Machine"
+        + in_domain(domain, " in "),
         domain=domain,
     )
 
@@ -167,24 +164,61 @@ def stalled_replacement_step(active: Sequence[MachineInfo], deleting: Sequence[M
     held = ", ".join(m.name for m in deleting)
     return Step(
         "delete",
-        "ReplacingStalledReplacement",
-        f"Deleting outdated Machine {victim.name}: it never became an etcd voter, and the deletion of "
-        f"{held} waits for a replacement that votes",
+        "ReplacingOutdated",
+        f"Replacing outdated Machine {victim.name}: deleting it, since it never became an etcd voter "
+        f"and the deletion of {held} waits for a replacement that votes",
         machine=victim.name,
     )
 
 
-def wait_for_deletion_step(deleting: Sequence[MachineInfo]) -> Step:
+def replacement_step(gone: MachineInfo, domain: str | None) -> Step:
+    """Create the replacement of ``gone``, a Machine being deleted, in ``domain``; the reason says
+    why it goes: ``ReplacingOutdated`` (a maxSurge-0 rollout), ``Remediating`` (the health check
+    marked it), else ``ReplacingDeleted`` (someone deleted it)."""
+    if gone.outdated:
+        reason, kind = "ReplacingOutdated", "outdated"
+    elif gone.marked_unhealthy:
+        reason, kind = "Remediating", "unhealthy"
+    else:
+        reason, kind = "ReplacingDeleted", "deleted"
+    return Step(
+        "create",
+        reason,
+        replacing(kind, gone.name, gone.failure_domain, domain, "creating its replacement"),
+        domain=domain,
+    )
+
+
+def wait_for_deletion_step(deleting: Sequence[MachineInfo], active: Sequence[MachineInfo] = ()) -> Step:
     """Wait while any Machine is being deleted (with at least ``replicas`` others).
 
     A deletion in flight is a membership change in flight (the etcd-quorum hook removes the
     member before the Machine goes): starting another one now could take two members at once.
+    The reason says what the deletion waits for: ``WaitingForLearner`` (a new member, named, is
+    a learner not yet promoted: the hook keeps the old member until it votes),
+    ``RemovingMember`` (the deleting Machine still has its member), else ``WaitingForDeletion``
+    (the member is gone; the Machine's drain and the provider remain).
     """
+    names = ", ".join(m.name for m in deleting)
+    learners = sorted(m.name for m in active if m.etcd_learner)
+    if learners:
+        return Step(
+            "wait",
+            "WaitingForLearner",
+            f"Machine(s) {', '.join(learners)}: etcd learner not promoted yet; the member of Machine(s) "
+            f"{names} is removed once it votes",
+            needs_preflight=False,
+        )
+    if any(m.has_etcd_member for m in deleting):
+        return Step(
+            "wait",
+            "RemovingMember",
+            f"Machine(s) {names} being deleted: waiting for the removal of its etcd member "
+            "(the etcd-quorum hook holds the deletion until it is safe)",
+            needs_preflight=False,
+        )
     return Step(
-        "wait",
-        "WaitingForDeletion",
-        f"Waiting for Machine(s) {', '.join(m.name for m in deleting)} to be deleted",
-        needs_preflight=False,
+        "wait", "WaitingForDeletion", f"Waiting for Machine(s) {names} to be deleted", needs_preflight=False
     )
 
 
@@ -196,11 +230,19 @@ def scale_down_step(replicas: int, active: Sequence[MachineInfo]) -> Step:
     """
     victim = select_for_scale_in(active)
     assert victim is not None
-    surplus = "outdated " if victim.outdated else ""
+    if victim.outdated:
+        action = f"deleting it ({len(active)} Machines for {replicas} replica(s): its replacement is in)"
+        return Step(
+            "delete",
+            "ReplacingOutdated",
+            replacing("outdated", victim.name, victim.failure_domain, None, action),
+            machine=victim.name,
+        )
     return Step(
         "delete",
         "ScalingDown",
-        f"Deleting {surplus}Machine {victim.name} ({len(active)} Machines for {replicas} replica(s))",
+        f"Scaling down from {len(active)} to {replicas} replica(s): deleting Machine {victim.name}"
+        + in_domain(victim.failure_domain, " in "),
         machine=victim.name,
     )
 
@@ -213,7 +255,11 @@ class PreflightFailure:
     """One failed preflight check."""
 
     check: str
+    """The check's name (one of :data:`PREFLIGHT_CHECKS`)."""
     message: str
+    """The fact that fails it, naming the Machines or members concerned."""
+    machines: tuple[str, ...] = ()
+    """The Machines (or members without one) the fact is about, for the plan's reason."""
 
 
 def preflight(
@@ -308,7 +354,9 @@ def machines_ready_preflight(
         return []
     return [
         PreflightFailure(
-            CHECK_MACHINES_READY, f"Machine(s) {', '.join(not_ready)} not Running with a Ready Node"
+            CHECK_MACHINES_READY,
+            f"Machine(s) {', '.join(not_ready)} not Running with a Ready Node",
+            tuple(not_ready),
         )
     ]
 
@@ -356,7 +404,13 @@ def voters_healthy_preflight(
     failures = []
     if unhealthy:
         listed = "; ".join(f"{label}: {error}" for label, error in unhealthy)
-        failures.append(PreflightFailure(CHECK_ETCD_VOTERS_REACHABLE, f"voter(s) unhealthy: {listed}"))
+        failures.append(
+            PreflightFailure(
+                CHECK_ETCD_VOTERS_REACHABLE,
+                f"voter(s) unhealthy: {listed}",
+                tuple(label for label, _ in unhealthy),
+            )
+        )
     voters = {m.name: m.etcd_healthy for m in machines if m.etcd_voter}
     if removing in voters and not quorum_kept_without(voters, removing):
         healthy = sum(up for name, up in voters.items() if name != removing)
@@ -365,6 +419,7 @@ def voters_healthy_preflight(
                 CHECK_ETCD_VOTERS_REACHABLE,
                 f"removing Machine {removing}'s member would leave {healthy} healthy of "
                 f"{len(voters) - 1} voter(s), less than their quorum",
+                (str(removing),),
             )
         )
     return failures
@@ -390,7 +445,9 @@ def members_match_preflight(
         parts.append(f"member(s) without a Machine: {', '.join(strangers)}")
     if missing:
         parts.append(f"Machine(s) without a member: {', '.join(missing)}")
-    return [PreflightFailure(CHECK_ETCD_MEMBERS_MATCH, "; ".join(parts))] if parts else []
+    if not parts:
+        return []
+    return [PreflightFailure(CHECK_ETCD_MEMBERS_MATCH, "; ".join(parts), (*strangers, *missing))]
 
 
 def pending_learner_preflight(
@@ -409,7 +466,9 @@ def pending_learner_preflight(
     if pending and (desired is None or voters <= desired):
         return [
             PreflightFailure(
-                CHECK_ETCD_NO_PENDING_LEARNER, f"learner(s) {', '.join(pending)} not promoted yet"
+                CHECK_ETCD_NO_PENDING_LEARNER,
+                f"learner(s) {', '.join(pending)} not promoted yet",
+                tuple(pending),
             )
         ]
     return []

@@ -35,9 +35,10 @@ from controllers.common import format_time, now
 from controllers.controlplane.etcdfacts import EtcdView
 from controllers.controlplane.inactive import inactive_progress
 from controllers.controlplane.machines import MachineInfo
+from controllers.controlplane.plan import blocked_progress, etcd_status
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import PreflightFailure
-from controllers.controlplane.step import Step
+from controllers.controlplane.step import UP_TO_DATE, Step
 from runtime.jsoncodec import JSON
 
 NOT_READY_GRACE: Final = timedelta(minutes=5)
@@ -99,7 +100,8 @@ def compute_status(inputs: StatusInputs) -> JSON:
     Counts: ``replicas`` (owned Machines, deleting included), ``updatedReplicas`` (not outdated,
     not deleting), ``readyReplicas`` (Running with a Ready Node), ``availableReplicas`` (not deleting,
     ready and a healthy etcd voter), ``unavailableReplicas`` (spec.replicas − available, never negative).
-    Phase: :func:`phase`. Conditions: one function each.
+    Phase: :func:`phase`. Conditions: one function each. ``etcd``:
+    :func:`~controllers.controlplane.plan.etcd_status` (absent without a readable stacked etcd).
     """
     machines = inputs.machines
     failure = failure_of(inputs)
@@ -122,6 +124,7 @@ def compute_status(inputs: StatusInputs) -> JSON:
         ],
         "failureReason": failure[0] if failure else None,
         "failureMessage": failure[1] if failure else None,
+        "etcd": etcd_status(inputs.etcd),
     }
 
 
@@ -237,34 +240,45 @@ def available_condition(inputs: StatusInputs) -> JSON:
 
 
 def progressing_condition(inputs: StatusInputs) -> JSON:
-    """``Progressing``: True while a step is under way or held back by the preflight.
+    """``Progressing``: True while a step is under way or held back; the reason and message are
+    the plan (:mod:`~controllers.controlplane.plan` lists the reasons).
 
-    Reasons by precedence: ``Inactive`` (False, what it would do:
-    :func:`~controllers.controlplane.inactive.inactive_progress`), ``Paused``, ``PreflightFailed``
-    (the failed checks), the step's own reason, ``OutdatedMachines`` (outdated Machines with no
-    step for them, e.g. OnDelete), else ``AsExpected``. While outdated Machines remain, the
-    message starts with how many.
+    By precedence: ``Inactive`` (False, what it would do:
+    :func:`~controllers.controlplane.inactive.inactive_progress`), ``Paused`` (False, and the
+    step it would take), ``Remediating`` (a remediation started this pass: the decision's
+    message names the Machine), the preflight's reason when it holds the step
+    (:func:`~controllers.controlplane.plan.blocked_progress`), the step's own reason, else
+    ``UpToDate``. A step with nothing to do (``UpToDate``, OnDelete's
+    ``WaitingForManualDeletion``) is False.
     """
-    outdated = inputs.outdated
     step = inputs.step
     if inputs.inactive:
         return _condition(CONDITION_PROGRESSING, False, *inactive_progress(step))
-    reason, message, progressing = "AsExpected", "All Machines are up to date", False
     if inputs.paused:
-        reason, message = "Paused", "spec.paused is true: no Machine is created or deleted"
-    elif inputs.preflight_failures:
-        reason, progressing = "PreflightFailed", True
-        message = "; ".join(f"{f.check}: {f.message}" for f in inputs.preflight_failures)
-    elif step is not None and step.action != "none":
-        reason, message, progressing = step.reason, step.message, True
-    elif outdated:
-        reason = "OutdatedMachines"
-        message = f"Waiting for {len(outdated)} old replica(s) to be removed"
-        if step is not None and step.reason == "WaitingForManualDeletion":
-            message = step.message
-    if outdated and progressing:
-        message = f"Waiting for {len(outdated)} old replica(s) to be removed; {message}"
-    return _condition(CONDITION_PROGRESSING, progressing, reason, message)
+        then = f"; then: {step.message}" if step is not None and step.action != "none" else ""
+        return _condition(
+            CONDITION_PROGRESSING,
+            False,
+            "Paused",
+            f"spec.paused is true: no Machine is created or deleted{then}",
+        )
+    decision = inputs.remediation
+    if decision is not None and decision.allowed:
+        return _condition(CONDITION_PROGRESSING, True, "Remediating", decision.message)
+    if inputs.preflight_failures:
+        return _condition(
+            CONDITION_PROGRESSING, True, *blocked_progress(inputs.preflight_failures, inputs.machines, step)
+        )
+    if step is not None and step.action != "none":
+        return _condition(CONDITION_PROGRESSING, True, step.reason, step.message)
+    if step is not None:
+        message = step.message if step.reason != UP_TO_DATE.reason else _up_to_date(inputs)
+        return _condition(CONDITION_PROGRESSING, False, step.reason, message)
+    return _condition(CONDITION_PROGRESSING, False, UP_TO_DATE.reason, _up_to_date(inputs))
+
+
+def _up_to_date(inputs: StatusInputs) -> str:
+    return f"All {len(inputs.active)} Machine(s) are up to date"
 
 
 def unready_beyond_grace(

@@ -31,3 +31,11 @@ UP_TO_DATE = Step("none", "UpToDate", "All Machines are up to date", needs_prefl
 def in_domain(domain: str | None, prefix: str = " in failure domain ") -> str:
     """The message suffix naming a failure domain, or nothing without one."""
     return f"{prefix}{domain}" if domain else ""
+
+
+def replacing(kind: str, name: str, domain: str | None, placed: str | None, action: str) -> str:
+    """The message of a replacement step, naming the Machine, its failure domain and the action,
+    e.g. "Replacing outdated Machine demo-abc in zone-b: creating its replacement" (with
+    " in zone-c" added when the replacement goes to another domain than ``domain``)."""
+    elsewhere = in_domain(placed, " in ") if placed != domain and action.startswith("creating") else ""
+    return f"Replacing {kind} Machine {name}{in_domain(domain, ' in ')}: {action}{elsewhere}"

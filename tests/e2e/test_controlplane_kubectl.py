@@ -176,7 +176,7 @@ async def explain_shows_the_controlplane(kubeconfig: Path, kube: Client, name: s
     screen = await cpo("explain", *where, env={"COLUMNS": "200"})
     for text in (f"ControlPlane {namespace}/{name}", "state Active", "phase Running", *machines):
         assert text in screen, f"{text!r} missing from cpo explain:\n{screen}"
-    assert "plan: AsExpected" in screen, screen
+    assert "plan: UpToDate" in screen, screen
 
     document = json.loads(await cpo("explain", *where, "-o", "json"))
     assert set(document) == EXPLAIN_KEYS, document.keys()
@@ -196,7 +196,14 @@ async def explain_shows_the_controlplane(kubeconfig: Path, kube: Client, name: s
         assert (holding["status"], holding["reason"]) == ("False", "Guarding"), entry["hooks"]
         assert entry["hooks"]["etcdQuorumHook"] is True, entry["hooks"]
     assert {c["type"] for c in document["conditions"]} >= {"Available", "Progressing"}
-    assert document["plan"]["progressing"]["reason"] == "AsExpected", document["plan"]
+    assert document["plan"]["progressing"]["reason"] == "UpToDate", document["plan"]
+    etcd = document["etcd"]
+    assert (etcd["known"], etcd["voters"], etcd["quorum"], etcd["leaderMachine"]) == (
+        True,
+        1,
+        1,
+        machines[0],
+    ), etcd
     assert document["remediation"]["healthCheck"]["name"] == f"{name}-mhc", document["remediation"]
 
     # kubectl finds `kubectl-cpo` on PATH; its own flags may not precede the plugin's name.

@@ -485,9 +485,9 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
             async def reported() -> dict | None:
                 cp = await get_cp(kube, name, namespace)
                 progressing = cp_condition(cp, "Progressing")
-                return cp if progressing.get("reason") == "PreflightFailed" else None
+                return cp if progressing.get("reason") == "MachineNotReady" else None
 
-            cp = await eventually(reported, timeout=10, message="Progressing reason PreflightFailed")
+            cp = await eventually(reported, timeout=10, message="Progressing reason MachineNotReady")
             assert "MachineNodesReady" in cp_condition(cp, "Progressing")["message"]
             assert first_name in cp_condition(cp, "Progressing")["message"]
 
@@ -495,8 +495,10 @@ async def test_a_failed_preflight_is_reported_holds_the_step_and_recovers(
                 return len(await machines_of(kube, namespace)) == 1
 
             await holds_for(still_one, duration=1.5, message="no Machine created while the preflight fails")
-            events = [e for e in await events_for(kube, namespace, name) if e["reason"] == "PreflightFailed"]
-            assert events and events[0]["type"] == "Warning" and "MachineNodesReady" in events[0]["message"]
+            # One Warning event for the blocked plan, in its words; not one per refused pass.
+            events = [e for e in await events_for(kube, namespace, name) if e["reason"] == "MachineNotReady"]
+            assert len(events) == 1 and events[0]["type"] == "Warning", events
+            assert events[0]["message"] == cp_condition(cp, "Progressing")["message"], events
             metrics = generate_latest().decode()
             assert (
                 f'cpo_controlplane_preflight_failures_total{{check="MachineNodesReady",controlplane="{namespace}/{name}"}}'
@@ -577,7 +579,7 @@ async def test_etcd_at_the_endpoints_with_members_of_no_owned_machine_holds_the_
             async def reported() -> bool:
                 progressing = cp_condition(await get_cp(kube, name, namespace), "Progressing")
                 message = progressing.get("message", "")
-                return progressing.get("reason") == "PreflightFailed" and (
+                return progressing.get("reason") == "EtcdMembersMismatch" and (
                     "EtcdMembersMatchMachines" in message and "elsewhere-0" in message
                 )
 

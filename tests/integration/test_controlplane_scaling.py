@@ -40,6 +40,7 @@ from tests.support.controlplane import (
     running_controlplane,
     settled,
 )
+from tests.support.explain import ExplainWatch
 from tests.support.localmachine import (
     FAULT_ANNOTATION,
     get_machine,
@@ -154,15 +155,23 @@ NEW_TEMPLATE = {
 
 
 async def test_rolling_update_of_three_replicas_then_on_delete(
-    kube: Client, namespace: str, provider_state_dir: Path
+    kube: Client, namespace: str, provider_state_dir: Path, kubeconfig_path: Path
 ) -> None:
+    """A rolling update, then OnDelete; the same world then shows, through ``cpo explain``, the
+    plan of a rollout, of a remediation and of a scale-out the preflight blocks
+    (:func:`explain_shows_remediation_then_a_blocked_scale_out`)."""
     name = f"cp{secrets.token_hex(3)}"
-    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
-        monitor = await scaled_to_three(kube, name, namespace)
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
+        monitor = await scaled_to_three(kube, name, namespace, healthCheck=SECONDS_HEALTH_CHECK)
         try:
             before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
             since = monitor.mark()
-            async with MachineCount(kube, namespace) as count:
+            async with (
+                MachineCount(kube, namespace) as count,
+                ExplainWatch(kubeconfig_path, namespace, name) as watch,
+            ):
+                await eventually(lambda: watch.documents, timeout=30, message="cpo explain's first document")
                 await set_spec(kube, name, namespace, NEW_TEMPLATE)
 
                 async def updating() -> bool:
@@ -171,6 +180,7 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
 
                 await eventually(updating, timeout=10, message="phase Updating")
                 cp = await settled(kube, name, namespace, 3, within=120)
+                await explain_showed_the_rollout(watch, before)
             after = await machines_of(kube, namespace)
             assert not before & {m["metadata"]["name"] for m in after}, "every Machine was replaced"
             assert all(m["metadata"]["annotations"]["cpo.dev/revision"] == "2" for m in after)
@@ -218,8 +228,102 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
                 == victim["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
             )
             monitor.assert_never_lost_quorum()
+            await explain_shows_remediation_then_a_blocked_scale_out(
+                kube, name, namespace, kubeconfig_path, monitor
+            )
         finally:
             await monitor.__aexit__(None, None, None)
+
+
+async def explain_showed_the_rollout(watch: ExplainWatch, before: set[str]) -> None:
+    """``cpo explain`` showed a replacement being created, an old member's removal waiting, then
+    the plan done; and each plan was announced by an Event in the same words."""
+
+    async def done() -> bool:
+        last = watch.last or {}
+        return (last.get("plan") or {}).get("progressing", {}).get("reason") == "UpToDate"
+
+    await eventually(done, timeout=30, message="cpo explain shows the plan done")
+    plans = watch.plans()
+    creating = [
+        (reason, message)
+        for reason, message in plans
+        if (reason == "ReplacingOutdated" and "creating its replacement" in message)
+        or reason == "WaitingForMachine"
+    ]
+    assert creating and any(old in creating[0][1] for old in before), plans
+    removing = [(reason, message) for reason, message in plans if reason == "RemovingMember"]
+    assert removing and any(old in removing[0][1] for old in before), plans
+    assert plans[-1][0] == "UpToDate" and not watch.documents[-1]["plan"]["blocked"], plans
+    etcd = watch.documents[-1]["etcd"]
+    assert (etcd["voters"], etcd["healthyVoters"], etcd["quorum"], etcd["faultTolerance"]) == (3, 3, 2, 1), (
+        etcd
+    )
+    assert etcd["leaderMachine"] in {m["name"] for m in watch.documents[-1]["machines"]}, etcd
+
+
+async def explain_shows_remediation_then_a_blocked_scale_out(
+    kube: Client, name: str, namespace: str, kubeconfig_path: Path, monitor: QuorumMonitor
+) -> None:
+    """A killed member: ``cpo explain`` names its Machine in the remediation plan. Then, autorepair
+    off, a member paused with the provider's fault and a scale-out asked: the plan is blocked by
+    ``EtcdMemberUnhealthy`` (the check ``EtcdVotersHealthy``), naming the paused Machine, and no
+    Machine is created."""
+    async with ExplainWatch(kubeconfig_path, namespace, name) as watch:
+        await eventually(lambda: watch.documents, timeout=30, message="cpo explain's first document")
+        victim = (await machines_of(kube, namespace))[0]["metadata"]["name"]
+        await set_fault(kube, victim, namespace, "kill")
+
+        def remediation_shown() -> JSON | None:
+            return watch.first("Remediating", victim)
+
+        shown = await eventually(remediation_shown, timeout=60, message=f"cpo explain: remediating {victim}")
+        assert any(m["name"] == victim for m in shown["machines"]), shown["machines"]
+
+        def replaced() -> bool:
+            # Not `settled`: under OnDelete two outdated Machines stay, so only availability counts.
+            document = watch.last or {}
+            remediation = (document.get("remediation") or {}).get("lastRemediation") or {}
+            return (
+                remediation.get("machine") == victim
+                and victim not in {m["name"] for m in document["machines"]}
+                and document["controlPlane"]["replicas"]["available"] == 3
+                and document["etcd"]["healthyVoters"] == 3
+            )
+
+        await eventually(replaced, timeout=90, message=f"{victim} replaced, three available")
+
+        await set_spec(kube, name, namespace, {"enableAutorepair": False})
+
+        def health_check_gone() -> bool:
+            # Gone before the fault, or it could mark the paused Machine and remediation remove it.
+            return (watch.last or {}).get("remediation", {}).get("healthCheck", True) is None
+
+        await eventually(health_check_gone, timeout=15, message="the MachineHealthCheck deleted")
+        paused = next(m["name"] for m in (watch.last or {})["machines"] if m["name"] != victim)
+        await set_fault(kube, paused, namespace, "stop")
+
+        def member_paused() -> bool:
+            return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 2
+
+        await eventually(member_paused, timeout=15, message=f"{paused}'s member not answering")
+        await set_spec(kube, name, namespace, {"replicas": 5})
+
+        def blocked_shown() -> JSON | None:
+            return watch.first("EtcdMemberUnhealthy", "EtcdVotersHealthy", paused)
+
+        try:
+            blocked = await eventually(blocked_shown, timeout=30, message=f"cpo explain: blocked on {paused}")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; plans shown: {watch.plans()[-6:]}") from None
+        assert [b["reason"] for b in blocked["plan"]["blocked"]][:1] == ["EtcdMemberUnhealthy"], blocked[
+            "plan"
+        ]
+        assert len(blocked["machines"]) == 3, blocked["machines"]
+        assert blocked["etcd"]["healthyVoters"] == 2 and blocked["etcd"]["faultTolerance"] == 0, blocked[
+            "etcd"
+        ]
+        await set_fault(kube, paused, namespace, None)
 
 
 async def test_rolling_rollout_after_waits_for_its_moment_then_replaces_each_machine_once(

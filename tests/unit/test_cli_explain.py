@@ -419,3 +419,26 @@ def test_the_kubeconfig_and_namespace_resolve_as_kubectl_does(tmp_path: Path) ->
 
     assert resolve_connection(args(None))[1] == "from-context"
     assert resolve_connection(args("given"))[1] == "given"
+
+
+@pytest.mark.parametrize(
+    ("reason", "blocked"),
+    [
+        ("EtcdMemberUnhealthy", True),
+        ("MachineNotReady", True),
+        ("EtcdUnreachable", True),
+        ("HeldByConfiguration", True),
+        ("Paused", True),
+        ("WaitingForLearner", False),
+        ("RemovingMember", False),
+        ("ReplacingOutdated", False),
+        ("UpToDate", False),
+    ],
+)
+def test_the_controllers_plan_reasons_are_blocked_or_not(reason: str, blocked: bool) -> None:
+    message = f"{reason}: about Machine demo-q"
+    cp = controlplane(status={"conditions": [condition("Progressing", "True", reason, message, T1)]})
+    document = explain_document(Snapshot(cp, [], {}))
+    assert document["plan"]["progressing"]["reason"] == reason
+    shown = [(b["source"], b["reason"], b["message"]) for b in document["plan"]["blocked"]]
+    assert shown == ([("Progressing", reason, message)] if blocked else []), shown

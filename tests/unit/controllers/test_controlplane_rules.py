@@ -658,7 +658,7 @@ def delete(name: str) -> Step:
 
 
 def replace(name: str) -> Step:
-    return Step("create", "RollingUpdate", f"Creating the replacement of {name}", domain="a", machine=name)
+    return Step("create", "ReplacingOutdated", f"Replacing outdated Machine {name}", domain="a", machine=name)
 
 
 SCALE_UP = Step("create", "ScalingUp", "Scaling up", domain="a")
@@ -843,9 +843,11 @@ def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: st
 def test_status_messages_say_what_is_going_on() -> None:
     outdated = [m("ma", outdated=True), m("mb", outdated=True, failure_domain="b"), m("mc")]
     status = status_of(outdated, step=step(outdated))
-    assert "Waiting for 2 old replica(s) to be removed" in condition(status, "Progressing")["message"]
+    progressing = condition(status, "Progressing")
+    assert progressing["reason"] == "ReplacingOutdated", progressing
+    assert progressing["message"].startswith("Replacing outdated Machine ma in a: "), progressing
     failed = status_of(abc(), preflight_failures=[PreflightFailure(CHECK_ETCD_NO_ALARMS, "NOSPACE@m1")])
-    assert condition(failed, "Progressing")["reason"] == "PreflightFailed"
+    assert condition(failed, "Progressing")["reason"] == "EtcdAlarm"
     assert "EtcdNoAlarms: NOSPACE@m1" in condition(failed, "Progressing")["message"]
     owned = status_of(abc(), owned_by_others=["theirs"], unmanaged_nodes=["stray"])
     degraded = condition(owned, "Degraded")

@@ -265,13 +265,13 @@ def step(machines: list[MachineInfo], misconfigured: list[str], **kw: Any) -> tu
         (
             [m("ma", outdated=True), *ABC[1:]],
             {},
-            ("create", "RollingUpdate"),
+            ("create", "ReplacingOutdated"),
             ("wait", "HeldByConfiguration"),
         ),
         (
             [m("ma", outdated=True), *ABC[1:]],
             {"max_surge": 0},
-            ("delete", "RollingUpdate"),
+            ("delete", "ReplacingOutdated"),
             ("wait", "HeldByConfiguration"),
         ),
         # rebalancing is a rollout: held
@@ -284,7 +284,7 @@ def step(machines: list[MachineInfo], misconfigured: list[str], **kw: Any) -> tu
         (
             [unready("ma", JUST_OVER, outdated=True), *ABC[1:]],
             {},
-            ("create", "RollingUpdate"),
+            ("create", "ReplacingOutdated"),
             ("wait", "HeldByConfiguration"),
         ),
     ],
