@@ -326,13 +326,42 @@ async def explain_shows_remediation_then_a_blocked_scale_out(
         await set_fault(kube, paused, namespace, None)
 
 
+async def versions(kube: Client, name: str, namespace: str) -> dict[str, str]:
+    """The resourceVersions of the ControlPlane, its MachineHealthCheck and its Machines."""
+    cp = await get_cp(kube, name, namespace)
+    check = await kube.get(API_VERSION, "MachineHealthCheck", f"{name}-mhc", namespace)
+    found = {"ControlPlane": cp or {}, "MachineHealthCheck": check}
+    found.update({f"Machine/{m['metadata']['name']}": m for m in await machines_of(kube, namespace)})
+    return {key: obj["metadata"]["resourceVersion"] for key, obj in found.items()}
+
+
+async def quiet_versions(kube: Client, name: str, namespace: str) -> dict[str, str] | None:
+    """The resourceVersions once they have stayed the same for 2 s (the writes that follow a
+    change are done), else None."""
+    first = await versions(kube, name, namespace)
+
+    async def same() -> bool:
+        return await versions(kube, name, namespace) == first
+
+    try:
+        await holds_for(same, duration=2, message="versions unchanged")
+    except AssertionError:
+        return None
+    return first
+
+
 async def test_rolling_rollout_after_waits_for_its_moment_then_replaces_each_machine_once(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     """``spec.rolloutAfter`` an hour ahead replaces nothing and every Machine counts as updated;
-    moved 15 s ahead, each Machine is replaced once after that moment, then nothing changes."""
+    moved 15 s ahead, each Machine is replaced once after that moment, then nothing changes.
+
+    The hour-ahead window is also the settled control plane of issue 27: with every controller
+    running (the hook controller and the health check resync each second), the ControlPlane, its
+    Machines and its MachineHealthCheck keep their resourceVersions for the whole 30 s."""
     name = f"cp{secrets.token_hex(3)}"
-    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
         monitor = await scaled_to_three(kube, name, namespace)
         try:
             before = {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
@@ -355,10 +384,22 @@ async def test_rolling_rollout_after_waits_for_its_moment_then_replaces_each_mac
                     )
 
                 await eventually(all_updated_and_untouched, timeout=10, message="the change observed")
+                written = await eventually(
+                    lambda: quiet_versions(kube, name, namespace),
+                    timeout=30,
+                    message="the operator's writes of the change done",
+                )
+
+                async def untouched_and_unwritten() -> bool:
+                    return (
+                        await all_updated_and_untouched() and await versions(kube, name, namespace) == written
+                    )
+
                 await holds_for(
-                    all_updated_and_untouched,
+                    untouched_and_unwritten,
                     duration=30,
-                    message="a rolloutAfter an hour ahead replaces nothing, all 3 Machines updated",
+                    message="a rolloutAfter an hour ahead replaces nothing, all 3 Machines updated, and "
+                    f"nothing is written on the settled control plane {written}",
                 )
                 assert count.deleted == [], count.history
 
