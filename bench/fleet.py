@@ -56,7 +56,7 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from bench._common import process_cpu_seconds, uptime
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
-from demo.world import ChildProcess, DemoWorld, cpo
+from demo.world import DemoWorld
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION
 from runtime.client import Client
 
@@ -78,18 +78,7 @@ Samples = dict[str, list[tuple[dict[str, str], float]]]
 class FleetWorld(DemoWorld):
     """The demo's world with the provider serving every namespace (one per ControlPlane)."""
 
-    async def start_provider(self) -> ChildProcess:
-        return await self._spawn(
-            "localmachine",
-            cpo(
-                "localmachine",
-                "--state-dir", str(self.state_dir),
-                "--kubeconfig", str(self.kubeconfig_path),
-                "--heartbeat-period", str(self.heartbeat_period),
-                "--stop-grace-period", "3",
-                "--join-backoff-max", "1",
-            ),
-        )  # fmt: skip
+    provider_all_namespaces: bool = True
 
     def operator_pid(self) -> int:
         process = self.child("operator").process

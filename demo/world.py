@@ -130,6 +130,9 @@ class DemoWorld:
     operators: int = 1
     realistic: bool = False
     """Run the provider with ``--realistic`` (its etcd client Secret: :attr:`etcd_client_secret`)."""
+    provider_all_namespaces: bool = False
+    """Let the provider serve every namespace, not only :attr:`namespace` (one ControlPlane per
+    namespace, as ``bench.fleet`` runs them)."""
     children: list[ChildProcess] = field(default_factory=list)
     kubeconfig_path: Path = field(init=False)
     state_dir: Path = field(init=False)
@@ -207,7 +210,7 @@ class DemoWorld:
                 "localmachine",
                 "--state-dir", str(self.state_dir),
                 "--kubeconfig", str(self.kubeconfig_path),
-                "--namespace", self.namespace,
+                *([] if self.provider_all_namespaces else ["--namespace", self.namespace]),
                 "--heartbeat-period", str(self.heartbeat_period),
                 "--stop-grace-period", "3",
                 "--join-backoff-max", "1",
