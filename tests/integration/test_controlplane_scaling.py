@@ -326,6 +326,13 @@ async def explain_shows_remediation_then_a_blocked_scale_out(
         await set_fault(kube, paused, namespace, None)
 
 
+async def owner_remediated_is(kube: Client, machine: str, namespace: str, reason: str, prefix: str) -> bool:
+    """Whether ``machine``'s ``OwnerRemediated`` carries the ControlPlane's decision ``reason``,
+    its message starting with ``prefix`` (the rule that decided)."""
+    owner = machine_condition(await get_machine(kube, machine, namespace), "OwnerRemediated")
+    return owner.get("reason") == reason and str(owner.get("message") or "").startswith(prefix)
+
+
 async def versions(kube: Client, name: str, namespace: str) -> dict[str, str]:
     """The resourceVersions of the ControlPlane, its MachineHealthCheck and its Machines."""
     cp = await get_cp(kube, name, namespace)
@@ -589,13 +596,14 @@ async def test_failed_machines_are_remediated_add_then_remove_retries_counted_pe
 
             await eventually(stopped, timeout=30, message=f"remediation of {again} stops: MaxRetryReached")
 
-            async def says_why() -> bool:
-                owner = machine_condition(await get_machine(kube, again, namespace), "OwnerRemediated")
-                message = str(owner.get("message") or "")
-                return owner.get("reason") == "CannotBeRemediated" and message.startswith("MaxRetryReached: ")
-
             # The Machine itself says what the ControlPlane decided, and where its lineage stands.
-            await eventually(says_why, timeout=10, message=f"{again}: OwnerRemediated CannotBeRemediated")
+            await eventually(
+                lambda: owner_remediated_is(
+                    kube, again, namespace, "CannotBeRemediated", "MaxRetryReached: "
+                ),
+                timeout=10,
+                message=f"{again}: OwnerRemediated CannotBeRemediated",
+            )
             owner = machine_condition(await get_machine(kube, again, namespace), "OwnerRemediated")
             assert "retry 1 of maxRetry 0 along the lineage of Machine" in owner["message"], owner
             machines = {m["metadata"]["name"]: m for m in await machines_of(kube, namespace)}
@@ -634,12 +642,11 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
 
             await eventually(victim_marked, timeout=30, message=f"{victim} marked by the health check")
 
-            async def deferred_while_paused() -> bool:
-                owner = machine_condition(await get_machine(kube, victim, namespace), "OwnerRemediated")
-                message = str(owner.get("message") or "")
-                return owner.get("reason") == "RemediationDeferred" and message.startswith("Paused: ")
-
-            await eventually(deferred_while_paused, timeout=10, message=f"{victim}: remediation deferred")
+            await eventually(
+                lambda: owner_remediated_is(kube, victim, namespace, "RemediationDeferred", "Paused: "),
+                timeout=10,
+                message=f"{victim}: remediation deferred",
+            )
             recorded = {"machine": victim, "timestamp": "2026-01-01T00:00:00Z", "retryCount": 2}
             # What the dead process left: the record, and no delete.
             annotation = {REMEDIATION_IN_PROGRESS_ANNOTATION: json.dumps([recorded])}
