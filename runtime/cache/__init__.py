@@ -71,6 +71,10 @@ stale version, which can never succeed.
   yet installed) back off with jitter: 0.8 s doubling to a 30 s cap, each wait drawn from
   [d, 2d] and capped at 30 s, starting over at 0.8 s after 2 min without an error.
 
+* **Reading**: the watch is read with :meth:`Client.watch_events
+  <runtime.client.Client.watch_events>`, so each event is stored and its handlers called from the
+  socket's read callback, before anything else runs on the loop; a handler must not block.
+
 Every timing lives in :class:`InformerOptions` (``CacheOptions.informer``), as do the clock, the
 sleep and the random source, so tests run the same code with millisecond timeouts.
 

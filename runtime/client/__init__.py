@@ -30,6 +30,13 @@ Usage (``kubeconfig`` is the path of a kubeconfig file, or the document as a dic
 {'k': 'v'}
 DELETED
 
+Two ways to read a watch. :meth:`Client.watch` is an async iterator over aiohttp's stream, read at the
+caller's pace (aiohttp pauses the socket when the caller falls behind). :meth:`Client.watch_events`
+pushes each event to a callback from the socket's read callback (:mod:`runtime.client.watchstream`,
+its own HTTP/1.1 reader on httptools): no iterator, no task switch per event, for a consumer that
+keeps up by construction; the informers read their watches this way, because an event arriving
+alone is their hot path (``docs/performance.md``).
+
 Pydantic models are accepted wherever an object goes in (``create(model_instance)``) and come back
 when a model class is given (``get(..., model=Machine)``).
 

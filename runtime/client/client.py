@@ -41,6 +41,7 @@ from .objects import (
 )
 from .options import ClientOptions
 from .transport import Transport, _error_from_response
+from .watchstream import OnEvent, read_events
 
 
 class Client(Transport):
@@ -519,6 +520,44 @@ class Client(Transport):
                 yield loads(pending)
         finally:
             response.release()
+
+    async def watch_events(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        on_event: OnEvent,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_watch_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        inactivity_timeout: float | None = None,
+    ) -> int:
+        """One watch stream, pushed: ``on_event(event)`` for each event as it is read off the socket.
+
+        Returns the number of events once the server ends the stream (after ``timeout_seconds``).
+        The same request and errors as :meth:`watch` (a non-2xx answer raises its typed error;
+        ``ERROR`` events are delivered like any other), but no iterator: ``on_event`` runs inside
+        the connection's read callback, so it must not block, and an exception it raises closes
+        the stream and is raised here. A stream cut short raises :class:`ConnectionResetError`;
+        one silent for ``inactivity_timeout`` seconds, :class:`TimeoutError`. Cancelling the call
+        closes the connection. Meant for a consumer that keeps up by construction (the
+        reflector's store); one that wants to read at its own pace uses :meth:`watch`.
+        """
+        info = await self._resource(api_version, kind, namespace, name=False)
+        query = _query(
+            watch="true",
+            resourceVersion=resource_version,
+            timeoutSeconds=timeout_seconds,
+            allowWatchBookmarks=allow_watch_bookmarks or None,
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+        )
+        path = info.path(namespace)
+        protocol = await self._open_watch(path, query, on_event)
+        return await read_events(protocol, inactivity_timeout=inactivity_timeout, what=f"watch {path}")
 
     async def _resource(
         self, api_version: str, kind: str, namespace: str | None, *, name: bool

@@ -8,7 +8,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
@@ -20,6 +20,7 @@ from .._kube_credentials import (
 from ..errors import APIError, from_status
 from ..jsoncodec import JSON
 from .options import ClientOptions
+from .watchstream import OnEvent, _WatchProtocol, request_bytes
 
 RETRIABLE_STATUSES = frozenset({429, 503})
 
@@ -111,8 +112,9 @@ class Transport:
         """
         self.options = (options or ClientOptions()).with_defaults()
         self._connection = _Connection(configuration, kubeconfig, context)
+        self._ssl = self._connection.ssl_context()
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=self._connection.ssl_context(), limit=100),
+            connector=aiohttp.TCPConnector(ssl=self._ssl, limit=100),
             # Watch events and large lists can exceed aiohttp's default 64 KiB read buffer.
             read_bufsize=2**21,
         )
@@ -216,13 +218,73 @@ class Transport:
                     continue
             if status in RETRIABLE_STATUSES and attempt < self.options.retries:
                 attempt += 1
-                delay = _retry_after(response.headers.get("Retry-After"))
-                if delay is None:
-                    delay = min(2.0 ** (attempt - 1) * 0.5, self.options.max_retry_wait)
                 response.release()
-                await _sleep(min(delay, self.options.max_retry_wait))
+                await _sleep(self._retry_delay(attempt, response.headers.get("Retry-After")))
                 continue
             return response
+
+    def _retry_delay(self, attempt: int, retry_after: str | None) -> float:
+        """The wait before retry ``attempt`` (1-based) of a 429/503: the server's ``Retry-After``,
+        else exponential from 0.5 s, capped by ``max_retry_wait`` either way."""
+        delay = _retry_after(retry_after)
+        if delay is None:
+            delay = 2.0 ** (attempt - 1) * 0.5
+        return min(delay, self.options.max_retry_wait)
+
+    async def _open_watch(self, path: str, query: Mapping[str, str], on_event: OnEvent) -> _WatchProtocol:
+        """Connect a watch request (:mod:`.watchstream`) with :meth:`_send`'s rate limiting,
+        retries, credential refresh and metrics; returns it once a 2xx answer's headers are in.
+
+        Connecting and the headers are bounded by ``options.timeout``; the body is the caller's.
+        """
+        parts = urlsplit(self._connection.base_url)
+        target = parts.path + path + ("?" + urlencode(query) if query else "")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        hostname = parts.hostname or "localhost"
+        loop = asyncio.get_running_loop()
+        attempt = 0
+        refreshed = False
+        while True:
+            if self._limiter is not None:
+                await self._limiter.wait()
+            headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
+            authorization = await self._connection.authorization()
+            if authorization:
+                headers["Authorization"] = authorization
+            request = request_bytes(self._connection.host, target, headers)
+            started = time.monotonic()
+            protocol = _WatchProtocol(request, on_event, loop)
+            try:
+                async with asyncio.timeout(self.options.timeout):
+                    await loop.create_connection(
+                        lambda: protocol,  # noqa: B023 - called at once, within this iteration
+                        hostname,
+                        port,
+                        ssl=self._ssl or None,
+                        server_hostname=(self._connection.server_hostname or hostname) if self._ssl else None,
+                    )
+                    await protocol.headers_received
+                    if protocol.status >= 300:
+                        await protocol.finished  # the error's body, read whole
+            except BaseException:
+                protocol.close()
+                self._observe("GET", str(protocol.status) if protocol.status else "<error>", started)
+                raise
+            status = protocol.status
+            self._observe("GET", str(status), started)
+            if status < 300:
+                return protocol
+            protocol.close()
+            if status == 401 and not refreshed:
+                refreshed = True
+                if await self._connection.refresh():
+                    continue
+            if status in RETRIABLE_STATUSES and attempt < self.options.retries:
+                attempt += 1
+                await _sleep(self._retry_delay(attempt, protocol.headers.get("retry-after")))
+                continue
+            retry_after = _retry_after(protocol.headers.get("retry-after"))
+            raise from_status(status, b"".join(protocol.error_body), retry_after=retry_after)
 
     def _observe(self, method: str, code: str, started: float) -> None:
         elapsed = time.monotonic() - started

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import pytest
 from aiohttp import web
@@ -21,6 +21,7 @@ from runtime.envtest import Environment
 from runtime.errors import (
     AlreadyExists,
     Conflict,
+    Gone,
     Invalid,
     NoKindMatch,
     NotFound,
@@ -542,3 +543,223 @@ async def test_the_client_asks_for_json_only() -> None:
         ("POST", "/api/v1/namespaces/ns/configmaps"),
     } <= paths
     assert {accept for _, _, accept in server.accepts} == {"application/json"}
+
+
+# ------------------------------------------------------------------------------------ pushed watch
+
+
+class _Enough(Exception):
+    """Raised by a test's consumer to end a pushed watch."""
+
+
+async def test_watch_events_pushes_added_modified_deleted_over_tls(client: Client, namespace: str) -> None:
+    # The API server's own TLS endpoint, credentials and discovery; the consumer ends the stream by
+    # raising, and that exception is what the call raises.
+    start = (await client.list("v1", "ConfigMap", namespace))["metadata"]["resourceVersion"]
+    events: list[tuple[str, str]] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["type"] == "BOOKMARK":
+            return
+        events.append((event["type"], event["object"]["metadata"]["name"]))
+        if event["type"] == "DELETED":
+            raise _Enough()
+
+    async def consume() -> None:
+        with pytest.raises(_Enough):
+            await client.watch_events(
+                "v1", "ConfigMap", namespace, on_event=on_event, resource_version=start, timeout_seconds=30
+            )
+
+    consumer = asyncio.create_task(consume())
+    await client.create(config_map("pushed", namespace, a="1"))
+    await client.patch("v1", "ConfigMap", "pushed", {"data": {"a": "2"}}, namespace)
+    await client.delete("v1", "ConfigMap", "pushed", namespace)
+    await asyncio.wait_for(consumer, 20)
+    assert events == [("ADDED", "pushed"), ("MODIFIED", "pushed"), ("DELETED", "pushed")]
+
+
+def test_watch_events_works_on_uvloop(env: Environment) -> None:
+    # The image runs on uvloop, whose TLS transports are not asyncio.Transport subclasses: the
+    # reader must work on them too (a whole ADDED event over TLS, then the stream's end).
+    import uvloop
+
+    async def main() -> list[str]:
+        async with await Client.from_kubeconfig(env.kubeconfig) as c:
+            name = "uvloop-watch"
+            with contextlib.suppress(NotFound):
+                await c.delete("v1", "ConfigMap", name, "default")
+            start = (await c.list("v1", "ConfigMap", "default"))["metadata"]["resourceVersion"]
+            await c.create(config_map(name, "default"))
+            seen: list[str] = []
+
+            def on_event(event: dict[str, Any]) -> None:
+                if event["type"] != "BOOKMARK" and event["object"]["metadata"]["name"] == name:
+                    seen.append(event["type"])
+                    raise _Enough()
+
+            with pytest.raises(_Enough):
+                await c.watch_events(
+                    "v1",
+                    "ConfigMap",
+                    "default",
+                    on_event=on_event,
+                    resource_version=start,
+                    timeout_seconds=10,
+                )
+            await c.delete("v1", "ConfigMap", name, "default")
+            return seen
+
+    # A loop of its own, in this thread: the session's loop is asyncio's.
+    assert uvloop.run(main()) == ["ADDED"]
+
+
+async def test_watch_events_of_a_missing_kind_raises_typed_error(client: Client) -> None:
+    with pytest.raises(NoKindMatch):
+        await client.watch_events("v1", "Nope", "default", on_event=lambda _: None, timeout_seconds=1)
+
+
+async def test_watch_events_decodes_every_event_of_a_backlog_and_of_a_line_cut_across_reads() -> None:
+    sent = [
+        {"type": "MODIFIED", "object": config_map(f"cm-{i}", "ns", seq=str(i), pad="é" * 300)}
+        for i in range(300)
+    ]
+    received: list[dict[str, Any]] = []
+    async with WatchStreamServer(sent) as server, local_client(server.url) as c:
+        count = await c.watch_events("v1", "ConfigMap", "ns", on_event=received.append, timeout_seconds=5)
+    assert received == sent
+    assert count == len(sent)
+
+
+class WatchAnswerServer(ThrottlingServer):
+    """A ConfigMap watch whose answer the test picks: errors first (``failures``), then a stream
+    written as ``writes`` (bytes each), then ``tail``: ``end`` (the final chunk), ``cut`` (the
+    connection aborted mid-body), ``silent`` (held open, nothing sent, until the server stops) or
+    ``heartbeat`` (a blank line every 10 ms until a write finds the client gone)."""
+
+    def __init__(
+        self,
+        failures: list[tuple[int, str | None]],
+        writes: list[bytes],
+        tail: Literal["end", "cut", "silent", "heartbeat"] = "end",
+    ) -> None:
+        super().__init__(failures)
+        self.writes = writes
+        self.tail = tail
+        self.watch_requests = 0
+        self.stream_left = asyncio.Event()
+        self._release = asyncio.Event()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release.set()
+        await super().__aexit__(*exc)
+
+    async def watch(self, request: web.Request) -> web.StreamResponse:
+        self.watch_requests += 1
+        if self.failures:
+            status, retry_after = self.failures.pop(0)
+            headers = {"Retry-After": retry_after} if retry_after is not None else {}
+            reasons = {410: "Expired", 429: "TooManyRequests", 503: "ServiceUnavailable"}
+            body = {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": reasons.get(status, "InternalError"),
+                "code": status,
+                "message": f"answered {status}",
+            }
+            return web.json_response(body, status=status, headers=headers)
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        try:
+            for data in self.writes:
+                await response.write(data)
+            if self.tail == "cut":
+                assert request.transport is not None
+                request.transport.abort()  # no final chunk: the answer ends mid-body
+            elif self.tail == "silent":
+                await self._release.wait()
+            elif self.tail == "heartbeat":
+                with contextlib.suppress(ConnectionError):
+                    for _ in range(3000):  # 30 s at most
+                        await response.write(b"\n")
+                        await asyncio.sleep(0.01)  # allow-sleep: the heartbeat's period
+            else:
+                await response.write_eof()
+            return response
+        finally:
+            self.stream_left.set()
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/api/v1/namespaces/ns/configmaps", self.watch)
+
+
+def _line(name: str) -> bytes:
+    return json.dumps({"type": "ADDED", "object": config_map(name, "ns")}).encode() + b"\n"
+
+
+async def test_watch_events_retries_429_and_raises_the_typed_error_of_a_final_answer(
+    sleeps: list[float],
+) -> None:
+    async with WatchAnswerServer([(429, "2")], [_line("a")]) as server, local_client(server.url) as c:
+        labels = {"code": "429", "method": "GET", "host": c.host}
+        before = metrics.registry.get_sample_value("rest_client_requests_total", labels) or 0.0
+        names: list[str] = []
+        await c.watch_events(
+            "v1", "ConfigMap", "ns", on_event=lambda e: names.append(e["object"]["metadata"]["name"])
+        )
+        assert names == ["a"]
+        assert server.watch_requests == 2 and sleeps == [2.0]
+        assert metrics.registry.get_sample_value("rest_client_requests_total", labels) == before + 1
+
+    async with WatchAnswerServer([(410, None)], []) as server, local_client(server.url) as c:
+        with pytest.raises(Gone) as caught:
+            await c.watch_events("v1", "ConfigMap", "ns", on_event=lambda _: None)
+        assert caught.value.reason == "Expired" and "answered 410" in str(caught.value)
+
+
+async def test_watch_events_raises_connection_reset_when_the_stream_is_cut() -> None:
+    async with (
+        WatchAnswerServer([], [_line("a"), b'{"type": "ADD'], "cut") as server,
+        local_client(server.url) as c,
+    ):
+        names: list[str] = []
+        with pytest.raises(ConnectionResetError, match="closed before the answer ended"):
+            await c.watch_events(
+                "v1", "ConfigMap", "ns", on_event=lambda e: names.append(e["object"]["metadata"]["name"])
+            )
+        assert names == ["a"]
+
+
+async def test_a_consumer_exception_ends_the_stream_at_once_and_closes_the_connection() -> None:
+    # Three events in one read; the consumer fails on the second: the third is not delivered, the
+    # call raises without waiting for the server (which would keep the stream open), and the
+    # server sees its client go.
+    async with (
+        WatchAnswerServer([], [_line("a") + _line("b") + _line("c")], "heartbeat") as server,
+        local_client(server.url) as c,
+    ):
+        names: list[str] = []
+
+        def on_event(event: dict[str, Any]) -> None:
+            names.append(event["object"]["metadata"]["name"])
+            if names[-1] == "b":
+                raise _Enough()
+
+        with pytest.raises(_Enough):
+            await asyncio.wait_for(c.watch_events("v1", "ConfigMap", "ns", on_event=on_event), 10)
+        assert names == ["a", "b"]
+        await asyncio.wait_for(server.stream_left.wait(), 10)
+
+
+async def test_watch_events_fails_a_silent_stream_after_the_inactivity_timeout() -> None:
+    async with (
+        WatchAnswerServer([], [_line("a")], "silent") as server,
+        local_client(server.url) as c,
+    ):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TimeoutError, match=r"no data for 0\.3s"):
+            await asyncio.wait_for(
+                c.watch_events("v1", "ConfigMap", "ns", on_event=lambda _: None, inactivity_timeout=0.3), 10
+            )
+        assert loop.time() - started >= 0.3
