@@ -81,6 +81,9 @@ from runtime.jsoncodec import JSON
 
 # ------------------------------------------------------------------------------- the controller
 
+IMPLS = ["runtime", "standin", "reader", "informer"]
+"""What ``--impl`` runs as the controller child."""
+
 
 class RuntimeImpl:
     """runtime.cache.Cache + runtime.controller.Controller with a no-op reconciler."""
@@ -169,10 +172,14 @@ async def controller_child(args: argparse.Namespace) -> None:
     tracker.profile_path = args.profile
     if args.impl == "runtime":
         impl: Any = RuntimeImpl(client, tracker, args.delivery)
-    else:
+    elif args.impl == "standin":
         from bench._standin import StandIn
 
         impl = StandIn(client, tracker, args.delivery)
+    else:
+        from bench._stages import InformerImpl, ReaderImpl
+
+        impl = (ReaderImpl if args.impl == "reader" else InformerImpl)(client, tracker, args.delivery)
     stop = asyncio.Event()
     emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes(), "loop": loop_name()})
 
@@ -210,7 +217,7 @@ async def controller_child(args: argparse.Namespace) -> None:
         await serve_commands(tracker, {"start": start, "memory": memory})
     finally:
         stop.set()
-        if args.impl == "standin":
+        if args.impl in ("standin", "reader"):
             for task in impl.tasks:
                 task.cancel()
         with contextlib.suppress(TimeoutError):
@@ -488,7 +495,9 @@ async def driver(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--role", choices=["driver", "controller"], default="driver")
-    parser.add_argument("--impl", choices=["runtime", "standin"], default="runtime")
+    parser.add_argument("--impl", choices=IMPLS, default="runtime",
+                        help="runtime: Cache + Controller; standin: a bare loop; reader, informer: "
+                        "parts of the runtime's path (bench/_stages.py)")  # fmt: skip
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--rate", type=float, nargs="+", default=[1000.0, 500.0, 200.0],
                         help="offered patches/s for the latency phases")  # fmt: skip

@@ -71,11 +71,13 @@ from bench._common import (
     uptime,
     workdir,
 )
-from bench.runtime import Phases, controller_argv, seed
+from bench.runtime import IMPLS, Phases, controller_argv, seed
 from runtime.eventloop import LOOP_KINDS, loop_name, run
 from runtime.jsoncodec import JSON
 
 KOPF_LAST_HANDLED = "kopf.zalando.org/last-handled-configuration"
+STAGES = ["reader", "informer", "standin"]
+"""``--stages``' extra contenders, in the order they run."""
 
 
 # --------------------------------------------------------------------------------- the kopf child
@@ -255,6 +257,9 @@ async def driver(args: argparse.Namespace) -> None:
             child = Child(f"{args.impl}@base", ours, tmp / "base.log", env={"PYTHONPATH": base}, cwd=base)
             # --base-first: the baseline before ours, to tell a contender's effect from its position.
             contenders.insert(0 if args.base_first else 1, (f"{args.impl}@base", child))
+        for stage in STAGES if args.stages else []:
+            argv = controller_argv(server.kubeconfig, args.n, stage, False, loop=args.loop)
+            contenders.append((stage, Child(stage, argv, tmp / f"{stage}.log")))
         for mode in args.kopf_modes:
             argv = kopf_argv(server.kubeconfig, args.n, mode, args.loop)
             env = {"KUBECONFIG": str(server.kubeconfig)}
@@ -339,7 +344,11 @@ def main() -> None:
     parser.add_argument("--mode", choices=["event", "update"], default="event", help=argparse.SUPPRESS)
     parser.add_argument("--kopf-modes", nargs="*", default=["event", "update"], choices=["event", "update"])
     parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--impl", choices=["runtime", "standin"], default="runtime", help="our side")
+    parser.add_argument("--impl", choices=IMPLS, default="runtime", help="our side")
+    parser.add_argument("--stages", action="store_true",
+                        help="also run parts of the runtime's path as contenders (bench/_stages.py: "
+                        "reader, informer) and the bare loop (standin): the steady-rate cost by "
+                        "subtraction; best with --together")  # fmt: skip
     parser.add_argument("--burst", type=int, default=2000, help="patches written while a process is stopped")
     parser.add_argument("--rate", type=float, default=100.0, help="offered patches/s for the latency phase")
     parser.add_argument("--rate-seconds", type=float, default=10.0)
