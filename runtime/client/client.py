@@ -41,7 +41,7 @@ from .objects import (
 )
 from .options import ClientOptions
 from .transport import Transport, _error_from_response
-from .watchstream import OnEvent, read_events
+from .watchstream import OnEvent, SilenceWatchdog, read_events
 
 
 class Client(Transport):
@@ -462,21 +462,14 @@ class Client(Transport):
         relist). ``inactivity_timeout`` raises :class:`TimeoutError` when no bytes (bookmarks
         included) arrive for that many seconds, to catch streams that hang silently.
         """
-        info = await self._resource(api_version, kind, namespace, name=False)
-        query = _query(
-            watch="true",
-            resourceVersion=resource_version,
-            timeoutSeconds=timeout_seconds,
-            allowWatchBookmarks=allow_watch_bookmarks or None,
-            labelSelector=label_selector,
-            fieldSelector=field_selector,
-            sendInitialEvents=send_initial_events,
-            resourceVersionMatch=resource_version_match,
-        )
+        path, query = await self._watch_target(
+            api_version, kind, namespace, resource_version, timeout_seconds, allow_watch_bookmarks,
+            label_selector, field_selector, send_initial_events, resource_version_match,
+        )  # fmt: skip
         timeout = aiohttp.ClientTimeout(
             total=None, connect=self.options.timeout, sock_read=inactivity_timeout
         )
-        response = await self._send("GET", info.path(namespace), query=query, client_timeout=timeout)
+        response = await self._send("GET", path, query=query, client_timeout=timeout)
         try:
             if response.status >= 300:
                 raise await _error_from_response(response)
@@ -485,18 +478,21 @@ class Client(Transport):
             content = response.content
             readany = content.readany  # what iter_any() awaits, without its wrapper
             watchdog = None
+            progress = _ReadProgress(content)
             if inactivity_timeout is not None and response.connection is not None:
                 # aiohttp's read timeout cancels and creates a timer for every chunk, that is per
                 # event at a steady rate; from the headers on, one timer of ours does that job.
-                watchdog = _SilenceWatchdog(content, inactivity_timeout)
+                what = f"watch {path}"
+                watchdog = SilenceWatchdog(
+                    inactivity_timeout, progress.last_activity, content.set_exception, what
+                )
                 protocol = response.connection.protocol
                 if protocol is not None:
                     protocol.read_timeout = None
             try:
                 while chunk := await readany():
-                    if watchdog is not None:
-                        watchdog.last_read = _monotonic()
-                        watchdog.read_bytes += len(chunk)
+                    progress.last_read = _monotonic()
+                    progress.read_bytes += len(chunk)
                     # Split ourselves: aiohttp's readline refuses lines above its buffer size. A
                     # chunk can hold hundreds of events after a stall: walk it with an offset and
                     # copy only each line, never the rest of the chunk once per line.
@@ -510,9 +506,7 @@ class Client(Transport):
                     pending = data[start:]
             except (TimeoutError, aiohttp.ServerTimeoutError) as err:
                 response.close()  # the stream is cut mid-body: the connection cannot be reused
-                raise TimeoutError(
-                    f"watch {info.path(namespace)}: no data for {inactivity_timeout}s"
-                ) from err
+                raise TimeoutError(f"watch {path}: no data for {inactivity_timeout}s") from err
             finally:
                 if watchdog is not None:
                     watchdog.cancel()
@@ -533,6 +527,8 @@ class Client(Transport):
         allow_watch_bookmarks: bool = True,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
         inactivity_timeout: float | None = None,
     ) -> int:
         """One watch stream, pushed: ``on_event(event)`` for each event as it is read off the socket.
@@ -546,6 +542,27 @@ class Client(Transport):
         closes the connection. Meant for a consumer that keeps up by construction (the
         reflector's store); one that wants to read at its own pace uses :meth:`watch`.
         """
+        path, query = await self._watch_target(
+            api_version, kind, namespace, resource_version, timeout_seconds, allow_watch_bookmarks,
+            label_selector, field_selector, send_initial_events, resource_version_match,
+        )  # fmt: skip
+        protocol = await self._open_watch(path, query, on_event)
+        return await read_events(protocol, inactivity_timeout=inactivity_timeout, what=f"watch {path}")
+
+    async def _watch_target(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        resource_version: str | None,
+        timeout_seconds: int | None,
+        allow_watch_bookmarks: bool,
+        label_selector: str | None,
+        field_selector: str | None,
+        send_initial_events: bool | None,
+        resource_version_match: str | None,
+    ) -> tuple[str, dict[str, str]]:
+        """The path and query of a watch request (both readers send the same)."""
         info = await self._resource(api_version, kind, namespace, name=False)
         query = _query(
             watch="true",
@@ -554,10 +571,10 @@ class Client(Transport):
             allowWatchBookmarks=allow_watch_bookmarks or None,
             labelSelector=label_selector,
             fieldSelector=field_selector,
+            sendInitialEvents=send_initial_events,
+            resourceVersionMatch=resource_version_match,
         )
-        path = info.path(namespace)
-        protocol = await self._open_watch(path, query, on_event)
-        return await read_events(protocol, inactivity_timeout=inactivity_timeout, what=f"watch {path}")
+        return info.path(namespace), query
 
     async def _resource(
         self, api_version: str, kind: str, namespace: str | None, *, name: bool
@@ -577,38 +594,22 @@ class Client(Transport):
 _monotonic = time.monotonic
 
 
-class _SilenceWatchdog:
-    """Ends a watch stream through which no byte has come for ``seconds``, with one timer.
+class _ReadProgress:
+    """What the aiohttp watch reader has taken from its stream, for the :class:`SilenceWatchdog`.
 
-    The reader adds each chunk it takes to :attr:`read_bytes` and stamps :attr:`last_read`. The
-    timer, when it fires, sleeps again for what is left of the period after that stamp, so it is
-    re-armed at most once per ``seconds`` however many chunks arrive. Bytes the stream holds that
-    the reader has not taken yet count as activity (a busy reader is not a silent server). On
-    silence it fails the stream's pending read with :class:`TimeoutError`.
+    The reader adds each chunk it takes to :attr:`read_bytes` and stamps :attr:`last_read`. Bytes
+    the stream holds that the reader has not taken yet count as activity (a busy reader is not a
+    silent server).
     """
 
-    __slots__ = ("_content", "_handle", "_loop", "_seconds", "last_read", "read_bytes")
+    __slots__ = ("_content", "last_read", "read_bytes")
 
-    def __init__(self, content: aiohttp.StreamReader, seconds: float) -> None:
+    def __init__(self, content: aiohttp.StreamReader) -> None:
         self._content = content
-        self._seconds = seconds
-        self._loop = asyncio.get_running_loop()
         self.read_bytes = content.total_bytes
         self.last_read = _monotonic()
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(seconds, self._check)
 
-    def _check(self) -> None:
-        self._handle = None
-        now = _monotonic()
+    def last_activity(self) -> float:
         if self._content.total_bytes > self.read_bytes:
-            self.last_read = now  # unread bytes are waiting: the server is not silent
-        left = self.last_read + self._seconds - now
-        if left > 0:
-            self._handle = self._loop.call_later(left, self._check)
-            return
-        self._content.set_exception(TimeoutError(f"no data for {self._seconds}s"))
-
-    def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+            self.last_read = _monotonic()
+        return self.last_read

@@ -187,14 +187,7 @@ class Transport:
         attempt = 0
         refreshed = False
         while True:
-            if self._limiter is not None:
-                await self._limiter.wait()
-            headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
-            if data is not None:
-                headers["Content-Type"] = content_type
-            authorization = await self._connection.authorization()
-            if authorization:
-                headers["Authorization"] = authorization
+            headers = await self._admit(content_type if data is not None else None)
             started = time.monotonic()
             try:
                 response = await self._session.request(
@@ -223,6 +216,19 @@ class Transport:
                 continue
             return response
 
+    async def _admit(self, content_type: str | None) -> dict[str, str]:
+        """Wait for the client-side rate limiter, then the headers of one attempt (credentials
+        read now: a rotated token is picked up by the next attempt)."""
+        if self._limiter is not None:
+            await self._limiter.wait()
+        headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        authorization = await self._connection.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        return headers
+
     def _retry_delay(self, attempt: int, retry_after: str | None) -> float:
         """The wait before retry ``attempt`` (1-based) of a 429/503: the server's ``Retry-After``,
         else exponential from 0.5 s, capped by ``max_retry_wait`` either way."""
@@ -245,12 +251,7 @@ class Transport:
         attempt = 0
         refreshed = False
         while True:
-            if self._limiter is not None:
-                await self._limiter.wait()
-            headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
-            authorization = await self._connection.authorization()
-            if authorization:
-                headers["Authorization"] = authorization
+            headers = await self._admit(None)
             request = request_bytes(self._connection.host, target, headers)
             started = time.monotonic()
             protocol = _WatchProtocol(request, on_event, loop)

@@ -173,28 +173,36 @@ def request_bytes(host: str, target: str, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-class _SilenceWatchdog:
-    """Fails a stream through which no byte has come for ``seconds``, with one timer.
+class SilenceWatchdog:
+    """Ends a stream through which nothing has come for ``seconds``, with one timer.
 
-    The protocol stamps ``last_data`` per read; the timer, when it fires, sleeps again for what is
-    left of the period after that stamp, so it is re-armed at most once per ``seconds`` however
-    many reads arrive.
+    ``last_activity()`` says when the stream last showed life (a monotonic time); the timer, when
+    it fires, sleeps again for what is left of the period after that, so it is re-armed at most
+    once per ``seconds`` however busy the stream. On silence it calls ``on_silence`` with a
+    :class:`TimeoutError` naming ``what``. Both watch readers use it.
     """
 
-    def __init__(self, protocol: _WatchProtocol, seconds: float, what: str) -> None:
-        self._protocol = protocol
+    def __init__(
+        self,
+        seconds: float,
+        last_activity: Callable[[], float],
+        on_silence: Callable[[BaseException], None],
+        what: str,
+    ) -> None:
         self._seconds = seconds
+        self._last_activity = last_activity
+        self._on_silence = on_silence
         self._what = what
         self._loop = asyncio.get_running_loop()
         self._handle: asyncio.TimerHandle | None = self._loop.call_later(seconds, self._check)
 
     def _check(self) -> None:
         self._handle = None
-        left = self._protocol.last_data + self._seconds - _monotonic()
+        left = self._last_activity() + self._seconds - _monotonic()
         if left > 0:
             self._handle = self._loop.call_later(left, self._check)
             return
-        self._protocol.fail(TimeoutError(f"{self._what}: no data for {self._seconds}s"))
+        self._on_silence(TimeoutError(f"{self._what}: no data for {self._seconds}s"))
 
     def cancel(self) -> None:
         if self._handle is not None:
@@ -204,7 +212,9 @@ class _SilenceWatchdog:
 
 async def read_events(protocol: _WatchProtocol, *, inactivity_timeout: float | None, what: str) -> int:
     """Wait until the answer of a connected 2xx watch ends; returns the events delivered."""
-    watchdog = _SilenceWatchdog(protocol, inactivity_timeout, what) if inactivity_timeout else None
+    watchdog = None
+    if inactivity_timeout:
+        watchdog = SilenceWatchdog(inactivity_timeout, lambda: protocol.last_data, protocol.fail, what)
     try:
         await protocol.finished
     finally:

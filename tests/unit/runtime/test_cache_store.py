@@ -433,41 +433,43 @@ async def test_the_watch_silence_watchdog_rearms_once_per_period_and_fails_a_sil
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import runtime.client.client as client_module
+    import runtime.client.watchstream as watchstream
 
     now = [100.0]
     monkeypatch.setattr(client_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(watchstream, "_monotonic", lambda: now[0])
 
     class Content:
         total_bytes = 0
-        failed: BaseException | None = None
-
-        def set_exception(self, err: BaseException) -> None:
-            self.failed = err
 
     content = Content()
-    watchdog = client_module._SilenceWatchdog(content, 10.0)  # type: ignore[arg-type]
+    progress = client_module._ReadProgress(content)  # type: ignore[arg-type]
+    failures: list[BaseException] = []
+    watchdog = watchstream.SilenceWatchdog(10.0, progress.last_activity, failures.append, "watch /x")
     try:
         # Chunks read at 101..109: the timer firing at 110 finds the last read at 109 and
         # sleeps for what is left of its period.
         for t in range(101, 110):
             now[0] = float(t)
             content.total_bytes += 5
-            watchdog.read_bytes += 5
-            watchdog.last_read = now[0]
+            progress.read_bytes += 5
+            progress.last_read = now[0]
         now[0] = 110.0
         watchdog._check()
-        assert content.failed is None and watchdog._handle is not None
+        assert failures == [] and watchdog._handle is not None
         watchdog.cancel()
         # Bytes the reader has not taken yet are activity too.
         content.total_bytes += 7
         now[0] = 125.0
         watchdog._check()
-        assert content.failed is None and watchdog.last_read == 125.0
+        assert failures == [] and progress.last_read == 125.0
         watchdog.cancel()
-        # Silence for a whole period after the last read: the pending read fails.
-        watchdog.read_bytes = content.total_bytes
+        # Silence for a whole period after the last read: the stream fails, naming itself.
+        progress.read_bytes = content.total_bytes
         now[0] = 135.0
         watchdog._check()
-        assert isinstance(content.failed, TimeoutError) and watchdog._handle is None
+        [failure] = failures
+        assert isinstance(failure, TimeoutError) and watchdog._handle is None
+        assert str(failure) == "watch /x: no data for 10.0s"
     finally:
         watchdog.cancel()
