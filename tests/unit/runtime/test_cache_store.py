@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import Configuration
 
+from runtime import jsoncodec
 from runtime.cache import (
     INDEX_OWNER_UID,
     JSON,
@@ -304,19 +305,25 @@ class DeferredEvents(Events):
             self.on_update(self.olds[-1], new)
 
 
-async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
-    offline_client: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every text the informer decodes, in order (its decoder still decodes)."""
     import runtime.cache.informer as cache_module
 
-    decoded: list[bytes] = []
+    texts: list[bytes] = []
     real_decode = cache_module._decode
 
     def counting_decode(text: bytes) -> Any:
-        decoded.append(text)
+        texts.append(text)
         return real_decode(text)
 
     monkeypatch.setattr(cache_module, "_decode", counting_decode)
+    return texts
+
+
+async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
+    offline_client: Client, decoded: list[bytes]
+) -> None:
     informer = Informer(offline_client, "v1", "ConfigMap")
     lazy = DeferredEvents(read_old=False)
     informer.add_event_handler(lazy)
@@ -341,14 +348,7 @@ async def test_the_old_state_is_decoded_only_for_handlers_that_read_it(
     assert reader.olds[0]["data"] == {"x": "1"}
 
 
-async def test_a_relist_decodes_only_what_changed(
-    offline_client: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import runtime.cache.informer as cache_module
-
-    decoded: list[bytes] = []
-    real_decode = cache_module._decode
-    monkeypatch.setattr(cache_module, "_decode", lambda text: decoded.append(text) or real_decode(text))
+async def test_a_relist_decodes_only_what_changed(offline_client: Client, decoded: list[bytes]) -> None:
     informer = Informer(offline_client, "v1", "ConfigMap")
     events = Events()
     informer.add_event_handler(events)
@@ -359,17 +359,12 @@ async def test_a_relist_decodes_only_what_changed(
     assert events.seen == [("update", "ns/o4", "1", "2")]
     # The changed object's new and old states (this handler reads the old); the four unchanged
     # ones are never decoded.
-    assert [real_decode(t)["metadata"]["name"] for t in decoded] == ["o4", "o4"]
+    assert [jsoncodec.loads(t)["metadata"]["name"] for t in decoded] == ["o4", "o4"]
 
 
 async def test_a_read_right_after_an_event_takes_its_object_only_when_nobody_kept_it(
-    offline_client: Client, monkeypatch: pytest.MonkeyPatch
+    offline_client: Client, decoded: list[bytes]
 ) -> None:
-    import runtime.cache.informer as cache_module
-
-    decoded: list[bytes] = []
-    real_decode = cache_module._decode
-    monkeypatch.setattr(cache_module, "_decode", lambda text: decoded.append(text) or real_decode(text))
     informer = Informer(offline_client, "v1", "ConfigMap")
     informer.replace([], "1")
     informer.apply("ADDED", obj("a", "2", x="1"))
