@@ -7,6 +7,7 @@ import json
 import ssl
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlencode, urlsplit
 
@@ -48,6 +49,14 @@ class _TokenBucket:
                 self._last = time.monotonic()
                 self._tokens = 1.0
             self._tokens -= 1
+
+
+@dataclass
+class _Tries:
+    """What one request has used of its second chances (see :meth:`Transport._again`)."""
+
+    retries: int = 0
+    refreshed: bool = False
 
 
 class _Connection:
@@ -184,8 +193,7 @@ class Transport:
         Returns the final response unread (the caller releases it).
         """
         url = self._connection.base_url + path
-        attempt = 0
-        refreshed = False
+        tries = _Tries()
         while True:
             headers = await self._admit(content_type if data is not None else None)
             started = time.monotonic()
@@ -203,18 +211,12 @@ class Transport:
                 self._observe(method, "<error>", started)
                 raise
             self._observe(method, str(response.status), started)
-            status = response.status
-            if status == 401 and not refreshed:
-                refreshed = True
-                if await self._connection.refresh():
-                    response.release()
-                    continue
-            if status in RETRIABLE_STATUSES and attempt < self.options.retries:
-                attempt += 1
-                response.release()
-                await _sleep(self._retry_delay(attempt, response.headers.get("Retry-After")))
-                continue
-            return response
+            wait = await self._again(response.status, response.headers.get("Retry-After"), tries)
+            if wait is None:
+                return response
+            response.release()
+            if wait:
+                await _sleep(wait)
 
     async def _admit(self, content_type: str | None) -> dict[str, str]:
         """Wait for the client-side rate limiter, then the headers of one attempt (credentials
@@ -229,13 +231,22 @@ class Transport:
             headers["Authorization"] = authorization
         return headers
 
-    def _retry_delay(self, attempt: int, retry_after: str | None) -> float:
-        """The wait before retry ``attempt`` (1-based) of a 429/503: the server's ``Retry-After``,
-        else exponential from 0.5 s, capped by ``max_retry_wait`` either way."""
-        delay = _retry_after(retry_after)
-        if delay is None:
-            delay = 2.0 ** (attempt - 1) * 0.5
-        return min(delay, self.options.max_retry_wait)
+    async def _again(self, status: int, retry_after: str | None, tries: _Tries) -> float | None:
+        """Whether to send a request again after an answer of ``status``: None to keep the answer,
+        else the seconds to wait first. A 401 is sent again at once if refreshing the credentials
+        (once per request) may have changed them; a 429/503 after the server's ``Retry-After``,
+        else exponential from 0.5 s, capped by ``max_retry_wait`` either way, ``retries`` times."""
+        if status == 401 and not tries.refreshed:
+            tries.refreshed = True
+            if await self._connection.refresh():
+                return 0.0
+        if status in RETRIABLE_STATUSES and tries.retries < self.options.retries:
+            tries.retries += 1
+            delay = _retry_after(retry_after)
+            if delay is None:
+                delay = 2.0 ** (tries.retries - 1) * 0.5
+            return min(delay, self.options.max_retry_wait)
+        return None
 
     async def _open_watch(self, path: str, query: Mapping[str, str], on_event: OnEvent) -> _WatchProtocol:
         """Connect a watch request (:mod:`.watchstream`) with :meth:`_send`'s rate limiting,
@@ -248,8 +259,7 @@ class Transport:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         hostname = parts.hostname or "localhost"
         loop = asyncio.get_running_loop()
-        attempt = 0
-        refreshed = False
+        tries = _Tries()
         while True:
             headers = await self._admit(None)
             request = request_bytes(self._connection.host, target, headers)
@@ -267,25 +277,22 @@ class Transport:
                     await protocol.headers_received
                     if protocol.status >= 300:
                         await protocol.finished  # the error's body, read whole
-            except BaseException:
+            except BaseException as err:
                 protocol.close()
-                self._observe("GET", str(protocol.status) if protocol.status else "<error>", started)
+                if not isinstance(err, asyncio.CancelledError):  # as _send: cancelling is not an answer
+                    self._observe("GET", str(protocol.status) if protocol.status else "<error>", started)
                 raise
             status = protocol.status
             self._observe("GET", str(status), started)
             if status < 300:
                 return protocol
             protocol.close()
-            if status == 401 and not refreshed:
-                refreshed = True
-                if await self._connection.refresh():
-                    continue
-            if status in RETRIABLE_STATUSES and attempt < self.options.retries:
-                attempt += 1
-                await _sleep(self._retry_delay(attempt, protocol.headers.get("retry-after")))
-                continue
-            retry_after = _retry_after(protocol.headers.get("retry-after"))
-            raise from_status(status, b"".join(protocol.error_body), retry_after=retry_after)
+            wait = await self._again(status, protocol.headers.get("retry-after"), tries)
+            if wait is None:
+                retry_after = _retry_after(protocol.headers.get("retry-after"))
+                raise from_status(status, b"".join(protocol.error_body), retry_after=retry_after)
+            if wait:
+                await _sleep(wait)
 
     def _observe(self, method: str, code: str, started: float) -> None:
         elapsed = time.monotonic() - started

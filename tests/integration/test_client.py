@@ -27,6 +27,7 @@ from runtime.errors import (
     NotFound,
     ServiceUnavailable,
     TooManyRequests,
+    Unauthorized,
 )
 from tests.support.crds import GROUP, VERSION, widget
 from tests.support.poll import eventually
@@ -659,7 +660,7 @@ class WatchAnswerServer(ThrottlingServer):
         if self.failures:
             status, retry_after = self.failures.pop(0)
             headers = {"Retry-After": retry_after} if retry_after is not None else {}
-            reasons = {410: "Expired", 429: "TooManyRequests", 503: "ServiceUnavailable"}
+            reasons = {401: "Unauthorized", 410: "Expired", 429: "TooManyRequests", 503: "ServiceUnavailable"}
             body = {
                 "kind": "Status",
                 "status": "Failure",
@@ -715,6 +716,16 @@ async def test_watch_events_retries_429_and_raises_the_typed_error_of_a_final_an
         with pytest.raises(Gone) as caught:
             await c.watch_events("v1", "ConfigMap", "ns", on_event=lambda _: None)
         assert caught.value.reason == "Expired" and "answered 410" in str(caught.value)
+
+
+async def test_a_watch_answered_401_is_not_resent_when_the_credentials_cannot_be_refreshed(
+    sleeps: list[float],
+) -> None:
+    # A client built from a Configuration has no kubeconfig to reload: the 401 is the answer.
+    async with WatchAnswerServer([(401, None)], [_line("a")]) as server, local_client(server.url) as c:
+        with pytest.raises(Unauthorized):
+            await c.watch_events("v1", "ConfigMap", "ns", on_event=lambda _: None)
+        assert server.watch_requests == 1 and sleeps == []
 
 
 async def test_watch_events_raises_connection_reset_when_the_stream_is_cut() -> None:
