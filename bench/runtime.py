@@ -81,7 +81,7 @@ from runtime.jsoncodec import JSON
 
 # ------------------------------------------------------------------------------- the controller
 
-IMPLS = ["runtime", "standin", "reader", "informer"]
+IMPLS = ["runtime", "standin", "reader", "informer", "bare"]
 """What ``--impl`` runs as the controller child."""
 
 
@@ -177,9 +177,10 @@ async def controller_child(args: argparse.Namespace) -> None:
 
         impl = StandIn(client, tracker, args.delivery)
     else:
-        from bench._stages import InformerImpl, ReaderImpl
+        from bench._stages import BareImpl, InformerImpl, ReaderImpl
 
-        impl = (ReaderImpl if args.impl == "reader" else InformerImpl)(client, tracker, args.delivery)
+        stage = {"reader": ReaderImpl, "informer": InformerImpl, "bare": BareImpl}[args.impl]
+        impl = stage(client, tracker, args.delivery)
     stop = asyncio.Event()
     emit({"event": "ready", "pid": os.getpid(), "rss": rss_bytes(), "loop": loop_name()})
 
@@ -496,7 +497,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--role", choices=["driver", "controller"], default="driver")
     parser.add_argument("--impl", choices=IMPLS, default="runtime",
-                        help="runtime: Cache + Controller; standin: a bare loop; reader, informer: "
+                        help="runtime: Cache + Controller; standin: a bare loop; reader, informer, bare: "
                         "parts of the runtime's path (bench/_stages.py)")  # fmt: skip
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--rate", type=float, nargs="+", default=[1000.0, 500.0, 200.0],

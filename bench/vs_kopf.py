@@ -76,7 +76,7 @@ from runtime.eventloop import LOOP_KINDS, loop_name, run
 from runtime.jsoncodec import JSON
 
 KOPF_LAST_HANDLED = "kopf.zalando.org/last-handled-configuration"
-STAGES = ["reader", "informer", "standin"]
+STAGES = ["reader", "informer", "bare", "standin"]
 """``--stages``' extra contenders, in the order they run."""
 
 
