@@ -76,7 +76,7 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from logging import DEBUG
 from typing import Any, Final
@@ -223,6 +223,41 @@ def _is_terminal(err: BaseException) -> bool:
         seen.add(id(current))
         current = current.__cause__
     return False
+
+
+class _ReconcileKeys(Mapping[str, Any]):
+    """The log keys of one reconcile: the worker's, the object's and a reconcile ID made on first read."""
+
+    __slots__ = ("_base", "_id", "_request")
+
+    def __init__(self, base: Mapping[str, Any], request: Request) -> None:
+        self._base = base
+        self._request = request
+        self._id: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        request = self._request
+        if key == KEY_RECONCILE_ID:
+            if self._id is None:
+                self._id = _new_reconcile_id()
+            return self._id
+        if key == KEY_OBJECT:
+            return f"{request.namespace}/{request.name}" if request.namespace else request.name
+        if key == KEY_NAMESPACE:
+            return request.namespace
+        if key == KEY_NAME:
+            return request.name
+        return self._base[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (k for k in self._base if k not in _RECONCILE_KEYS)
+        yield from _RECONCILE_KEYS
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_RECONCILE_KEYS: Final = (KEY_OBJECT, KEY_NAMESPACE, KEY_NAME, KEY_RECONCILE_ID)
 
 
 class Controller:
@@ -433,16 +468,7 @@ class Controller:
         self, queue: WorkQueue[Request], request: Request, base: Mapping[str, Any]
     ) -> None:
         started = time.perf_counter()
-        obj = f"{request.namespace}/{request.name}" if request.namespace else request.name
-        token = set_context(
-            {
-                **base,
-                KEY_OBJECT: obj,
-                KEY_NAMESPACE: request.namespace,
-                KEY_NAME: request.name,
-                KEY_RECONCILE_ID: _new_reconcile_id(),
-            }
-        )
+        token = set_context(_ReconcileKeys(base, request))
         m = self._metrics
         try:
             try:

@@ -15,7 +15,7 @@ import pytest
 from runtime.controller import Controller, ControllerOptions
 from runtime.event import GenericEvent
 from runtime.handler import EnqueueRequestForObject
-from runtime.log import configure_logging, current_reconcile_id, get_logger, log_context
+from runtime.log import configure_logging, current_context, current_reconcile_id, get_logger, log_context
 from runtime.reconcile import Request, Result, reconciler_func
 from runtime.source import Channel
 from runtime.workqueue import FakeClock
@@ -194,3 +194,51 @@ async def test_every_line_of_a_reconcile_carries_its_reconcile_id_and_object(str
     # Lines outside a reconcile carry the controller but no reconcile keys.
     outside = [line for line in lines(stream) if line.get("controller") == name and "reconcileID" not in line]
     assert outside and all("object" not in line for line in outside)
+
+
+async def test_a_reconciles_keys_read_as_one_mapping_whose_id_never_changes() -> None:
+    """The reconcile's context: the caller's keys, then object, namespace, name and reconcileID,
+    the object's keys winning over a caller's of the same name; one ID for the whole reconcile,
+    whoever reads it first (the reconciler, a nested log_context, a task it starts)."""
+    seen: list[dict[str, Any]] = []
+
+    async def in_a_task() -> str | None:
+        return current_reconcile_id()
+
+    async def reconcile(request: Request) -> Result:
+        context = current_context()
+        first = dict(context)
+        with log_context(step="inner"):
+            nested = dict(current_context())
+        from_task = await asyncio.create_task(in_a_task())
+        seen.append({"first": first, "nested": nested, "task": from_task, "again": current_reconcile_id()})
+        assert len(context) == len(first) and set(context) == set(first)
+        return Result()
+
+    events: asyncio.Queue[GenericEvent] = asyncio.Queue()
+    controller = Controller(f"keys-{uuid.uuid4().hex[:8]}", reconciler_func(reconcile))
+    controller.watch(Channel(events, EnqueueRequestForObject()))
+    stop = asyncio.Event()
+    with log_context(caller="manager", name="shadowed by the object's"):
+        task = asyncio.create_task(controller.start(stop))
+    events.put_nowait(GenericEvent.for_request(Request("a", "ns1")))
+    events.put_nowait(GenericEvent.for_request(Request("cluster-scoped")))
+    await eventually(lambda: len(seen) == 2, timeout=DEADLINE, message="two reconciles")
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+    first, second = sorted(seen, key=lambda s: str(s["first"]["name"]))
+    assert list(first["first"]) == ["caller", "controller", "object", "namespace", "name", "reconcileID"]
+    assert {k: first["first"][k] for k in ("caller", "object", "namespace", "name")} == {
+        "caller": "manager",
+        "object": "ns1/a",
+        "namespace": "ns1",
+        "name": "a",
+    }
+    assert second["first"]["object"] == "cluster-scoped" and second["first"]["namespace"] == ""
+    for one in (first, second):
+        rid = one["first"]["reconcileID"]
+        assert uuid.UUID(rid).version == 4
+        assert one["nested"] == {**one["first"], "step": "inner"}
+        assert one["task"] == one["again"] == rid
+    assert first["first"]["reconcileID"] != second["first"]["reconcileID"]
