@@ -12,9 +12,9 @@ same patches at the same time, measures what each stage adds:
 ``informer``   + the informer (:class:`runtime.cache.Informer`: transform, store encoding, indexes,
                handler dispatch), the tracker called from the handler's update, in the deferred form
                the controller's sources use (the old state not decoded);
-``bare``       the reader feeding a plain dict and a plain queue read by one worker task: what any
-               controller on this reader pays at least (one store write, one task switch, one
-               read), none of the runtime's bookkeeping, metrics or logging;
+``bare``       the reader feeding the standin's plain dict and queue, read by one worker task
+               (``bench/_standin.py``): what any controller on this reader pays at least (one
+               store write, one task switch, one read), none of the runtime's bookkeeping;
 ``runtime``    + the controller (``EnqueueRequestForObject``, the rate-limited workqueue, a worker
                task, metrics, and the reconciler's cache read): the whole path
                (:class:`bench.runtime.RuntimeImpl`).
@@ -26,6 +26,7 @@ import asyncio
 from typing import Any
 
 from bench._common import API_VERSION, KIND, Tracker
+from bench._standin import StandIn
 from runtime.jsoncodec import JSON
 
 
@@ -114,31 +115,15 @@ class InformerImpl:
         return await RuntimeImpl.cache_bytes(client, n)
 
 
-class BareImpl:
-    """The reader, a dict of decoded objects and an ``asyncio.Queue`` of keys with one worker."""
+class BareImpl(StandIn):
+    """The standin's dict, queue and worker, fed by the watch reader of the runtime instead of
+    aiohttp's stream: the least a controller on that reader pays."""
 
-    def __init__(self, client: Any, tracker: Tracker, delivery: bool = False) -> None:
-        self.reader = ReaderImpl(client, tracker)
-        self.tracker = tracker
-        self.store: dict[str, JSON] = {}
-        self.queued: set[str] = set()
-        self.queue: asyncio.Queue[str] = asyncio.Queue()
-        self.tasks: list[asyncio.Task[None]] = []
-
-    async def start(self, stop: asyncio.Event) -> None:
-        self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._work())]
-
-    async def wait_synced(self) -> int:
-        await self.reader.synced.wait()
-        return self.reader.count
-
-    async def _read(self) -> None:
-        client = self.reader.client
-        listed = await client.list(API_VERSION, KIND)
+    async def _reflect(self) -> None:
+        listed = await self.client.list(API_VERSION, KIND)
         for obj in listed["items"]:
             self._store(obj)
-        self.reader.count = len(listed["items"])
-        self.reader.synced.set()
+        self.synced.set()
         version = listed["metadata"]["resourceVersion"]
 
         def on_event(event: JSON) -> None:
@@ -149,7 +134,7 @@ class BareImpl:
                 self._store(obj)
 
         while True:
-            await client.watch_events(
+            await self.client.watch_events(
                 API_VERSION, KIND, on_event=on_event, resource_version=version, timeout_seconds=600
             )
 
@@ -158,20 +143,4 @@ class BareImpl:
         meta.pop("managedFields", None)
         key = f"{meta['namespace']}/{meta['name']}"
         self.store[key] = obj
-        if key not in self.queued:
-            self.queued.add(key)
-            self.queue.put_nowait(key)
-
-    async def _work(self) -> None:
-        observe = self.tracker.observe
-        while True:
-            key = await self.queue.get()
-            self.queued.discard(key)
-            obj = self.store.get(key)
-            if obj is not None:
-                meta = obj["metadata"]
-                observe(meta["name"], meta.get("annotations") or {})
-
-    @staticmethod
-    async def cache_bytes(client: Any, n: int) -> int:
-        return 0  # not measured: a dict of decoded objects, as the standin's
+        self._enqueue(key)
