@@ -57,7 +57,7 @@ STAGES: list[tuple[str, str]] = [
     (
         "controller worker (context, reconcile ID, result)",
         r"Controller\._|set_context|reset_context|"
-        r"_new_reconcile_id|current_context",
+        r"_reconcile_id|_ReconcileKeys|current_context",
     ),
     ("the no-op reconciler", r"NoopReconciler"),
     (

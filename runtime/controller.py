@@ -192,12 +192,12 @@ class ResolvedControllerOptions:
     clock: Clock | None
 
 
-def _new_reconcile_id() -> str:
-    """A random (version 4) UUID string, as ``str(uuid.uuid4())`` but a fifth of its cost: the bits
-    come from ``random`` (seeded from the OS at start) instead of an ``os.urandom`` call per reconcile.
-    It only tells reconciles apart in logs; nothing secret rests on it."""
-    bits = (_getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET
-    text = f"{bits:032x}"
+def _reconcile_id(bits: int) -> str:
+    """A random (version 4) UUID string made of ``bits`` (128 random bits, from ``_getrandbits``), as
+    ``str(uuid.uuid4())`` but a fifth of its cost: the bits come from ``random`` (seeded from the
+    OS at start) instead of an ``os.urandom`` call per reconcile. It only tells reconciles apart in
+    logs; nothing secret rests on it."""
+    text = f"{(bits & _UUID4_CLEAR) | _UUID4_SET:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
@@ -226,21 +226,25 @@ def _is_terminal(err: BaseException) -> bool:
 
 
 class _ReconcileKeys(Mapping[str, Any]):
-    """The log keys of one reconcile: the worker's, the object's and a reconcile ID made on first read."""
+    """The log keys of one reconcile: the worker's, then the object's and the reconcile ID.
 
-    __slots__ = ("_base", "_id", "_request")
+    Every reconcile sets them and most write no line, so nothing is formatted until read: the
+    object string and the ID's text are made from the request and the ID's random bits, drawn
+    here. The same bits give the same text, so every reader of one reconcile (its lines, a nested
+    ``log_context``, a task or thread it starts, ``current_reconcile_id``) sees one ID.
+    """
+
+    __slots__ = ("_base", "_id_bits", "_request")
 
     def __init__(self, base: Mapping[str, Any], request: Request) -> None:
         self._base = base
         self._request = request
-        self._id: str | None = None
+        self._id_bits = _getrandbits(128)
 
     def __getitem__(self, key: str) -> Any:
         request = self._request
         if key == KEY_RECONCILE_ID:
-            if self._id is None:
-                self._id = _new_reconcile_id()
-            return self._id
+            return _reconcile_id(self._id_bits)
         if key == KEY_OBJECT:
             return f"{request.namespace}/{request.name}" if request.namespace else request.name
         if key == KEY_NAMESPACE:

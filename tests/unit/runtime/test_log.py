@@ -199,7 +199,7 @@ async def test_every_line_of_a_reconcile_carries_its_reconcile_id_and_object(str
 async def test_a_reconciles_keys_read_as_one_mapping_whose_id_never_changes() -> None:
     """The reconcile's context: the caller's keys, then object, namespace, name and reconcileID,
     the object's keys winning over a caller's of the same name; one ID for the whole reconcile,
-    whoever reads it first (the reconciler, a nested log_context, a task it starts)."""
+    whoever reads it first (the reconciler, a nested log_context, a task or thread it starts)."""
     seen: list[dict[str, Any]] = []
 
     async def in_a_task() -> str | None:
@@ -211,7 +211,16 @@ async def test_a_reconciles_keys_read_as_one_mapping_whose_id_never_changes() ->
         with log_context(step="inner"):
             nested = dict(current_context())
         from_task = await asyncio.create_task(in_a_task())
-        seen.append({"first": first, "nested": nested, "task": from_task, "again": current_reconcile_id()})
+        from_thread = await asyncio.to_thread(current_reconcile_id)
+        seen.append(
+            {
+                "first": first,
+                "nested": nested,
+                "task": from_task,
+                "thread": from_thread,
+                "again": current_reconcile_id(),
+            }
+        )
         assert len(context) == len(first) and set(context) == set(first)
         return Result()
 
@@ -240,5 +249,5 @@ async def test_a_reconciles_keys_read_as_one_mapping_whose_id_never_changes() ->
         rid = one["first"]["reconcileID"]
         assert uuid.UUID(rid).version == 4
         assert one["nested"] == {**one["first"], "step": "inner"}
-        assert one["task"] == one["again"] == rid
+        assert one["task"] == one["thread"] == one["again"] == rid
     assert first["first"]["reconcileID"] != second["first"]["reconcileID"]
