@@ -412,8 +412,25 @@ class Injector:
                 intent.kind, f"skipped: {len(machines)} Machines for {self.desired}, or one deleting"
             )
         stored = await self.tour.controlplane()
-        await self.tour.kubectl("delete", "controlplane", CONTROLPLANE, "--wait=false")
+        # The observer's sample may be a moment old, and the controller may delete a Machine in
+        # that moment: pause it (no Machine created or deleted while paused), let a reconcile see
+        # the pause, and check the Machines as they are now, before the deletion.
         deadline = time.monotonic() + READOPT_TIMEOUT
+        await self.merge_patch({"spec": {"paused": True}})
+        while not await self.pause_observed():
+            if time.monotonic() > deadline:
+                await self.merge_patch({"spec": {"paused": False}})
+                return self.record(
+                    intent.kind, f"skipped: the pause not observed within {READOPT_TIMEOUT:g}s"
+                )
+            await asyncio.sleep(0.25)  # allow-sleep: the poll period of a deadline loop
+        live = json.loads(await self.tour.kubectl("get", "machines", "-o", "json"))["items"]
+        if any(m["metadata"].get("deletionTimestamp") for m in live) or len(live) != self.desired:
+            await self.merge_patch({"spec": {"paused": False}})
+            return self.record(
+                intent.kind, f"skipped once paused: {len(live)} Machines for {self.desired}, or one deleting"
+            )
+        await self.tour.kubectl("delete", "controlplane", CONTROLPLANE, "--wait=false")
         while await self.controlplane_exists():
             if time.monotonic() > deadline:
                 return self.record(intent.kind, f"not released within {READOPT_TIMEOUT:g}s")
@@ -437,6 +454,15 @@ class Injector:
                 intent.kind, f"released, created Inactive, activated ({len(machines)} Machines)"
             )
         self.record(intent.kind, f"not activated within {READOPT_TIMEOUT:g}s: {refusal}")
+
+    async def pause_observed(self) -> bool:
+        """The ControlPlane is paused and its status reports the generation that paused it."""
+        cp = await self.tour.controlplane()
+        status = cp.get("status") or {}
+        return (
+            bool(cp["spec"].get("paused"))
+            and status.get("observedGeneration") == cp["metadata"]["generation"]
+        )
 
     async def controlplane_exists(self) -> bool:
         try:
