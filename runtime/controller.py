@@ -246,7 +246,7 @@ class _ReconcileKeys(Mapping[str, Any]):
         if key == KEY_RECONCILE_ID:
             return _reconcile_id(self._id_bits)
         if key == KEY_OBJECT:
-            return f"{request.namespace}/{request.name}" if request.namespace else request.name
+            return str(request)
         if key == KEY_NAMESPACE:
             return request.namespace
         if key == KEY_NAME:
