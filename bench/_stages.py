@@ -23,11 +23,37 @@ same patches at the same time, measures what each stage adds:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from bench._common import API_VERSION, KIND, Tracker
 from bench._standin import StandIn
 from runtime.jsoncodec import JSON
+
+
+async def list_then_watch(
+    client: Any, on_object: Callable[[JSON], None], on_synced: Callable[[int], None]
+) -> None:
+    """List the bench's objects and hand each to ``on_object``, call ``on_synced(count)``, then
+    watch for ever from the list's version with ``Client.watch_events``, handing every event's
+    object (bookmarks aside) to ``on_object`` inside the read callback."""
+    listed = await client.list(API_VERSION, KIND)
+    for obj in listed["items"]:
+        on_object(obj)
+    on_synced(len(listed["items"]))
+    version = listed["metadata"]["resourceVersion"]
+
+    def on_event(event: JSON) -> None:
+        nonlocal version
+        obj = event["object"]
+        version = obj["metadata"].get("resourceVersion") or version
+        if event["type"] != "BOOKMARK":
+            on_object(obj)
+
+    while True:
+        await client.watch_events(
+            API_VERSION, KIND, on_event=on_event, resource_version=version, timeout_seconds=600
+        )
 
 
 class ReaderImpl:
@@ -49,25 +75,16 @@ class ReaderImpl:
 
     async def _read(self) -> None:
         observe = self.tracker.observe
-        listed = await self.client.list(API_VERSION, KIND)
-        for obj in listed["items"]:
+
+        def on_object(obj: JSON) -> None:
             meta = obj["metadata"]
             observe(meta["name"], meta.get("annotations") or {})
-        self.count = len(listed["items"])
-        self.synced.set()
-        version = listed["metadata"]["resourceVersion"]
 
-        def on_event(event: JSON) -> None:
-            nonlocal version
-            meta = event["object"]["metadata"]
-            version = meta.get("resourceVersion") or version
-            if event["type"] != "BOOKMARK":
-                observe(meta["name"], meta.get("annotations") or {})
+        def on_synced(count: int) -> None:
+            self.count = count
+            self.synced.set()
 
-        while True:
-            await self.client.watch_events(
-                API_VERSION, KIND, on_event=on_event, resource_version=version, timeout_seconds=600
-            )
+        await list_then_watch(self.client, on_object, on_synced)
 
     @staticmethod
     async def cache_bytes(client: Any, n: int) -> int:
@@ -120,23 +137,7 @@ class BareImpl(StandIn):
     aiohttp's stream: the least a controller on that reader pays."""
 
     async def _reflect(self) -> None:
-        listed = await self.client.list(API_VERSION, KIND)
-        for obj in listed["items"]:
-            self._store(obj)
-        self.synced.set()
-        version = listed["metadata"]["resourceVersion"]
-
-        def on_event(event: JSON) -> None:
-            nonlocal version
-            obj = event["object"]
-            version = obj["metadata"].get("resourceVersion") or version
-            if event["type"] != "BOOKMARK":
-                self._store(obj)
-
-        while True:
-            await self.client.watch_events(
-                API_VERSION, KIND, on_event=on_event, resource_version=version, timeout_seconds=600
-            )
+        await list_then_watch(self.client, self._store, lambda count: self.synced.set())
 
     def _store(self, obj: JSON) -> None:
         meta = obj["metadata"]
