@@ -218,8 +218,11 @@ class DemoWorld:
             ),
         )  # fmt: skip
 
-    async def start_operator(self, index: int) -> ChildProcess:
-        """Start ``cpo run`` number ``index`` on its ports (again, after a crash); waits for /readyz."""
+    async def start_operator(self, index: int, controllers: str | None = None) -> ChildProcess:
+        """Start ``cpo run`` number ``index`` on its ports (again, after a crash); waits for /readyz.
+
+        ``controllers``: its ``--controllers`` value (e.g. ``*,-etcd-quorum-hook``); all of them by
+        default."""
         ports = self.operator_ports[index]
         election = (
             ["--leader-elect", "--leader-election-namespace", self.namespace] if self.operators > 1 else []
@@ -237,6 +240,7 @@ class DemoWorld:
                 "--health-probe-bind-address", f"127.0.0.1:{ports.probe}",
                 "--log-format", "console",
                 *election,
+                *([f"--controllers={controllers}"] if controllers else []),
             ),
         )  # fmt: skip
         await self._wait_until(operator, lambda: self._operator_ready(ports.probe))

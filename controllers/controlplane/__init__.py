@@ -197,8 +197,11 @@ MachineHealthCheck. It also removes the etcd-quorum-hook controller's preDrain h
 released Machine (Machine event ``EtcdGuardReleased``): that guard works per ControlPlane (it
 needs the ControlPlane's etcd endpoints and TLS Secret), so a released Machine is no longer
 guarded and deleting it drains it at once, without waiting for etcd. Hooks of other names or
-owners stay. While the ControlPlane is being deleted the etcd-quorum-hook controller places no
-hook, and the release waits for a Machine already being deleted to have its member removed.
+owners stay. A replacement under way is finished first: the release waits until no Machine
+being deleted carries the hook (event ``ReleaseWaitsForEtcd`` names them), and meanwhile the
+etcd-quorum-hook controller still hooks the replacement so that its member can be promoted and
+the old one removed; after that it places no hook. A Machine deleted before its replacement was
+created keeps the deletion waiting: take its hook off by hand (the release module says more).
 ``spec.paused`` stops every create and delete (adoption and status go on).
 
 Metrics: ``cpo_controlplane_replicas{controlplane,state=desired|current|updated|ready|available}``,

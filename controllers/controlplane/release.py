@@ -10,10 +10,19 @@ and same owner), with a Machine event ``EtcdGuardReleased``. The guard works per
 needs the ControlPlane's etcd endpoints and TLS Secret to remove a member, so once the
 ControlPlane is gone nothing would ever take that hook off and deleting the Machine would hang
 for ever. Without it, deleting a released Machine drains it at once, without waiting for etcd.
-Hooks of other names or other owners are never touched. While the ControlPlane is being
-deleted, the etcd-quorum-hook controller places no hook (so it cannot put one back), but still
-finishes the member removal of a Machine already being deleted: the release waits until such a
-Machine has lost our hook (its member removed) before releasing anything.
+Hooks of other names or other owners are never touched.
+
+A replacement under way when the ControlPlane is deleted is finished first: the release waits
+until no owned Machine being deleted carries our hook (its member removed, then the hook), and
+meanwhile the etcd-quorum-hook controller still hooks the replacement's Machine so that its
+learner can be promoted and the old member removed
+(:func:`controllers.etcdquorum.rules.hooks_placed_while_deleting`); once none does it places no
+hook, so none comes back after the release. While it waits, the ControlPlane gets a
+``ReleaseWaitsForEtcd`` event naming those Machines. If no replacement exists (the old Machine
+was deleted first, under maxSurge 0, and the ControlPlane deleted before its replacement was
+created), the old member is never removed: a healthy voter goes only once a replacement is
+promoted, deletion or not. Its hook then has to be taken off by hand (the escape hatch of
+:mod:`controllers.etcdquorum`), and the Machines are released.
 """
 
 from __future__ import annotations
@@ -86,7 +95,19 @@ async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guar
     owned = [
         m for m in await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace) if owned_by(m, cp)
     ]
-    if guarded_deletions(owned, guard):
+    waiting = guarded_deletions(owned, guard)
+    if waiting:
+        names = ", ".join(waiting)
+        event(
+            cp,
+            "Normal",
+            "ReleaseWaitsForEtcd",
+            f"the Machines are released once the etcd member of {names} is removed and the "
+            f"{guard.name} hook with it: a healthy voter goes once its replacement is promoted "
+            "(EtcdClusterHealthy says what the removal waits for). If no replacement is coming, take "
+            f"the {guard.name} hook off {names} by hand; the member then stays in etcd until removed "
+            "with etcdctl",
+        )
         return False
     await release_machines(client, owned, cp, event, guard)
     await delete_owned_mhc(client, cp)

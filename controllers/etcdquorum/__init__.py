@@ -31,9 +31,11 @@ lifecycle hook ``{name: EtcdQuorumOperator, owner: clusteroperator/etcd}``. Whil
 is present the Machine API does not drain or terminate the Machine, so its etcd member keeps
 running until this controller lets go. Hooks are placed only once the Machine API works (at
 least one control-plane Machine ``Running``). A hook of that name with another owner is set
-back; other hooks are never touched. A ControlPlane being deleted gets no new hook: its release
-removes them (nothing guards a released Machine), though member removals of Machines already
-being deleted still finish.
+back; other hooks are never touched. Deleting a ControlPlane releases its Machines and removes
+the hooks (nothing guards a released Machine), but first lets a replacement under way finish:
+while one of its Machines being deleted still carries the hook, hooks are placed as usual (the
+replacement's learner needs one to be promoted), and the old member is removed; after that no
+hook is placed.
 
 **Promotion.** New members join as *learners*: they copy the data but do not vote, so they
 cannot weaken the quorum. A learner is promoted to voter only when its Machine carries the hook

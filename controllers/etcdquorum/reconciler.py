@@ -4,8 +4,9 @@ A pass reads the ControlPlane and its Machines from the cache and the etcd clust
 itself, then, in this order:
 
 1. places or repairs the preDrain hook on every Machine that is not being deleted (once one
-   control-plane Machine is ``Running``), unless the ControlPlane itself is being deleted (its
-   release removes the hooks);
+   control-plane Machine is ``Running``); while the ControlPlane itself is being deleted, only
+   until no Machine being deleted carries the hook (its release then removes the hooks:
+   :func:`~.rules.hooks_placed_while_deleting`);
 2. reads the member list, every member's health and the alarms (nothing below happens when etcd
    cannot be read: a hook is never removed on a guess);
 3. removes the hook of each deleting Machine that no member belongs to any more;
@@ -57,6 +58,7 @@ from controllers.etcdquorum.rules import (
     WAIT_LEARNER_NOT_IN_SYNC,
     Decision,
     Wait,
+    hooks_placed_while_deleting,
     is_abandoned_learner,
     machine_info,
     promotion_decision,
@@ -160,10 +162,11 @@ class EtcdQuorumReconciler:
         # An Inactive ControlPlane (spec.state) observes only: no hook placed or removed on its
         # Machines, no membership change; the condition is still reported.
         inactive = spec.state == STATE_INACTIVE
-        if not cp["metadata"].get("deletionTimestamp") and not inactive:
-            # A ControlPlane being deleted releases its Machines and removes this hook from them
-            # (nothing could remove it once the ControlPlane is gone): placing it again would race
-            # that release. Member removals of Machines already being deleted still finish below.
+        deleting = bool(cp["metadata"].get("deletionTimestamp"))
+        if not inactive and (not deleting or hooks_placed_while_deleting(infos.values())):
+            # A ControlPlane being deleted releases its Machines and takes this hook off them;
+            # until then a replacement under way still gets its hook, so that the member removal
+            # the release waits for can finish (the rule's docstring).
             await self._hooks.place(state)
         self._hooks.report_escape_hatch(state, members=None)
         state.busy = any(info.deleting and info.has_hook for info in infos.values())

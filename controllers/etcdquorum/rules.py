@@ -165,6 +165,27 @@ def hook_action(machine: MachineInfo, api_functional: bool) -> HookAction | None
     return None
 
 
+def hooks_placed_while_deleting(machines: Iterable[MachineInfo]) -> bool:
+    """Whether hooks are still placed while the ControlPlane itself is being deleted: only while
+    one of its Machines being deleted still carries our hook (name and owner).
+
+    Deleting a ControlPlane releases its Machines and takes our hook off them, because the guard
+    needs the ControlPlane (its etcd endpoints, its TLS Secret) and nothing would remove a hook
+    left behind. The release first waits for every Machine being deleted with the hook to lose
+    its member and then its hook. That removal may itself wait for a replacement to be promoted
+    (``HealthyVotersBelowDesired``), and a replacement is promoted only once its Machine carries
+    the hook (``HookMissing``): so while such a Machine exists, the replacement under way gets its
+    hook as usual and finishes. This is what OpenShift does, where the etcd operator's hook
+    controller does not belong to the ControlPlaneMachineSet: deleting the set in the middle of
+    a replacement leaves the etcd operator to hook the new Machine, promote its member, remove
+    the old one and let the old Machine go. Once no Machine being deleted carries the hook, none
+    is placed: the release takes them all off next, and a hook placed after it would never be
+    removed. A hook placed from a stale view cannot outlive the release either: every hook write
+    carries the Machine's resourceVersion, so it fails if the release patched the Machine first.
+    """
+    return any(machine.deleting and machine.has_our_hook for machine in machines)
+
+
 def hooks_with_ours(hooks: Sequence[Mapping[str, Any]], ours: Hook = DEFAULT_HOOK) -> list[dict[str, Any]]:
     """``hooks`` (a preDrain list) with ``ours`` present and owned by us; every other hook kept as is."""
     kept = [dict(hook) for hook in hooks if hook.get("name") != ours.name]

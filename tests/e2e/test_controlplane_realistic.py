@@ -8,7 +8,8 @@ the etcd client certificate in a Secret the ControlPlane names in ``spec.etcd.tl
 no annotation saying where a member is. The operator must find the members from the Machines'
 InternalIP addresses alone. The tests run in order on that world: bootstrap 3 voters, scale to
 5, a rolling update, a killed member remediated, a scale-in that deletes the leader's Machine
-(leadership is handed on first, over TLS), then the ControlPlane deleted (its Machines stay).
+(leadership is handed on first, over TLS), then the ControlPlane deleted in the middle of a
+replacement (the replacement finishes first; the Machines stay).
 The quorum monitor samples etcd over TLS all along; the last test reads its whole record.
 """
 
@@ -17,14 +18,16 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
+from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
 from demo.monitor import quorum_losses
-from demo.observer import Observer
+from demo.observer import Observer, Sample
 from demo.tour import CONTROLPLANE, Tour, kill, rollout, scale_out, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
@@ -52,6 +55,8 @@ class World:
     tour: Tour
     scale_in_started: float | None = None
     """When the scale from 5 to 3 began, on the quorum monitor's clock."""
+    deletion_started: float | None = None
+    """When the ControlPlane's deletion mid-replacement began, on the quorum monitor's clock."""
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -184,10 +189,59 @@ async def test_scaling_in_hands_leadership_on_over_tls_before_deleting_the_leade
     assert "CERTIFICATE_VERIFY_FAILED" not in log
 
 
-async def test_deleting_the_controlplane_releases_its_machines(realistic: World) -> None:
-    before = {m["metadata"]["name"] for m in await machines(realistic.client)}
-    assert len(before) == 3
-    await realistic.client.delete(CP, "ControlPlane", CONTROLPLANE, NAMESPACE)
+async def restart_operator(world: DemoWorld, controllers: str | None = None) -> None:
+    """Stop ``cpo run`` and start it again on its ports, with ``--controllers=controllers``."""
+    await world.child("operator").stop()
+    await world.start_operator(0, controllers)
+
+
+def our_hook(machine: JSON) -> bool:
+    hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
+    return any((h.get("name"), h.get("owner")) == (HOOK_NAME, HOOK_OWNER) for h in hooks)
+
+
+async def test_deleting_the_controlplane_mid_replacement_finishes_it_then_releases_the_machines(
+    realistic: World,
+) -> None:
+    """``kubectl delete controlplane`` while a replacement's member is a learner whose Machine has
+    no hook yet (the moment between its creation and the etcd-quorum-hook controller's next pass,
+    stretched here by running ``cpo run`` without that controller): the replacement is finished
+    (hooked, promoted, the old member removed and the old Machine let go), then every Machine is
+    released. The deletion used to hang for ever: the release waited for the old member's removal,
+    which waited for the promotion, which waited for a hook nobody placed during a deletion."""
+    monitor = realistic.observer.monitor
+    assert monitor is not None
+    tour = realistic.tour
+    items = await machines(realistic.client)
+    assert len(items) == 3
+    leader = monitor.samples[-1].leader
+    old = next(m["metadata"]["name"] for m in items if m["status"]["nodeRef"]["name"] != leader)
+    stayed = {m["metadata"]["name"] for m in items} - {old}
+    realistic.deletion_started = monitor.mark()
+
+    await restart_operator(realistic.world, "*,-etcd-quorum-hook")
+    await tour.kubectl("delete", "machine", old, "--wait=false")
+
+    def replacement_joined(sample: Sample, _: dict[str, Any]) -> bool:
+        return any(m.etcd_role == "learner" and not m.deleting for m in sample.machines)
+
+    await tour.wait_for("the replacement's member, a learner", replacement_joined)
+    latest = realistic.observer.latest
+    assert latest is not None
+    new = next(m.name for m in latest.machines if m.etcd_role == "learner")
+    replacement = await realistic.client.get(API_VERSION, "Machine", new, NAMESPACE)
+    assert not our_hook(replacement), "the replacement must be caught before it is hooked"
+    await tour.kubectl("delete", "controlplane", CONTROLPLANE, "--wait=false")
+
+    async def says_what_it_waits_for() -> bool:
+        listed = await realistic.client.list("v1", "Event", namespace=NAMESPACE)
+        return any(
+            e.get("reason") == "ReleaseWaitsForEtcd" and old in e.get("message", "")
+            for e in listed.get("items") or ()
+        )
+
+    await eventually(says_what_it_waits_for, timeout=30, message=f"an event: the release waits for {old}")
+    await restart_operator(realistic.world)
 
     async def gone() -> bool:
         try:
@@ -196,15 +250,33 @@ async def test_deleting_the_controlplane_releases_its_machines(realistic: World)
             return True
         return False
 
-    await eventually(gone, timeout=60, message="ControlPlane deleted")
+    await eventually(gone, timeout=120, message="ControlPlane deleted")
+
+    async def old_gone() -> bool:
+        return old not in {m["metadata"]["name"] for m in await machines(realistic.client)}
+
+    await eventually(old_gone, timeout=60, message=f"the replaced Machine {old} deleted")
     after = await machines(realistic.client)
-    assert {m["metadata"]["name"] for m in after} == before
+    assert {m["metadata"]["name"] for m in after} == stayed | {new}
     assert all(not m["metadata"].get("deletionTimestamp") for m in after)
     assert all(not m["metadata"].get("ownerReferences") for m in after), [
         m["metadata"].get("ownerReferences") for m in after
     ]
-    sample = realistic.observer.latest
-    assert sample is not None and sample.voters == 3 and sample.healthy_voters == 3
+    assert not any(our_hook(m) for m in after), "a released Machine keeps no etcd guard hook"
+    voters = {name: "voter" for name in stayed | {new}}
+
+    async def observed_settled() -> bool:
+        # The observer's next sample after the old Machine went: one voter per Machine left.
+        latest = realistic.observer.latest
+        return latest is not None and {m.name: m.etcd_role for m in latest.machines} == voters
+
+    await eventually(observed_settled, timeout=30, message=f"the voters are the Machines {sorted(voters)}")
+    sample = monitor.samples[-1]
+    assert (sample.voters, sample.healthy_voters, sample.learners) == (3, 3, 0), sample
+    # Over the whole deletion: quorum held, and never more than one voter above the three.
+    monitor.assert_never_lost_quorum(since=realistic.deletion_started)
+    assert monitor.peak("voters", since=realistic.deletion_started) == 4
+    assert monitor.low("healthy_voters", since=realistic.deletion_started) >= 3
 
 
 async def test_the_quorum_monitor_saw_quorum_kept_and_never_more_than_one_extra_voter(

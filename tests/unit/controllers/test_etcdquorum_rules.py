@@ -19,6 +19,7 @@ from controllers.etcdquorum.rules import (
     cluster_health,
     hook_action,
     hook_removable,
+    hooks_placed_while_deleting,
     hooks_with_ours,
     hooks_without_ours,
     is_abandoned_learner,
@@ -299,6 +300,20 @@ def test_hooks_go_only_on_machines_not_being_deleted_once_the_machine_api_works(
     assert hook_action(MachineInfo(name="e", hook_owner=HOOK_OWNER), api_functional=True) is None
     # The escape hatch: a deleting machine whose hook was taken away, or rewritten, stays so.
     assert hook_action(MachineInfo(name="f", deleting=True, hook_owner="other"), api_functional=True) is None
+
+
+def test_a_controlplane_being_deleted_still_hooks_machines_while_a_deleting_one_holds_our_hook() -> None:
+    replacement = MachineInfo(name="new", running=True)
+    voter = MachineInfo(name="b", running=True, hook_owner=HOOK_OWNER)
+    old = MachineInfo(name="old", running=True, deleting=True, hook_owner=HOOK_OWNER)
+    # The old Machine's member removal waits for the replacement's promotion, which waits for
+    # the replacement's hook: placing it is what lets the release go on.
+    assert hooks_placed_while_deleting([old, voter, replacement])
+    # Settled, or the old Machine already let go: the release takes the hooks off next.
+    assert not hooks_placed_while_deleting([voter, replacement])
+    assert not hooks_placed_while_deleting([MachineInfo(name="old", deleting=True), voter])
+    # A hook taken off by hand, or another owner's hook of our name, is not ours to finish.
+    assert not hooks_placed_while_deleting([MachineInfo(name="old", deleting=True, hook_owner="other")])
 
 
 def test_hook_lists_keep_every_other_hook() -> None:
