@@ -25,7 +25,6 @@ import pytest_asyncio
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
-from controllers.etcdquorum import HOOK_NAME, HOOK_OWNER
 from demo.monitor import quorum_losses
 from demo.observer import Observer, Sample
 from demo.tour import CONTROLPLANE, Tour, kill, rollout, scale_out, settled
@@ -35,6 +34,7 @@ from providers.localmachine.realistic import PKI_DIR
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
+from tests.support.controlplane import our_hooks
 from tests.support.localmachine import track_state_dir
 from tests.support.poll import eventually
 
@@ -195,11 +195,6 @@ async def restart_operator(world: DemoWorld, controllers: str | None = None) -> 
     await world.start_operator(0, controllers)
 
 
-def our_hook(machine: JSON) -> bool:
-    hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
-    return any((h.get("name"), h.get("owner")) == (HOOK_NAME, HOOK_OWNER) for h in hooks)
-
-
 async def test_deleting_the_controlplane_mid_replacement_finishes_it_then_releases_the_machines(
     realistic: World,
 ) -> None:
@@ -230,7 +225,7 @@ async def test_deleting_the_controlplane_mid_replacement_finishes_it_then_releas
     assert latest is not None
     new = next(m.name for m in latest.machines if m.etcd_role == "learner")
     replacement = await realistic.client.get(API_VERSION, "Machine", new, NAMESPACE)
-    assert not our_hook(replacement), "the replacement must be caught before it is hooked"
+    assert not our_hooks(replacement), "the replacement must be caught before it is hooked"
     await tour.kubectl("delete", "controlplane", CONTROLPLANE, "--wait=false")
 
     async def says_what_it_waits_for() -> bool:
@@ -262,7 +257,7 @@ async def test_deleting_the_controlplane_mid_replacement_finishes_it_then_releas
     assert all(not m["metadata"].get("ownerReferences") for m in after), [
         m["metadata"].get("ownerReferences") for m in after
     ]
-    assert not any(our_hook(m) for m in after), "a released Machine keeps no etcd guard hook"
+    assert not any(our_hooks(m) for m in after), "a released Machine keeps no etcd guard hook"
     voters = {name: "voter" for name in stayed | {new}}
 
     async def observed_settled() -> bool:

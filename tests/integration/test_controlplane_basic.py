@@ -38,6 +38,7 @@ from tests.support.controlplane import (
     first_client_url,
     get_cp,
     machines_of,
+    our_hooks,
     owned_by,
     running_controlplane,
 )
@@ -164,12 +165,6 @@ async def build_cluster(kube: Client, namespace: str, names: list[str], zones: l
             return ((obj or {}).get("status") or {}).get("phase") == "Running"
 
         await eventually(running, timeout=30, message=f"{name} Running")
-
-
-def our_hooks(machine: dict) -> list[dict]:
-    """The etcd-quorum-hook controller's (default) preDrain hook on ``machine``, if there."""
-    hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
-    return [h for h in hooks if (h.get("name"), h.get("owner")) == (DEFAULT_HOOK.name, DEFAULT_HOOK.owner)]
 
 
 async def test_three_existing_machines_are_adopted_without_a_rollout_and_released_on_deletion(

@@ -19,6 +19,7 @@ from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
+from controllers.etcdquorum.rules import DEFAULT_HOOK
 from controllers.machinehealthcheck import MachineHealthCheckOptions
 from controllers.machinehealthcheck import setup_with_manager as setup_health_checks
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
@@ -139,6 +140,12 @@ def owned_by(machine: JSON, cp: JSON) -> bool:
         ref.get("uid") == cp["metadata"]["uid"] and ref.get("controller")
         for ref in machine["metadata"].get("ownerReferences") or ()
     )
+
+
+def our_hooks(machine: JSON) -> list[JSON]:
+    """The etcd-quorum-hook controller's (default) preDrain hook on ``machine``, if there."""
+    hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
+    return [h for h in hooks if (h.get("name"), h.get("owner")) == (DEFAULT_HOOK.name, DEFAULT_HOOK.owner)]
 
 
 def cp_condition(cp: JSON | None, type_: str) -> JSON:
