@@ -53,6 +53,13 @@ STAMP = "bench.cpo.dev/stamp"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def copy_runtime_and_bench(tree: Path) -> None:
+    """Copy ``runtime/`` and ``bench/`` (without bytecode) into ``tree``: the scratch copy that
+    ``bench.lone_event`` instruments and ``bench.compiled`` compiles, run with ``PYTHONPATH=tree``."""
+    for part in ("runtime", "bench"):
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def machine_crd() -> JSON:
     """A namespaced CRD without a status subresource, so ``status`` is stored on create."""
     loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from bench._common import copy_runtime_and_bench
 
 HOT_MODULES = (
     "runtime/client/watchstream.py",
@@ -55,8 +55,7 @@ def build(tree: Path) -> list[Path]:
     the extension modules made. Raises ``SystemExit`` with mypyc's output when it fails."""
     if tree.exists():
         raise SystemExit(f"{tree} exists: name a new directory")
-    for part in ("runtime", "bench"):
-        shutil.copytree(REPO / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_runtime_and_bench(tree)
     path, line, replacement = WEAK_REGISTRY
     text = (tree / path).read_text()
     if text.count(line) != 1:

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from bench._common import copy_runtime_and_bench
 
 PROBE_MODULE = '''"""Timestamps of bench.lone_event (scratch copy only)."""
 import atexit, os, time
@@ -170,8 +170,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="lone-event-"))
     try:
         tree = scratch / "tree"
-        for part in ("runtime", "bench"):
-            shutil.copytree(REPO / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+        copy_runtime_and_bench(tree)
         instrument(tree)
         probes = scratch / "probes"
         env = {**os.environ, "LONE_EVENT_PROBES": str(probes), "PYTHONPATH": str(tree)}

@@ -8,18 +8,17 @@ change that moved a line, not the next person to measure.
 from __future__ import annotations
 
 import py_compile
-import shutil
 from pathlib import Path
 
 from bench import lone_event
+from bench._common import copy_runtime_and_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_probe_is_placed_once_and_the_copy_compiles(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
-    for part in ("runtime", "bench"):
-        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_runtime_and_bench(tree)
     lone_event.instrument(tree)
     placed: dict[int, int] = {}
     for path in {path for path, *_ in lone_event.PROBES}:
