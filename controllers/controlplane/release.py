@@ -35,7 +35,7 @@ from api.controlplane import KIND as CP_KIND
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from controllers.controlplane.healthcheck import MHC_SUFFIX, EventFunc, delete_quietly, owned_by
 from controllers.controlplane.metrics import OPERATIONS, forget_replicas, label
-from controllers.etcdquorum.rules import Hook
+from controllers.etcdquorum.rules import Hook, machine_info
 from runtime.cache import Cache
 from runtime.client import JSON, Client
 from runtime.errors import NotFound
@@ -76,13 +76,10 @@ def _pre_drain(machine: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def guarded_deletions(machines: Sequence[Mapping[str, Any]], guard: Hook) -> list[str]:
     """The Machines being deleted that still carry ``guard``'s hook: their etcd member removal is
-    under way, and the release waits for the etcd-quorum-hook controller to finish it."""
-    return [
-        m["metadata"]["name"]
-        for m in machines
-        if m["metadata"].get("deletionTimestamp")
-        and hooks_after_release(_pre_drain(m), guard) != _pre_drain(m)
-    ]
+    under way, and the release waits for the etcd-quorum-hook controller to finish it. Read the
+    way that controller reads a Machine (:attr:`~controllers.etcdquorum.rules.MachineInfo.held_by_our_hook`),
+    so that it places hooks for exactly as long as the release waits."""
+    return [m["metadata"]["name"] for m in machines if machine_info(m, guard).held_by_our_hook]
 
 
 async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guard: Hook) -> bool:

@@ -101,6 +101,13 @@ class MachineInfo:
         """It carries :attr:`hook`: its name with its owner."""
         return self.hook_owner == self.hook.owner
 
+    @property
+    def held_by_our_hook(self) -> bool:
+        """It is being deleted and carries :attr:`hook`: the controller has its member's removal
+        to finish (or to wait for), and a ControlPlane being deleted waits for that before it
+        releases its Machines (:func:`hooks_placed_while_deleting`)."""
+        return self.deleting and self.has_our_hook
+
 
 def machine_failure_domain(machine: Mapping[str, Any]) -> str | None:
     """The zone of a Machine: the ``machine.openshift.io/zone`` label, else ``providerSpec.value``'s
@@ -183,7 +190,7 @@ def hooks_placed_while_deleting(machines: Iterable[MachineInfo]) -> bool:
     removed. A hook placed from a stale view cannot outlive the release either: every hook write
     carries the Machine's resourceVersion, so it fails if the release patched the Machine first.
     """
-    return any(machine.deleting and machine.has_our_hook for machine in machines)
+    return any(machine.held_by_our_hook for machine in machines)
 
 
 def hooks_with_ours(hooks: Sequence[Mapping[str, Any]], ours: Hook = DEFAULT_HOOK) -> list[dict[str, Any]]:
