@@ -3,17 +3,24 @@ remediation and rebalancing, each watched over its whole length by a quorum moni
 
 Every test asserts the invariants of the pair: never more than replicas + 1 Machines, never more
 than desired + 1 voters, etcd never without a healthy quorum.
+
+The rolloutAfter and the rebalance scenarios, whose 30 s holds prove that nothing happens, run in
+the background of the others (tests.support.background): they start with the module, and their
+tests, last in the module, await their ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import (
@@ -29,6 +36,8 @@ from controllers.controlplane.remediation_record import (
 from controllers.machinehealthcheck import EVENT_MACHINE_MARKED
 from demo.monitor import QuorumMonitor
 from runtime.client import JSON, Client
+from runtime.envtest import Environment
+from tests.support.background import background_starter, run_in_background
 from tests.support.controlplane import (
     MachineCount,
     controlplane,
@@ -357,9 +366,7 @@ async def quiet_versions(kube: Client, name: str, namespace: str) -> dict[str, s
     return first
 
 
-async def test_rolling_rollout_after_waits_for_its_moment_then_replaces_each_machine_once(
-    kube: Client, namespace: str, provider_state_dir: Path
-) -> None:
+async def rollout_after_scenario(kube: Client, namespace: str, provider_state_dir: Path) -> None:
     """``spec.rolloutAfter`` an hour ahead replaces nothing and every Machine counts as updated;
     moved 15 s ahead, each Machine is replaced once after that moment, then nothing changes.
 
@@ -749,9 +756,7 @@ FAULTY_TEMPLATE = {
 """A template whose Machines never get a Ready Node (the local provider's fault annotation)."""
 
 
-async def test_rebalance_under_max_surge_zero_converges_and_a_failing_replacement_is_rolled_back(
-    kube: Client, namespace: str, provider_state_dir: Path
-) -> None:
+async def rebalance_scenario(kube: Client, namespace: str, provider_state_dir: Path) -> None:
     """Case 2: from a, a, b to a, b, c with maxSurge 0 by adding a domain: delete from the crowded
     domain, recreate in the empty one, never more than replicas Machines not being deleted, then
     nothing moves. Case 3, same world: a template whose replacement never gets a Ready Node holds
@@ -854,3 +859,40 @@ async def test_rebalance_under_max_surge_zero_converges_and_a_failing_replacemen
             assert monitor.peak("voters", since=since) <= 4
             assert monitor.low("voters", since=since) >= 3
             monitor.assert_never_lost_quorum()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def rollout_after_run(
+    env: Environment, machine_crds: None, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[asyncio.Task[None]]:
+    """:func:`rollout_after_scenario`, run beside the module's other tests: a minute of it is
+    two 30 s holds in which nothing may happen."""
+    async with run_in_background(env, tmp_path_factory, "rollout-after", rollout_after_scenario) as task:
+        yield task
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def rebalance_run(
+    env: Environment, machine_crds: None, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[asyncio.Task[None]]:
+    """:func:`rebalance_scenario`, run beside the module's other tests: 30 s of it is a hold in
+    which nothing may move."""
+    async with run_in_background(env, tmp_path_factory, "rebalance", rebalance_scenario) as task:
+        yield task
+
+
+start_background_scenarios = background_starter("rollout_after_run", "rebalance_run")
+
+
+async def test_rolling_rollout_after_waits_for_its_moment_then_replaces_each_machine_once(
+    rollout_after_run: asyncio.Task[None],
+) -> None:
+    """:func:`rollout_after_scenario`, started with the module (tests.support.background)."""
+    await rollout_after_run
+
+
+async def test_rebalance_under_max_surge_zero_converges_and_a_failing_replacement_is_rolled_back(
+    rebalance_run: asyncio.Task[None],
+) -> None:
+    """:func:`rebalance_scenario`, started with the module (tests.support.background)."""
+    await rebalance_run
