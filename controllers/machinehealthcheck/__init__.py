@@ -27,7 +27,8 @@ Any one of (see :mod:`controllers.machinehealthcheck.health`, one function per r
   ``10m``; ``"0"`` turns the check off) has passed;
 * its ``status.nodeRef`` names a Node that does not exist — at once;
 * a Node condition has the ``type`` and ``status`` of an ``unhealthyConditions`` entry for longer
-  than that entry's ``timeout``, counted from the condition's ``lastTransitionTime``.
+  than that entry's ``timeout``, counted from the condition's ``lastTransitionTime`` (a
+  condition without one is past any timeout at once).
 
 A Machine that will turn unhealthy if nothing changes (a condition matched but not for long
 enough yet) is looked at again at exactly that moment (+1 s), not polled.

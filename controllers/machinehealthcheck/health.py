@@ -150,10 +150,13 @@ def check_unhealthy_conditions(
 ) -> Verdict:
     """Unhealthy when a Node condition has an entry's ``type`` and ``status`` for longer than its timeout.
 
-    The time counts from the condition's ``lastTransitionTime`` (a condition without one counts
-    from ``now``: it has just been seen). Entries are ORed; one that matches but has not lasted
-    long enough yet makes the verdict pending, with the earliest expiry as ``recheck_after``.
-    An entry whose timeout does not parse is skipped (the admission webhook refuses it).
+    The time counts from the condition's ``lastTransitionTime``. A matching condition without
+    one (or with one that does not parse) is past any timeout at once: the machine-api-operator
+    (``target.needsRemediation`` in ``machinehealthcheck_controller.go``) reads it as the zero
+    time. Counting from ``now`` instead would push the deadline back on every pass, so such a
+    Node would never be remediated. Entries are ORed; one that matches but has not lasted long
+    enough yet makes the verdict pending, with the earliest expiry as ``recheck_after``. An entry
+    whose timeout does not parse is skipped (the admission webhook refuses it).
     """
     if node is None:
         return HEALTHY
@@ -172,18 +175,19 @@ def check_unhealthy_conditions(
             timeout = parse_duration(str(entry.get("timeout", "")))
         except ValueError:
             continue
-        since = parse_time(condition.get("lastTransitionTime")) or now
-        deadline = since + timeout
-        if now > deadline:
+        since = parse_time(condition.get("lastTransitionTime"))
+        if since is None or now > since + timeout:
+            when = format_time(since) if since is not None else "an unknown time (no lastTransitionTime)"
             return Verdict(
                 unhealthy=True,
                 reason=REASON_UNHEALTHY_NODE,
                 message=(
                     f"Node {name} has condition {entry.get('type')}={entry.get('status')} since "
-                    f"{format_time(since)}, longer than its timeout of {_seconds(timeout)}"
+                    f"{when}, longer than its timeout of {_seconds(timeout)}"
                 ),
                 since=since,
             )
+        deadline = since + timeout
         waits.append(_until(deadline, now))
     return Verdict(recheck_after=min(waits)) if waits else HEALTHY
 
