@@ -285,6 +285,36 @@ async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller
             )
 
 
+async def test_a_matching_node_condition_without_a_transition_time_is_remediated_at_once(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """A Node condition that matches an ``unhealthyConditions`` entry but carries no
+    ``lastTransitionTime`` (a tool that sets conditions without one) is past the entry's timeout
+    at once, as in the machine-api-operator; it is not counted from each pass's "now", which would
+    put the deadline off for ever."""
+    name = f"{prefix()}-w0"
+    owner = await make_owner(kube, namespace)
+    async with running_provider(kube, namespace, provider_options(provider_state_dir)):
+        await start_machines(
+            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": "a"})
+        )
+        async with running_mhc_controller(kube, namespace):
+            entry = {"type": "NetworkUnavailable", "status": "True", "timeout": "300s"}
+            await kube.create(health_check("workers", namespace, "a", unhealthyConditions=[entry]))
+            await eventually(
+                lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
+                timeout=WITHIN,
+                message="status: 1 expected, 1 healthy",
+            )
+            node = await kube.get("v1", "Node", name)
+            conditions = list((node.get("status") or {}).get("conditions") or ())
+            untimed = {"type": "NetworkUnavailable", "status": "True", "reason": "NoRouteCreated"}
+            await kube.patch_status("v1", "Node", name, {"status": {"conditions": [*conditions, untimed]}})
+            await eventually(
+                lambda: deleting(kube, name, namespace), timeout=WITHIN, message=f"{name} deleted"
+            )
+
+
 async def test_a_controlplane_owned_machine_is_marked_for_its_owner_never_deleted(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
