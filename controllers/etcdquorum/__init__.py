@@ -39,8 +39,10 @@ hook is placed.
 
 **Promotion.** New members join as *learners*: they copy the data but do not vote, so they
 cannot weaken the quorum. A learner is promoted to voter only when its Machine carries the hook
-and is not being deleted, one promotion at a time, and never beyond *desired + 1* voters (room
-for exactly one replacement). etcd itself refuses a learner that has not caught up
+and is not being deleted, one promotion at a time, never while a voter or the learner itself is
+unhealthy (``MembersUnhealthy``: beside a dead voter the new one would be needed for the quorum;
+the dead one goes first), and never beyond *desired + 1* voters (room for exactly one
+replacement). etcd itself refuses a learner that has not caught up
 (``LearnerNotInSync``); the controller asks again with a growing backoff.
 
 **Removal.** When a Machine with the hook is deleted, its member is removed, one member per pass

@@ -60,6 +60,7 @@ WAIT_MEMBER_PRESENT: Final = "MemberStillListed"
 WAIT_HOOK_MISSING: Final = "HookMissing"
 WAIT_VOTERS_AT_MAXIMUM: Final = "VotersAtMaximum"
 WAIT_LEARNER_NOT_IN_SYNC: Final = "LearnerNotInSync"
+WAIT_MEMBERS_UNHEALTHY: Final = "MembersUnhealthy"
 WAIT_REASONS: Final = (
     WAIT_QUORUM_LOST,
     WAIT_HEALTHY_VOTERS,
@@ -70,6 +71,7 @@ WAIT_REASONS: Final = (
     WAIT_HOOK_MISSING,
     WAIT_VOTERS_AT_MAXIMUM,
     WAIT_LEARNER_NOT_IN_SYNC,
+    WAIT_MEMBERS_UNHEALTHY,
 )
 
 
@@ -254,10 +256,21 @@ def promotion_decision(
 
     A learner is promoted only when its Machine carries our hook (so its member cannot be drained
     away without this controller's say), is not being deleted, and the member has started; never
-    when the cluster has lost quorum, and never when one more voter would exceed the desired
-    count + 1 (room for exactly one replacement at a time). etcd itself then refuses a learner
-    that has not caught up (the reconciler retries with a backoff). Learners are taken in name
-    order.
+    when the cluster has lost quorum, never while a voter or the learner itself fails its health
+    read (``MembersUnhealthy``), and never when one more voter would exceed the desired count + 1
+    (room for exactly one replacement at a time). etcd itself then refuses a learner that has
+    not caught up (the reconciler retries with a backoff). Learners are taken in name order.
+
+    The health rule is the anchor's: OpenShift's etcd operator
+    (``clustermembercontroller.ClusterMemberController.reconcileMembers``) returns before
+    ``ensureEtcdLearnerPromotion`` whenever ``etcdClient.UnhealthyMembers`` lists any member
+    (OCPBUGS-14296). Promoting beside a dead voter makes a quorum that needs the new member: 3
+    voters with 2 healthy (both needed) become 4 with 3 healthy (all three needed), so a new
+    member that fails right after its promotion takes etcd down; etcd's own check counts started
+    members, not healthy ones, and lets it through. The dead voter goes first (its Machine's
+    deletion, or ``etcdctl member remove``), then the learner votes in a cluster that does not
+    need it. Unlike the anchor, an unhealthy *other* learner (one not started yet, say) does not
+    hold the promotion: it holds no vote.
     """
     learners = sorted((m for m in members if m.member.is_learner), key=lambda m: m.label)
     if not learners:
@@ -265,6 +278,7 @@ def promotion_decision(
     if quorum_lost(members):
         return Decision(waits=(Wait(None, WAIT_QUORUM_LOST, "etcd has lost quorum: no promotion"),))
     voters = len(_voters(members))
+    unhealthy_voters = [m for m in _voters(members) if not m.healthy]
     waits: list[Wait] = []
     for learner in learners:
         machine = machines.get(learner.machine) if learner.machine else None
@@ -274,6 +288,15 @@ def promotion_decision(
             waits.append(
                 Wait(machine.name, WAIT_HOOK_MISSING, f"learner {learner.label} waits for its Machine's hook")
             )
+            continue
+        if unhealthy_voters or not learner.healthy:
+            why = (
+                f"unhealthy voters: {_names(unhealthy_voters)}; a promotion now would make a quorum "
+                "that needs the new member"
+                if unhealthy_voters
+                else f"the learner fails its health read ({learner.error or 'no answer'})"
+            )
+            waits.append(Wait(machine.name, WAIT_MEMBERS_UNHEALTHY, f"learner {learner.label} waits: {why}"))
             continue
         if voters + 1 > desired + 1:
             waits.append(

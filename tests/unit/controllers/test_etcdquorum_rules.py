@@ -11,6 +11,7 @@ from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
     WAIT_HEALTHY_VOTERS,
+    WAIT_MEMBERS_UNHEALTHY,
     WAIT_ONE_CHANGE_PER_PASS,
     WAIT_QUORUM_AFTER_REMOVAL,
     WAIT_QUORUM_LOST,
@@ -250,6 +251,36 @@ def test_a_learner_with_a_foreign_owned_hook_waits_for_the_repair() -> None:
     decision = promotion_decision(members, machines, 3)
     assert decision.member is None
     assert [w.reason for w in decision.waits] == ["HookMissing"]
+
+
+PROMOTION_WHILE_UNHEALTHY_CASES = [
+    # The anchor (cluster-etcd-operator, ClusterMemberController.reconcileMembers) promotes no
+    # learner while etcdClient.UnhealthyMembers is not empty: growing the voters beside a dead
+    # one makes a quorum that needs the new member (3 voters with 2 healthy become 4 with 3).
+    ("a voter unhealthy, quorum kept: wait", (M(0, healthy=False), M(1), M(2), M(3, learner=True)), 3),
+    ("scale out with one of 3 voters dead: wait", (M(0), M(1), M(2, healthy=False), M(3, learner=True)), 5),
+    ("the learner itself unhealthy: wait", (M(0), M(1), M(2), M(3, learner=True, healthy=False)), 3),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "desired"),
+    [c[1:] for c in PROMOTION_WHILE_UNHEALTHY_CASES],
+    ids=[c[0] for c in PROMOTION_WHILE_UNHEALTHY_CASES],
+)
+def test_no_learner_is_promoted_while_a_voter_or_the_learner_is_unhealthy(
+    rows: tuple[M, ...], desired: int
+) -> None:
+    members, machines = cluster(*rows)
+    decision = promotion_decision(members, machines, desired)
+    assert decision.member is None
+    assert [(w.machine, w.reason) for w in decision.waits] == [("m3", WAIT_MEMBERS_UNHEALTHY)]
+
+
+def test_a_promotion_waiting_on_an_unhealthy_voter_names_it() -> None:
+    members, machines = cluster(M(0, healthy=False), M(1), M(2), M(3, learner=True))
+    (wait,) = promotion_decision(members, machines, 3).waits
+    assert "m0 (100)" in wait.message
 
 
 def test_a_learner_that_never_started_or_has_no_machine_is_not_promoted() -> None:
