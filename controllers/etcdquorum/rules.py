@@ -263,8 +263,8 @@ def promotion_decision(
 
     The health rule is the anchor's: OpenShift's etcd operator
     (``clustermembercontroller.ClusterMemberController.reconcileMembers``) returns before
-    ``ensureEtcdLearnerPromotion`` whenever ``etcdClient.UnhealthyMembers`` lists any member
-    (OCPBUGS-14296). Promoting beside a dead voter makes a quorum that needs the new member: 3
+    ``ensureEtcdLearnerPromotion`` whenever ``etcdClient.UnhealthyMembers`` lists any member.
+    Promoting beside a dead voter makes a quorum that needs the new member: 3
     voters with 2 healthy (both needed) become 4 with 3 healthy (all three needed), so a new
     member that fails right after its promotion takes etcd down; etcd's own check counts started
     members, not healthy ones, and lets it through. The dead voter goes first (its Machine's
