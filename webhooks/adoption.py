@@ -15,6 +15,11 @@ Machines its selector matches and at once makes their number ``spec.replicas``: 
 * **Inactive → Active** is checked the same way, against the Machines existing then.
 * Later scale changes (``spec.replicas``, ``kubectl scale``) are not compared with the existing
   Machines: once Active, changing the count is what the user asks for.
+* **Machines another controller controls** (a ``controller: true`` ownerReference, e.g. another
+  ControlPlane's) that the selector matches are refused at creation and activation of an Active
+  ControlPlane, whatever the count: the controller never adopts them
+  (:func:`controllers.controlplane.machines.classify_machines`), so it would create Machines of
+  its own beside them (etcd members it cannot count). See :func:`controlled_elsewhere_errors`.
 * **Active → Inactive** is refused: an Active ControlPlane owns its Machines and may be in the
   middle of a replacement; stopping half-way is not a state to leave a control plane in. Delete
   the ControlPlane to make the controller stop acting (its Machines are released and stay).
@@ -47,7 +52,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from api.controlplane import DEFAULT_STATE, STATE_ACTIVE, STATE_INACTIVE, STATES
+from api.controlplane import DEFAULT_STATE, KIND, STATE_ACTIVE, STATE_INACTIVE, STATES
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_matches
 from runtime.jsoncodec import JSON
@@ -121,6 +126,80 @@ def existing_machines(spec: Mapping[str, Any], machines: Sequence[Mapping[str, A
         if not _mapping(m.get("metadata")).get("deletionTimestamp")
         and selector_matches(selector, _mapping(m.get("metadata")).get("labels"))
     )
+
+
+def controller_of(machine: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``ownerReferences`` entry with ``controller: true`` (the boolean, as kube's
+    ``GetControllerOf``), or None."""
+    for ref in _mapping(machine.get("metadata")).get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def controlled_elsewhere(
+    spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]], uid: Any = None
+) -> list[tuple[str, str]]:
+    """``(machine, "Kind name")`` for the ``machines`` :func:`existing_machines` counts whose
+    controller is not the ControlPlane with this ``uid`` (None: a new one, controlling nothing)."""
+    found = []
+    for machine in machines:
+        metadata = _mapping(machine.get("metadata"))
+        if metadata.get("deletionTimestamp") or not selector_matches(
+            _mapping(spec.get("selector")), metadata.get("labels")
+        ):
+            continue
+        owner = controller_of(machine)
+        if owner is not None and (uid is None or owner.get("uid") != uid):
+            found.append((str(metadata.get("name")), f"{owner.get('kind')} {owner.get('name')}"))
+    return sorted(found)
+
+
+def controlled_elsewhere_errors(
+    spec: Mapping[str, Any],
+    foreign: Sequence[tuple[str, str]],
+    adoptable: int,
+    *,
+    activating: bool,
+) -> list[FieldError]:
+    """Refuse an Active ControlPlane whose selector matches Machines another controller controls.
+
+    The anchor, OpenShift's ControlPlaneMachineSet, cannot have this case: its webhook
+    (``pkg/webhooks/controlplanemachineset/webhooks.go``, ``validateMetadata``) requires the name
+    ``cluster``, one set per cluster, and ``validateSpecOnCreate`` compares ``replicas`` with every
+    control-plane Machine (``fetchControlPlaneMachines``). We allow several ControlPlanes, so the
+    overlap is refused here: the controller leaves such Machines alone and would create its own
+    (``adoptable``: the matched Machines it would adopt), or hold its rollouts while they exist.
+    """
+    if not foreign:
+        return []
+    machines = ", ".join(name for name, _ in foreign)
+    owners = ", ".join(sorted({owner for _, owner in foreign}))
+    replicas = spec.get("replicas", 1)
+    missing = replicas - adoptable if isinstance(replicas, int) else 0
+    effect = (
+        f"would create {missing} Machine(s) of its own beside them"
+        if missing > 0
+        else "would hold every rollout and scale-in while they exist"
+    )
+    other = (
+        "or keep spec.state Inactive"
+        if activating
+        else "or create this ControlPlane with spec.state Inactive to see first what it would do"
+    )
+    release = (
+        f"delete {owners} first (its Machines are released and stay)"
+        if all(owner.startswith(f"{KIND} ") for _, owner in foreign)
+        else f"release them first (delete {owners} with --cascade=orphan)"
+    )
+    return [
+        forbidden(
+            "spec.selector",
+            f"Machine(s) {machines} matching spec.selector are controlled by {owners}: an Active "
+            f"ControlPlane never adopts them and {effect}; {release} and then create or activate "
+            f"this one, or use a selector those Machines do not match, {other}",
+        )
+    ]
 
 
 def adoption_errors(

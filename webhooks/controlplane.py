@@ -14,7 +14,8 @@ The rules (each one function below, each message in kube's field-error form):
 * ``spec.selector`` and ``spec.etcd.external`` never change after creation.
 * ``spec.state`` is Active or Inactive and never goes from Active back to Inactive; an Active
   ControlPlane created over existing Machines (or an Inactive one made Active) must have as many
-  replicas as there are such Machines: :mod:`webhooks.adoption`.
+  replicas as there are such Machines, none of them controlled by another controller (another
+  ControlPlane's Machines are never adopted): :mod:`webhooks.adoption`.
 * The same replica rules apply to ``controlplanes/scale`` (``kubectl scale --replicas 4``).
 
 Pure functions do the work and return ``(errors, warnings)``, so they are tested without a server:
@@ -69,6 +70,8 @@ from .adoption import (
     MachineLister,
     activates,
     adoption_errors,
+    controlled_elsewhere,
+    controlled_elsewhere_errors,
     existing_machines,
     state_errors,
     state_transition_errors,
@@ -542,14 +545,22 @@ class ControlPlaneValidator:
     async def _adoption_errors(
         self, old: JSON | None, new: JSON, request: AdmissionRequestLike, errors: list[FieldError]
     ) -> list[FieldError]:
-        """The adoption rule, checked only on a request otherwise valid (its selector well formed)
-        that makes the ControlPlane Active: see :func:`webhooks.adoption.activates`."""
+        """The adoption rules, checked only on a request otherwise valid (its selector well formed)
+        that makes the ControlPlane Active (:func:`webhooks.adoption.activates`): no matched Machine
+        controlled by another controller (:func:`webhooks.adoption.controlled_elsewhere_errors`),
+        then replicas equal to the matched Machines (:func:`webhooks.adoption.adoption_errors`)."""
         spec = _mapping(new.get("spec"))
         old_spec = None if old is None else _mapping(old.get("spec"))
         if self.list_machines is None or errors or not activates(old_spec, spec):
             return []
-        namespace = _mapping(new.get("metadata")).get("namespace") or request.namespace
-        existing = existing_machines(spec, await self.list_machines(namespace))
+        metadata = _mapping(new.get("metadata"))
+        namespace = metadata.get("namespace") or request.namespace
+        machines = await self.list_machines(namespace)
+        existing = existing_machines(spec, machines)
+        foreign = controlled_elsewhere(spec, machines, metadata.get("uid") or None)
+        if foreign:
+            adoptable = len(existing) - len(foreign)
+            return controlled_elsewhere_errors(spec, foreign, adoptable, activating=old is not None)
         return adoption_errors(spec, existing, activating=old is not None)
 
     async def validate_update(self, old: JSON, new: JSON, request: AdmissionRequestLike) -> list[str]:

@@ -14,6 +14,8 @@ from tests.unit.webhooks.test_controlplane_adapters import request
 from webhooks.adoption import (
     activates,
     adoption_errors,
+    controlled_elsewhere,
+    controlled_elsewhere_errors,
     existing_machines,
     machines_from_reader,
     state_errors,
@@ -247,3 +249,70 @@ class ClientLike:
 @pytest.mark.parametrize("reader", [CacheLike(), ClientLike()], ids=["cache", "client"])
 def test_machines_from_reader_reads_a_cache_or_a_client(reader: Any) -> None:
     assert [m["metadata"]["name"] for m in run(machines_from_reader(reader)("ns"))] == ["m0", "m1", "m2"]
+
+
+# ------------------------------------------------------------ Machines another controller controls
+
+
+def controlled(m: dict[str, Any], kind: str, name: str, uid: str) -> dict[str, Any]:
+    ref = {"apiVersion": "controlplane.cpo.dev/v1alpha1", "kind": kind, "name": name, "uid": uid,
+           "controller": True}  # fmt: skip
+    return dict(m, metadata={**m["metadata"], "ownerReferences": [ref]})
+
+
+OWNED_BY_OLD = [controlled(m, "ControlPlane", "old", "uid-old") for m in THREE]
+
+
+def test_create_over_machines_another_controlplane_controls_is_refused() -> None:
+    """Such Machines are never adopted (controller ownerReference): an Active ControlPlane would
+    create replicas Machines of its own beside them, so "3 = 3" must not pass as an adoption."""
+    validator = ControlPlaneValidator(list_machines=Lister(OWNED_BY_OLD))
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_create(defaulted(replicas=3), request("CREATE")))
+    assert denied.value.code == 422
+    message = str(denied.value)
+    assert message.startswith(
+        'ControlPlane.controlplane.cpo.dev "cluster" is invalid: spec.selector: Forbidden: '
+        "Machine(s) m0, m1, m2 matching spec.selector are controlled by ControlPlane old"
+    )
+    assert "would create 3 Machine(s) of its own beside them" in message
+    assert "delete ControlPlane old first (its Machines are released and stay)" in message
+    assert "or create this ControlPlane with spec.state Inactive" in message
+    # Inactive acts on nothing: accepted as before.
+    assert run(validator.validate_create(defaulted(replicas=3, state="Inactive"), request("CREATE"))) == []
+
+
+def test_activation_over_machines_another_controller_controls_is_refused() -> None:
+    one_foreign = [OWNED_BY_OLD[0], *THREE[1:]]
+    validator = ControlPlaneValidator(list_machines=Lister(one_foreign))
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_update(cp(replicas=3, state="Inactive"), cp(replicas=3, state="Active"),
+                                      request("UPDATE")))  # fmt: skip
+    message = str(denied.value)
+    assert (
+        "spec.selector: Forbidden: Machine(s) m0 matching spec.selector are controlled by ControlPlane old"
+        in message
+    )
+    assert message.endswith("or keep spec.state Inactive")
+
+
+def test_machines_this_controlplane_controls_or_being_deleted_are_not_foreign() -> None:
+    mine = [controlled(m, "ControlPlane", "cluster", "uid-mine") for m in THREE]
+    body = cp(replicas=3, state="Active")
+    body["metadata"]["uid"] = "uid-mine"
+    old = cp(replicas=3, state="Inactive")
+    old["metadata"]["uid"] = "uid-mine"
+    validator = ControlPlaneValidator(list_machines=Lister(mine))
+    assert run(validator.validate_update(old, body, request("UPDATE"))) == []
+    dying = controlled(machine("gone", deleting=True), "ControlPlane", "old", "uid-old")
+    assert run(ControlPlaneValidator(list_machines=Lister([*THREE, dying])).validate_create(
+        defaulted(replicas=3), request("CREATE"))) == []  # fmt: skip
+
+
+def test_machines_of_another_kind_of_controller_are_released_with_an_orphan_delete() -> None:
+    by_machineset = [controlled(m, "MachineSet", "masters", "uid-ms") for m in THREE]
+    errors = controlled_elsewhere_errors(
+        {"replicas": 3}, controlled_elsewhere(cp()["spec"], by_machineset), 0, activating=False
+    )
+    assert "release them first (delete MachineSet masters with --cascade=orphan)" in str(errors[0])
+    assert controlled_elsewhere(cp()["spec"], by_machineset, "uid-ms") == []
