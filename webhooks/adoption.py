@@ -208,7 +208,9 @@ def adoption_errors(
     """``spec.replicas`` equals the number of ``existing`` Machines, unless there are none.
 
     ``activating``: the request turns an Inactive ControlPlane Active (else: creates one); only
-    the advice differs.
+    the advice differs. With stacked etcd an even count cannot be the advice (replicas must be
+    odd): the advice is then to make the count odd (add or delete one control-plane Machine)
+    while the ControlPlane is Inactive, and to activate it with that count.
     """
     replicas = spec.get("replicas", 1)
     if not existing or not isinstance(replicas, int) or replicas == len(existing):
@@ -219,17 +221,26 @@ def adoption_errors(
         if replicas < count
         else f"would create {replicas - count} more at once"
     )
-    other = (
-        "or keep spec.state Inactive"
-        if activating
-        else "or create the ControlPlane with spec.state Inactive to see first what it would do"
-    )
+    stacked_even = count % 2 == 0 and _mapping(spec.get("etcd")).get("external") is not True
+    if stacked_even:
+        advice = (
+            "an even number of stacked etcd members cannot be adopted as it is (spec.replicas must "
+            "be odd): make the count odd while the ControlPlane is Inactive (add or delete one "
+            "control-plane Machine), then set spec.replicas to that count and make it Active"
+        )
+        other = "" if activating else " (create it with spec.state Inactive)"
+    else:
+        advice = f"set spec.replicas to {count} to adopt them as they are"
+        other = (
+            ", or keep spec.state Inactive"
+            if activating
+            else ", or create the ControlPlane with spec.state Inactive to see first what it would do"
+        )
     return [
         invalid(
             "spec.replicas",
             replicas,
             f"{count} control-plane Machine(s) matching spec.selector exist and spec.replicas is "
-            f"{replicas}: an Active ControlPlane {effect}; set spec.replicas to {count} to adopt them "
-            f"as they are, {other}",
+            f"{replicas}: an Active ControlPlane {effect}; {advice}{other}",
         )
     ]

@@ -105,6 +105,20 @@ def test_the_message_says_what_an_active_controlplane_would_do() -> None:
     )
 
 
+@pytest.mark.parametrize("activating", [False, True])
+def test_an_even_stacked_count_is_not_advised_as_replicas(activating: bool) -> None:
+    """Two stacked Machines: the webhook refuses replicas 2 (even), so the advice is to make the
+    count odd while Inactive, then activate with that count; external etcd keeps the plain advice."""
+    message = str(adoption_errors({"replicas": 3}, ["a", "b"], activating=activating)[0])
+    assert "set spec.replicas to 2" not in message
+    assert "an even number of stacked etcd members cannot be adopted as it is" in message
+    assert "make the count odd while the ControlPlane is Inactive" in message
+    external = {"replicas": 3, "etcd": {"external": True}}
+    assert "set spec.replicas to 2 to adopt them as they are" in str(
+        adoption_errors(external, ["a", "b"], activating=activating)[0]
+    )
+
+
 @pytest.mark.parametrize(
     ("old", "new", "checked"),
     [
