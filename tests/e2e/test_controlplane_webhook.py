@@ -10,7 +10,7 @@ import pytest_asyncio
 
 import runtime.webhook as webhook
 import tests.support.webhooks as support
-from runtime.client import Client
+from runtime.client import JSON, Client
 from tests.e2e.test_kubectl import Kubectl
 from webhooks.adoption import machines_from_reader
 from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
@@ -141,16 +141,7 @@ async def test_a_controlplane_over_existing_machines_must_match_them_or_start_in
     ControlPlane without replicas (1) is refused with both numbers and what to do; created
     Inactive it is accepted; it is activated only with replicas 3, and never goes back."""
     kubectl = Kubectl(kubeconfig_path, namespace)
-    master = {"machine.openshift.io/cluster-api-machine-role": "master"}
-    for index in range(3):
-        await client.create(
-            {
-                "apiVersion": "machine.openshift.io/v1beta1",
-                "kind": "Machine",
-                "metadata": {"name": f"master-{index}", "namespace": namespace, "labels": master},
-                "spec": {},
-            }
-        )
+    await _master_machines(client, namespace, 3)
     without_replicas = _yaml("cluster", 1).replace("  replicas: 1\n", "")
     out = await kubectl.run("apply", "-f", "-", stdin=without_replicas, check=False)
     assert (
@@ -176,3 +167,72 @@ async def test_a_controlplane_over_existing_machines_must_match_them_or_start_in
     assert "spec.state: Forbidden: cannot go back to Inactive once Active" in out, out
     spec = (await client.get(*CP, "cluster", namespace))["spec"]
     assert (spec["state"], spec["replicas"]) == ("Active", 5)
+
+
+async def _master_machines(client: Client, namespace: str, count: int, owner: JSON | None = None) -> None:
+    master = {"machine.openshift.io/cluster-api-machine-role": "master"}
+    refs = (
+        [
+            {
+                "apiVersion": owner["apiVersion"],
+                "kind": owner["kind"],
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+        if owner is not None
+        else []
+    )
+    for index in range(count):
+        metadata = {"name": f"master-{index}", "namespace": namespace, "labels": master}
+        if refs:
+            metadata["ownerReferences"] = refs
+        await client.create(
+            {
+                "apiVersion": "machine.openshift.io/v1beta1",
+                "kind": "Machine",
+                "metadata": metadata,
+                "spec": {},
+            }
+        )
+
+
+async def test_a_controlplane_over_machines_another_controller_controls_is_refused(
+    client: Client, kubeconfig_path: Path, namespace: str
+) -> None:
+    """Three control-plane Machines controlled by something else (a ConfigMap stands in for a
+    MachineSet or another ControlPlane): replicas 3 matches their number, but an Active
+    ControlPlane would never adopt them and would create three of its own beside them, so kubectl
+    is refused with the Machines, their controller and what to do; Inactive is accepted."""
+    kubectl = Kubectl(kubeconfig_path, namespace)
+    other = await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other", "namespace": namespace}}
+    )
+    await _master_machines(client, namespace, 3, owner=other)
+    out = await kubectl.run("apply", "-f", "-", stdin=_yaml("cluster", 3), check=False)
+    assert (
+        "spec.selector: Forbidden: Machine(s) master-0, master-1, master-2 matching spec.selector are "
+        "controlled by ConfigMap other: an Active ControlPlane never adopts them and would create 3 "
+        "Machine(s) of its own beside them"
+    ) in " ".join(out.split()), out
+    await kubectl.run(
+        "apply", "-f", "-", stdin=_yaml("cluster", 3).replace("\nspec:\n", "\nspec:\n  state: Inactive\n", 1)
+    )
+    assert (await client.get(*CP, "cluster", namespace))["spec"]["state"] == "Inactive"
+
+
+async def test_over_two_stacked_machines_the_refusal_advises_an_odd_count(
+    client: Client, kubeconfig_path: Path, namespace: str
+) -> None:
+    """Two control-plane Machines and stacked etcd: replicas 2 would be refused as even, so the
+    refusal of replicas 3 does not advise it; it says to make the count odd while Inactive."""
+    kubectl = Kubectl(kubeconfig_path, namespace)
+    await _master_machines(client, namespace, 2)
+    out = " ".join((await kubectl.run("apply", "-f", "-", stdin=_yaml("cluster", 3), check=False)).split())
+    assert "2 control-plane Machine(s) matching spec.selector exist and spec.replicas is 3" in out, out
+    assert "set spec.replicas to 2" not in out, out
+    assert (
+        "an even number of stacked etcd members cannot be adopted as it is (spec.replicas must be odd): "
+        "make the count odd while the ControlPlane is Inactive"
+    ) in out, out
