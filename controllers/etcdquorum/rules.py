@@ -264,13 +264,12 @@ def promotion_decision(
     The health rule is the anchor's: OpenShift's etcd operator
     (``clustermembercontroller.ClusterMemberController.reconcileMembers``) returns before
     ``ensureEtcdLearnerPromotion`` whenever ``etcdClient.UnhealthyMembers`` lists any member.
-    Promoting beside a dead voter makes a quorum that needs the new member: 3
-    voters with 2 healthy (both needed) become 4 with 3 healthy (all three needed), so a new
-    member that fails right after its promotion takes etcd down; etcd's own check counts started
-    members, not healthy ones, and lets it through. The dead voter goes first (its Machine's
-    deletion, or ``etcdctl member remove``), then the learner votes in a cluster that does not
-    need it. Unlike the anchor, an unhealthy *other* learner (one not started yet, say) does not
-    hold the promotion: it holds no vote.
+    Promoting beside a dead voter makes a quorum that needs the new member: 3 voters with 2
+    healthy (both needed) become 4 with 3 healthy (all three needed), so a new member that fails
+    right after its promotion takes etcd down; etcd's own check counts started members, not
+    healthy ones. The dead voter goes first (its Machine's deletion, or ``etcdctl member
+    remove``), then the learner votes in a cluster that does not need it. Unlike the anchor, an
+    unhealthy *other* learner (one not started yet, say) holds no vote, so it holds nothing.
     """
     learners = sorted((m for m in members if m.member.is_learner), key=lambda m: m.label)
     if not learners:
