@@ -556,6 +556,12 @@ class MemberProcess:
         )
 
 
+def _has_served(member: MemberProcess) -> bool:
+    """Whether ``member`` ever served: etcd writes its write-ahead log once it has joined."""
+    wal = member.data_dir / "member" / "wal"
+    return wal.is_dir() and any(wal.glob("*.wal"))
+
+
 def _write_state(member: MemberProcess) -> None:
     member.directory.mkdir(parents=True, exist_ok=True)
     temporary = member.state_file.with_suffix(".tmp")
@@ -809,8 +815,15 @@ class EtcdSupervisor:
         _write_state(member)
         return await self._spawn(member)
 
-    async def start(self, name: str) -> MemberProcess:
-        """Make sure ``name`` runs: return it if it does, else start it again from its data and argv."""
+    async def start(self, name: str, cluster: EtcdCluster | None = None) -> MemberProcess:
+        """Make sure ``name`` runs: return it if it does, else start it again from its data and argv.
+
+        With ``cluster``, a member that never served (its data directory holds no write-ahead log
+        yet) is started with ``--initial-cluster`` rebuilt from the member list as it is now. At a
+        first start etcd checks that list against its own and refuses any difference, and the
+        list recorded at the add goes stale as soon as another member is added or removed: a
+        member that died before it served would then never start.
+        """
         member = self._require(name)
         if member.running:
             return member
@@ -819,7 +832,30 @@ class EtcdSupervisor:
                 f"etcd member {name!r} was being added and never started: join it again (join finds "
                 "out whether etcd has it)"
             )
+        if cluster is not None and not _has_served(member):
+            member = await self._with_membership_of_now(member, cluster)
         return await self._spawn(member)
+
+    async def _with_membership_of_now(self, member: MemberProcess, cluster: EtcdCluster) -> MemberProcess:
+        """``member`` recorded with ``--initial-cluster`` from the member list of now."""
+        members = tuple(await cluster.member_list())
+        found = next((m for m in members if member.peer_url in m.peer_urls), None)
+        if found is None:
+            raise EtcdProcessError(
+                f"etcd member {member.name!r} never served and etcd has no member at "
+                f"{member.peer_url} any more: delete its Machine, or join it again"
+            )
+        argv = self._argv(
+            member.etcd_name,
+            member.directory,
+            member.client_url,
+            member.peer_url,
+            MemberAddResult(found, members).initial_cluster(member.etcd_name),
+            "existing",
+        )
+        member = replace(member, argv=argv)
+        _write_state(member)
+        return member
 
     async def _spawn(self, member: MemberProcess) -> MemberProcess:
         member.data_dir.mkdir(parents=True, exist_ok=True)

@@ -425,14 +425,20 @@ class LocalMachineReconciler:
         async with lock:
             try:
                 existing = supervisor.get(name)
-                if existing is not None and not existing.adding:
-                    # Re-attach to a live member, or finish a start a crash interrupted.
-                    return await supervisor.start(name)
-                # A record still ``adding`` (a crash around the member add) is finished by join.
                 others = [member for member in supervisor.members() if member.name != name]
+                reachable = [member for member in others if member.running and not member.paused]
+                if existing is not None and not existing.adding:
+                    # Re-attach to a live member, or finish a start a crash interrupted; a member
+                    # that never served starts with the membership of now (see start).
+                    if existing.running or not reachable:
+                        return await supervisor.start(name)
+                    async with EtcdClient(
+                        [member.client_url for member in reachable], self.options.client_options
+                    ) as etcd:
+                        return await supervisor.start(name, etcd)
+                # A record still ``adding`` (a crash around the member add) is finished by join.
                 if not others:
                     return await supervisor.bootstrap(name)
-                reachable = [member for member in others if member.running and not member.paused]
                 if not reachable:
                     raise _Waiting(
                         REASON_ETCD_UNAVAILABLE,

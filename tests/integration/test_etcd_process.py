@@ -16,6 +16,7 @@ from controllers.etcd.client import (
     EtcdClient,
     EtcdClientOptions,
     Member,
+    MemberAddResult,
     TooManyLearners,
     Unavailable,
     UnhealthyCluster,
@@ -288,3 +289,73 @@ async def test_a_recycled_pid_is_not_taken_for_our_member(etcd_supervisor: EtcdS
     assert not await etcd_supervisor.kill("m0")  # and above all: no SIGKILL for the test runner
     restarted = await etcd_supervisor.start("m0")
     assert restarted.running and restarted.pid != os.getpid()
+
+
+class FrozenAfterAdd:
+    """A real cluster whose member add lands, after which every running member is frozen
+    (SIGSTOP): the new member cannot look the cluster up, and dies before it first serves."""
+
+    def __init__(self, etcd: EtcdClient, supervisor: EtcdSupervisor) -> None:
+        self.etcd, self.supervisor = etcd, supervisor
+
+    async def add_learner(self, peer_urls: list[str]) -> MemberAddResult:
+        added = await self.etcd.add_learner(peer_urls)
+        for member in self.supervisor.members():
+            if member.running:
+                await self.supervisor.pause(member.name)
+        return added
+
+    async def member_list(self) -> list[Member]:
+        return await self.etcd.member_list()
+
+    async def remove(self, member_id: int) -> list[Member]:
+        return await self.etcd.remove(member_id)
+
+
+async def test_a_member_that_died_before_it_first_served_starts_with_the_membership_of_now(
+    tmp_path: Path,
+) -> None:
+    """A learner whose first start failed, in a cluster that lost a member since its add, starts
+    with ``--initial-cluster`` rebuilt from the member list of now: the one recorded at its add
+    names a member etcd no longer has, which etcd refuses at a first start."""
+    # A short start timeout: the first start of m2 waits on peers that are frozen.
+    etcd_supervisor = EtcdSupervisor(tmp_path / "etcd", etcd_options(start_timeout=5.0))
+    try:
+        await _died_before_it_first_served(etcd_supervisor)
+    finally:
+        await etcd_supervisor.stop_all()
+
+
+async def _died_before_it_first_served(etcd_supervisor: EtcdSupervisor) -> None:
+    first = await etcd_supervisor.bootstrap("m0")
+    async with EtcdClient([first.client_url]) as etcd:
+        m1 = await etcd_supervisor.join("m1", etcd)
+        await promote_when_in_sync(etcd, m1.member_id or 0)
+
+        async def m2_failed() -> EtcdProcessError | None:
+            try:
+                await etcd_supervisor.join("m2", FrozenAfterAdd(etcd, etcd_supervisor))
+            except UnhealthyCluster:  # within 5 s of the promotion: nothing added, nothing frozen
+                return None
+            except EtcdProcessError as err:
+                return err
+            raise AssertionError("m2 served while its peers were frozen")
+
+        await eventually(m2_failed, timeout=20, message="m2 added, then its first start failed")
+        for name in ("m0", "m1"):
+            assert await etcd_supervisor.resume(name)
+
+        async def m1_removed() -> bool:
+            try:
+                await etcd.remove(m1.member_id or 0)
+            except UnhealthyCluster:
+                return False
+            return True
+
+        await eventually(m1_removed, timeout=20, message="m1 removed")
+        with pytest.raises(EtcdProcessError, match="member count is unequal"):
+            await etcd_supervisor.start("m2")  # the command line recorded at the add
+        m2 = await etcd_supervisor.start("m2", etcd)
+        assert m2.running
+        listed = {m.name: m.is_learner for m in await etcd.member_list()}
+        assert listed == {"m0": False, "m2": True}, listed
