@@ -86,6 +86,29 @@ async def running_mhc_controller(client: Client, namespace: str) -> AsyncIterato
         yield manager
 
 
+@contextlib.asynccontextmanager
+async def one_owned_machine_checked(
+    kube: Client, namespace: str, state_dir: Path, **check_spec: Any
+) -> AsyncIterator[str]:
+    """A running provider Machine with a controller owner (a ConfigMap), the controller, and the
+    MachineHealthCheck ``workers`` over it (``check_spec`` overrides its spec) reporting it healthy;
+    yields the Machine's name (its Node has the same)."""
+    name = f"{prefix()}-w0"
+    owner = await make_owner(kube, namespace)
+    async with running_provider(kube, namespace, provider_options(state_dir)):
+        await start_machines(
+            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": "a"})
+        )
+        async with running_mhc_controller(kube, namespace):
+            await kube.create(health_check("workers", namespace, "a", **check_spec))
+            await eventually(
+                lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
+                timeout=WITHIN,
+                message="status: 1 expected, 1 healthy",
+            )
+            yield name
+
+
 def control_plane_machine(name: str, namespace: str, owner: JSON | None, **labels: str) -> JSON:
     """A provider Machine with the control-plane role label (the operator sees no other)."""
     obj = machine(name, namespace)
@@ -223,66 +246,50 @@ async def remediation_crds(env: Environment) -> None:
 async def test_a_node_notready_past_the_timeout_gets_a_machine_with_a_controller_owner_deleted(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
-    name = f"{prefix()}-w0"
-    owner = await make_owner(kube, namespace)
-    async with running_provider(kube, namespace, provider_options(provider_state_dir)):
-        await start_machines(
-            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": "a"})
+    async with one_owned_machine_checked(kube, namespace, provider_state_dir) as name:
+        assert not await deleting(kube, name, namespace)
+        # Status is written only when it changes: a reconcile that finds nothing new (woken by
+        # a Machine change that does not matter to its health) leaves the object alone.
+        version = (await kube.get(API_VERSION, "MachineHealthCheck", "workers", namespace))["metadata"][
+            "resourceVersion"
+        ]
+        await kube.patch(
+            API_VERSION, "Machine", name, {"metadata": {"annotations": {"touched": "1"}}}, namespace
         )
-        async with running_mhc_controller(kube, namespace):
-            await kube.create(health_check("workers", namespace, "a"))
-            await eventually(
-                lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
-                timeout=WITHIN,
-                message="status: 1 expected, 1 healthy",
-            )
-            assert not await deleting(kube, name, namespace)
-            # Status is written only when it changes: a reconcile that finds nothing new (woken by
-            # a Machine change that does not matter to its health) leaves the object alone.
-            version = (await kube.get(API_VERSION, "MachineHealthCheck", "workers", namespace))["metadata"][
-                "resourceVersion"
-            ]
-            await kube.patch(
-                API_VERSION, "Machine", name, {"metadata": {"annotations": {"touched": "1"}}}, namespace
-            )
-            await holds_for(
-                lambda: _resource_version_is(kube, "workers", namespace, version),
-                duration=4 * HEARTBEAT,
-                message="MachineHealthCheck not rewritten",
-            )
-            await set_fault(kube, name, namespace, "notready")
-            await eventually(
-                lambda: deleting(kube, name, namespace), timeout=WITHIN, message=f"{name} deleted"
-            )
-            await eventually(
-                lambda: events(kube, namespace, EVENT_MACHINE_DELETED, name),
-                timeout=10,
-                message="MachineDeleted",
-            )
-            await eventually(
-                lambda: (
-                    metric("mapi_machinehealthcheck_remediation_success_total", "workers", namespace) == 1
-                ),
-                timeout=5,
-                message="one remediation counted",
-            )
-            assert metric("mapi_machinehealthcheck_short_circuit", "workers", namespace) == 0
-            await eventually(
-                lambda: _gone(kube, name, namespace),
-                timeout=WITHIN,
-                message=f"{name} gone (provider finalizer)",
-            )
-            await eventually(
-                lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) == 0,
-                timeout=10,
-                message="no node covered any more",
-            )
-            await kube.delete(API_VERSION, "MachineHealthCheck", "workers", namespace)
-            await eventually(
-                lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) is None,
-                timeout=10,
-                message="series removed with the MachineHealthCheck",
-            )
+        await holds_for(
+            lambda: _resource_version_is(kube, "workers", namespace, version),
+            duration=4 * HEARTBEAT,
+            message="MachineHealthCheck not rewritten",
+        )
+        await set_fault(kube, name, namespace, "notready")
+        await eventually(lambda: deleting(kube, name, namespace), timeout=WITHIN, message=f"{name} deleted")
+        await eventually(
+            lambda: events(kube, namespace, EVENT_MACHINE_DELETED, name),
+            timeout=10,
+            message="MachineDeleted",
+        )
+        await eventually(
+            lambda: metric("mapi_machinehealthcheck_remediation_success_total", "workers", namespace) == 1,
+            timeout=5,
+            message="one remediation counted",
+        )
+        assert metric("mapi_machinehealthcheck_short_circuit", "workers", namespace) == 0
+        await eventually(
+            lambda: _gone(kube, name, namespace),
+            timeout=WITHIN,
+            message=f"{name} gone (provider finalizer)",
+        )
+        await eventually(
+            lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) == 0,
+            timeout=10,
+            message="no node covered any more",
+        )
+        await kube.delete(API_VERSION, "MachineHealthCheck", "workers", namespace)
+        await eventually(
+            lambda: metric("mapi_machinehealthcheck_nodes_covered", "workers", namespace) is None,
+            timeout=10,
+            message="series removed with the MachineHealthCheck",
+        )
 
 
 async def test_a_matching_node_condition_without_a_transition_time_is_remediated_at_once(
@@ -292,27 +299,15 @@ async def test_a_matching_node_condition_without_a_transition_time_is_remediated
     ``lastTransitionTime`` (a tool that sets conditions without one) is past the entry's timeout
     at once, as in the machine-api-operator; it is not counted from each pass's "now", which would
     put the deadline off for ever."""
-    name = f"{prefix()}-w0"
-    owner = await make_owner(kube, namespace)
-    async with running_provider(kube, namespace, provider_options(provider_state_dir)):
-        await start_machines(
-            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": "a"})
-        )
-        async with running_mhc_controller(kube, namespace):
-            entry = {"type": "NetworkUnavailable", "status": "True", "timeout": "300s"}
-            await kube.create(health_check("workers", namespace, "a", unhealthyConditions=[entry]))
-            await eventually(
-                lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
-                timeout=WITHIN,
-                message="status: 1 expected, 1 healthy",
-            )
-            node = await kube.get("v1", "Node", name)
-            conditions = list((node.get("status") or {}).get("conditions") or ())
-            untimed = {"type": "NetworkUnavailable", "status": "True", "reason": "NoRouteCreated"}
-            await kube.patch_status("v1", "Node", name, {"status": {"conditions": [*conditions, untimed]}})
-            await eventually(
-                lambda: deleting(kube, name, namespace), timeout=WITHIN, message=f"{name} deleted"
-            )
+    entry = {"type": "NetworkUnavailable", "status": "True", "timeout": "300s"}
+    async with one_owned_machine_checked(
+        kube, namespace, provider_state_dir, unhealthyConditions=[entry]
+    ) as name:
+        node = await kube.get("v1", "Node", name)
+        conditions = list((node.get("status") or {}).get("conditions") or ())
+        untimed = {"type": "NetworkUnavailable", "status": "True", "reason": "NoRouteCreated"}
+        await kube.patch_status("v1", "Node", name, {"status": {"conditions": [*conditions, untimed]}})
+        await eventually(lambda: deleting(kube, name, namespace), timeout=WITHIN, message=f"{name} deleted")
 
 
 async def test_a_controlplane_owned_machine_is_marked_for_its_owner_never_deleted(
