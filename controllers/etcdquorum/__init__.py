@@ -58,8 +58,9 @@ across the whole cluster, and only if that is safe:
 
 Membership changes (promotions and removals) are made one at a time and at least 2 seconds
 apart, each decided from a fresh member list and fresh health reads. When several deleting
-Machines qualify, the one whose failure domain hosts another voter goes first, then unhealthy
-members, then by name. A removal that must wait says why: the
+Machines qualify, an unhealthy member goes first (removing it never lowers the failures etcd
+survives, a healthy one removed beside it leaves none), then one whose failure domain hosts
+another voter, then by name. A removal that must wait says why: the
 ``EtcdClusterHealthy`` condition's message names the check (``HealthyVotersBelowDesired``,
 ``QuorumAfterRemoval``, ``QuorumLost``, ``EtcdUnreachable``...) and the members concerned; after
 a minute the Machine and the ControlPlane get a Warning event with the same text.

@@ -267,9 +267,8 @@ def promotion_decision(
     Promoting beside a dead voter makes a quorum that needs the new member: 3 voters with 2
     healthy (both needed) become 4 with 3 healthy (all three needed), so a new member that fails
     right after its promotion takes etcd down; etcd's own check counts started members, not
-    healthy ones. The dead voter goes first (its Machine's deletion, or ``etcdctl member
-    remove``), then the learner votes in a cluster that does not need it. Unlike the anchor, an
-    unhealthy *other* learner (one not started yet, say) holds no vote, so it holds nothing.
+    healthy ones. The dead voter goes first, then the learner votes in a cluster that does not
+    need it. Unlike the anchor, an unhealthy *other* learner holds nothing: it has no vote.
     """
     learners = sorted((m for m in members if m.member.is_learner), key=lambda m: m.label)
     if not learners:
@@ -380,15 +379,16 @@ def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[Membe
 def _removal_preference(
     allowed: Sequence[MemberState], voters: Sequence[MemberState], machines: Mapping[str, MachineInfo]
 ) -> list[MemberState]:
-    """``allowed`` in the order they go: first a member whose failure domain hosts another voter
-    too (its domain keeps a voter), then unhealthy before healthy, then by label."""
+    """``allowed`` in the order they go: unhealthy first (removing a dead voter never lowers the
+    failures etcd survives; a healthy one removed beside it leaves none), as the etcd operator's
+    ``attemptToScaleDown`` does, then one whose failure domain keeps another voter, then by label."""
     domains = Counter(
         machines[m.machine].failure_domain for m in voters if m.machine is not None and m.machine in machines
     )
 
     def preference(m: MemberState) -> tuple[bool, bool, str]:
         domain = machines[m.machine].failure_domain if m.machine else None
-        return (not (domain is not None and domains[domain] > 1), m.healthy, m.label)
+        return (m.healthy, not (domain is not None and domains[domain] > 1), m.label)
 
     return sorted(allowed, key=preference)
 

@@ -156,6 +156,18 @@ REMOVAL_CASES = [
         3,
         "m1",
     ),
+    (
+        "several pending: the unhealthy one before a healthy one whose domain has a duplicate",
+        (
+            M(0, deleting=True, zone="a"),
+            M(1, deleting=True, zone="d", healthy=False),
+            M(2, zone="b"),
+            M(3, zone="c"),
+            M(4, zone="a"),
+        ),
+        3,
+        "m1",
+    ),
 ]
 
 
