@@ -116,16 +116,22 @@ def activates(old_spec: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -
     return old_spec is None or state_of(old_spec) == STATE_INACTIVE
 
 
-def existing_machines(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Names of the ``machines`` (one namespace's) that ``spec.selector`` matches and that are not
-    being deleted: those an Active ControlPlane would adopt and count."""
+def _matched(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The ``machines`` (one namespace's) that ``spec.selector`` matches and that are not being
+    deleted."""
     selector = _mapping(spec.get("selector"))
-    return sorted(
-        m["metadata"]["name"]
+    return [
+        m
         for m in machines
         if not _mapping(m.get("metadata")).get("deletionTimestamp")
         and selector_matches(selector, _mapping(m.get("metadata")).get("labels"))
-    )
+    ]
+
+
+def existing_machines(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the ``machines`` (one namespace's) that ``spec.selector`` matches and that are not
+    being deleted: those an Active ControlPlane would adopt and count."""
+    return sorted(m["metadata"]["name"] for m in _matched(spec, machines))
 
 
 def controller_of(machine: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -143,15 +149,10 @@ def controlled_elsewhere(
     """``(machine, "Kind name")`` for the ``machines`` :func:`existing_machines` counts whose
     controller is not the ControlPlane with this ``uid`` (None: a new one, controlling nothing)."""
     found = []
-    for machine in machines:
-        metadata = _mapping(machine.get("metadata"))
-        if metadata.get("deletionTimestamp") or not selector_matches(
-            _mapping(spec.get("selector")), metadata.get("labels")
-        ):
-            continue
+    for machine in _matched(spec, machines):
         owner = controller_of(machine)
         if owner is not None and (uid is None or owner.get("uid") != uid):
-            found.append((str(metadata.get("name")), f"{owner.get('kind')} {owner.get('name')}"))
+            found.append((str(machine["metadata"]["name"]), f"{owner.get('kind')} {owner.get('name')}"))
     return sorted(found)
 
 

@@ -556,12 +556,6 @@ class MemberProcess:
         )
 
 
-def _has_served(member: MemberProcess) -> bool:
-    """Whether ``member`` ever served: etcd writes its write-ahead log once it has joined."""
-    wal = member.data_dir / "member" / "wal"
-    return wal.is_dir() and any(wal.glob("*.wal"))
-
-
 def _write_state(member: MemberProcess) -> None:
     member.directory.mkdir(parents=True, exist_ok=True)
     temporary = member.state_file.with_suffix(".tmp")
@@ -832,9 +826,14 @@ class EtcdSupervisor:
                 f"etcd member {name!r} was being added and never started: join it again (join finds "
                 "out whether etcd has it)"
             )
-        if cluster is not None and not _has_served(member):
+        if cluster is not None and not self.has_served(name):
             member = await self._with_membership_of_now(member, cluster)
         return await self._spawn(member)
+
+    def has_served(self, name: str) -> bool:
+        """Whether ``name`` ever served: etcd writes its write-ahead log once it has joined."""
+        wal = self._require(name).data_dir / "member" / "wal"
+        return wal.is_dir() and any(wal.glob("*.wal"))
 
     async def _with_membership_of_now(self, member: MemberProcess, cluster: EtcdCluster) -> MemberProcess:
         """``member`` recorded with ``--initial-cluster`` from the member list of now."""

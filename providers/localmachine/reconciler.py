@@ -428,9 +428,9 @@ class LocalMachineReconciler:
                 others = [member for member in supervisor.members() if member.name != name]
                 reachable = [member for member in others if member.running and not member.paused]
                 if existing is not None and not existing.adding:
-                    # Re-attach to a live member, or finish a start a crash interrupted; a member
-                    # that never served starts with the membership of now (see start).
-                    if existing.running or not reachable:
+                    # Re-attach to a live member, or finish a start a crash interrupted; only a
+                    # member that never served needs the membership of now (see start).
+                    if existing.running or not reachable or supervisor.has_served(name):
                         return await supervisor.start(name)
                     async with EtcdClient(
                         [member.client_url for member in reachable], self.options.client_options
