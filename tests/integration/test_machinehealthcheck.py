@@ -87,26 +87,33 @@ async def running_mhc_controller(client: Client, namespace: str) -> AsyncIterato
 
 
 @contextlib.asynccontextmanager
-async def one_owned_machine_checked(
-    kube: Client, namespace: str, state_dir: Path, **check_spec: Any
-) -> AsyncIterator[str]:
-    """A running provider Machine with a controller owner (a ConfigMap), the controller, and the
-    MachineHealthCheck ``workers`` over it (``check_spec`` overrides its spec) reporting it healthy;
-    yields the Machine's name (its Node has the same)."""
+async def one_owned_machine(kube: Client, namespace: str, state_dir: Path, group: str) -> AsyncIterator[str]:
+    """A running provider Machine labelled ``mhc-test: group`` with a controller owner (a
+    ConfigMap), and the controller; yields the Machine's name (its Node has the same)."""
     name = f"{prefix()}-w0"
     owner = await make_owner(kube, namespace)
     async with running_provider(kube, namespace, provider_options(state_dir)):
         await start_machines(
-            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": "a"})
+            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": group})
         )
         async with running_mhc_controller(kube, namespace):
-            await kube.create(health_check("workers", namespace, "a", **check_spec))
-            await eventually(
-                lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
-                timeout=WITHIN,
-                message="status: 1 expected, 1 healthy",
-            )
             yield name
+
+
+@contextlib.asynccontextmanager
+async def one_owned_machine_checked(
+    kube: Client, namespace: str, state_dir: Path, **check_spec: Any
+) -> AsyncIterator[str]:
+    """:func:`one_owned_machine` and the MachineHealthCheck ``workers`` over it (``check_spec``
+    overrides its spec) reporting it healthy; yields the Machine's name."""
+    async with one_owned_machine(kube, namespace, state_dir, "a") as name:
+        await kube.create(health_check("workers", namespace, "a", **check_spec))
+        await eventually(
+            lambda: _status_is(kube, "workers", namespace, expectedMachines=1, currentHealthy=1),
+            timeout=WITHIN,
+            message="status: 1 expected, 1 healthy",
+        )
+        yield name
 
 
 def control_plane_machine(name: str, namespace: str, owner: JSON | None, **labels: str) -> JSON:
@@ -446,31 +453,25 @@ async def test_too_many_unhealthy_short_circuits_until_they_heal(
 async def test_a_paused_machinehealthcheck_keeps_its_status_but_remediates_nothing(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
-    name = f"{prefix()}-w0"
-    owner = await make_owner(kube, namespace)
-    async with running_provider(kube, namespace, provider_options(provider_state_dir)):
-        await start_machines(
-            kube, namespace, control_plane_machine(name, namespace, owner, **{"mhc-test": "d"})
+    async with one_owned_machine(kube, namespace, provider_state_dir, "d") as name:
+        paused = health_check("paused", namespace, "d")
+        paused["metadata"]["annotations"] = {PAUSED_ANNOTATION: ""}
+        await kube.create(paused)
+        await set_fault(kube, name, namespace, "notready")
+        await eventually(
+            lambda: _status_is(kube, "paused", namespace, expectedMachines=1, currentHealthy=0),
+            timeout=WITHIN,
+            message="status written while paused",
         )
-        async with running_mhc_controller(kube, namespace):
-            paused = health_check("paused", namespace, "d")
-            paused["metadata"]["annotations"] = {PAUSED_ANNOTATION: ""}
-            await kube.create(paused)
-            await set_fault(kube, name, namespace, "notready")
-            await eventually(
-                lambda: _status_is(kube, "paused", namespace, expectedMachines=1, currentHealthy=0),
-                timeout=WITHIN,
-                message="status written while paused",
-            )
-            await holds_for(
-                lambda: _not(deleting(kube, name, namespace)),
-                duration=QUIET,
-                message="not remediated while paused",
-            )
-            await set_paused(kube, "paused", namespace, False)
-            await eventually(
-                lambda: deleting(kube, name, namespace), timeout=WITHIN, message="deleted once unpaused"
-            )
+        await holds_for(
+            lambda: _not(deleting(kube, name, namespace)),
+            duration=QUIET,
+            message="not remediated while paused",
+        )
+        await set_paused(kube, "paused", namespace, False)
+        await eventually(
+            lambda: deleting(kube, name, namespace), timeout=WITHIN, message="deleted once unpaused"
+        )
 
 
 async def test_an_external_remediation_request_is_created_from_the_template_and_removed_once_healthy(
