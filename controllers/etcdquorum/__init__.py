@@ -50,7 +50,9 @@ across the whole cluster, and only if that is safe:
 
 * a learner is removed at once (it holds no vote);
 * a healthy voter only when the voters left still include at least *desired* healthy ones (so
-  its replacement must have been promoted first) and a healthy quorum of themselves;
+  its replacement must have been promoted first) and a healthy quorum of themselves, and no
+  other voter is unhealthy (``MembersUnhealthy``: 5 voters with one dead survive one more
+  failure, 4 with one dead none; the dead one goes first once its Machine is deleted);
 * an unhealthy voter when the healthy voters left still hold a quorum of the voters left
   (removing a dead member lowers the quorum it was failing to help with);
 * nothing while the cluster has lost quorum: the controller never tries to repair a cluster that

@@ -22,13 +22,13 @@ from controllers.common import conditions_of, find_condition, now, set_condition
 from controllers.etcd.client import Member
 from controllers.etcd.membership import MachineIdentity, MemberState, quorum
 from controllers.etcdquorum.conditions import write_conditions
+from controllers.etcdquorum.health import cluster_health
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
     WAIT_REASONS,
     MachineInfo,
     Wait,
-    cluster_health,
 )
 from runtime.client import JSON, Client
 from runtime.events import EventRecorder

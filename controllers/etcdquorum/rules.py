@@ -12,8 +12,9 @@ model's (:mod:`controllers.etcd.membership`); the rules here take its answers.
 * :func:`promotion_decision`: which learner may become a voter now;
 * :func:`removal_decision`: which deleting Machine's member may be removed now, or why not;
 * :func:`is_abandoned_learner`: the one kind of member that maps to no Machine and is cleaned up;
-* :func:`hook_removable`: when a deleting Machine's hook may go;
-* :func:`cluster_health`: what the ``EtcdClusterHealthy`` condition says.
+* :func:`hook_removable`: when a deleting Machine's hook may go.
+
+What the ``EtcdClusterHealthy`` condition says is :mod:`controllers.etcdquorum.health`'s.
 """
 
 from __future__ import annotations
@@ -240,7 +241,8 @@ def _voters(members: Sequence[MemberState]) -> list[MemberState]:
     return [m for m in members if not m.member.is_learner]
 
 
-def _names(members: Sequence[MemberState]) -> str:
+def member_labels(members: Sequence[MemberState]) -> str:
+    """The members' labels, comma-separated, or ``none``: how messages name members."""
     return ", ".join(m.label for m in members) or "none"
 
 
@@ -289,7 +291,7 @@ def promotion_decision(
             continue
         if unhealthy_voters or not learner.healthy:
             why = (
-                f"unhealthy voters: {_names(unhealthy_voters)}; a promotion now would make a quorum "
+                f"unhealthy voters: {member_labels(unhealthy_voters)}; a promotion now would make a quorum "
                 "that needs the new member"
                 if unhealthy_voters
                 else f"the learner fails its health read ({learner.error or 'no answer'})"
@@ -322,7 +324,7 @@ def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desire
     healthy_after = sum(m.healthy for m in voters if m is not candidate)
     remaining = len(voters) - 1
     unhealthy_others = [m for m in voters if m is not candidate and not m.healthy]
-    also = f"; unhealthy voters: {_names(unhealthy_others)}" if unhealthy_others else ""
+    also = f"; unhealthy voters: {member_labels(unhealthy_others)}" if unhealthy_others else ""
     if not quorum_kept_without({m.member.id: m.healthy for m in voters}, candidate.member.id):
         return Wait(
             candidate.machine,
@@ -336,6 +338,14 @@ def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desire
             WAIT_HEALTHY_VOTERS,
             f"removing member {candidate.label} would leave {healthy_after} healthy voters, fewer "
             f"than the {desired} desired: waiting for a replacement to be promoted{also}",
+        )
+    if candidate.healthy and unhealthy_others:
+        return Wait(
+            candidate.machine,
+            WAIT_MEMBERS_UNHEALTHY,
+            f"healthy member {candidate.label} stays while voters are unhealthy: "
+            f"{member_labels(unhealthy_others)}; restore them, or delete their Machines "
+            "(their members go first)",
         )
     return None
 
@@ -370,7 +380,7 @@ def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[Membe
     healthy = sum(m.healthy for m in voters)
     message = (
         f"etcd has lost quorum ({healthy} healthy of {len(voters)} voters, quorum "
-        f"{quorum(len(voters))}; unhealthy: {_names([m for m in voters if not m.healthy])}): "
+        f"{quorum(len(voters))}; unhealthy: {member_labels([m for m in voters if not m.healthy])}): "
         "no member is removed, restore the unhealthy members or recover etcd from a backup"
     )
     return tuple(Wait(m.machine, WAIT_QUORUM_LOST, message) for m in candidates)
@@ -379,16 +389,16 @@ def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[Membe
 def _removal_preference(
     allowed: Sequence[MemberState], voters: Sequence[MemberState], machines: Mapping[str, MachineInfo]
 ) -> list[MemberState]:
-    """``allowed`` in the order they go: unhealthy first (removing a dead voter never lowers the
-    failures etcd survives; a healthy one removed beside it leaves none), as the etcd operator's
-    ``attemptToScaleDown`` does, then one whose failure domain keeps another voter, then by label."""
+    """``allowed`` in the order they go: one whose failure domain keeps another voter, then by
+    label. (An unhealthy voter always goes before a healthy one: a healthy one is not allowed
+    while another voter is unhealthy.)"""
     domains = Counter(
         machines[m.machine].failure_domain for m in voters if m.machine is not None and m.machine in machines
     )
 
-    def preference(m: MemberState) -> tuple[bool, bool, str]:
+    def preference(m: MemberState) -> tuple[bool, str]:
         domain = machines[m.machine].failure_domain if m.machine else None
-        return (m.healthy, not (domain is not None and domains[domain] > 1), m.label)
+        return (not (domain is not None and domains[domain] > 1), m.label)
 
     return sorted(allowed, key=preference)
 
@@ -404,12 +414,21 @@ def removal_decision(
     1. a **learner** is removed at once: it holds no vote;
     2. nothing else while the cluster has **lost quorum** (it cannot commit a change anyway);
     3. a **healthy voter** only when the voters left keep at least the desired number of healthy
-       voters (so a replacement must have been promoted first) and a quorum of themselves;
+       voters (so a replacement must have been promoted first) and a quorum of themselves, and
+       no other voter is unhealthy (``MembersUnhealthy``);
     4. an **unhealthy voter** when the healthy voters left still hold a quorum of the voters left
        (removing a dead member only lowers the quorum it was failing to help with).
 
-    Several allowed: first the one whose failure domain hosts another voter too, then the
-    unhealthy ones, then by name. The others wait with reason ``OneMemberChangeAtATime``.
+    Rule 3's health clause is the anchor's: OpenShift's etcd operator
+    (``clustermemberremovalcontroller.attemptToScaleDown``) refuses to scale down while
+    ``UnhealthyMembers`` lists a member and none of them is a voter of a Machine pending deletion,
+    and removes an unhealthy one of those first. Removing a healthy voter beside a dead one costs
+    a failure etcd would survive: 5 voters with one dead survive one more failure, 4 with one
+    dead survive none. So the dead member leaves first (its Machine deleted by a human or by its
+    remediation), or comes back. Unlike the anchor, an unhealthy learner holds nothing.
+
+    Several allowed: first the one whose failure domain hosts another voter too, then by name.
+    The others wait with reason ``OneMemberChangeAtATime``.
     """
     candidates = _removal_candidates(members, machines)
     if not candidates:
@@ -452,49 +471,3 @@ def is_abandoned_learner(member: MemberState, first_seen: float, now: float, gra
         and member.machine is None
         and now - first_seen >= grace
     )
-
-
-# ---------------------------------------------------------------------------------------------- reporting
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """The ``EtcdClusterHealthy`` condition's status, reason and message."""
-
-    status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str
-
-
-def cluster_health(
-    members: Sequence[MemberState], alarms: Sequence[str], waits: Sequence[Wait] = ()
-) -> Health:
-    """What ``EtcdClusterHealthy`` says: False when quorum is lost, a voter is unhealthy, an alarm
-    is active or a member belongs to no Machine; True otherwise. The message always counts
-    members, voters and learners, names unhealthy endpoints and alarms, and adds every wait."""
-    voters = _voters(members)
-    learners = [m for m in members if m.member.is_learner]
-    healthy = [m for m in voters if m.healthy]
-    unhealthy = [m for m in members if not m.healthy]
-    unmapped = [m for m in members if m.machine is None]
-    parts = [
-        f"{len(members)} members: {len(voters)} voters ({len(healthy)} healthy, quorum "
-        f"{quorum(len(voters)) if voters else 0}), {len(learners)} learners"
-    ]
-    if unhealthy:
-        parts.append(f"unhealthy: {_names(unhealthy)}")
-    if alarms:
-        parts.append(f"alarms: {', '.join(alarms)}")
-    if unmapped:
-        parts.append(f"no Machine for: {_names(unmapped)}")
-    parts.extend(f"waiting ({wait.reason}): {wait.message}" for wait in waits)
-    message = "; ".join(parts)
-    if quorum_lost(members):
-        return Health("False", "QuorumLost", message)
-    if any(not m.healthy for m in voters):
-        return Health("False", "MembersUnhealthy", message)
-    if alarms:
-        return Health("False", "AlarmsActive", message)
-    if unmapped:
-        return Health("False", "MembersWithoutMachine", message)
-    return Health("True", "EtcdHealthy", message)

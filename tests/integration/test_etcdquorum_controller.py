@@ -336,7 +336,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             assert_one_step_at_a_time(monitor)
 
 
-async def test_no_learner_is_promoted_beside_an_unhealthy_voter_and_a_dead_member_goes_first(
+async def test_beside_an_unhealthy_voter_no_learner_is_promoted_and_no_healthy_member_removed(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     """With room for one more voter (replicas raised from 3 to 5), a started learner whose Machine
@@ -344,70 +344,92 @@ async def test_no_learner_is_promoted_beside_an_unhealthy_voter_and_a_dead_membe
     condition says why (``MembersUnhealthy``), and it votes once that member answers again:
     promoted beside a dead voter, it would make a quorum that needs the new member.
 
-    Then, of two deleting Machines, the one with a dead member goes first even though the other's
-    failure domain keeps a voter: removing the healthy one first would leave 4 voters with 3
-    healthy, no failure survivable."""
+    Then a healthy voter's Machine is deleted while another voter is dead: its member stays (its
+    removal would leave 4 voters with 3 healthy, no failure survivable) until the dead member's
+    Machine is deleted too; the dead member goes first, though the healthy one's failure domain
+    keeps another voter."""
     prefix = f"eq{secrets.token_hex(2)}"
     m0, m1, m2, m3, m4 = (f"{prefix}-m{i}" for i in range(5))
     cp_name = f"{prefix}-cp"
     await kube.create(controlplane(cp_name, namespace, 3))
-    async with running_provider(kube, namespace, provider_options(provider_state_dir)):
-        async with running_quorum_controller(kube, namespace, quick_options()):
-            await kube.create(cp_machine(m0, namespace, zone="zone-a"))
-            url = await client_url(kube, m0, namespace)
-            for name, zone in ((m1, "zone-b"), (m2, "zone-c"), (m3, "zone-a")):
-                await kube.create(cp_machine(name, namespace, zone=zone))
-            async with QuorumMonitor([url]) as monitor:
-                await wait_sample(monitor, lambda s: s.voters == 4 and s.learners == 0, 120, "4 voters")
-                await kube.create(cp_machine(m4, namespace, zone="zone-b"))
-                await wait_sample(monitor, lambda s: f"{m4}~" in s.machines, 60, f"{m4} a started learner")
-                await eventually(
-                    lambda: _condition_with(kube, cp_name, namespace, text="VotersAtMaximum"),
-                    timeout=10,
-                    message=f"{m4} waits at desired + 1 voters",
-                )
-                await set_fault(kube, m1, namespace, "stop")
-                await wait_sample(monitor, lambda s: s.healthy_voters == 3, 15, f"{m1}'s member stopped")
-                await kube.patch(
-                    CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 5}}, namespace
-                )
-                await holds_for(
-                    lambda: latest(monitor, lambda s: s.voters == 4 and f"{m4}~" in s.machines),
-                    duration=10,  # long enough for a pass slowed by the stopped member, then a promotion
-                    message=f"{m4} stays a learner beside the stopped voter",
-                )
-                await eventually(
-                    lambda: _condition_with(kube, cp_name, namespace, text="MembersUnhealthy"),
-                    timeout=10,
-                    message=f"{m4} waits for the unhealthy voter, and the condition says so",
-                )
-                await set_fault(kube, m1, namespace, None)
-                await wait_sample(
-                    monitor,
-                    lambda s: s.voters == 5 and s.healthy_voters == 5,
-                    30,
-                    f"{m4} promoted once {m1} answers",
-                )
-                monitor.assert_never_lost_quorum()
-                assert_one_step_at_a_time(monitor)
+    async with (
+        running_provider(kube, namespace, provider_options(provider_state_dir)),
+        running_quorum_controller(kube, namespace, quick_options()),
+    ):
+        await kube.create(cp_machine(m0, namespace, zone="zone-a"))
+        url = await client_url(kube, m0, namespace)
+        for name, zone in ((m1, "zone-b"), (m2, "zone-c"), (m3, "zone-a")):
+            await kube.create(cp_machine(name, namespace, zone=zone))
+        async with QuorumMonitor([url]) as monitor:
+            await wait_sample(monitor, lambda s: s.voters == 4 and s.learners == 0, 120, "4 voters")
+            await kube.create(cp_machine(m4, namespace, zone="zone-b"))
+            await wait_sample(monitor, lambda s: f"{m4}~" in s.machines, 60, f"{m4} a started learner")
+            await eventually(
+                lambda: _condition_with(kube, cp_name, namespace, text="VotersAtMaximum"),
+                timeout=10,
+                message=f"{m4} waits at desired + 1 voters",
+            )
+            await set_fault(kube, m1, namespace, "stop")
+            await wait_sample(monitor, lambda s: s.healthy_voters == 3, 15, f"{m1}'s member stopped")
+            await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 5}}, namespace)
+            await holds_for(
+                lambda: latest(monitor, lambda s: s.voters == 4 and f"{m4}~" in s.machines),
+                duration=10,  # long enough for a pass slowed by the stopped member, then a promotion
+                message=f"{m4} stays a learner beside the stopped voter",
+            )
+            await eventually(
+                lambda: _condition_with(kube, cp_name, namespace, text="MembersUnhealthy"),
+                timeout=10,
+                message=f"{m4} waits for the unhealthy voter, and the condition says so",
+            )
+            await set_fault(kube, m1, namespace, None)
+            await wait_sample(
+                monitor,
+                lambda s: s.voters == 5 and s.healthy_voters == 5,
+                30,
+                f"{m4} promoted once {m1} answers",
+            )
+            monitor.assert_never_lost_quorum()
+            assert_one_step_at_a_time(monitor)
 
-        # --- m2 (zone-c, alone) dead and m3 (zone-a, beside m0) deleted together, replicas back
-        # to 3, while no hook controller runs; then one starts and sees both at once.
+        # --- m2 (zone-c, alone) dead, replicas back to 3, and m3 (zone-a, beside m0) deleted:
+        # m3's healthy member stays while m2's is dead (removing it would leave 4 voters with
+        # 3 healthy, no failure survivable), and the condition says why. Once m2's Machine is
+        # deleted too, m2's member goes first, then m3's.
         await set_fault(kube, m2, namespace, "kill")
         async with QuorumMonitor([url]) as monitor:
             await wait_sample(monitor, lambda s: s.healthy_voters == 4, 15, f"{m2}'s member dead")
             await kube.patch(CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 3}}, namespace)
-            for name in (m3, m2):
-                await kube.delete(API_VERSION, "Machine", name, namespace)
-            async with running_quorum_controller(kube, namespace, quick_options()):
-                await wait_sample(monitor, lambda s: s.voters == 3, 60, f"{m2} and {m3} removed")
+            await kube.delete(API_VERSION, "Machine", m3, namespace)
+            await eventually(
+                lambda: _condition_with(kube, cp_name, namespace, text=f"healthy member {m3}"),
+                timeout=15,
+                message=f"{m3}'s removal waits for the dead voter, and the condition says so",
+            )
+            waiting = await etcd_condition(kube, cp_name, namespace)
+            assert "MembersUnhealthy" in waiting["message"] and m2 in waiting["message"], waiting
+
+            async def held_for_the_dead_voter() -> bool:
+                holding = machine_condition(await get_machine(kube, m3, namespace), "EtcdQuorumHookHolding")
+                return (holding.get("status"), holding.get("reason")) == ("True", "MembersUnhealthy")
+
+            await eventually(held_for_the_dead_voter, timeout=10, message=f"{m3}'s condition names the wait")
+            await holds_for(
+                lambda: latest(monitor, lambda s: s.voters == 5 and voter(m3)(s)),
+                duration=5,  # several passes of the quick options
+                message=f"{m3} stays a voter beside the dead {m2}",
+            )
+            await kube.delete(API_VERSION, "Machine", m2, namespace)
+            await wait_sample(monitor, lambda s: s.voters == 3, 60, f"{m2} and {m3} removed")
             removals = [
                 e["message"].split(":")[0]
                 for e in await cp_events_in_order(kube, namespace, cp_name)
                 if e["reason"] == "MemberRemoved"
             ]
             assert removals == [f"Machine {m2}", f"Machine {m3}"], removals
+            assert min(s.healthy_voters for s in monitor.samples if s.error is None) >= 3
             monitor.assert_never_lost_quorum()
+            assert_one_step_at_a_time(monitor)
 
 
 async def _condition_with(

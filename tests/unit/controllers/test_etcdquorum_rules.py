@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from controllers.etcd.client import Member
+from controllers.etcdquorum.health import cluster_health
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -17,7 +18,6 @@ from controllers.etcdquorum.rules import (
     WAIT_QUORUM_LOST,
     MachineInfo,
     MemberState,
-    cluster_health,
     hook_action,
     hook_removable,
     hooks_placed_while_deleting,
@@ -97,6 +97,18 @@ REMOVAL_CASES = [
         (M(0, deleting=True), M(1, healthy=False), M(2), M(3)),
         3,
         None,
+    ),
+    (
+        "5 voters, 1 unhealthy not pending, a healthy pending, desired met after: wait",
+        (M(0, deleting=True), M(1, healthy=False), M(2), M(3), M(4)),
+        3,
+        None,
+    ),
+    (
+        "5 voters, the unhealthy one pending too: it goes, not the healthy one",
+        (M(0, deleting=True), M(1, healthy=False, deleting=True), M(2), M(3), M(4)),
+        3,
+        "m1",
     ),
     ("pending without the hook: not ours", (M(0, deleting=True, hook=False), M(1), M(2), M(3)), 3, None),
     (
@@ -199,6 +211,13 @@ def test_a_wait_names_the_check_and_the_unhealthy_member() -> None:
     assert wait.machine == "m0"
     assert wait.reason == WAIT_HEALTHY_VOTERS
     assert "m1 (101)" in wait.message and "2 healthy voters" in wait.message
+
+
+def test_a_healthy_member_waiting_beside_an_unhealthy_voter_names_it() -> None:
+    members, machines = cluster(M(0, deleting=True), M(1, healthy=False), M(2), M(3), M(4))
+    (wait,) = removal_decision(members, machines, 3).waits
+    assert (wait.machine, wait.reason) == ("m0", WAIT_MEMBERS_UNHEALTHY)
+    assert "m1 (101)" in wait.message and "delete their Machines" in wait.message
 
 
 def test_waiting_for_a_replacement_says_so() -> None:

@@ -1,0 +1,58 @@
+"""What the ``EtcdClusterHealthy`` condition says about a ControlPlane's etcd: a pure function.
+
+:func:`cluster_health` takes the member states, alarms and waits of one pass of the
+etcd-quorum-hook controller (:mod:`controllers.etcdquorum.rules` decided the waits) and returns
+the condition's status, reason and message; the reporter writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from controllers.etcd.membership import MemberState, quorum
+from controllers.etcdquorum.rules import Wait, member_labels, quorum_lost
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The ``EtcdClusterHealthy`` condition's status, reason and message."""
+
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str
+
+
+def cluster_health(
+    members: Sequence[MemberState], alarms: Sequence[str], waits: Sequence[Wait] = ()
+) -> Health:
+    """What ``EtcdClusterHealthy`` says: False when quorum is lost, a voter is unhealthy, an alarm
+    is active or a member belongs to no Machine; True otherwise. The message always counts
+    members, voters and learners, names unhealthy endpoints and alarms, and adds every wait."""
+    voters = [m for m in members if not m.member.is_learner]
+    learners = [m for m in members if m.member.is_learner]
+    healthy = [m for m in voters if m.healthy]
+    unhealthy = [m for m in members if not m.healthy]
+    unmapped = [m for m in members if m.machine is None]
+    parts = [
+        f"{len(members)} members: {len(voters)} voters ({len(healthy)} healthy, quorum "
+        f"{quorum(len(voters)) if voters else 0}), {len(learners)} learners"
+    ]
+    if unhealthy:
+        parts.append(f"unhealthy: {member_labels(unhealthy)}")
+    if alarms:
+        parts.append(f"alarms: {', '.join(alarms)}")
+    if unmapped:
+        parts.append(f"no Machine for: {member_labels(unmapped)}")
+    parts.extend(f"waiting ({wait.reason}): {wait.message}" for wait in waits)
+    message = "; ".join(parts)
+    if quorum_lost(members):
+        return Health("False", "QuorumLost", message)
+    if any(not m.healthy for m in voters):
+        return Health("False", "MembersUnhealthy", message)
+    if alarms:
+        return Health("False", "AlarmsActive", message)
+    if unmapped:
+        return Health("False", "MembersWithoutMachine", message)
+    return Health("True", "EtcdHealthy", message)
