@@ -188,7 +188,8 @@ Conditions
                       Machines hold nothing, so a rollout can still replace them.
 ``MachinesReady``     False names the Machines that are not Running with a Ready Node.
 ``Remediating``       True while a remediation is under way; False with the reason it may not
-                      start (``EtcdQuorumAtRisk``, ``WaitingForProvisioning``, ...).
+                      start (``EtcdQuorumAtRisk``, ``EtcdUnreachable``,
+                      ``WaitingForProvisioning``, ...).
 ``EtcdClusterHealthy`` written by the etcd-quorum-hook controller, kept as is.
 
 Deleting a ControlPlane never deletes a Machine: the finalizer ``controlplane.cpo.dev/machines``

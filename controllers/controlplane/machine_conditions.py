@@ -19,8 +19,8 @@ always False, its reason what the ControlPlane decided (cluster-api's names):
 * ``MachineDeleting``: remediated now (the Machine is deleted; its replacement follows);
 * ``RemediationDeferred``: a rule makes it wait; the message starts with the rule's reason
   (``WaitingForPreviousRemediation``, ``WaitingForDeletion``, ``WaitingForProvisioning``,
-  ``EtcdQuorumAtRisk``, ``WaitingForRetryPeriod``), or ``OneRemediationAtATime`` when another
-  marked Machine goes first, or ``Paused``;
+  ``EtcdUnreachable``, ``EtcdQuorumAtRisk``, ``WaitingForRetryPeriod``), or
+  ``OneRemediationAtATime`` when another marked Machine goes first, or ``Paused``;
 * ``CannotBeRemediated``: only a human can go on (``MaxRetryReached``,
   ``CannotRemediateLastMachine``).
 

@@ -314,6 +314,7 @@ class ControlPlaneReconciler:
             machines=facts.infos,
             initialized=any((m.get("status") or {}).get("nodeRef") for m in facts.owned),
             stacked_etcd=facts.etcd is not None or not (spec.etcd is not None and spec.etcd.external),
+            etcd_error=None if facts.etcd is None or facts.etcd.facts.reachable else facts.etcd.facts.error,
             last_machine=last_machine,
             resuming=resumed,
             lineage=records.lineage_of(raw),

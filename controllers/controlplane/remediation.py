@@ -124,6 +124,7 @@ def remediation_decision(
     machines: Sequence[MachineInfo],
     initialized: bool,
     stacked_etcd: bool,
+    etcd_error: str | None = None,
     last_machine: str | None,
     resuming: RemediationRecord | None,
     lineage: RemediationRecord | None,
@@ -135,20 +136,25 @@ def remediation_decision(
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
 
     ``last_machine`` is the previous remediation's Machine (``status.lastRemediation``);
+    ``etcd_error`` why etcd could not be read this pass (None when it was read, or not asked);
     ``resuming`` the ControlPlane's in-progress record for ``target`` when one was written and
     ``target`` not deleted yet (a crash between the two); ``lineage`` the record ``target``
     carries as a replacement of a remediated Machine.
 
     Allowed only when every rule lets it, in this order: :func:`last_machine_rule`,
     :func:`previous_remediation_rule`, :func:`deletion_rule`, :func:`provisioning_rule`,
-    :func:`quorum_rule`; then a remediation recorded but never carried out is resumed
-    (:func:`resumed_decision`), and a new one obeys :func:`retry_rule` along ``target``'s lineage.
+    :func:`etcd_readable_rule`, :func:`quorum_rule`; then a remediation recorded but never
+    carried out is resumed (:func:`resumed_decision`), and a new one obeys :func:`retry_rule`
+    along ``target``'s lineage.
     """
     blocked = (
         last_machine_rule(target, machines, initialized=initialized)
         or previous_remediation_rule(target, machines, last_machine)
         or deletion_rule(target, machines)
         or provisioning_rule(target, machines)
+        or etcd_readable_rule(
+            target, initialized=initialized, stacked_etcd=stacked_etcd, etcd_error=etcd_error
+        )
         or quorum_rule(target, machines, initialized=initialized, stacked_etcd=stacked_etcd)
     )
     if blocked is not None:
@@ -243,6 +249,28 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
             False,
             "WaitingForProvisioning",
             f"Machine(s) {', '.join(provisioning)} still provisioning; remediation waits",
+        )
+    return None
+
+
+def etcd_readable_rule(
+    target: MachineInfo, *, initialized: bool, stacked_etcd: bool, etcd_error: str | None
+) -> RemediationDecision | None:
+    """With stacked etcd on an initialised control plane, wait while etcd cannot be read
+    (``etcd_error`` says why): whether removing ``target``'s member keeps a quorum cannot be told
+    then, and a delete cannot be taken back.
+
+    KubeadmControlPlane's ``reconcileUnhealthyMachines`` defers the same way when it has no etcd
+    member list ("unable to check etcd cluster health before remediation"). Without this rule
+    every Machine would count as no voter while etcd is unreadable, and :func:`quorum_rule`
+    would let any marked Machine go.
+    """
+    if stacked_etcd and initialized and etcd_error is not None:
+        return RemediationDecision(
+            False,
+            "EtcdUnreachable",
+            f"etcd could not be read ({etcd_error}): remediation of {target.name} waits, since "
+            "whether its removal keeps etcd's quorum cannot be told",
         )
     return None
 

@@ -632,7 +632,11 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
     """A remediation is recorded on the ControlPlane (its in-progress annotation) before the
     Machine is deleted. A process that dies between the two leaves the marked Machine named there
     and not deleting; the next pass must delete it as that remediation (same record, no new
-    count), not wait for it to go, and the replacement carries that record."""
+    count), not wait for it to go, and the replacement carries that record.
+
+    But not while etcd cannot be read (here: its TLS Secret named but missing): whether the
+    removal keeps quorum cannot be told then, so the remediation waits (``EtcdUnreachable``, as
+    KubeadmControlPlane defers without an etcd member list) and goes on once etcd answers."""
     name = f"cp{secrets.token_hex(3)}"
     provider = provider_options(provider_state_dir)
     async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
@@ -660,7 +664,24 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
             await kube.patch(
                 CP_API_VERSION, "ControlPlane", name, {"metadata": {"annotations": annotation}}, namespace
             )
+            await set_spec(kube, name, namespace, {"etcd": {"tlsSecretRef": {"name": "no-such-secret"}}})
             await set_spec(kube, name, namespace, {"paused": False})
+            await eventually(
+                lambda: owner_remediated_is(
+                    kube, victim, namespace, "RemediationDeferred", "EtcdUnreachable: "
+                ),
+                timeout=15,
+                message=f"{victim}: remediation waits while etcd cannot be read",
+            )
+            deferred = machine_condition(await get_machine(kube, victim, namespace), "OwnerRemediated")
+            assert "no-such-secret" in deferred["message"], deferred
+
+            async def victim_kept() -> bool:
+                obj = await get_machine(kube, victim, namespace)
+                return obj is not None and not obj["metadata"].get("deletionTimestamp")
+
+            await holds_for(victim_kept, duration=3, message=f"{victim} not deleted while etcd is unread")
+            await set_spec(kube, name, namespace, {"etcd": {"tlsSecretRef": None}})
 
             async def victim_gone() -> bool:
                 return victim not in {m["metadata"]["name"] for m in await machines_of(kube, namespace)}

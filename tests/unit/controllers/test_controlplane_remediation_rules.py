@@ -121,6 +121,19 @@ HEALTHY = [m("m2"), m("m3")]
             "WaitingForProvisioning",
         ),
         ([SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)], {}, False, "EtcdQuorumAtRisk"),
+        # etcd unreadable: every Machine reads as no voter, so the quorum cannot be judged.
+        (
+            [
+                m("sick", marked_unhealthy=True, node_ready=False, etcd_voter=False, etcd_healthy=False),
+                m("m2", etcd_voter=False, etcd_healthy=False),
+                m("m3", etcd_voter=False, etcd_healthy=False),
+            ],
+            {"etcd_error": "Secret etcd-client not found"},
+            False,
+            "EtcdUnreachable",
+        ),
+        ([SICK, *HEALTHY], {"etcd_error": "no answer", "initialized": False}, True, "Remediating"),
+        ([SICK, *HEALTHY], {"etcd_error": "no answer", "stacked_etcd": False}, True, "Remediating"),
         (
             [SICK, m("m2"), m("m3", etcd_healthy=False, node_ready=False)],
             {"stacked_etcd": False},
