@@ -154,6 +154,8 @@ Annotation ``local.cpo.dev/fault`` on a provisioned Machine:
                     annotation does not bring it back); the Node turns ``Ready=Unknown``.
 ``stop``            SIGSTOP the member while the annotation is there, SIGCONT once it is removed
                     (a member paused behind the provider's back is resumed as well).
+``stop-member``     as ``stop``, but the Node stays ``Ready=True``: an etcd that fails while its
+                    kubelet lives (an etcd static pod crash-looping on a healthy host).
 ``notready``        Node ``Ready=False`` while the annotation is there, though the process lives.
 ``fail-provision``  on a Machine not provisioned yet: ``phase: Failed`` with ``errorReason:
                     CreateError``; no member is started. Ignored once provisioned.

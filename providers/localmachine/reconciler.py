@@ -54,7 +54,7 @@ from runtime.reconcile import Request, Result
 PROVIDER_SPEC_KIND: Final = "LocalMachineProviderSpec"
 FINALIZER: Final = "local.cpo.dev/machine"
 FAULT_ANNOTATION: Final = "local.cpo.dev/fault"
-FAULTS: Final = ("kill", "stop", "notready", "fail-provision")
+FAULTS: Final = ("kill", "stop", "stop-member", "notready", "fail-provision")
 ETCD_CLIENT_URL_ANNOTATION: Final = CLIENT_URL_ANNOTATION
 """The operator's contract annotations (:mod:`controllers.etcd.membership`), which this provider
 writes because all its members share one address: only these tell them apart."""
@@ -547,7 +547,7 @@ class LocalMachineReconciler:
                 self._event(
                     machine, "Warning", "FaultInjected", f"etcd member process {member.pid} SIGKILLed"
                 )
-        elif fault == "stop":
+        elif fault in ("stop", "stop-member"):
             if member.running and not member.paused and await supervisor.pause(name):
                 self._event(
                     machine, "Warning", "FaultInjected", f"etcd member process {member.pid} SIGSTOPped"
@@ -615,12 +615,21 @@ class LocalMachineReconciler:
     async def _readiness(self, machine: JSON, supervisor: EtcdSupervisor) -> _Readiness:
         name = machine["metadata"]["name"]
         member = supervisor.get(name)
+        fault = (machine["metadata"].get("annotations") or {}).get(FAULT_ANNOTATION)
         if member is None or not member.running:
             return _Readiness(
                 "Unknown",
                 "NodeStatusUnknown",
                 "etcd member process is not running (crashed or killed)",
                 False,
+            )
+        if member.paused and fault == "stop-member":
+            return _Readiness(
+                "True",
+                "KubeletReady",
+                f"kubelet posts Ready; etcd member process {member.pid} is stopped "
+                f"(fault injected: {FAULT_ANNOTATION}=stop-member)",
+                True,
             )
         if member.paused:
             return _Readiness(
@@ -629,7 +638,7 @@ class LocalMachineReconciler:
                 f"etcd member process {member.pid} is stopped (SIGSTOP) and answers nothing",
                 False,
             )
-        if (machine["metadata"].get("annotations") or {}).get(FAULT_ANNOTATION) == "notready":
+        if fault == "notready":
             return _Readiness(
                 "False", "KubeletNotReady", f"fault injected: {FAULT_ANNOTATION}=notready", True
             )

@@ -18,7 +18,7 @@ from providers.localmachine import (
     FINALIZER,
 )
 from providers.localmachine.etcd_process import ProcessIdentity
-from runtime.client import Client
+from runtime.client import JSON, Client
 from tests.support.etcd import etcd_processes_for
 from tests.support.localmachine import (
     HEARTBEAT,
@@ -174,6 +174,25 @@ async def test_faults_make_the_node_not_ready_within_two_heartbeats_and_clear_wh
         await set_fault(kube, name, namespace, None)
         await within_two_heartbeats(kube, name, "True", "stop removed → Ready=True")
         assert process.alive() and not process.stopped()
+
+        # stop-member: the member stops, the Node (its kubelet) stays Ready.
+        await set_fault(kube, name, namespace, "stop-member")
+        await eventually(process.stopped, timeout=TWO_HEARTBEATS, message="stop-member → SIGSTOP")
+
+        async def posted_with_the_member_stopped() -> JSON:
+            condition = ready_condition(await get_node(kube, name))
+            return condition if "stop-member" in condition.get("message", "") else {}
+
+        posted = await eventually(
+            posted_with_the_member_stopped, timeout=TWO_HEARTBEATS, message="a heartbeat under stop-member"
+        )
+        assert posted["status"] == "True", posted
+        await set_fault(kube, name, namespace, None)
+        await eventually(
+            lambda: process.alive() and not process.stopped(),
+            timeout=TWO_HEARTBEATS,
+            message="stop-member removed → SIGCONT",
+        )
 
         # A crash behind the provider's back is found by the heartbeat alone.
         os.kill(process.pid, signal.SIGKILL)
