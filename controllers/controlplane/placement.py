@@ -256,24 +256,35 @@ def choose_failure_domain(
     return min(sorted(domains), key=lambda name: counts[name])
 
 
+def _etcd_voter_unhealthy(machine: MachineInfo) -> bool:
+    return machine.etcd_voter and not machine.etcd_healthy
+
+
 def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
-    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy or not
-    Ready, 3 outdated, 4 any other: a Machine someone asked to remove, then one that must be
-    replaced anyway (one that does not serve first), before a good one.
+    0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy, not
+    Ready or with an unhealthy etcd voter, 3 outdated, 4 any other: a Machine someone asked to
+    remove, then one that must be replaced anyway (one that does not serve first), before a good
+    one.
 
-    Class 2 is KCP's "outdated with unhealthy control-plane components", which a Machine without
-    a Node is too: so when the template changes again while a replacement made from the previous
-    one never became Ready (still provisioning, or a NotReady Node), that replacement goes first,
-    as in KCP and CPMS, and not an older Machine that serves; its own readiness does not hold its
-    delete (:func:`~controllers.controlplane.scale.excluded_from_preflight`).
+    Class 2 is KCP's "outdated with unhealthy control-plane components"
+    (``UnhealthyMachinesWithUnhealthyControlPlaneComponents``, which counts a failed
+    ``EtcdMemberHealthy``), widened, as CPMS does, to Machines that are not Ready (KCP's
+    conditions are Unknown without a Node, which it does not count): so when the template
+    changes again while a replacement made from the previous one never became Ready (still
+    provisioning, or a NotReady Node), that replacement goes first, and not an older Machine that
+    serves; its own readiness does not hold its delete
+    (:func:`~controllers.controlplane.scale.excluded_from_preflight`). The etcd clause matters
+    most: the preflight refuses every delete while a voter other than the deleted Machine's is
+    unhealthy, so a rollout that picked an older Machine beside a dead member (whose Node may
+    well be Ready: a failing etcd on a live kubelet) would wait for ever.
     """
     if machine.outdated and machine.delete_annotation:
         return 0
     if machine.delete_annotation:
         return 1
-    if machine.outdated and (machine.unhealthy or not machine.ready):
+    if machine.outdated and (machine.unhealthy or not machine.ready or _etcd_voter_unhealthy(machine)):
         return 2
     if machine.outdated:
         return 3
@@ -285,8 +296,8 @@ def select_for_scale_in(machines: Sequence[MachineInfo]) -> MachineInfo | None:
 
     By :func:`scale_in_class`; within a class, the Machine in the most populated failure domain,
     then the oldest (then the name, for a stable answer). Taking from the fullest domain keeps
-    the spread even; the choice never looks at etcd, since the preflight already required every
-    voter healthy, so any one member may go.
+    the spread even. Beyond class 2's unhealthy voter the choice does not look at etcd: the
+    preflight requires every other voter healthy, so any one member that passes it may go.
     """
     candidates = [machine for machine in machines if not machine.deleting]
     if not candidates:

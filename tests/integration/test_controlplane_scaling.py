@@ -462,6 +462,9 @@ async def rollout_after_scenario(kube: Client, namespace: str, provider_state_di
 async def test_max_surge_zero_deletes_first_then_replaces(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
+    """maxSurge 0: each outdated Machine is deleted before its replacement is created, voters
+    never below 3 (the hook holds a healthy voter until the replacement votes). Then a second
+    rollout with one member down behind a Ready Node takes that Machine first."""
     name = f"cp{secrets.token_hex(3)}"
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
         monitor = await scaled_to_three(
@@ -488,6 +491,52 @@ async def test_max_surge_zero_deletes_first_then_replaces(
             assert rollout[:2] == ["MachineDeleted", "MachineCreated"], rollout
             assert first_new > 0 and count.peak <= 4
             assert monitor.low("voters", since=since) >= 3
+            monitor.assert_never_lost_quorum()
+
+            # An outdated Machine whose etcd member is down while its Node stays Ready (a failing
+            # etcd on a live kubelet) is replaced first: beside it the preflight refuses any other
+            # delete, so taking the oldest Machine first would hold the rollout for ever. The
+            # member down is the youngest Machine's, the one the age order would take last.
+            machines = await machines_of(kube, namespace)
+            down = max(machines, key=lambda m: (m["metadata"]["creationTimestamp"], m["metadata"]["name"]))
+            down_name = down["metadata"]["name"]
+            await set_fault(kube, down_name, namespace, "stop-member")
+
+            async def member_down() -> bool:
+                return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 2
+
+            await eventually(member_down, timeout=15, message=f"{down_name}'s member stopped")
+            since = monitor.mark()
+            await set_spec(
+                kube,
+                name,
+                namespace,
+                {
+                    "template": {
+                        **NEW_TEMPLATE["template"],
+                        "metadata": {
+                            **NEW_TEMPLATE["template"]["metadata"],
+                            "annotations": {"cpo.dev/revision": "3"},
+                        },
+                    }
+                },
+            )
+
+            async def first_deleted() -> str | None:
+                return next(
+                    (
+                        m["metadata"]["name"]
+                        for m in await machines_of(kube, namespace)
+                        if m["metadata"].get("deletionTimestamp")
+                    ),
+                    None,
+                )
+
+            deleted = await eventually(first_deleted, timeout=30, message="the rollout's first delete")
+            assert deleted == down_name, f"{deleted} deleted first, beside {down_name}'s member down"
+            await settled(kube, name, namespace, 3, within=150)
+            assert down_name not in {m["metadata"]["name"] for m in await machines_of(kube, namespace)}
+            assert monitor.low("healthy_voters", since=since) >= 2
             monitor.assert_never_lost_quorum()
         finally:
             await monitor.__aexit__(None, None, None)

@@ -384,6 +384,22 @@ def test_a_replacement_keeps_its_domain_only_on_a_tie(
             "new",
         ),
         ([m("sick", marked_unhealthy=True), m("out", outdated=True, marked_unhealthy=True)], "out"),
+        # an outdated Machine whose etcd voter fails its health read, though its Node is Ready,
+        # before older outdated ones: the preflight refuses any other delete beside it
+        (
+            [
+                m("old", age=50, outdated=True),
+                m("etcd-down", age=1, outdated=True, etcd_healthy=False),
+            ],
+            "etcd-down",
+        ),
+        (
+            [
+                m("old", age=50, outdated=True),
+                m("learner", outdated=True, etcd_voter=False, etcd_healthy=False),
+            ],
+            "old",
+        ),
         # within a class: most populated domain, then oldest
         (
             [m("a1", age=1), m("a2", age=2), m("b1", age=50, failure_domain="b")],
