@@ -42,6 +42,9 @@ we differ (the default, activation checked too) is in :mod:`~controllers.control
 What it does, in order, on every reconcile (Active)
 ---------------------------------------------------
 1. **Adopts** Machines matching the selector that no controller owns (event ``MachineAdopted``).
+   An adopted Machine's failure domain is the configured domain whose providerSpec it carries
+   (whole, or, once the template changed, the domain's own keys), so its replacement goes to
+   its zone.
    A matching Machine owned by another controller is left alone (``Degraded``, reason
    ``MachinesAlreadyOwned``); a master Node without a Machine is reported (``UnmanagedNodes``).
 2. Keeps the **MachineHealthCheck** ``<name>-mhc`` (with ``spec.enableAutorepair``, the default):
@@ -57,7 +60,8 @@ What it does, in order, on every reconcile (Active)
    nothing provisioning or being deleted (a deletion the etcd-quorum hook holds on a healthy
    voter does not count: it waits for a replacement, which the remediation is what unblocks; nor
    does a Machine with no etcd member yet when the target's member is an unhealthy voter: etcd
-   takes no new member until it is removed), and
+   takes no new member until it is removed), etcd read this pass (``EtcdUnreachable``: without
+   a member list, whether the removal keeps quorum cannot be told), and
    a quorum of healthy voters left without its member. Of several marked Machines, the one whose
    loss costs the least goes first: no Node, then no voting member, then an unhealthy voter,
    then a healthy one; then the oldest. Before its deletion, etcd leadership moves off it.

@@ -117,7 +117,16 @@ def observed_hash(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str:
 
 
 def machine_domain(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | None:
-    """A Machine's failure domain: its label, else the configured domain whose providerSpec it carries."""
+    """A Machine's failure domain: its label (on every Machine the controller creates); else the
+    configured domain whose whole providerSpec (template + domain) it carries; else the one
+    domain whose own providerSpec it carries (every key that domain sets, with its value).
+
+    The last is for a Machine the ControlPlane adopted (no label) once the template has changed:
+    its providerSpec then matches no template, but still names its zone, and that zone is what
+    its replacement and the spread are judged by, as the ControlPlaneMachineSet reads a Machine's
+    failure domain from its providerSpec's zone fields. Two domains that both fit (one's
+    providerSpec a part of the other's) leave it without one.
+    """
     labels = (machine.get("metadata") or {}).get("labels") or {}
     if labels.get(FAILURE_DOMAIN_LABEL):
         return str(labels[FAILURE_DOMAIN_LABEL])
@@ -125,7 +134,14 @@ def machine_domain(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | 
     for name in domain_names(spec):
         if desired_machine(spec, name)["providerSpec"]["value"] == value:
             return name
-    return None
+    carried = [
+        domain.name
+        for domain in spec.failure_domains or ()
+        if domain.provider_spec is not None
+        and domain.provider_spec.value
+        and json_merge_patch(value, domain.provider_spec.value) == value
+    ]
+    return carried[0] if len(carried) == 1 else None
 
 
 def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any], *, now: datetime) -> str | None:

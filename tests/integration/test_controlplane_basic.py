@@ -23,7 +23,7 @@ from demo.monitor import QuorumMonitor
 from demo.writer import EtcdWriter
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, ETCD_MEMBER_ID_ANNOTATION
 from providers.localmachine.etcd_process import EtcdSupervisor
-from runtime.client import Client
+from runtime.client import JSON, Client
 from runtime.errors import Invalid, NotFound
 from runtime.manager import Manager
 from runtime.metrics import generate_latest
@@ -405,6 +405,54 @@ async def adopt_inactive_then_activate(
     await eventually(
         released, timeout=15, message="the activated ControlPlane deleted, its Machines released"
     )
+
+
+async def test_adopted_machines_are_replaced_in_their_own_zones_after_a_template_change(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """An adopted Machine has no failure-domain label, and once the template changes its
+    providerSpec matches no template; it still names its zone. The rollout's first step replaces
+    the oldest Machine, in zone-c, with a Machine in zone-c (not in zone-a, the first by name,
+    which would put two of the three voters there and none in zone-c)."""
+    name = f"cp{secrets.token_hex(3)}"
+    zones = ["zone-c", "zone-a", "zone-b"]
+    names = [f"master-{i}" for i in range(3)]
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        await build_cluster(kube, namespace, names, zones)
+        async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
+            await kube.create(controlplane(name, namespace, replicas=3, domains=sorted(zones)))
+
+            async def adopted() -> bool:
+                status = ((await get_cp(kube, name, namespace)) or {}).get("status") or {}
+                return status.get("availableReplicas") == 3 and status.get("updatedReplicas") == 3
+
+            await eventually(adopted, timeout=30, message="three Machines adopted, up to date")
+            template = {"spec": {"providerSpec": {"value": {"size": "large"}}}}
+            await kube.patch(
+                CP_API_VERSION, "ControlPlane", name, {"spec": {"template": template}}, namespace
+            )
+
+            async def first_replacement() -> JSON | None:
+                return next(
+                    (m for m in await machines_of(kube, namespace) if m["metadata"]["name"] not in names),
+                    None,
+                )
+
+            replacement = await eventually(first_replacement, timeout=30, message="the first replacement")
+            assert replacement["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "zone-c", replacement[
+                "metadata"
+            ]
+            assert replacement["spec"]["providerSpec"]["value"]["failureDomain"] == "zone-c"
+
+            async def oldest_deleted() -> bool:
+                machine = await get_machine(kube, names[0], namespace)
+                return machine is None or bool(machine["metadata"].get("deletionTimestamp"))
+
+            await eventually(oldest_deleted, timeout=60, message=f"{names[0]} (zone-c) replaced")
+            for other in names[1:]:
+                machine = await get_machine(kube, other, namespace)
+                assert machine is not None and not machine["metadata"].get("deletionTimestamp"), other
+            monitor.assert_never_lost_quorum()
 
 
 async def test_paused_creates_nothing_until_resumed(

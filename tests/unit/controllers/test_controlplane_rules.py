@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
+from api.machine import REASON_TEMPLATE_CHANGED
 from controllers.common import format_time, merge_conditions, parse_time
 from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
 from controllers.controlplane.placement import (
@@ -17,6 +18,8 @@ from controllers.controlplane.placement import (
     choose_failure_domain,
     desired_machine,
     is_outdated,
+    machine_domain,
+    outdated_reason,
     rollout_after_due,
     seconds_until_rollout_after,
     select_for_scale_in,
@@ -328,6 +331,28 @@ def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> N
     assert is_outdated(s, machine, now=T0) is None
     machine["spec"]["providerSpec"]["value"]["size"] = 5
     assert is_outdated(s, machine, now=T0) is not None
+
+
+def test_an_adopted_machine_keeps_its_domain_after_the_template_changes() -> None:
+    """Without the label, the domain whose own providerSpec the Machine carries names it, once
+    the whole providerSpec no longer matches the template; a Machine that fits two domains has none."""
+    s = spec()
+    machine = created_machine(s, "b")
+    del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
+    assert machine_domain(s, machine) == "b"
+    bigger = {"kind": "LocalMachineProviderSpec", "size": 2}
+    changed = spec(template={"spec": {"providerSpec": {"value": bigger}}})
+    assert machine_domain(changed, machine) == "b"
+    assert outdated_reason(changed, machine, now=T0) == (
+        REASON_TEMPLATE_CHANGED,
+        "its spec differs from the template",
+    )
+    catch_all = {"name": "any", "providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}}
+    both = spec(
+        template={"spec": {"providerSpec": {"value": bigger}}},
+        failureDomains=[*s.model_dump(by_alias=True)["failureDomains"], catch_all],
+    )
+    assert machine_domain(changed, machine) == "b" and machine_domain(both, machine) is None
 
 
 # ---------------------------------------------------------------------------------------------- placement
