@@ -335,11 +335,21 @@ async def explain_shows_remediation_then_a_blocked_scale_out(
         await set_fault(kube, paused, namespace, None)
 
 
-async def owner_remediated_is(kube: Client, machine: str, namespace: str, reason: str, prefix: str) -> bool:
-    """Whether ``machine``'s ``OwnerRemediated`` carries the ControlPlane's decision ``reason``,
-    its message starting with ``prefix`` (the rule that decided)."""
-    owner = machine_condition(await get_machine(kube, machine, namespace), "OwnerRemediated")
-    return owner.get("reason") == reason and str(owner.get("message") or "").startswith(prefix)
+async def owner_remediated(
+    kube: Client, machine: str, namespace: str, reason: str, prefix: str, *, within: float
+) -> JSON:
+    """Wait until ``machine``'s ``OwnerRemediated`` carries the ControlPlane's decision
+    ``reason``, its message starting with ``prefix`` (the rule that decided); the condition."""
+
+    async def carried() -> JSON | None:
+        owner = machine_condition(await get_machine(kube, machine, namespace), "OwnerRemediated")
+        matches = owner.get("reason") == reason and str(owner.get("message") or "").startswith(prefix)
+        return owner if matches else None
+
+    condition: JSON = await eventually(
+        carried, timeout=within, message=f"{machine}: OwnerRemediated {reason}, {prefix!r}..."
+    )
+    return condition
 
 
 async def versions(kube: Client, name: str, namespace: str) -> dict[str, str]:
@@ -653,14 +663,9 @@ async def test_failed_machines_are_remediated_add_then_remove_retries_counted_pe
             await eventually(stopped, timeout=30, message=f"remediation of {again} stops: MaxRetryReached")
 
             # The Machine itself says what the ControlPlane decided, and where its lineage stands.
-            await eventually(
-                lambda: owner_remediated_is(
-                    kube, again, namespace, "CannotBeRemediated", "MaxRetryReached: "
-                ),
-                timeout=10,
-                message=f"{again}: OwnerRemediated CannotBeRemediated",
+            owner = await owner_remediated(
+                kube, again, namespace, "CannotBeRemediated", "MaxRetryReached: ", within=10
             )
-            owner = machine_condition(await get_machine(kube, again, namespace), "OwnerRemediated")
             assert "retry 1 of maxRetry 0 along the lineage of Machine" in owner["message"], owner
             machines = {m["metadata"]["name"]: m for m in await machines_of(kube, namespace)}
             assert again in machines and not machines[again]["metadata"].get("deletionTimestamp")
@@ -702,11 +707,7 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
 
             await eventually(victim_marked, timeout=30, message=f"{victim} marked by the health check")
 
-            await eventually(
-                lambda: owner_remediated_is(kube, victim, namespace, "RemediationDeferred", "Paused: "),
-                timeout=10,
-                message=f"{victim}: remediation deferred",
-            )
+            await owner_remediated(kube, victim, namespace, "RemediationDeferred", "Paused: ", within=10)
             recorded = {"machine": victim, "timestamp": "2026-01-01T00:00:00Z", "retryCount": 2}
             # What the dead process left: the record, and no delete.
             annotation = {REMEDIATION_IN_PROGRESS_ANNOTATION: json.dumps([recorded])}
@@ -715,14 +716,10 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
             )
             await set_spec(kube, name, namespace, {"etcd": {"tlsSecretRef": {"name": "no-such-secret"}}})
             await set_spec(kube, name, namespace, {"paused": False})
-            await eventually(
-                lambda: owner_remediated_is(
-                    kube, victim, namespace, "RemediationDeferred", "EtcdUnreachable: "
-                ),
-                timeout=15,
-                message=f"{victim}: remediation waits while etcd cannot be read",
+            # While etcd cannot be read, the recorded remediation waits.
+            deferred = await owner_remediated(
+                kube, victim, namespace, "RemediationDeferred", "EtcdUnreachable: ", within=15
             )
-            deferred = machine_condition(await get_machine(kube, victim, namespace), "OwnerRemediated")
             assert "no-such-secret" in deferred["message"], deferred
 
             async def victim_kept() -> bool:
