@@ -416,7 +416,7 @@ async def test_adopted_machines_are_replaced_in_their_own_zones_after_a_template
     which would put two of the three voters there and none in zone-c)."""
     name = f"cp{secrets.token_hex(3)}"
     zones = ["zone-c", "zone-a", "zone-b"]
-    names = [f"master-{i}" for i in range(3)]
+    names = [f"{name}-m{i}" for i in range(3)]  # Node names are cluster-wide: unique per test
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
         await build_cluster(kube, namespace, names, zones)
         async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
