@@ -427,7 +427,6 @@ async def test_beside_an_unhealthy_voter_no_learner_is_promoted_and_no_healthy_m
                 if e["reason"] == "MemberRemoved"
             ]
             assert removals == [f"Machine {m2}", f"Machine {m3}"], removals
-            assert min(s.healthy_voters for s in monitor.samples if s.error is None) >= 3
             monitor.assert_never_lost_quorum()
             assert_one_step_at_a_time(monitor)
 
