@@ -136,7 +136,8 @@ Lifecycle
   while the member answers a health read within ``health_timeout``, ``False`` when it does not
   (or under the ``notready`` fault), and ``Unknown`` when the process is dead or stopped (then
   ``lastHeartbeatTime`` stops moving, as when a kubelet stops posting). A dead or stopped
-  process thus shows within one heartbeat period (two at the most).
+  process thus shows within one heartbeat period (two at the most). Under the ``stop-member``
+  fault a stopped member keeps ``Ready=True``: a kubelet that lives while its etcd fails.
 * **Deletion**: ``phase: Deleting``; while ``spec.lifecycleHooks.preDrain`` is non-empty the
   machine waits with ``Drainable=False`` (reason ``HookPresent``, the message names the hooks) and
   its Node keeps heartbeating; then the Node is cordoned; while ``preTerminate`` is non-empty it
