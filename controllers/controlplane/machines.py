@@ -84,6 +84,11 @@ class MachineInfo:
         return self.marked_unhealthy or self.failed or (self.running and not self.node_ready)
 
     @property
+    def unhealthy_voter(self) -> bool:
+        """Its etcd member is a voter that failed its health read (its Node may well be Ready)."""
+        return self.etcd_voter and not self.etcd_healthy
+
+    @property
     def has_etcd_member(self) -> bool:
         return self.etcd_voter or self.etcd_learner
 

@@ -272,10 +272,6 @@ def choose_failure_domain(
     return min(sorted(domains), key=lambda name: counts[name])
 
 
-def _etcd_voter_unhealthy(machine: MachineInfo) -> bool:
-    return machine.etcd_voter and not machine.etcd_healthy
-
-
 def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
@@ -300,7 +296,7 @@ def scale_in_class(machine: MachineInfo) -> int:
         return 0
     if machine.delete_annotation:
         return 1
-    if machine.outdated and (machine.unhealthy or not machine.ready or _etcd_voter_unhealthy(machine)):
+    if machine.outdated and (machine.unhealthy or not machine.ready or machine.unhealthy_voter):
         return 2
     if machine.outdated:
         return 3

@@ -234,7 +234,7 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
     removal, and waiting for it would wait for ever. A Machine whose member has joined (as a
     learner) is always waited for.
     """
-    blocks_joins = target.etcd_voter and not target.etcd_healthy
+    blocks_joins = target.unhealthy_voter
     provisioning = sorted(
         m.name
         for m in machines

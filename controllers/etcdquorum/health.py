@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from controllers.etcd.membership import MemberState, quorum
-from controllers.etcdquorum.rules import Wait, member_labels, quorum_lost
+from controllers.etcdquorum.rules import Wait, member_labels, quorum_lost, voters_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ def cluster_health(
     """What ``EtcdClusterHealthy`` says: False when quorum is lost, a voter is unhealthy, an alarm
     is active or a member belongs to no Machine; True otherwise. The message always counts
     members, voters and learners, names unhealthy endpoints and alarms, and adds every wait."""
-    voters = [m for m in members if not m.member.is_learner]
+    voters = voters_of(members)
     learners = [m for m in members if m.member.is_learner]
     healthy = [m for m in voters if m.healthy]
     unhealthy = [m for m in members if not m.healthy]

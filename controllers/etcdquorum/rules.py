@@ -237,7 +237,8 @@ class Decision:
     waits: tuple[Wait, ...] = field(default_factory=tuple)
 
 
-def _voters(members: Sequence[MemberState]) -> list[MemberState]:
+def voters_of(members: Sequence[MemberState]) -> list[MemberState]:
+    """The voting members of ``members`` (learners left out)."""
     return [m for m in members if not m.member.is_learner]
 
 
@@ -248,7 +249,7 @@ def member_labels(members: Sequence[MemberState]) -> str:
 
 def quorum_lost(members: Sequence[MemberState]) -> bool:
     """Fewer healthy voters than a quorum of the voters: etcd cannot commit; change nothing."""
-    return _voters_lost_quorum({m.member.id: m.healthy for m in _voters(members)})
+    return _voters_lost_quorum({m.member.id: m.healthy for m in voters_of(members)})
 
 
 def promotion_decision(
@@ -277,8 +278,8 @@ def promotion_decision(
         return Decision()
     if quorum_lost(members):
         return Decision(waits=(Wait(None, WAIT_QUORUM_LOST, "etcd has lost quorum: no promotion"),))
-    voters = len(_voters(members))
-    unhealthy_voters = [m for m in _voters(members) if not m.healthy]
+    voters = len(voters_of(members))
+    unhealthy_voters = [m for m in voters_of(members) if not m.healthy]
     waits: list[Wait] = []
     for learner in learners:
         machine = machines.get(learner.machine) if learner.machine else None
@@ -440,7 +441,7 @@ def removal_decision(
             why="it is a learner of a deleting Machine: it holds no vote",
             waits=_one_at_a_time(learners[0], candidates),
         )
-    voters = _voters(members)
+    voters = voters_of(members)
     if quorum_lost(members):
         return Decision(waits=_quorum_lost_waits(voters, candidates))
     checks = [(candidate, _removal_check(candidate, voters, desired)) for candidate in candidates]

@@ -312,10 +312,7 @@ async def explain_shows_remediation_then_a_blocked_scale_out(
         paused = next(m["name"] for m in (watch.last or {})["machines"] if m["name"] != victim)
         await set_fault(kube, paused, namespace, "stop")
 
-        def member_paused() -> bool:
-            return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 2
-
-        await eventually(member_paused, timeout=15, message=f"{paused}'s member not answering")
+        await healthy_voters_down_to(monitor, 2, f"{paused}'s member not answering")
         await set_spec(kube, name, namespace, {"replicas": 5})
 
         def blocked_shown() -> JSON | None:
@@ -350,6 +347,15 @@ async def owner_remediated(
         carried, timeout=within, message=f"{machine}: OwnerRemediated {reason}, {prefix!r}..."
     )
     return condition
+
+
+async def healthy_voters_down_to(monitor: QuorumMonitor, count: int, what: str) -> None:
+    """Wait until the quorum monitor's latest sample counts ``count`` healthy voters."""
+
+    def reached() -> bool:
+        return bool(monitor.samples) and monitor.samples[-1].healthy_voters == count
+
+    await eventually(reached, timeout=15, message=what)
 
 
 async def versions(kube: Client, name: str, namespace: str) -> dict[str, str]:
@@ -488,10 +494,7 @@ async def test_max_surge_zero_deletes_first_then_replaces(
             down_name = down["metadata"]["name"]
             await set_fault(kube, down_name, namespace, "stop-member")
 
-            async def member_down() -> bool:
-                return bool(monitor.samples) and monitor.samples[-1].healthy_voters == 2
-
-            await eventually(member_down, timeout=15, message=f"{down_name}'s member stopped")
+            await healthy_voters_down_to(monitor, 2, f"{down_name}'s member stopped")
             since = monitor.mark()
 
             async def first_deleted() -> str | None:
@@ -764,12 +767,9 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             first, victim = [m["metadata"]["name"] for m in await machines_of(kube, namespace)][:2]
             await set_fault(kube, victim, namespace, "kill")
 
-            async def member_dead() -> bool:
-                return bool(monitor.samples) and monitor.samples[-1].healthy_voters == replicas - 1
-
             # Deleted before the health check marks the victim (seconds later), so that its
             # remediation has to decide with that deletion held by the hook.
-            await eventually(member_dead, timeout=15, message=f"{victim}'s member dead")
+            await healthy_voters_down_to(monitor, replicas - 1, f"{victim}'s member dead")
             await kube.delete(API_VERSION, "Machine", first, namespace)
 
             async def both_replaced() -> bool:
