@@ -5,6 +5,9 @@
 * :mod:`api.meta` — the base model, ``ObjectMeta``, ``LabelSelector``, wire types
   (Time, Duration, IntOrString).
 * :mod:`api.selector` — label-selector matching and formatting.
+* :mod:`api.ownership` — which Machines are a ControlPlane's: the controller-owner rule and the
+  one classification every controller and the webhook filter.
+* :mod:`api.failuredomains` — a ControlPlane's failure domains and the one reader of a Machine's.
 * :mod:`api.crdgen` — ``cpo manifests``: CRD YAML from the models, like controller-gen.
 
 Attributes are snake_case, the wire is camelCase; ``Model.from_dict(obj)`` and ``model.to_dict()``

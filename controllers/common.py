@@ -1,9 +1,9 @@
-"""What every controller reads and writes the same way: owner references, times and conditions.
+"""What every controller reads and writes the same way: times and conditions (owner references are
+:mod:`api.ownership`'s).
 
 One rule each, so the controllers cannot disagree about the same object:
 
 =====================================  =========================================================
-:func:`controller_owner`               the ownerReference that controls an object
 :func:`parse_time`                     a ``metav1.Time`` string as an aware datetime, or None
 :func:`now`                            the wall clock as the API stores it (UTC, whole seconds)
 :func:`format_time`                    a datetime as RFC 3339 (``2026-01-02T03:04:05Z``)
@@ -30,7 +30,6 @@ from runtime.jsoncodec import JSON
 __all__ = [
     "condition_status",
     "conditions_of",
-    "controller_owner",
     "find_condition",
     "format_time",
     "merge_conditions",
@@ -43,21 +42,6 @@ __all__ = [
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-# ---------------------------------------------------------------------------------------------- owners
-
-
-def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ``metadata.ownerReferences`` entry with ``controller: true``, or None.
-
-    Only the boolean ``true`` counts, as in Kubernetes (``GetControllerOf``): the API server
-    stores the field as a boolean, and an object has at most one such reference.
-    """
-    for ref in _mapping(obj.get("metadata")).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 # ---------------------------------------------------------------------------------------------- times

@@ -18,7 +18,7 @@ Machines its selector matches and at once makes their number ``spec.replicas``: 
 * **Machines another controller controls** (a ``controller: true`` ownerReference, e.g. another
   ControlPlane's) that the selector matches are refused at creation and activation of an Active
   ControlPlane, whatever the count: the controller never adopts them
-  (:func:`controllers.controlplane.machines.classify_machines`), so it would create Machines of
+  (:attr:`api.ownership.ControlPlaneMachines.foreign`), so it would create Machines of
   its own beside them (etcd members it cannot count). See :func:`controlled_elsewhere_errors`.
 * **Active → Inactive** is refused: an Active ControlPlane owns its Machines and may be in the
   middle of a replacement; stopping half-way is not a state to leave a control plane in. Delete
@@ -54,7 +54,7 @@ from typing import Any, Protocol
 
 from api.controlplane import DEFAULT_STATE, KIND, STATE_ACTIVE, STATE_INACTIVE, STATES
 from api.machine import API_VERSION as MACHINE_API_VERSION
-from api.selector import selector_matches
+from api.ownership import ControlPlaneMachines, Relation, controller_owner, relate
 from runtime.jsoncodec import JSON
 
 from .field import FieldError, forbidden, invalid, not_supported
@@ -116,43 +116,26 @@ def activates(old_spec: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -
     return old_spec is None or state_of(old_spec) == STATE_INACTIVE
 
 
-def _matched(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The ``machines`` (one namespace's) that ``spec.selector`` matches and that are not being
-    deleted."""
-    selector = _mapping(spec.get("selector"))
-    return [
-        m
-        for m in machines
-        if not _mapping(m.get("metadata")).get("deletionTimestamp")
-        and selector_matches(selector, _mapping(m.get("metadata")).get("labels"))
-    ]
-
-
 def existing_machines(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Names of the ``machines`` (one namespace's) that ``spec.selector`` matches and that are not
-    being deleted: those an Active ControlPlane would adopt and count."""
-    return sorted(m["metadata"]["name"] for m in _matched(spec, machines))
-
-
-def controller_of(machine: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ``ownerReferences`` entry with ``controller: true`` (the boolean, as kube's
-    ``GetControllerOf``), or None."""
-    for ref in _mapping(machine.get("metadata")).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
+    """Names of the ``machines`` (one namespace's) the webhook counts: those ``spec.selector``
+    matches that are not being deleted, which an Active ControlPlane would adopt or be refused
+    over (:attr:`api.ownership.ControlPlaneMachines.counted`)."""
+    classified = ControlPlaneMachines.of(None, _mapping(spec.get("selector")), machines)
+    return classified.names(classified.counted)
 
 
 def controlled_elsewhere(
-    spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]], uid: Any = None
+    spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]], uid: str | None = None
 ) -> list[tuple[str, str]]:
-    """``(machine, "Kind name")`` for the ``machines`` :func:`existing_machines` counts whose
-    controller is not the ControlPlane with this ``uid`` (None: a new one, controlling nothing)."""
+    """``(machine, "Kind name")`` for the ``machines`` :func:`existing_machines` counts that
+    another controller controls than the ControlPlane with this ``uid`` (None: a new one,
+    controlling nothing): the counted ones of :attr:`api.ownership.ControlPlaneMachines.foreign`."""
     found = []
-    for machine in _matched(spec, machines):
-        owner = controller_of(machine)
-        if owner is not None and (uid is None or owner.get("uid") != uid):
-            found.append((str(machine["metadata"]["name"]), f"{owner.get('kind')} {owner.get('name')}"))
+    for machine in machines:
+        relation = relate(uid, _mapping(spec.get("selector")), machine)
+        owner = controller_owner(machine)
+        if relation.counted and relation.relation is Relation.FOREIGN and owner is not None:
+            found.append((relation.name, f"{owner.get('kind')} {owner.get('name')}"))
     return sorted(found)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from api.controlplane import API_VERSION as CONTROLPLANE_API_VERSION
 from api.controlplane import CONDITION_PROGRESSING, DEFAULT_SELECTOR_LABELS
+from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.machine import (
     CONDITION_ETCD_MEMBER_HEALTHY,
@@ -30,7 +31,6 @@ from api.machine import (
 )
 from api.selector import selector_matches
 from controllers.controlplane.healthcheck import MHC_SUFFIX
-from controllers.controlplane.placement import FAILURE_DOMAIN_LABEL
 from controllers.controlplane.plan import BLOCKING_REASONS as CONTROLLER_BLOCKING_REASONS
 from controllers.etcdquorum.rules import HOOK_NAME
 from runtime.client import JSON, Client

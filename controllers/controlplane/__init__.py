@@ -234,8 +234,9 @@ and :mod:`~controllers.controlplane.status` (one function per condition),
 watches in :mod:`~controllers.controlplane.wiring`.
 """
 
+from api.failuredomains import FAILURE_DOMAIN_LABEL
 from controllers.controlplane.options import ControlPlaneOptions, ResolvedControlPlaneOptions
-from controllers.controlplane.placement import FAILURE_DOMAIN_LABEL, SPEC_HASH_ANNOTATION
+from controllers.controlplane.placement import SPEC_HASH_ANNOTATION
 from controllers.controlplane.reconciler import ControlPlaneReconciler
 from controllers.controlplane.release import FINALIZER
 from controllers.controlplane.wiring import CONTROLLER_NAME, setup_with_manager

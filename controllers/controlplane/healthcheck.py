@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from api.controlplane import ControlPlaneSpec, HealthCheck
 from api.machine import API_VERSION as MACHINE_API_VERSION
+from api.ownership import references
 from controllers.controlplane.machines import MachineInfo, controller_ref
 from controllers.controlplane.remediation import health_check_budget
 from runtime.cache import Cache
@@ -53,12 +54,6 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
     }
 
 
-def owned_by(obj: Mapping[str, Any], cp: Mapping[str, Any]) -> bool:
-    """Whether any ownerReference of ``obj`` points at ``cp`` (by uid)."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return any(ref.get("uid") == cp["metadata"]["uid"] for ref in refs)
-
-
 async def delete_quietly(client: Client, api_version: str, kind: str, name: str, namespace: str) -> bool:
     """Delete; False when it was already gone."""
     try:
@@ -86,7 +81,7 @@ async def sync_mhc(
         current: JSON | None = await cache.get(MACHINE_API_VERSION, "MachineHealthCheck", name, namespace)
     except NotFound:
         current = None
-    if current is not None and not owned_by(current, cp):
+    if current is not None and not references(current, cp["metadata"]["uid"]):
         return  # someone else's MachineHealthCheck of that name: leave it alone
     if not spec.enable_autorepair or spec.paused:
         if current is not None and not spec.enable_autorepair:

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from api.controlplane import STATE_INACTIVE, ControlPlaneSpec
+from api.failuredomains import domain_names
 from controllers.controlplane.machines import MachineInfo
-from controllers.controlplane.placement import domain_names
 from controllers.controlplane.scale import next_step
 from controllers.controlplane.step import Step
 

@@ -21,8 +21,8 @@ from typing import Any, Final
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
-from api.selector import selector_matches
-from controllers.common import condition_status, conditions_of, controller_owner, find_condition, parse_time
+from api.ownership import ControlPlaneMachines
+from controllers.common import condition_status, conditions_of, find_condition, parse_time
 from runtime.jsoncodec import JSON
 
 DELETE_MACHINE_ANNOTATION: Final = "machine.openshift.io/delete-machine"
@@ -134,29 +134,18 @@ class Ownership:
 def classify_machines(
     uid: str, selector: Mapping[str, Any], machines: Iterable[Mapping[str, Any]]
 ) -> Ownership:
-    """Split Machines into owned, adoptable and owned by another controller.
-
-    * **owned**: the controller ownerReference is this ControlPlane (by uid), whatever the labels
-      say now (a Machine whose labels were edited stays ours until released);
-    * **adoptable**: matches ``spec.selector``, has no controller owner and is not being deleted
-      (adopting a dying Machine would only make us replace it);
-    * **owned by others**: matches the selector but another controller owns it: left alone and
-      reported (``Degraded``, reason ``MachinesAlreadyOwned``).
-    """
-    result = Ownership()
-    for machine in machines:
-        metadata = machine.get("metadata") or {}
-        owner = controller_owner(machine)
-        if owner is not None and owner.get("uid") == uid:
-            result.owned.append(dict(machine))
-            continue
-        if not selector_matches(selector, metadata.get("labels")):
-            continue
-        if owner is not None:
-            result.owned_by_others.append(dict(machine))
-        elif not metadata.get("deletionTimestamp"):
-            result.adoptable.append(dict(machine))
-    return result
+    """The ControlPlane controller's filter over the one classification
+    (:class:`api.ownership.ControlPlaneMachines`): it manages the **owned** Machines (controlled
+    by this ControlPlane, by uid, whatever their labels say now), adopts the **adoptable** ones
+    (matched, no controller, not being deleted: adopting a dying Machine would only make us
+    replace it) and leaves the **foreign** ones alone, reported (``Degraded``, reason
+    ``MachinesAlreadyOwned``)."""
+    classified = ControlPlaneMachines.of(uid, selector, machines)
+    return Ownership(
+        owned=[dict(m) for m in classified.owned],
+        adoptable=[dict(m) for m in classified.adoptable],
+        owned_by_others=[dict(m) for m in classified.foreign],
+    )
 
 
 def controller_ref(cp: Mapping[str, Any]) -> JSON:

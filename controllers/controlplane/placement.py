@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from api.controlplane import ControlPlaneSpec
+from api.failuredomains import FAILURE_DOMAIN_LABEL, domain_names, domain_provider_spec, machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.machine import REASON_FAILURE_DOMAIN_NOT_CONFIGURED, REASON_ROLLOUT_AFTER, REASON_TEMPLATE_CHANGED
 from controllers.common import parse_time
@@ -22,26 +23,6 @@ from runtime.jsoncodec import JSON
 
 SPEC_HASH_ANNOTATION: Final = "controlplane.cpo.dev/spec-hash"
 """On each Machine the controller creates: :func:`template_hash` of what it was created from."""
-FAILURE_DOMAIN_LABEL: Final = "controlplane.cpo.dev/failure-domain"
-"""On each Machine the controller creates: the name of its failure domain."""
-
-
-def json_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: ``patch`` merged over ``target`` (null deletes a key, objects merge, the rest replaces)."""
-    if not isinstance(patch, Mapping):
-        return patch
-    merged = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = json_merge_patch(merged.get(key), value)
-    return merged
-
-
-def domain_names(spec: ControlPlaneSpec) -> list[str]:
-    """The configured failure domains, in spec order (empty: one implicit domain)."""
-    return [domain.name for domain in spec.failure_domains or ()]
 
 
 def desired_machine(spec: ControlPlaneSpec, domain: str | None) -> JSON:
@@ -56,10 +37,7 @@ def desired_machine(spec: ControlPlaneSpec, domain: str | None) -> JSON:
         (template.metadata.labels if template.metadata else None) or spec.selector.match_labels or {}
     )
     annotations = dict((template.metadata.annotations if template.metadata else None) or {})
-    value: Any = dict(template.spec.provider_spec.value or {})
-    for candidate in spec.failure_domains or ():
-        if candidate.name == domain and candidate.provider_spec is not None:
-            value = json_merge_patch(value, candidate.provider_spec.value or {})
+    value = domain_provider_spec(spec, domain)
     return {"labels": labels, "annotations": annotations, "providerSpec": {"value": value}}
 
 
@@ -114,34 +92,6 @@ def observed_hash(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str:
             "providerSpec": {"value": value},
         }
     )
-
-
-def machine_domain(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | None:
-    """A Machine's failure domain: its label (on every Machine the controller creates); else the
-    configured domain whose whole providerSpec (template + domain) it carries; else the one
-    domain whose own providerSpec it carries (every key that domain sets, with its value).
-
-    The last is for a Machine the ControlPlane adopted (no label) once the template has changed:
-    its providerSpec then matches no template, but still names its zone, and that zone is what
-    its replacement and the spread are judged by, as the ControlPlaneMachineSet reads a Machine's
-    failure domain from its providerSpec's zone fields. Two domains that both fit (one's
-    providerSpec a part of the other's) leave it without one.
-    """
-    labels = (machine.get("metadata") or {}).get("labels") or {}
-    if labels.get(FAILURE_DOMAIN_LABEL):
-        return str(labels[FAILURE_DOMAIN_LABEL])
-    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
-    for name in domain_names(spec):
-        if desired_machine(spec, name)["providerSpec"]["value"] == value:
-            return name
-    carried = [
-        domain.name
-        for domain in spec.failure_domains or ()
-        if domain.provider_spec is not None
-        and domain.provider_spec.value
-        and json_merge_patch(value, domain.provider_spec.value) == value
-    ]
-    return carried[0] if len(carried) == 1 else None
 
 
 def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any], *, now: datetime) -> str | None:

@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_PROGRESSING, ControlPlane, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
+from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
 from controllers.common import find_condition, merge_conditions, now, parse_time
@@ -61,7 +62,6 @@ from controllers.controlplane.metrics import OPERATIONS, PREFLIGHT_FAILURES, lab
 from controllers.controlplane.options import ResolvedControlPlaneOptions
 from controllers.controlplane.placement import (
     is_outdated,
-    machine_domain,
     new_machine,
     seconds_until_rollout_after,
 )

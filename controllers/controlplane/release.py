@@ -27,13 +27,14 @@ promoted, deletion or not. Its hook then has to be taken off by hand (the escape
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.machine import API_VERSION as MACHINE_API_VERSION
-from controllers.controlplane.healthcheck import MHC_SUFFIX, EventFunc, delete_quietly, owned_by
+from api.ownership import ControlPlaneMachines, MachineT, references
+from controllers.controlplane.healthcheck import MHC_SUFFIX, EventFunc, delete_quietly
 from controllers.controlplane.metrics import OPERATIONS, forget_replicas, label
 from controllers.etcdquorum.rules import Hook, machine_info
 from runtime.cache import Cache
@@ -82,6 +83,13 @@ def guarded_deletions(machines: Sequence[Mapping[str, Any]], guard: Hook) -> lis
     return [m["metadata"]["name"] for m in machines if machine_info(m, guard).held_by_our_hook]
 
 
+def released_machines(cp: Mapping[str, Any], machines: Iterable[MachineT]) -> list[MachineT]:
+    """The Machines a release of ``cp`` touches: every one with an ownerReference to it,
+    controller or not, whatever its labels (:attr:`api.ownership.ControlPlaneMachines.referenced`),
+    so that no reference to a ControlPlane outlives it."""
+    return ControlPlaneMachines.of(cp["metadata"]["uid"], {}, machines).referenced
+
+
 async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guard: Hook) -> bool:
     """Release every owned Machine (drop our ownerReference and ``guard``'s hook), delete the MHC,
     drop the finalizer. False (nothing done: look again later) while an owned Machine being
@@ -89,9 +97,7 @@ async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guar
     if not has_finalizer(cp):
         return True
     namespace = cp["metadata"]["namespace"]
-    owned = [
-        m for m in await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace) if owned_by(m, cp)
-    ]
+    owned = released_machines(cp, await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace))
     waiting = guarded_deletions(owned, guard)
     if waiting:
         names = ", ".join(waiting)
@@ -168,5 +174,5 @@ async def delete_owned_mhc(client: Client, cp: JSON) -> None:
         current = await client.get(MACHINE_API_VERSION, "MachineHealthCheck", name, namespace)
     except NotFound:
         return
-    if owned_by(current, cp):
+    if references(current, cp["metadata"]["uid"]):
         await delete_quietly(client, MACHINE_API_VERSION, "MachineHealthCheck", name, namespace)

@@ -8,8 +8,8 @@ from typing import Any, Final
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.machine import API_VERSION as MACHINE_API_VERSION
+from api.ownership import controller_owner, controlling_controlplane
 from api.selector import selector_matches
-from controllers.common import controller_owner
 from controllers.controlplane.machines import NODE_MACHINE_ANNOTATION, node_ready
 from controllers.controlplane.options import ControlPlaneOptions
 from controllers.controlplane.reconciler import ControlPlaneReconciler
@@ -44,14 +44,10 @@ def _map_machine(cache: Cache) -> Any:
 
     def controlplanes_for_machine(machine: JSON) -> list[Request]:
         metadata = machine.get("metadata") or {}
-        owner = controller_owner(machine)
         namespace = metadata.get("namespace") or ""
-        if owner is not None:
-            if owner.get("kind") == CP_KIND and str(owner.get("apiVersion", "")).startswith(
-                "controlplane.cpo.dev/"
-            ):
-                return [Request(str(owner["name"]), namespace)]
-            return []
+        if controller_owner(machine) is not None:
+            owner = controlling_controlplane(machine)
+            return [] if owner is None else [Request(owner, namespace)]
         found = []
         for cp in cache.informer_for(CP_API_VERSION, CP_KIND).list():
             cp_meta = cp.get("metadata") or {}

@@ -37,7 +37,7 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.controlplane import STATE_INACTIVE, ControlPlane, ControlPlaneSpec
 from api.machine import API_VERSION as MACHINE_API_VERSION
-from api.selector import selector_matches
+from api.ownership import ControlPlaneMachines, MachineT, relate
 from controllers.common import jittered
 from controllers.etcd.client import (
     EtcdClient,
@@ -144,7 +144,7 @@ class EtcdQuorumReconciler:
 
     async def _reconcile(self, cp: JSON, spec: ControlPlaneSpec, key: str) -> Result:
         machines = await self._machines(cp, spec)
-        infos = {name: machine_info(obj, self.options.hook) for name, obj in machines.items()}
+        infos = {name: machine_info(obj, self.options.hook, cp_spec=spec) for name, obj in machines.items()}
         state = Pass(
             cp=cp,
             key=key,
@@ -189,14 +189,10 @@ class EtcdQuorumReconciler:
         return Result(requeue_after=self.options.busy_period if busy else resync)
 
     async def _machines(self, cp: JSON, spec: ControlPlaneSpec) -> dict[str, JSON]:
-        """The control-plane Machines of ``cp``: its namespace, matched by its selector."""
+        """The Machines ``cp`` guards (:func:`guarded_machines`) among its namespace's."""
         namespace = cp["metadata"].get("namespace") or ""
         found = await self.cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace)
-        return {
-            obj["metadata"]["name"]: obj
-            for obj in found
-            if selector_matches(spec.selector, (obj.get("metadata") or {}).get("labels"))
-        }
+        return {obj["metadata"]["name"]: obj for obj in guarded_machines(cp, spec, found)}
 
     # ------------------------------------------------------------------------------ etcd
 
@@ -390,9 +386,21 @@ class EtcdQuorumReconciler:
 # ---------------------------------------------------------------------------------------------- wiring
 
 
+def guarded_machines(
+    cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Iterable[MachineT]
+) -> list[MachineT]:
+    """The Machines whose members the hook controller guards for ``cp``: every Machine it owns,
+    whatever its labels say now, and every one its selector matches, deleting ones (their
+    members are the ones removed) and other controllers' (their members must stay mapped)
+    included (:attr:`api.ownership.ControlPlaneMachines.guarded`)."""
+    uid = (cp.get("metadata") or {}).get("uid")
+    return ControlPlaneMachines.of(uid, spec.selector.to_dict(), machines).guarded
+
+
 def controlplanes_for_machine(cache: Cache) -> EnqueueRequestsFromMapFunc:
-    """An event handler that maps a Machine to every ControlPlane of its namespace whose selector
-    matches the Machine's labels (read from the cache: quick, no I/O)."""
+    """An event handler that maps a Machine to every ControlPlane of its namespace that guards it
+    (:func:`guarded_machines`): the one controlling it and each whose selector matches its labels
+    (read from the cache: quick, no I/O)."""
     informer = cache.informer_for(CP_API_VERSION, CP_KIND)
 
     def requests(machine: JSON) -> Iterable[Request]:
@@ -400,7 +408,7 @@ def controlplanes_for_machine(cache: Cache) -> EnqueueRequestsFromMapFunc:
         namespace = metadata.get("namespace") or ""
         for cp in informer.by_index(INDEX_NAMESPACE, namespace):
             selector = (cp.get("spec") or {}).get("selector") or {}
-            if selector_matches(selector, metadata.get("labels")):
+            if relate((cp.get("metadata") or {}).get("uid"), selector, machine).guarded:
                 yield Request(cp["metadata"]["name"], namespace)
 
     return EnqueueRequestsFromMapFunc(lambda machine: list(requests(machine)))

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from api.controlplane import ControlPlaneSpec
+from api.failuredomains import machine_domain
 from controllers.etcd.membership import MemberState, quorum, quorum_kept_without
 from controllers.etcd.membership import quorum_lost as _voters_lost_quorum
 
@@ -46,9 +48,6 @@ class Hook:
 
 
 DEFAULT_HOOK: Final = Hook()
-
-ZONE_LABEL: Final = "machine.openshift.io/zone"
-"""Machine label OpenShift's machine controllers set to the instance's zone."""
 
 # Names of the checks a removal or a promotion can wait on: the reason label of
 # cpo_etcd_hook_waits, the reason of the wait events, and the word in the condition message.
@@ -112,26 +111,13 @@ class MachineInfo:
         return self.deleting and self.has_our_hook
 
 
-def machine_failure_domain(machine: Mapping[str, Any]) -> str | None:
-    """The zone of a Machine: the ``machine.openshift.io/zone`` label, else ``providerSpec.value``'s
-    ``failureDomain``, ``zone`` or ``placement.availabilityZone``; None when none is set."""
-    labels = (machine.get("metadata") or {}).get("labels") or {}
-    if labels.get(ZONE_LABEL):
-        return str(labels[ZONE_LABEL])
-    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
-    if not isinstance(value, Mapping):
-        return None
-    for key in ("failureDomain", "zone"):
-        if isinstance(value.get(key), str) and value[key]:
-            return str(value[key])
-    placement = value.get("placement")
-    if isinstance(placement, Mapping) and isinstance(placement.get("availabilityZone"), str):
-        return str(placement["availabilityZone"]) or None
-    return None
+def machine_info(
+    machine: Mapping[str, Any], hook: Hook = DEFAULT_HOOK, *, cp_spec: ControlPlaneSpec | None = None
+) -> MachineInfo:
+    """Read a Machine (wire dict) into a :class:`MachineInfo`, its hook being ``hook``'s name.
 
-
-def machine_info(machine: Mapping[str, Any], hook: Hook = DEFAULT_HOOK) -> MachineInfo:
-    """Read a Machine (wire dict) into a :class:`MachineInfo`, its hook being ``hook``'s name."""
+    Its failure domain is the one reader's (:func:`api.failuredomains.machine_domain`) over the
+    ControlPlane's ``cp_spec``; without one, none is read (a reader that needs only the hook)."""
     metadata = machine.get("metadata") or {}
     spec = machine.get("spec") or {}
     status = machine.get("status") or {}
@@ -143,7 +129,7 @@ def machine_info(machine: Mapping[str, Any], hook: Hook = DEFAULT_HOOK) -> Machi
         running=status.get("phase") == "Running",
         hook_owner=owner,
         hook=hook,
-        failure_domain=machine_failure_domain(machine),
+        failure_domain=machine_domain(cp_spec, machine) if cp_spec is not None else None,
     )
 
 

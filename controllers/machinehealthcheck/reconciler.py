@@ -25,8 +25,9 @@ from api.machine import (
     SEVERITY_ERROR,
     SEVERITY_WARNING,
 )
+from api.ownership import controller_owner
 from api.selector import selector_matches
-from controllers.common import controller_owner, find_condition, set_condition
+from controllers.common import find_condition, set_condition
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client

@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from api.controlplane import GROUP as CONTROLPLANE_GROUP
-from api.controlplane import KIND as CONTROLPLANE_KIND
 from api.machine import (
     API_VERSION,
     CONDITION_HEALTH_CHECK_SUCCEEDED,
@@ -20,7 +18,8 @@ from api.machine import (
     REASON_WAITING_FOR_REMEDIATION,
     SEVERITY_WARNING,
 )
-from controllers.common import conditions_of, controller_owner, find_condition, set_condition
+from api.ownership import controlling_controlplane
+from controllers.common import conditions_of, find_condition, set_condition
 from runtime.jsoncodec import JSON
 
 from .health import Verdict
@@ -42,11 +41,7 @@ def is_owned_by_controlplane(machine: Mapping[str, Any]) -> bool:
 
     Such a Machine is only marked: its ControlPlane decides when replacing it keeps etcd quorum.
     """
-    owner = controller_owner(machine)
-    if owner is None:
-        return False
-    group = str(owner.get("apiVersion") or "").rpartition("/")[0]
-    return owner.get("kind") == CONTROLPLANE_KIND and group == CONTROLPLANE_GROUP
+    return controlling_controlplane(machine) is not None
 
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:

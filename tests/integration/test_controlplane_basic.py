@@ -41,6 +41,7 @@ from tests.support.controlplane import (
     our_hooks,
     owned_by,
     running_controlplane,
+    settled,
 )
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (
@@ -453,6 +454,72 @@ async def test_adopted_machines_are_replaced_in_their_own_zones_after_a_template
                 machine = await get_machine(kube, other, namespace)
                 assert machine is not None and not machine["metadata"].get("deletionTimestamp"), other
             monitor.assert_never_lost_quorum()
+
+
+async def test_an_owned_machine_whose_selector_labels_were_edited_keeps_its_hook_and_its_member_goes_safely(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """A Machine the ControlPlane owns whose selector labels are edited (its control-plane role
+    label kept, so the operator still caches it) is still the ControlPlane's: the etcd-quorum hook
+    is put back when taken off, and when the Machine is deleted its member is removed only once
+    its replacement votes. Over the whole run voters never drop below 3 once bootstrapped, never
+    exceed 4, and quorum is never lost."""
+    name = f"cp{secrets.token_hex(3)}"
+    labels = {**MASTER_LABELS, "cluster": name}
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        await kube.create(
+            controlplane(
+                name,
+                namespace,
+                replicas=3,
+                selector={"matchLabels": labels},
+                template={
+                    "metadata": {"labels": labels},
+                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+                },
+            )
+        )
+        async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
+            await settled(kube, name, namespace, 3, within=90)
+            since = monitor.mark()
+            relabelled = (await machines_of(kube, namespace))[0]["metadata"]["name"]
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                relabelled,
+                {"metadata": {"labels": {"cluster": "elsewhere"}}},
+                namespace,
+            )
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                relabelled,
+                [{"op": "remove", "path": "/spec/lifecycleHooks/preDrain"}],
+                namespace,
+                patch_type="json",
+            )
+
+            async def hooked() -> bool:
+                machine = await get_machine(kube, relabelled, namespace)
+                return machine is not None and bool(our_hooks(machine))
+
+            await eventually(hooked, timeout=15, message=f"the hook put back on relabelled {relabelled}")
+            await kube.delete(API_VERSION, "Machine", relabelled, namespace)
+
+            async def member_gone() -> bool:
+                sample = monitor.samples[-1] if monitor.samples else None
+                return sample is not None and sample.error is None and relabelled not in sample.machines
+
+            await eventually(member_gone, timeout=60, message=f"{relabelled}'s member removed")
+
+            async def machine_gone() -> bool:
+                return await get_machine(kube, relabelled, namespace) is None
+
+            await eventually(machine_gone, timeout=30, message=f"{relabelled} gone")
+            await settled(kube, name, namespace, 3, within=60)
+            assert monitor.low("voters", since=since) >= 3, "a voter was removed before its replacement voted"
+            assert monitor.peak("voters", since=since) <= 4
+            monitor.assert_never_lost_quorum(since=since)
 
 
 async def test_paused_creates_nothing_until_resumed(

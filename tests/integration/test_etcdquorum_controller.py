@@ -240,7 +240,7 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
     prefix = f"eq{secrets.token_hex(2)}"
     m0, m1, m2, m3, m4, m5 = (f"{prefix}-m{i}" for i in range(6))
     cp_name = f"{prefix}-cp"
-    await kube.create(controlplane(cp_name, namespace, 3))
+    await kube.create(controlplane(cp_name, namespace, 3, domains=("zone-a", "zone-b", "zone-c")))
     async with (
         machine_timeline(kube, namespace) as timeline,
         running_provider(kube, namespace, provider_options(provider_state_dir)),
@@ -299,8 +299,8 @@ async def test_killed_member_removed_abandoned_learner_cleaned_up_voter_limit_an
             await event_recorded(kube, namespace, "Machine", m5, "MemberRemoved")
 
             # --- three Machines are deleted; they wait while 5 voters are desired. Then the
-            # ControlPlane scales in to 1: removals one at a time, first the one whose zone has
-            # another voter (m3 shares zone-a with m0), then by name.
+            # ControlPlane scales in to 1: removals one at a time, first the one whose configured
+            # failure domain has another voter (m3 shares zone-a with m0), then by name.
             scaled = await kube.patch(
                 CP_API_VERSION, "ControlPlane", cp_name, {"spec": {"replicas": 5}}, namespace
             )

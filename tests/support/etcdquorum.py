@@ -34,8 +34,12 @@ from tests.support.processes import ChildProcess, cpo, start_process
 ROLE_LABELS = {MASTER_ROLE_LABEL: "master"}
 
 
-def controlplane(name: str, namespace: str, replicas: int, *, external: bool = False) -> JSON:
-    """A paused ControlPlane (see the module docstring) selecting the master-role Machines."""
+def controlplane(
+    name: str, namespace: str, replicas: int, *, external: bool = False, domains: tuple[str, ...] = ()
+) -> JSON:
+    """A paused ControlPlane (see the module docstring) selecting the master-role Machines; each of
+    ``domains`` a failure domain whose providerSpec sets ``failureDomain`` (as :func:`cp_machine`'s
+    ``zone`` does)."""
     spec: JSON = {
         "replicas": replicas,
         "paused": True,
@@ -48,6 +52,10 @@ def controlplane(name: str, namespace: str, replicas: int, *, external: bool = F
     }
     if external:
         spec["etcd"] = {"external": True}
+    if domains:
+        spec["failureDomains"] = [
+            {"name": domain, "providerSpec": {"value": {"failureDomain": domain}}} for domain in domains
+        ]
     return {
         "apiVersion": CP_API_VERSION,
         "kind": "ControlPlane",

@@ -1,4 +1,4 @@
-"""The rules every controller shares: the controlling owner, times and conditions."""
+"""The rules every controller shares: times and conditions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from controllers.common import (
     condition_status,
     conditions_of,
-    controller_owner,
     find_condition,
     format_time,
     merge_conditions,
@@ -22,28 +21,6 @@ from controllers.common import (
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 EARLIER = format_time(T0 - timedelta(minutes=5))
-
-
-def with_owners(*refs: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "m", "ownerReferences": list(refs)}}
-
-
-@pytest.mark.parametrize(
-    ("obj", "expected"),
-    [
-        (with_owners({"uid": "a"}, {"uid": "b", "controller": True}), "b"),
-        (with_owners({"uid": "a", "controller": False}), None),
-        # Only the boolean counts, as in Kubernetes: a string or a number is not "true".
-        (with_owners({"uid": "a", "controller": "true"}), None),
-        (with_owners({"uid": "a", "controller": 1}), None),
-        (with_owners("not-a-reference", {"uid": "c", "controller": True}), "c"),
-        ({"metadata": {}}, None),
-        ({}, None),
-    ],
-)
-def test_controller_owner_is_the_reference_with_controller_true(obj: Any, expected: str | None) -> None:
-    owner = controller_owner(obj)
-    assert (owner or {}).get("uid") == expected
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlane
+from api.failuredomains import FAILURE_DOMAIN_LABEL
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import desired_mhc
 from controllers.controlplane.machines import (
@@ -21,7 +22,6 @@ from controllers.controlplane.machines import (
 )
 from controllers.controlplane.options import ControlPlaneOptions
 from controllers.controlplane.placement import (
-    FAILURE_DOMAIN_LABEL,
     SPEC_HASH_ANNOTATION,
     new_machine,
     template_hash,

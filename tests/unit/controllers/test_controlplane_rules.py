@@ -9,16 +9,15 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
+from api.failuredomains import FAILURE_DOMAIN_LABEL, machine_domain
 from api.machine import REASON_TEMPLATE_CHANGED
 from controllers.common import format_time, merge_conditions, parse_time
 from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
 from controllers.controlplane.placement import (
-    FAILURE_DOMAIN_LABEL,
     SPEC_HASH_ANNOTATION,
     choose_failure_domain,
     desired_machine,
     is_outdated,
-    machine_domain,
     outdated_reason,
     rollout_after_due,
     seconds_until_rollout_after,

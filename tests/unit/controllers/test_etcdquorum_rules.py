@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from api.controlplane import ControlPlaneSpec
 from controllers.etcd.client import Member
 from controllers.etcdquorum.health import cluster_health
 from controllers.etcdquorum.rules import (
@@ -325,26 +326,33 @@ def test_a_learner_that_never_started_or_has_no_machine_is_not_promoted() -> Non
 # ---------------------------------------------------------------------------------------------- machines
 
 
-def test_machine_info_reads_the_wire_form() -> None:
-    info = machine_info(
+def test_machine_info_reads_the_wire_form_and_its_domain_through_the_configured_domains() -> None:
+    wire = {
+        "metadata": {
+            "name": "m0",
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"machine.openshift.io/zone": "us-east-1a"},
+        },
+        "spec": {"lifecycleHooks": {"preDrain": [{"name": HOOK_NAME, "owner": "x/y"}]}},
+        "status": {
+            "phase": "Running",
+            "addresses": [
+                {"type": "Hostname", "address": "m0"},
+                {"type": "InternalIP", "address": "fd00::5"},
+            ],
+        },
+    }
+    cp_spec = ControlPlaneSpec.model_validate(
         {
-            "metadata": {
-                "name": "m0",
-                "deletionTimestamp": "2026-01-01T00:00:00Z",
-                "labels": {"machine.openshift.io/zone": "us-east-1a"},
-            },
-            "spec": {"lifecycleHooks": {"preDrain": [{"name": HOOK_NAME, "owner": "x/y"}]}},
-            "status": {
-                "phase": "Running",
-                "addresses": [
-                    {"type": "Hostname", "address": "m0"},
-                    {"type": "InternalIP", "address": "fd00::5"},
-                ],
-            },
+            "template": {"spec": {"providerSpec": {"value": {}}}},
+            "failureDomains": [{"name": "east-a", "providerSpec": {"value": {"zone": "us-east-1a"}}}],
         }
     )
+    info = machine_info(wire, cp_spec=cp_spec)
     assert info.deleting and info.running and info.hook_owner == "x/y" and not info.has_our_hook
-    assert info.failure_domain == "us-east-1a"
+    # The zone label is mapped to the configured domain that names it, never taken as a name.
+    assert info.failure_domain == "east-a"
+    assert machine_info(wire).failure_domain is None
 
 
 # ---------------------------------------------------------------------------------------------- hooks

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
+from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import (
     ETCD_MEMBER_REASONS,
     REASON_CANNOT_BE_REMEDIATED,
@@ -24,7 +25,6 @@ from controllers.controlplane.machine_conditions import (
 )
 from controllers.controlplane.machine_conditions import wanted_conditions as controlplane_wanted
 from controllers.controlplane.placement import (
-    FAILURE_DOMAIN_LABEL,
     SPEC_HASH_ANNOTATION,
     desired_machine,
     template_hash,
