@@ -768,6 +768,7 @@ class Handlers:
             meta["managedFields"] = entries
         if rt.builtin:
             builtins.prepare_for_create(rt, obj)
+            builtins.admit_create(rt, obj)
         name = str(meta.get("name") or "")
         if rt.namespaced:
             self._check_namespace_for_create(rt, namespace, name)

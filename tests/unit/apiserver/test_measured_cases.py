@@ -3,11 +3,14 @@ tests hold servers to, and the embedded server's pieces that implement them, wit
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 
+from apiserver import builtins as b
 from apiserver.handlers import BOOKMARK_BEFORE_DEADLINE, _next_bookmark_time
+from apiserver.registry import ResourceType
 from runtime.jsoncodec import JSON
 from tests.support.measured import (
     bookmark_problems,
@@ -16,6 +19,10 @@ from tests.support.measured import (
     recorded_watch,
 )
 from tests.support.reference import transcript_dir
+
+
+def rt(group: str, resource: str) -> ResourceType:
+    return next(t for t in b.builtin_types() if (t.group, t.resource) == (group, resource))
 
 
 def bookmark(rv: str) -> JSON:
@@ -87,3 +94,49 @@ def test_the_embedded_server_schedules_bookmarks_two_seconds_before_the_deadline
     assert _next_bookmark_time(340.0, 60.0, 400.0) == 398.0
     # No timeoutSeconds: every interval, indefinitely.
     assert _next_bookmark_time(100.0, 60.0, None) == 160.0
+
+
+# ------------------------------------------------------------------- TaintNodesByCondition
+
+
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def test_a_created_node_gets_the_measured_not_ready_taint() -> None:
+    case = measured("node-create-not-ready-taint")
+    node = copy.deepcopy(case["request"]["body"])
+    b.admit_create(rt("", "nodes"), node)
+    assert node["spec"]["taints"] == case["response"]["body"]["spec"]["taints"]
+
+
+@pytest.mark.parametrize(
+    ("taints", "expected"),
+    [
+        (None, [NOT_READY]),
+        ([], [NOT_READY]),
+        # Same key and effect: already there, whatever its value or time (Taint.MatchTaint).
+        (
+            [{"key": "node.kubernetes.io/not-ready", "value": "x", "effect": "NoSchedule"}],
+            [{"key": "node.kubernetes.io/not-ready", "value": "x", "effect": "NoSchedule"}],
+        ),
+        # Another effect is another taint: appended.
+        (
+            [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}],
+            [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}, NOT_READY],
+        ),
+    ],
+)
+def test_the_not_ready_taint_is_added_unless_one_matches(
+    taints: list[JSON] | None, expected: list[JSON]
+) -> None:
+    node: JSON = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n"}}
+    if taints is not None:
+        node["spec"] = {"taints": taints}
+    b.admit_create(rt("", "nodes"), node)
+    assert node["spec"]["taints"] == expected
+
+
+def test_only_nodes_are_tainted() -> None:
+    pod: JSON = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {}}
+    b.admit_create(rt("", "pods"), pod)
+    assert pod["spec"] == {}
