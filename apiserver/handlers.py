@@ -534,6 +534,26 @@ class Handlers:
         send its 200 headers at once, before any event exists (clients wait for the headers).
         A batch is every event that is ready at that moment (at most :data:`WATCH_BATCH`), so
         that a busy stream goes out in a few large writes instead of one write per event.
+
+        Progress BOOKMARKs (with ``allowWatchBookmarks``) follow kube-apiserver's watch cache
+        (``k8s.io/apiserver/pkg/storage/cacher``: ``cacheWatcher.nextBookmarkTime`` in
+        ``cache_watcher.go``, the bookmark timer of ``Cacher.dispatchEvents`` in ``cacher.go``),
+        as measured on 1.32 (tests/testdata/kube-apiserver/FACTS.md):
+
+        * They are due every :attr:`bookmark_interval` (kube: ``defaultBookmarkFrequency``, one
+          minute) and, with ``timeoutSeconds``, once more just before the deadline: at deadline - 2 s
+          (:data:`BOOKMARK_BEFORE_DEADLINE`), whichever comes first. Nothing is due after that:
+          a watch of 2 s or less gets none at all, and the stream ends at the timeout with no
+          final event.
+        * A due bookmark goes out only if the resource type was written (in any namespace) since
+          the watch began, and carries the type's newest resourceVersion, cluster-wide, even to a
+          watcher whose selector matched none of those writes.
+        * kube keeps watchers in one-second buckets and pops them on a timer of 1-1.25 s, so its
+          pre-deadline bookmark arrives within about a second either side of deadline - 2 s, and
+          when it fires early the watcher is requeued for the same instant and gets a second one on
+          the next tick (measured: T=4 gave 1.27 s and 2.43 s; never more than two). That second
+          one is an artefact of the bucketing no client may count on, so this server sends exactly
+          one, at deadline - 2 s: the instant the real one scatters around.
         """
         rv_text = query.get("resourceVersion", "")
         rv_match = query.get("resourceVersionMatch", "")
@@ -603,21 +623,19 @@ class Handlers:
                 yield backlog[start : start + WATCH_BATCH]
             return
         rs.watchers.add(watcher)
-        # Measured on 1.32: a BOOKMARK goes out once the resource was written during the watch --
-        # one a minute (bookmark_interval), and one when timeoutSeconds ends the watch -- carrying
-        # the resource's latest version, even to a watcher that already got the event of that
-        # version. A watch during which the resource did not move gets none, and simply ends.
+        # Bookmarks: see the docstring (due every bookmark_interval and at deadline - 2 s, sent
+        # only after a write of the type since the watch began, with the type's newest version).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout else None
         interval = self.bookmark_interval
-        next_bookmark = loop.time() + interval
+        next_bookmark = _next_bookmark_time(loop.time(), interval, deadline) if bookmarks else None
         queue = watcher.queue
         try:
             for start in range(0, len(backlog), WATCH_BATCH):
                 yield backlog[start : start + WATCH_BATCH]
             while not stopping.is_set():
                 now = loop.time()
-                waits = [next_bookmark - now] if bookmarks else []
+                waits = [next_bookmark - now] if next_bookmark is not None else []
                 if deadline is not None:
                     waits.append(deadline - now)
                 wait = max(0.0, min(waits)) if waits else None
@@ -646,11 +664,9 @@ class Handlers:
                     continue
                 now = loop.time()
                 if deadline is not None and now >= deadline:
-                    if bookmarks and rs.last_rv > began_version:
-                        yield [("BOOKMARK", self._bookmark(rt, rs.last_rv))]
                     return
-                if bookmarks and now >= next_bookmark:
-                    next_bookmark = now + interval
+                if next_bookmark is not None and now >= next_bookmark:
+                    next_bookmark = _next_bookmark_time(now, interval, deadline)
                     if rs.last_rv > began_version:
                         yield [("BOOKMARK", self._bookmark(rt, rs.last_rv))]
         finally:
@@ -752,6 +768,7 @@ class Handlers:
             meta["managedFields"] = entries
         if rt.builtin:
             builtins.prepare_for_create(rt, obj)
+            builtins.admit_create(rt, obj)
         name = str(meta.get("name") or "")
         if rt.namespaced:
             self._check_namespace_for_create(rt, namespace, name)
@@ -1339,6 +1356,24 @@ class _ListQueue:
 
 
 _TICK: Any = object()
+
+BOOKMARK_BEFORE_DEADLINE = 2.0
+"""Seconds before a watch's ``timeoutSeconds`` deadline its last bookmark is due (kube-apiserver's
+``cacheWatcher.nextBookmarkTime`` schedules it 2 s before the deadline)."""
+
+
+def _next_bookmark_time(now: float, interval: float, deadline: float | None) -> float | None:
+    """When a watch's next bookmark is due, or None when none is any more: ``interval`` from now,
+    but no later than :data:`BOOKMARK_BEFORE_DEADLINE` before the deadline, and never once that
+    instant has come (so a watch of 2 s or less has none, and the pre-deadline one is the last)."""
+    due = now + interval
+    if deadline is not None:
+        due = min(due, deadline - BOOKMARK_BEFORE_DEADLINE)
+        if due <= now:
+            return None
+    return due
+
+
 _MISSING: Any = object()
 
 

@@ -67,7 +67,9 @@ class EmbeddedServerOptions:
     watch_history: int = 10_000
     """Changes kept per resource for watches that resume from a resourceVersion; older -> 410 Expired."""
     bookmark_interval: float = 60.0
-    """Seconds between BOOKMARK events on watches that allow them (kube-apiserver: about a minute)."""
+    """Seconds between BOOKMARK events on watches that allow them (kube-apiserver: about a minute).
+    A watch with ``timeoutSeconds`` also gets one 2 s before its deadline and none after; either
+    only if its resource type was written since the watch began (see ``Handlers.watch``)."""
     admin_token: str = ""
     """Bearer token of the admin user; empty generates a random one."""
     enforce_rbac: bool = False

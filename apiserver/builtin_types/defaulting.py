@@ -198,6 +198,38 @@ def prepare_for_create(rt: ResourceType, obj: JSON) -> None:
         section(obj).pop("configSource", None)
 
 
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+"""The taint kube-apiserver's TaintNodesByCondition admission plugin puts on every new Node."""
+
+
+def admit_create(rt: ResourceType, obj: JSON) -> None:
+    """What kube-apiserver's default mutating admission plugins (those not expressed as strategy
+    defaults in :func:`prepare_for_create`) do to a new object, in place. It runs once, before the
+    mutating webhooks, which therefore see its result.
+
+    TaintNodesByCondition (``plugin/pkg/admission/nodetaint/admission.go``, enabled by default):
+    on the CREATE of a Node (not of a subresource) it appends the taint
+    ``node.kubernetes.io/not-ready`` with effect ``NoSchedule`` -- no value, no timeAdded -- unless
+    the Node already has a taint with that key and effect (``Taint.MatchTaint`` compares only those
+    two; the value does not matter). Updates are never touched, so a taint removed later stays
+    removed. In a cluster the node lifecycle controller removes it once the Node is Ready; nothing
+    here does (no controller-manager), so every Node keeps it, as with envtest.
+    """
+    if (rt.group, rt.resource) != ("", "nodes"):
+        return
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = obj["spec"] = {}
+    taints = spec.get("taints") or []
+    if not any(
+        isinstance(t, dict)
+        and t.get("key") == NOT_READY_TAINT["key"]
+        and t.get("effect") == NOT_READY_TAINT["effect"]
+        for t in taints
+    ):
+        spec["taints"] = [*taints, dict(NOT_READY_TAINT)]
+
+
 def prepare_for_update(rt: ResourceType, new: JSON, old: JSON, subresource: str = "") -> None:
     """Reset what an endpoint may not change (in place): status on the main resource, spec on /status.
 
