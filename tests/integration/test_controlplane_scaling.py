@@ -739,13 +739,12 @@ async def test_a_remediation_recorded_before_a_crash_is_carried_out_by_the_next_
 async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_the_hook(
     kube: Client, namespace: str, provider_state_dir: Path, replicas: int
 ) -> None:
-    """Found by the chaos campaign (bench/chaos.py, seeds 3 and 6): one member dead, then a user
-    deletes another Machine. Its healthy voter is held by the hook until a replacement votes, and
-    no replacement can join while the dead voter fails the preflight (etcd itself refuses a new
-    member while a voter is unreachable). Remediation must not wait for that deletion (seed 3): it
-    removes the dead Machine first, and both are replaced, one at a time, without losing quorum.
-    With 3 replicas the owned MachineHealthCheck must not count the deletion against its
-    maxUnhealthy of 1 (seed 6): the deleting Machine and the dead one would make 2 and
+    """One member dead, then a user deletes another Machine. Its healthy voter is held by the
+    hook until a replacement votes, and no replacement can join while the dead voter fails the
+    preflight (etcd itself refuses a new member while a voter is unreachable). Remediation must
+    not wait for that deletion: it removes the dead Machine first, and both are replaced, one at
+    a time, without losing quorum. With 3 replicas the owned MachineHealthCheck must not count the
+    deletion against its maxUnhealthy of 1: the deleting Machine and the dead one would make 2 and
     short-circuit the remediation for ever."""
     name = f"cp{secrets.token_hex(3)}"
     provider = provider_options(provider_state_dir)

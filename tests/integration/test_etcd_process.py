@@ -91,11 +91,11 @@ async def test_a_restarted_supervisor_reattaches_and_never_duplicates(
 async def test_a_join_cut_off_around_its_member_add_is_finished_by_the_next_join(
     etcd_supervisor: EtcdSupervisor, reaches: bool
 ) -> None:
-    """Found by the chaos campaign (seed 4 on 41c24b7): the provider was SIGKILLed while its
-    member add was on the wire. etcd had made the learner; the restarted provider, with no record
-    of it, asked for another and etcd (one learner at a time) refused until the etcd-quorum hook
-    removed the "abandoned" learner five minutes later. The record written before the add lets
-    the next join start the learner etcd has, or add it afresh when the add never arrived."""
+    """A provider SIGKILLed while its member add is on the wire: etcd has made the learner, and
+    the restarted provider, with no record of it, must not ask for another (etcd takes one learner
+    at a time and would refuse until the etcd-quorum hook removed the "abandoned" learner five
+    minutes later). The record written before the add lets the next join start the learner etcd
+    has, or add it afresh when the add never arrived."""
     first = await etcd_supervisor.bootstrap("m0")
     async with EtcdClient([first.client_url]) as etcd:
         with pytest.raises(Unavailable):

@@ -94,8 +94,8 @@ async def test_a_provider_killed_and_restarted_re_attaches_with_one_process_per_
             learner = next(m for m in await etcd.member_list() if m.name == m1)
             assert learner.is_learner
             await promote_when_in_sync(etcd, learner.id)
-            # What a provider killed while m2's member add was on the wire leaves (chaos seed 4):
-            # the member added in etcd, its answer lost, the join recorded as still adding.
+            # What a provider killed while m2's member add was on the wire leaves: the member
+            # added in etcd, its answer lost, the join recorded as still adding.
             dead_provider = EtcdSupervisor(provider_state_dir / namespace, etcd_options())
 
             async def added_answer_lost() -> bool:

@@ -77,7 +77,7 @@ def test_what_a_correct_operator_does_is_not_flagged() -> None:
     assert healthy_voter_removals(learner_removed, DESIRED_3) == []
     assert healthy_voter_removals(scale_in, [(0.0, 3), (5.8, 1)]) == []
     assert len(healthy_voter_removals(scale_in, [(0.0, 3), (6.5, 1)])) == 1
-    # A removal decided on 3 replicas can land just after a scale-out to 5 (chaos seed 9).
+    # A removal decided on 3 replicas can land just after a scale-out to 5.
     assert healthy_voter_removals(replacement[1:], [(0.0, 3), (1.8, 5)]) == []
     assert len(healthy_voter_removals(replacement[1:], [(0.0, 3), (0.5, 5)])) == 1
 
@@ -89,7 +89,7 @@ def test_voters_above_desired_plus_one_or_two_promotions_at_once_are_flagged() -
     [both] = timeline_violations([voters(1.0, 3), voters(1.1, 5)], [(0.0, 5)])
     assert "two promoted together" in both
     assert timeline_violations([voters(1.0, 3), voters(1.1, 4)], [(0.0, 1), (0.5, 5)]) == []
-    # A promotion decided on 3 replicas can land just after a scale-in to 1 (chaos seed 10).
+    # A promotion decided on 3 replicas can land just after a scale-in to 1.
     assert timeline_violations([voters(5.0, 3), voters(5.1, 4)], [(0.0, 3), (4.9, 1)]) == []
     [late] = timeline_violations([voters(9.0, 3), voters(9.1, 4)], [(0.0, 3), (4.9, 1)])
     assert "above desired + 1 = 2" in late
@@ -155,7 +155,7 @@ def test_a_remediation_before_the_previous_ones_machine_is_gone_is_flagged() -> 
     ]
     [found] = remediations_together(overlapping)
     assert "remediation of b started while that of a had not finished" in found
-    # Chaos seed 37: the earlier one is held by the hook on its healthy voter until a replacement
+    # The earlier one is held by the hook on its healthy voter until a replacement
     # votes; the next remediation must not wait for it.
     held = [
         world(2.0, "a:Running:deleting:voter", "b:Running::dead", "c:Running", remediated="a"),
@@ -229,7 +229,7 @@ def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment()
     steady = voting_world(["a", "b", "c"])
     assert fault_budget(steady, desired=3, held=()) == 1
     assert fault_budget(voting_world(["a", "b", "c", "d", "e"]), desired=5, held=()) == 2
-    # Chaos seed 70: scaling in to 1, 3 voters; the operator may remove one at any moment, and
+    # Scaling in to 1, 3 voters; the operator may remove one at any moment, and
     # one of the 2 left must not be killed.
     assert fault_budget(steady, desired=1, held=()) == 0
     # A replacement: the old Machine's voter goes once the new one votes.
@@ -243,7 +243,7 @@ def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment()
 
 
 def test_the_fault_budget_counts_a_member_down_once_whether_or_not_the_sample_has_seen_it() -> None:
-    # Chaos seed 30 on eb5bae2: one voter of 3 SIGKILLed, and 300 ms later, the sample still
+    # One voter of 3 SIGKILLed, and 300 ms later, the sample still
     # showing 3 healthy, a failure-domain outage killed a second: the kill must use the budget up.
     assert fault_budget(voting_world(["a", "b", "c"]), desired=5, held={"a"}) == 0
     five = ["a", "b", "c", "d", "e"]

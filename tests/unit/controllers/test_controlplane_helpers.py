@@ -68,11 +68,11 @@ NEW = running("new", phase="Provisioning", node_ready=False, etcd_voter=False)
     ("replicas", "machines", "max_unhealthy"),
     [
         (3, [running("a"), running("b"), running("c")], 1),
-        # Chaos seed 6: a replacement's old Machine, held by the hook, is no failure.
+        # A replacement's old Machine, held by the hook, is no failure.
         (3, [running("a"), running("b"), DEAD, GOING], 2),
-        # Chaos seed 18: nor is the new Machine that replaces a user's deletion.
+        # Nor is the new Machine that replaces a user's deletion.
         (3, [running("a"), DEAD, GOING, NEW], 3),
-        # Chaos seeds 41 and 44: scaled to 1 while 3 members are there, one of them dead.
+        # Scaled to 1 while 3 members are there, one of them dead.
         (1, [running("a"), running("b"), DEAD], 1),
         (1, [running("a"), DEAD, GOING], 2),
         (5, [running("a"), running("b"), running("c"), DEAD, GOING], 3),

@@ -514,8 +514,8 @@ def test_with_no_machine_owned_etcd_is_checked_when_it_answers(
 
 
 def test_a_learner_that_can_never_be_promoted_does_not_hold_the_scale_in() -> None:
-    """Found by the chaos campaign (seed 11): scaled to 1 while a third member joined, 2 voters and
-    a learner; the hook promotes no further (desired + 1 = 2), so only a scale-in step moves on."""
+    """Scaled to 1 while a third member joined: 2 voters and a learner; the hook promotes no
+    further (desired + 1 = 2), so only a scale-in step moves on."""
     machines = [m("m1"), m("m2"), m("m3")]
     etcd = EtcdFacts(member_names=("m1", "m2", "m3"), learners=("m3",))
     assert not preflight(machines, etcd, hosting_etcd=["m1", "m2", "m3"], desired=1)
