@@ -56,9 +56,6 @@ from controllers.controlplane.remediation_record import lineage_of
 from controllers.machineconditions import Wanted, condition, write_machine_conditions
 from runtime.client import JSON, Client
 
-NEEDS_HUMAN_REASONS = frozenset({"MaxRetryReached", "CannotRemediateLastMachine"})
-"""Remediation decisions only a human can get past."""
-
 
 def up_to_date_condition(spec: ControlPlaneSpec, machine: Mapping[str, Any], when: datetime) -> JSON:
     """``UpToDate`` of ``machine`` at ``when``."""
@@ -101,7 +98,7 @@ def owner_remediated_condition(
         message = f"{decision.message}; {retries}"
         return condition(CONDITION_OWNER_REMEDIATED, "False", REASON_MACHINE_DELETING, message)
     message = f"{decision.reason}: {decision.message}; {retries}"
-    if decision.needs_human or decision.reason in NEEDS_HUMAN_REASONS:
+    if decision.needs_human:
         return condition(
             CONDITION_OWNER_REMEDIATED, "False", REASON_CANNOT_BE_REMEDIATED, message, SEVERITY_WARNING
         )

@@ -175,13 +175,16 @@ def last_machine_rule(
     target: MachineInfo, machines: Sequence[MachineInfo], *, initialized: bool
 ) -> RemediationDecision | None:
     """Never remediate the only Machine of an initialised control plane: its member is the
-    whole etcd cluster, and deleting it would lose every byte of it."""
+    whole etcd cluster, and deleting it would lose every byte of it. Only a human can go on
+    (``needs_human``: the Machine is ``CannotBeRemediated`` and the ControlPlane ``Degraded``),
+    as in KubeadmControlPlane, which refuses remediation below two Machines."""
     if initialized and len(machines) < 2:
         return RemediationDecision(
             False,
             "CannotRemediateLastMachine",
             f"Machine {target.name} is the only control-plane Machine; remediating it would lose etcd: "
             "scale to 3 replicas or repair it by hand",
+            needs_human=True,
         )
     return None
 

@@ -785,6 +785,58 @@ async def test_a_killed_member_is_remediated_while_a_deleted_machine_waits_on_th
             await monitor.__aexit__(None, None, None)
 
 
+async def test_the_last_machine_marked_unhealthy_is_kept_and_the_controlplane_is_degraded(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """A one-replica ControlPlane whose only Machine's Node goes NotReady, marked by a user's
+    MachineHealthCheck that allows every Machine to be unhealthy (the ControlPlane's own allows
+    none at one replica): the ControlPlane never deletes it (its member is the whole etcd
+    cluster). Only a human can go on, so the Machine reads ``CannotBeRemediated`` and the
+    ControlPlane ``Degraded`` with reason ``CannotRemediateLastMachine``; etcd keeps its one voter
+    throughout."""
+    name = f"cp{secrets.token_hex(3)}"
+    provider = provider_options(provider_state_dir)
+    async with running_controlplane(kube, namespace, provider, hooks=True, health_checks=True):
+        await kube.create(controlplane(name, namespace, replicas=1, enableAutorepair=False))
+        await kube.create(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "MachineHealthCheck",
+                "metadata": {"name": f"{name}-users", "namespace": namespace},
+                "spec": {
+                    "selector": {"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}},
+                    "maxUnhealthy": "100%",
+                    **SECONDS_HEALTH_CHECK,
+                },
+            }
+        )
+        async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
+            await settled(kube, name, namespace, 1, within=60)
+            since = monitor.mark()
+            [only] = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]
+            await set_fault(kube, only, namespace, "notready")
+
+            async def degraded() -> JSON | None:
+                condition = cp_condition(await get_cp(kube, name, namespace), "Degraded")
+                return condition if condition.get("status") == "True" else None
+
+            condition = await eventually(degraded, timeout=30, message="the ControlPlane Degraded")
+            assert condition["reason"] == "CannotRemediateLastMachine", condition
+            assert only in condition["message"], condition
+            cp = await get_cp(kube, name, namespace)
+            assert (cp or {})["status"]["failureReason"] == "CannotRemediateLastMachine"
+            owner_remediated = machine_condition(await get_machine(kube, only, namespace), "OwnerRemediated")
+            assert owner_remediated.get("reason") == "CannotBeRemediated", owner_remediated
+
+            async def still_there() -> bool:
+                machine = await get_machine(kube, only, namespace)
+                return machine is not None and not machine["metadata"].get("deletionTimestamp")
+
+            await holds_for(still_there, duration=3, message=f"{only}, the last Machine, kept")
+            assert monitor.low("voters", since=since) == 1 and monitor.peak("voters", since=since) == 1
+            monitor.assert_never_lost_quorum(since=since)
+
+
 FAILING_TEMPLATE = {
     "template": {
         "metadata": {

@@ -149,6 +149,27 @@ def test_remediation_decision(
     assert (decision.allowed, decision.reason) == (allowed, reason), decision.message
 
 
+@pytest.mark.parametrize(
+    ("machines", "kw", "needs_human"),
+    [
+        pytest.param([SICK], {}, True, id="when the target is the last Machine only a human can go on"),
+        pytest.param(
+            [SICK, *HEALTHY],
+            {"lineage": replaced("old", 1, retry_count=3), "max_retry": 3},
+            True,
+            id="when maxRetry is exhausted only a human can go on",
+        ),
+        pytest.param(
+            [SICK, *HEALTHY], {"last_machine": "m3"}, False, id="when it waits for the previous one it waits"
+        ),
+    ],
+)
+def test_needs_human_is_decided_once_by_the_rule_that_refuses(
+    machines: list[MachineInfo], kw: dict[str, Any], needs_human: bool
+) -> None:
+    assert decide(SICK, machines, **kw).needs_human is needs_human
+
+
 def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block_it() -> None:
     """Only an unhealthy voter makes etcd refuse new members: a NotReady Node with a healthy
     member does not, so remediating it waits for a Machine still provisioning."""

@@ -416,7 +416,9 @@ def lineage(retry_count: int) -> dict[str, str]:
             "MaxRetryReached: find the cause; retry 4 of maxRetry 3",
         ),
         (
-            RemediationDecision(False, "CannotRemediateLastMachine", "the only control-plane Machine"),
+            RemediationDecision(
+                False, "CannotRemediateLastMachine", "the only control-plane Machine", needs_human=True
+            ),
             {},
             REASON_CANNOT_BE_REMEDIATED,
             "CannotRemediateLastMachine: the only",
