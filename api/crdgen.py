@@ -109,31 +109,10 @@ def type_schema(tp: Any, constraints: Sequence[Any] = (), where: str = "") -> JS
         base, *extra = get_args(tp)
         return type_schema(base, [*extra, *constraints], where)
     if origin in (Union, types.UnionType):
-        args = _non_none(get_args(tp))
-        if len(args) == 1:
-            return type_schema(args[0], constraints, where)
-        # int | str, where either side may carry its own constraints (e.g. a pattern for the string form).
-        bases = [get_args(a)[0] if get_origin(a) is Annotated else a for a in args]
-        if len(bases) == 2 and set(bases) == {int, str}:
-            member_constraints = [c for a in args if get_origin(a) is Annotated for c in get_args(a)[1:]]
-            schema: JSON = {
-                "x-kubernetes-int-or-string": True,
-                "anyOf": [{"type": "integer"}, {"type": "string"}],
-            }
-            _apply_constraints(schema, [*member_constraints, *constraints])
-            return schema
-        raise SchemaError(f"{where}: a union of {args} has no structural schema; use one type or int | str")
+        return _union_schema(tp, constraints, where)
     if origin is Literal:
-        values = list(get_args(tp))
-        kinds = {type(v) for v in values}
-        if kinds == {str}:
-            schema = {"type": "string", "enum": values}
-        elif kinds == {int}:
-            schema = {"type": "integer", "enum": values}
-        else:
-            raise SchemaError(f"{where}: Literal values must all be strings or all integers, got {values}")
-        _apply_constraints(schema, constraints)
-        return schema
+        return _literal_schema(tp, constraints, where)
+    schema: JSON
     if origin is list:
         (item,) = get_args(tp) or (Any,)
         schema = {"type": "array", "items": type_schema(item, (), f"{where}[]")}
@@ -165,6 +144,39 @@ def type_schema(tp: Any, constraints: Sequence[Any] = (), where: str = "") -> JS
         schema = model_schema(tp, where)
     else:
         raise SchemaError(f"{where}: no structural schema for type {tp!r}")
+    _apply_constraints(schema, constraints)
+    return schema
+
+
+def _union_schema(tp: Any, constraints: Sequence[Any], where: str) -> JSON:
+    """An optional type's schema (``X | None`` is ``X``), or ``int | str``'s; no other union has one."""
+    args = _non_none(get_args(tp))
+    if len(args) == 1:
+        return type_schema(args[0], constraints, where)
+    # int | str, where either side may carry its own constraints (e.g. a pattern for the string form).
+    bases = [get_args(a)[0] if get_origin(a) is Annotated else a for a in args]
+    if len(bases) == 2 and set(bases) == {int, str}:
+        member_constraints = [c for a in args if get_origin(a) is Annotated for c in get_args(a)[1:]]
+        schema: JSON = {
+            "x-kubernetes-int-or-string": True,
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+        }
+        _apply_constraints(schema, [*member_constraints, *constraints])
+        return schema
+    raise SchemaError(f"{where}: a union of {args} has no structural schema; use one type or int | str")
+
+
+def _literal_schema(tp: Any, constraints: Sequence[Any], where: str) -> JSON:
+    """A ``Literal``'s schema: an enum of strings or of integers (not a mix)."""
+    values = list(get_args(tp))
+    kinds = {type(v) for v in values}
+    schema: JSON
+    if kinds == {str}:
+        schema = {"type": "string", "enum": values}
+    elif kinds == {int}:
+        schema = {"type": "integer", "enum": values}
+    else:
+        raise SchemaError(f"{where}: Literal values must all be strings or all integers, got {values}")
     _apply_constraints(schema, constraints)
     return schema
 

@@ -37,13 +37,16 @@ HOT_MODULES = (
     "runtime/workqueue/queue.py",
     "runtime/workqueue/ratelimiter.py",
     "runtime/workqueue/metrics.py",
-    "runtime/controller.py",
+    "runtime/controller/controller.py",
+    "runtime/controller/logkeys.py",
+    "runtime/controller/options.py",
 )
 """The modules compiled: the watch stream's read callback, the codec, the reflector and informer,
-the workqueue with its rate limiter and metrics, and the controller's worker."""
+the workqueue with its rate limiter and metrics, and the controller's worker with the log keys of
+a reconcile and the options it reads."""
 
 WEAK_REGISTRY = (
-    "runtime/controller.py",
+    "runtime/controller/controller.py",
     "_names: weakref.WeakValueDictionary[str, Controller] = weakref.WeakValueDictionary()\n",
     "_names: dict[str, Controller] = {}\n",
 )

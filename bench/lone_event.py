@@ -50,7 +50,7 @@ _WATCH, _INFORMER, _QUEUE, _CONTROLLER = (
     "runtime/client/watchstream.py",
     "runtime/cache/informer.py",
     "runtime/workqueue/queue.py",
-    "runtime/controller.py",
+    "runtime/controller/controller.py",
 )
 _RECONCILE_CALL = (
     "                    # The common case without the extra coroutine of _call_reconciler.\n"

@@ -275,7 +275,11 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     from api.machine import VERSION as MACHINE_VERSION
     from runtime.webhook import WebhookServer, WebhookServerOptions
     from webhooks.adoption import machines_from_reader
-    from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
+    from webhooks.controlplane_admission import (
+        ControlPlaneDefaulter,
+        ControlPlaneValidator,
+        getter_from_reader,
+    )
     from webhooks.machinehealthcheck import KIND as MHC_KIND
     from webhooks.machinehealthcheck import MachineHealthCheckValidator
 

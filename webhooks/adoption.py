@@ -36,7 +36,7 @@ The webhook answers in every operator replica, leader or not, so the Machines ar
 :data:`MachineLister`, in the operator the manager's cache (:func:`machines_from_reader`), whose
 informers run in every replica (caches are not leader-election runnables). That cache holds
 only control-plane Machines, which is all a valid selector can match: it must require the
-control-plane role label (:func:`webhooks.controlplane.selector_role_errors`).
+control-plane role label (:func:`webhooks.controlplane_selector.selector_role_errors`).
 
 >>> spec = {"replicas": 1, "state": "Active", "selector": {"matchLabels": {"role": "master"}}}
 >>> machines = [{"metadata": {"name": f"m{i}", "labels": {"role": "master"}}} for i in range(3)]

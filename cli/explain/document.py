@@ -282,48 +282,13 @@ def _plan(conditions: Sequence[Mapping[str, Any]], status: Mapping[str, Any]) ->
 def explain_document(snapshot: Snapshot, *, hook_name: str = DEFAULT_ETCD_HOOK_NAME) -> JSON:
     """The ``-o json`` document for ``snapshot`` (its shape is in the module docstring)."""
     cp = snapshot.controlplane
-    metadata = cp.get("metadata") or {}
-    spec = cp.get("spec") or {}
     status = cp.get("status") or {}
-    strategy = spec.get("strategy") or {}
-    strategy_type = strategy.get("type") or "RollingUpdate"
     conditions = list(status.get("conditions") or [])
-    failure = (
-        {"reason": status.get("failureReason"), "message": status.get("failureMessage") or ""}
-        if status.get("failureReason")
-        else None
-    )
     last = status.get("lastRemediation")
     return {
         "version": DOCUMENT_VERSION,
         "kind": "ControlPlaneExplanation",
-        "controlPlane": {
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "desiredReplicas": spec.get("replicas", 1),
-            "strategy": {
-                "type": strategy_type,
-                "maxSurge": (
-                    (strategy.get("rollingUpdate") or {}).get("maxSurge", 1)
-                    if strategy_type == "RollingUpdate"
-                    else None
-                ),
-            },
-            "state": spec.get("state") or "Active",
-            "paused": bool(spec.get("paused")),
-            "phase": status.get("phase"),
-            "generation": metadata.get("generation"),
-            "observedGeneration": status.get("observedGeneration"),
-            "deleting": bool(metadata.get("deletionTimestamp")),
-            "replicas": {
-                "current": status.get("replicas"),
-                "ready": status.get("readyReplicas"),
-                "updated": status.get("updatedReplicas"),
-                "available": status.get("availableReplicas"),
-                "unavailable": status.get("unavailableReplicas"),
-            },
-            "failure": failure,
-        },
+        "controlPlane": _controlplane_entry(cp),
         "conditions": [
             {
                 "type": c.get("type"),
@@ -347,4 +312,45 @@ def explain_document(snapshot: Snapshot, *, hook_name: str = DEFAULT_ETCD_HOOK_N
             "healthCheck": _health_check_entry(snapshot.health_check),
         },
         "plan": _plan(conditions, status),
+    }
+
+
+def _controlplane_entry(cp: Mapping[str, Any]) -> JSON:
+    """The document's ``controlPlane``: what the ControlPlane asks for and what its status says."""
+    metadata = cp.get("metadata") or {}
+    spec = cp.get("spec") or {}
+    status = cp.get("status") or {}
+    strategy = spec.get("strategy") or {}
+    strategy_type = strategy.get("type") or "RollingUpdate"
+    failure = (
+        {"reason": status.get("failureReason"), "message": status.get("failureMessage") or ""}
+        if status.get("failureReason")
+        else None
+    )
+    return {
+        "name": metadata.get("name"),
+        "namespace": metadata.get("namespace"),
+        "desiredReplicas": spec.get("replicas", 1),
+        "strategy": {
+            "type": strategy_type,
+            "maxSurge": (
+                (strategy.get("rollingUpdate") or {}).get("maxSurge", 1)
+                if strategy_type == "RollingUpdate"
+                else None
+            ),
+        },
+        "state": spec.get("state") or "Active",
+        "paused": bool(spec.get("paused")),
+        "phase": status.get("phase"),
+        "generation": metadata.get("generation"),
+        "observedGeneration": status.get("observedGeneration"),
+        "deleting": bool(metadata.get("deletionTimestamp")),
+        "replicas": {
+            "current": status.get("replicas"),
+            "ready": status.get("readyReplicas"),
+            "updated": status.get("updatedReplicas"),
+            "available": status.get("availableReplicas"),
+            "unavailable": status.get("unavailableReplicas"),
+        },
+        "failure": failure,
     }

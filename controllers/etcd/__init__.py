@@ -6,6 +6,8 @@
 * :mod:`controllers.etcd.client`: :class:`~controllers.etcd.client.EtcdCluster` (the interface the
   controllers depend on) and :class:`~controllers.etcd.client.EtcdClient` (etcd's v3 JSON gateway
   over aiohttp), with typed errors such as :class:`~controllers.etcd.client.LearnerNotInSync`.
+  A package: its calls (``cluster``), their HTTP transport (``transport``), ``errors``, ``results``
+  and ``options`` are modules of their own, and the package exports all of them.
 * :mod:`controllers.etcd.pool`: one client per ControlPlane, kept across passes.
 * :mod:`controllers.etcd.tls`: the client certificate a ControlPlane names, as an SSL context.
 

@@ -30,12 +30,12 @@ Usage (``kubeconfig`` is the path of a kubeconfig file, or the document as a dic
 {'k': 'v'}
 DELETED
 
-Two ways to read a watch. :meth:`Client.watch` is an async iterator over aiohttp's stream, read at the
-caller's pace (aiohttp pauses the socket when the caller falls behind). :meth:`Client.watch_events`
-pushes each event to a callback from the socket's read callback (:mod:`runtime.client.watchstream`,
-its own HTTP/1.1 reader on httptools): no iterator, no task switch per event, for a consumer that
-keeps up by construction; the informers read their watches this way, because an event arriving
-alone is their hot path (``docs/performance.md``).
+Two ways to read a watch (:mod:`runtime.client.watch`). :meth:`Client.watch` is an async iterator
+over aiohttp's stream, read at the caller's pace (aiohttp pauses the socket when the caller falls
+behind). :meth:`Client.watch_events` pushes each event to a callback from the socket's read
+callback (:mod:`runtime.client.watchstream`, its own HTTP/1.1 reader on httptools): no iterator, no
+task switch per event, for a consumer that keeps up by construction; the informers read their
+watches this way, because an event arriving alone is their hot path (``docs/performance.md``).
 
 Pydantic models are accepted wherever an object goes in (``create(model_instance)``) and come back
 when a model class is given (``get(..., model=Machine)``).
@@ -45,6 +45,12 @@ and refreshed when a kind is missing (a CRD installed after start). Failures rai
 errors of :mod:`runtime.errors`. 429 and 503 answers are retried after their ``Retry-After``
 delay, a bounded number of times (:class:`ClientOptions`). Every HTTP request counts in
 ``rest_client_requests_total{code,method,host}`` and ``rest_client_request_duration_seconds``.
+
+Modules: :mod:`~runtime.client.client` (:class:`Client`: constructors and the object verbs) on
+:mod:`~runtime.client.watch` (the watch verbs) on :mod:`~runtime.client.mapping` (kinds to REST
+paths) on :mod:`~runtime.client.transport` (HTTP, credentials, retries, metrics);
+:mod:`~runtime.client.watchstream` (the push reader), :mod:`~runtime.client.objects` (models and
+lists) and :mod:`~runtime.client.options`.
 """
 
 from .._kube_credentials import ConfigException

@@ -1,17 +1,20 @@
-"""REST mapping: where a kind lives on the server, found through discovery and cached."""
+"""REST mapping: where a kind lives on the server, found through discovery and cached.
+
+:class:`MappedTransport` is the transport with its :class:`RESTMapper`: what both the watch verbs
+(:mod:`runtime.client.watch`) and the object verbs (:mod:`runtime.client.client`) resolve a kind
+with before they build a request.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import cached_property
 from urllib.parse import quote
 
 from ..apiversion import split_api_version
 from ..errors import APIError, NoKindMatch
-
-if TYPE_CHECKING:
-    from .client import Client
+from .transport import Transport
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class RESTMapper:
     still missing, it raises :class:`~runtime.errors.NoKindMatch`. Concurrent misses share one fetch.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Transport) -> None:
         self._client = client
         self._by_group_version: dict[str, dict[str, ResourceInfo]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -112,3 +115,20 @@ class RESTMapper:
                 subresources=frozenset(subresources.get(name, ())),
             )
         return found
+
+
+class MappedTransport(Transport):
+    """A :class:`Transport` that knows where kinds live: the base of the client's verbs."""
+
+    @cached_property
+    def mapper(self) -> RESTMapper:
+        """Kinds to REST paths, discovered on first use and cached per group-version."""
+        return RESTMapper(self)
+
+    async def _resource(
+        self, api_version: str, kind: str, namespace: str | None, *, name: bool
+    ) -> ResourceInfo:
+        info = await self.mapper.resource_for(api_version, kind)
+        if name and info.namespaced and not namespace:
+            raise ValueError(f"{kind} is namespaced: pass a namespace")
+        return info

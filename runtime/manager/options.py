@@ -95,23 +95,11 @@ class ManagerOptions:
 
     def with_defaults(self) -> ResolvedManagerOptions:
         """Every default filled in and checked; raises ``ValueError`` saying what to change."""
-        metrics_address = (
-            DEFAULT_METRICS_BIND_ADDRESS if self.metrics_bind_address is None else self.metrics_bind_address
-        )
+        metrics_bind, metrics_secure, metrics_cert_dir, filter_provider = self._metrics_serving()
         probe_address = (
             DEFAULT_HEALTH_PROBE_BIND_ADDRESS
             if self.health_probe_bind_address is None
             else self.health_probe_bind_address
-        )
-        metrics_bind = parse_bind_address(metrics_address, "metrics_bind_address")
-        metrics_secure = bool(self.metrics_secure)
-        if not metrics_secure and (self.metrics_cert_dir is not None or self.metrics_filter_provider):
-            raise ValueError("metrics_cert_dir and metrics_filter_provider need metrics_secure=True")
-        metrics_cert_dir = os.fspath(self.metrics_cert_dir) if self.metrics_cert_dir is not None else None
-        filter_provider = (
-            (self.metrics_filter_provider or with_authentication_and_authorization)
-            if metrics_secure
-            else None
         )
         probe_bind = parse_bind_address(probe_address, "health_probe_bind_address")
         grace = (
@@ -121,28 +109,7 @@ class ManagerOptions:
         )
         if grace < 0:
             raise ValueError(f"graceful_shutdown_timeout must be ≥ 0 seconds, got {grace}")
-        leader_election = bool(self.leader_election)
-        le_options: LeaderElectionOptions | None = None
-        namespace = self.leader_election_namespace
-        if leader_election:
-            if not self.leader_election_id:
-                raise ValueError("leader_election needs leader_election_id, the name of the Lease")
-            if not namespace:
-                namespace = _in_cluster_namespace()
-            if not namespace:
-                raise ValueError(
-                    "leader_election needs leader_election_namespace when not running in a cluster "
-                    f"({IN_CLUSTER_NAMESPACE_FILE} not found)"
-                )
-            le_options = LeaderElectionOptions(
-                lease_duration=self.lease_duration,
-                renew_deadline=self.renew_deadline,
-                retry_period=self.retry_period,
-                identity=self.leader_election_identity,
-                release_on_cancel=self.leader_election_release_on_cancel,
-                watch_lease=self.leader_election_watch_lease,
-            )
-            le_options.with_defaults()  # validate now, not at start
+        namespace, le_options = self._leader_election()
         kubeconfig = self.kubeconfig
         if self.client is None and kubeconfig is None and os.environ.get("KUBECONFIG"):
             kubeconfig = os.environ["KUBECONFIG"].split(os.pathsep)[0]
@@ -155,7 +122,7 @@ class ManagerOptions:
             metrics_cert_dir=metrics_cert_dir,
             metrics_filter_provider=filter_provider,
             health_probe_bind=probe_bind,
-            leader_election=leader_election,
+            leader_election=bool(self.leader_election),
             leader_election_id=self.leader_election_id or "",
             leader_election_namespace=namespace or "",
             leader_election_options=le_options,
@@ -164,6 +131,52 @@ class ManagerOptions:
             cache_options=self.cache_options,
             logger=self.logger or logging.getLogger("runtime.manager"),
         )
+
+    def _metrics_serving(
+        self,
+    ) -> tuple[tuple[str | None, int] | None, bool, str | None, FilterProvider | None]:
+        """Where ``/metrics`` is served, whether over HTTPS, with which certificate folder and which
+        filter: the bind address, ``metrics_secure``, ``metrics_cert_dir``, the filter provider."""
+        metrics_address = (
+            DEFAULT_METRICS_BIND_ADDRESS if self.metrics_bind_address is None else self.metrics_bind_address
+        )
+        metrics_bind = parse_bind_address(metrics_address, "metrics_bind_address")
+        metrics_secure = bool(self.metrics_secure)
+        if not metrics_secure and (self.metrics_cert_dir is not None or self.metrics_filter_provider):
+            raise ValueError("metrics_cert_dir and metrics_filter_provider need metrics_secure=True")
+        metrics_cert_dir = os.fspath(self.metrics_cert_dir) if self.metrics_cert_dir is not None else None
+        filter_provider = (
+            (self.metrics_filter_provider or with_authentication_and_authorization)
+            if metrics_secure
+            else None
+        )
+        return metrics_bind, metrics_secure, metrics_cert_dir, filter_provider
+
+    def _leader_election(self) -> tuple[str | None, LeaderElectionOptions | None]:
+        """The Lease's namespace and the elector's options (checked now, not at start); no options
+        without leader election."""
+        namespace = self.leader_election_namespace
+        if not self.leader_election:
+            return namespace, None
+        if not self.leader_election_id:
+            raise ValueError("leader_election needs leader_election_id, the name of the Lease")
+        if not namespace:
+            namespace = _in_cluster_namespace()
+        if not namespace:
+            raise ValueError(
+                "leader_election needs leader_election_namespace when not running in a cluster "
+                f"({IN_CLUSTER_NAMESPACE_FILE} not found)"
+            )
+        le_options = LeaderElectionOptions(
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+            identity=self.leader_election_identity,
+            release_on_cancel=self.leader_election_release_on_cancel,
+            watch_lease=self.leader_election_watch_lease,
+        )
+        le_options.with_defaults()  # validate now, not at start
+        return namespace, le_options
 
 
 @dataclass(frozen=True)

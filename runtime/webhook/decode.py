@@ -65,32 +65,7 @@ def _group_version_field(request: JSON, name: str, last: str, *, required: bool)
 
 def decode_review(body: bytes) -> AdmissionRequest:
     """Decode and check an AdmissionReview v1 body; :class:`BadReview` says what is wrong."""
-    if not body:
-        raise BadReview("the request body is empty; send an AdmissionReview as JSON")
-    try:
-        # UTF-8 only, as Go's decoder: json.loads would also guess UTF-16 and UTF-32.
-        review = _DECODER.decode(body.decode("utf-8"))
-    except RecursionError:
-        raise BadReview("the request body is not valid JSON: nested too deeply") from None
-    except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise BadReview(f"the request body is not valid JSON: {err}") from None
-    if not isinstance(review, dict):
-        raise BadReview(f"the request body is a JSON {_type_name(review)}, not an AdmissionReview object")
-    api_version = review.get("apiVersion")
-    if api_version != ADMISSION_API_VERSION:
-        raise BadReview(
-            f"apiVersion is {json.dumps(api_version)}, expected {ADMISSION_API_VERSION!r}; "
-            'list "v1" in the webhook configuration\'s admissionReviewVersions'
-        )
-    if review.get("kind") != ADMISSION_KIND:
-        raise BadReview(f"kind is {json.dumps(review.get('kind'))}, expected {ADMISSION_KIND!r}")
-    request = review.get("request")
-    if not isinstance(request, dict):
-        raise BadReview(
-            "request is missing: the AdmissionReview has no request to answer"
-            if request is None
-            else f"request must be an object, got {_type_name(request)}"
-        )
+    request = _review_request(body)
     uid = _field(request, "uid", str, required=True)
     if not uid:
         raise BadReview("request.uid is empty; the answer must echo the request's uid")
@@ -126,6 +101,38 @@ def decode_review(body: bytes) -> AdmissionRequest:
         user_info=user_info or {},
         raw=request,
     )
+
+
+def _review_request(body: bytes) -> dict[str, Any]:
+    """The ``request`` of an AdmissionReview body, once the body is JSON, an AdmissionReview v1 and
+    holds a request object; :class:`BadReview` otherwise."""
+    if not body:
+        raise BadReview("the request body is empty; send an AdmissionReview as JSON")
+    try:
+        # UTF-8 only, as Go's decoder: json.loads would also guess UTF-16 and UTF-32.
+        review = _DECODER.decode(body.decode("utf-8"))
+    except RecursionError:
+        raise BadReview("the request body is not valid JSON: nested too deeply") from None
+    except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise BadReview(f"the request body is not valid JSON: {err}") from None
+    if not isinstance(review, dict):
+        raise BadReview(f"the request body is a JSON {_type_name(review)}, not an AdmissionReview object")
+    api_version = review.get("apiVersion")
+    if api_version != ADMISSION_API_VERSION:
+        raise BadReview(
+            f"apiVersion is {json.dumps(api_version)}, expected {ADMISSION_API_VERSION!r}; "
+            'list "v1" in the webhook configuration\'s admissionReviewVersions'
+        )
+    if review.get("kind") != ADMISSION_KIND:
+        raise BadReview(f"kind is {json.dumps(review.get('kind'))}, expected {ADMISSION_KIND!r}")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        raise BadReview(
+            "request is missing: the AdmissionReview has no request to answer"
+            if request is None
+            else f"request must be an object, got {_type_name(request)}"
+        )
+    return request
 
 
 def _status_body(code: int, message: str) -> bytes:

@@ -1,7 +1,7 @@
 """The work queue's metric families: controller-runtime's ``workqueue_*``, in the runtime's registry.
 
 Every queue with a name exports them, with both the ``name`` and ``controller`` labels set to the
-controller's name; they are lock-free event-loop series (:class:`runtime.metrics.LoopFamily`),
+controller's name; they are lock-free event-loop series (:class:`runtime.metrics.loop.LoopFamily`),
 since a queue updates them several times per item.
 """
 

@@ -13,7 +13,7 @@ import tests.support.webhooks as support
 from runtime.client import JSON, Client
 from tests.e2e.test_kubectl import Kubectl
 from webhooks.adoption import machines_from_reader
-from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
+from webhooks.controlplane_admission import ControlPlaneDefaulter, ControlPlaneValidator, getter_from_reader
 
 # Every test runs with the ControlPlane webhooks of this process registered (controlplane_webhooks).
 pytestmark = [

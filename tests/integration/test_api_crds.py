@@ -24,7 +24,8 @@ from api import (
 )
 from runtime.client import Client
 from runtime.errors import Invalid
-from webhooks.controlplane import getter_from_reader, validate_controlplane_scale
+from webhooks.controlplane import validate_controlplane_scale
+from webhooks.controlplane_admission import getter_from_reader
 
 # machine_crds (tests/integration/conftest.py) installs config/crd once per session.
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.usefixtures("machine_crds")]

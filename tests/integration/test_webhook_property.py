@@ -52,7 +52,7 @@ from tests.integration.test_webhook_server import (
     widget,
 )
 from tests.support.webhooks import ServingCerts, post, running_webhook_server
-from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator
+from webhooks.controlplane_admission import ControlPlaneDefaulter, ControlPlaneValidator
 
 T = TypeVar("T")
 MAX_BODY = 16 * 1024

@@ -28,4 +28,4 @@ def test_every_probe_is_placed_once_and_the_copy_compiles(tmp_path: Path) -> Non
             placed[number] = placed.get(number, 0) + text.count(f"_P.append(({number}, _ns()))")
     assert placed == {number: 1 for number in range(len(lone_event.STEPS) + 1)}
     # The original tree is untouched.
-    assert "_P.append" not in (ROOT / "runtime" / "controller.py").read_text()
+    assert "_P.append" not in (ROOT / "runtime" / "controller" / "controller.py").read_text()

@@ -275,7 +275,8 @@ def test_manager_cluster_role_grants_exactly_what_the_manager_does() -> None:
 def test_leader_election_role_covers_the_lease_calls_in_the_operator_namespace() -> None:
     role = one("Role", "rbac")
     assert role["metadata"]["namespace"] == one("Deployment", "manager")["metadata"]["namespace"]
-    # runtime/leaderelection.py: get, watch (campaigning), create (first time), update (renew/release).
+    # runtime/leaderelection/elector.py: get, watch (campaigning), create (first time), update
+    # (renew/release).
     assert flatten(role["rules"]) == {("coordination.k8s.io", "leases"): {"get", "watch", "create", "update"}}
 
 

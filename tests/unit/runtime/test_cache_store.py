@@ -427,18 +427,18 @@ async def test_a_handler_reading_the_cache_during_an_event_sees_that_event(offli
 async def test_the_watch_silence_watchdog_rearms_once_per_period_and_fails_a_silent_stream(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import runtime.client.client as client_module
+    import runtime.client.watch as watch_module
     import runtime.client.watchstream as watchstream
 
     now = [100.0]
-    monkeypatch.setattr(client_module, "_monotonic", lambda: now[0])
+    monkeypatch.setattr(watch_module, "_monotonic", lambda: now[0])
     monkeypatch.setattr(watchstream, "_monotonic", lambda: now[0])
 
     class Content:
         total_bytes = 0
 
     content = Content()
-    progress = client_module._ReadProgress(content)  # type: ignore[arg-type]
+    progress = watch_module._ReadProgress(content)  # type: ignore[arg-type]
     failures: list[BaseException] = []
     watchdog = watchstream.SilenceWatchdog(10.0, progress.last_activity, failures.append, "watch /x")
     try:

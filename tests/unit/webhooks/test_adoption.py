@@ -21,12 +21,8 @@ from webhooks.adoption import (
     state_errors,
     state_transition_errors,
 )
-from webhooks.controlplane import (
-    ControlPlaneDefaulter,
-    ControlPlaneValidator,
-    validate_controlplane_create,
-    validate_controlplane_update,
-)
+from webhooks.controlplane import validate_controlplane_create, validate_controlplane_update
+from webhooks.controlplane_admission import ControlPlaneDefaulter, ControlPlaneValidator
 
 
 def machine(name: str, labels: dict[str, str] | None = None, deleting: bool = False) -> dict[str, Any]:

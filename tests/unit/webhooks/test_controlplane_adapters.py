@@ -8,7 +8,7 @@ import pytest
 
 import runtime.webhook as webhook
 from tests.unit.webhooks.test_controlplane import ODD, cp, scale
-from webhooks.controlplane import ControlPlaneDefaulter, ControlPlaneValidator
+from webhooks.controlplane_admission import ControlPlaneDefaulter, ControlPlaneValidator
 
 
 def request(operation: str, sub_resource: str = "", name: str = "cluster") -> Any:

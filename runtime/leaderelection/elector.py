@@ -1,63 +1,6 @@
-"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's semantics.
+"""The elector: campaign for the Lease, renew it while leading, release it on a clean stop.
 
-Several replicas of an operator run at once; only the one holding the Lease may act. A
-:class:`LeaderElector` campaigns for the Lease, renews it while it leads, and stops leading **at
-once** when it cannot renew before its renew deadline, so that two replicas never act together.
-
-How it stays safe without trusting clocks (as client-go does):
-
-- Validity is judged on this process's *monotonic* clock, from the moment it last *saw the record
-  change* (``observed_time``), never from the ``renewTime`` written by another machine. A candidate
-  takes a held Lease only after it has watched the record stay unchanged for the holder's
-  ``leaseDurationSeconds``.
-- The leader counts its renew deadline from the moment it *sent* its last successful renew, which
-  is before any other candidate can have observed that renew. As ``renew_deadline <
-  lease_duration``, the leader has stopped before anyone else may take over.
-- Every Lease call has a timeout below the renew deadline, so a hung connection cannot hold the
-  leader past its deadline.
-- Writes carry ``metadata.resourceVersion``: two candidates racing for a free Lease cannot both
-  win; the loser gets a 409 Conflict and tries again later.
-
-- A leader that reads another holder in the Lease (someone took it) stops leading at once
-  rather than at its deadline.
-
-Where it differs from client-go: a candidate also *watches* the Lease while it campaigns (on top
-of client-go's jittered polling, which stays as the fallback). Watching observes each renew as it
-happens, so a candidate's idea of "last change" is not up to a jittered retry period late, and it
-schedules an attempt for the very moment the holder's lease runs out: a killed leader is replaced
-about ``lease_duration`` after its last renew, within ``lease_duration + retry_period`` of its
-death. Turn it off with ``LeaderElectionOptions(watch_lease=False)``.
-
-On a clean stop the leader *releases* the Lease (``holderIdentity`` cleared, ``leaseDurationSeconds``
-1); watching candidates see that and take over within milliseconds, polling ones at their next
-retry. ``leader_election_master_status{name}`` reports 1 while leading, 0 otherwise.
-
-Example: campaign, lead, then stop cleanly (``run`` raises :class:`LeaderElectionLost` instead
-when the Lease is lost: the process must then stop acting at once and exit, a new leader is
-coming):
-
->>> import asyncio
->>> from runtime.client import Client
->>> from runtime.leaderelection import LeaderElector
->>> async def lead_once() -> None:
-...     async with await Client.from_kubeconfig(kubeconfig) as client:
-...         stop = asyncio.Event()
-...
-...         def started() -> None:
-...             print("leading")
-...             stop.set()  # done with the work: release the Lease
-...
-...         elector = LeaderElector(
-...             client,
-...             "leaderelection-example",
-...             "default",
-...             on_started_leading=started,
-...             on_stopped_leading=lambda: print("stopped leading"),
-...         )
-...         await elector.run(stop)  # returns once stop is set, after releasing the Lease
->>> asyncio.run(lead_once())
-leading
-stopped leading
+The rules it keeps, and why they are safe, are in :mod:`runtime.leaderelection`.
 """
 
 from __future__ import annotations
@@ -67,115 +10,26 @@ import contextlib
 import logging
 import math
 import random
-import socket
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from . import metrics
-from .client import Client
-from .errors import APIError, Conflict, NotFound
-from .jsoncodec import JSON
-from .waiting import wait_for_any
+from .. import metrics
+from ..client import Client
+from ..errors import APIError, Conflict, NotFound
+from ..jsoncodec import JSON
+from ..waiting import wait_for_any
+from .options import JITTER_FACTOR, LeaderElectionOptions
 
 LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
-DEFAULT_LEASE_DURATION: Final = 15.0
-DEFAULT_RENEW_DEADLINE: Final = 10.0
-DEFAULT_RETRY_PERIOD: Final = 2.0
-JITTER_FACTOR: Final = 1.2
-"""Acquire retries wait ``retry_period * (1 + random() * JITTER_FACTOR)``, as client-go."""
 
-_log = logging.getLogger(__name__)
+# Named for the package: the elector's lines keep the logger they always had.
+_log = logging.getLogger("runtime.leaderelection")
 
 
 class LeaderElectionLost(Exception):
     """This process was the leader and could not renew the Lease before its renew deadline."""
-
-
-def default_identity() -> str:
-    """``<hostname>_<uuid4>``: unique per process, and still says which pod holds the Lease."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-@dataclass(frozen=True)
-class LeaderElectionOptions:
-    """Timings and identity of a :class:`LeaderElector`; resolve with :meth:`with_defaults`."""
-
-    lease_duration: float | None = None
-    """Seconds a candidate waits, after last seeing the record change, before taking the Lease
-    from its holder (written to the Lease rounded up to whole seconds). Defaults to 15."""
-    renew_deadline: float | None = None
-    """Seconds the leader keeps trying to renew before it gives up leading. Defaults to 10."""
-    retry_period: float | None = None
-    """Seconds between attempts to acquire (jittered by ×(1..2.2)) or renew. Defaults to 2."""
-    identity: str | None = None
-    """This candidate's ``holderIdentity``. Defaults to ``<hostname>_<uuid4>``."""
-    request_timeout: float | None = None
-    """Timeout of one Lease API call, seconds; must be below ``renew_deadline``. Defaults to half
-    the renew deadline."""
-    release_on_cancel: bool | None = None
-    """Release the Lease when stopped cleanly, so a successor need not wait out the lease.
-    Defaults to True."""
-    watch_lease: bool | None = None
-    """Watch the Lease while campaigning, to take it over the moment it is released and to time
-    its expiry from the moment each renew happened rather than from the next poll. Defaults to
-    True; False polls only, exactly like client-go."""
-
-    def with_defaults(self) -> ResolvedLeaderElectionOptions:
-        """Every default filled in and the timings checked; raises ``ValueError`` on bad values."""
-        lease = DEFAULT_LEASE_DURATION if self.lease_duration is None else float(self.lease_duration)
-        renew = DEFAULT_RENEW_DEADLINE if self.renew_deadline is None else float(self.renew_deadline)
-        retry = DEFAULT_RETRY_PERIOD if self.retry_period is None else float(self.retry_period)
-        for field_name, value in (
-            ("lease_duration", lease),
-            ("renew_deadline", renew),
-            ("retry_period", retry),
-        ):
-            if not value > 0:
-                raise ValueError(f"leader election: {field_name} must be > 0 seconds, got {value}")
-        if not lease > renew:
-            raise ValueError(
-                f"leader election: lease_duration ({lease}s) must be greater than renew_deadline "
-                f"({renew}s), or a new leader could start before the old one has stopped"
-            )
-        if not renew > JITTER_FACTOR * retry:
-            raise ValueError(
-                f"leader election: renew_deadline ({renew}s) must be greater than {JITTER_FACTOR} × "
-                f"retry_period ({retry}s = {JITTER_FACTOR * retry:g}s), so a leader gets more than one "
-                "renew attempt before its deadline"
-            )
-        timeout = renew / 2 if self.request_timeout is None else float(self.request_timeout)
-        if not 0 < timeout < renew:
-            raise ValueError(
-                f"leader election: request_timeout ({timeout}s) must be > 0 and below renew_deadline "
-                f"({renew}s), or one hung call could keep a leader past its deadline"
-            )
-        identity = self.identity or default_identity()
-        return ResolvedLeaderElectionOptions(
-            lease_duration=lease,
-            renew_deadline=renew,
-            retry_period=retry,
-            identity=identity,
-            request_timeout=timeout,
-            release_on_cancel=True if self.release_on_cancel is None else self.release_on_cancel,
-            watch_lease=True if self.watch_lease is None else self.watch_lease,
-        )
-
-
-@dataclass(frozen=True)
-class ResolvedLeaderElectionOptions:
-    """:class:`LeaderElectionOptions` with every default applied and validated."""
-
-    lease_duration: float
-    renew_deadline: float
-    retry_period: float
-    identity: str
-    request_timeout: float
-    release_on_cancel: bool
-    watch_lease: bool
 
 
 def _micro_time(now: float | None = None) -> str:
@@ -200,7 +54,7 @@ Callback = Callable[[], None]
 
 
 class LeaderElector:
-    """Campaigns for, holds and releases one Lease. See the module docstring.
+    """Campaigns for, holds and releases one Lease. See :mod:`runtime.leaderelection`.
 
     Callbacks run synchronously in the event loop and must not block: ``on_started_leading`` when
     the Lease is acquired, ``on_stopped_leading`` when leadership ends (lost or released),

@@ -1,93 +1,18 @@
-"""The controller: sources feed a workqueue, workers take requests out and call your reconciler.
-
-A :class:`Controller` is a :class:`~runtime.runnable.Runnable` that runs only while this process
-is the leader (unless told otherwise). Usually the :class:`~runtime.builder.ControllerBuilder` makes
-one; by hand it looks like this:
-
->>> import asyncio
->>> from runtime.controller import Controller, ControllerOptions
->>> from runtime.event import GenericEvent
->>> from runtime.handler import EnqueueRequestForObject
->>> from runtime.reconcile import Request, Result, reconciler_func
->>> from runtime.source import Channel
->>> async def main() -> None:
-...     done = asyncio.Event()
-...
-...     async def reconcile(request: Request) -> Result:
-...         print("reconciling", request)
-...         done.set()
-...         return Result()
-...
-...     events: asyncio.Queue[GenericEvent] = asyncio.Queue()
-...     controller = Controller(
-...         "demo", reconciler_func(reconcile), ControllerOptions(max_concurrent_reconciles=2)
-...     )
-...     controller.watch(Channel(events, EnqueueRequestForObject()))
-...     stop = asyncio.Event()
-...     running = asyncio.create_task(controller.start(stop))
-...     events.put_nowait(GenericEvent.for_request(Request("a", "default")))
-...     await done.wait()
-...     stop.set()
-...     await running
->>> asyncio.run(main())
-reconciling default/a
-
-What happens to a request
--------------------------
-A worker takes a request from the queue (the queue never hands one key to two workers at once,
-however many workers there are), calls ``reconcile`` with the log keys ``controller``,
-``object``, ``namespace``, ``name`` and a fresh ``reconcileID`` set for every line written
-meanwhile (see :mod:`runtime.log`), and then, as controller-runtime does:
-
-===============================  ============================================  =================
-outcome                          what the queue does                           ``result`` label
-===============================  ============================================  =================
-``Result()``                     ``forget`` (backoff reset)                    ``success``
-``Result(requeue_after=s)``      ``forget``, then ``add_after(s)``             ``requeue_after``
-``Result(requeue=True)``         ``add_rate_limited`` (the backoff grows)      ``requeue``
-an exception                     ``add_rate_limited``; error log + traceback   ``error``
-a ``TerminalError``              nothing (not requeued); error log             ``error``
-===============================  ============================================  =================
-
-The worker survives every exception (Go's panic recovery is always on). A reconcile that
-returns something other than a :class:`~runtime.reconcile.Result` (a forgotten ``return``) is an
-error that names the fix. An exception counts as terminal when it is a ``TerminalError`` or was
-raised ``from`` one (the ``__cause__`` chain plays the part of Go's error wrapping).
-
-Metrics (controller-runtime's names, see :mod:`runtime.metrics`): ``reconcile_total`` by result as
-above; ``reconcile_errors_total`` for every error, terminal included;
-``terminal_reconcile_errors_total``; ``reconcile_timeouts_total`` when ``reconcile_timeout``
-cut a reconcile short (an error like any other); ``reconcile_time_seconds``; ``active_workers``;
-``max_concurrent_reconciles``; and the ``workqueue_*`` families of the controller's queue, named
-after the controller. ``reconcile_panics_total`` is exported and stays 0: Go separates returned
-errors from panics, Python has only exceptions, and all of them count as errors.
-
-Stopping
---------
-When ``stop`` is set the controller stops taking requests (queued ones are dropped: the next
-start lists everything again), lets the reconciles in flight finish, stops its sources and
-returns. It waits as long as those reconciles take; the manager bounds that with its graceful
-shutdown period by cancelling :meth:`Controller.start`, which cancels the reconciles.
-"""
+"""The controller itself: it starts its sources, then its workers take requests from the queue and
+call the reconciler; see :mod:`runtime.controller` for what happens to a request and on stop."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 import weakref
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from logging import DEBUG
 from typing import Any, Final
 
 from runtime import metrics as _metrics
 from runtime.log import (
     KEY_CONTROLLER,
-    KEY_NAME,
-    KEY_NAMESPACE,
-    KEY_OBJECT,
-    KEY_RECONCILE_ID,
     Logger,
     current_context,
     get_logger,
@@ -97,11 +22,10 @@ from runtime.log import (
 from runtime.reconcile import Reconciler, Request, Result, TerminalError
 from runtime.source import Source, StoppableSource
 from runtime.waiting import wait_for_any
-from runtime.workqueue import Clock, QueueShutDown, RateLimiter, WorkQueue, WorkQueueOptions
+from runtime.workqueue import QueueShutDown, WorkQueue, WorkQueueOptions
 
-DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 1
-DEFAULT_CACHE_SYNC_TIMEOUT: Final = 120.0
-"""Seconds a controller waits for its sources to sync before failing (controller-runtime's 2 min)."""
+from .logkeys import _ReconcileKeys
+from .options import ControllerOptions
 
 _log = get_logger("runtime.controller")
 # Checked before each per-reconcile debug line, so a disabled level costs one call.
@@ -109,102 +33,6 @@ _debug_enabled = _log.stdlib.isEnabledFor
 
 # Live controllers by name: two of them would report into the same metric series.
 _names: weakref.WeakValueDictionary[str, Controller] = weakref.WeakValueDictionary()
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerOptions:
-    """How a :class:`Controller` runs. ``None`` means "use the default" named per field."""
-
-    max_concurrent_reconciles: int | None = None
-    """Workers reconciling at once (never two on one object). Defaults to 1."""
-
-    rate_limiter: RateLimiter | None = None
-    """Backoff for requeues and errors. Defaults to the workqueue's default,
-    :func:`runtime.workqueue.default_controller_rate_limiter` (5 ms → 1000 s per object, 10 qps /
-    100 burst overall)."""
-
-    reconcile_timeout: float | None = None
-    """Seconds after which a reconcile is cancelled and counted as an error (and a timeout).
-    Defaults to None: no limit."""
-
-    cache_sync_timeout: float | None = None
-    """Seconds :meth:`Controller.start` waits for its sources to sync before it fails.
-    Defaults to 120."""
-
-    need_leader_election: bool | None = None
-    """Run only while this process holds the leader lease. Defaults to True."""
-
-    skip_name_validation: bool | None = None
-    """Allow a name that another live controller already has (their metrics then mix).
-    Defaults to False."""
-
-    log_values: Mapping[str, Any] | None = None
-    """Keys added to every line the controller writes (the builder adds ``controllerGroup`` and
-    ``controllerKind``). Defaults to none."""
-
-    clock: Clock | None = None
-    """Time source of the controller's workqueue (delays and backoff). Defaults to
-    :class:`runtime.workqueue.MonotonicClock`; tests pass a :class:`~runtime.workqueue.FakeClock`."""
-
-    def with_defaults(self) -> ResolvedControllerOptions:
-        """Fill in every unset field and check the values; the one place the defaults live."""
-        workers = (
-            DEFAULT_MAX_CONCURRENT_RECONCILES
-            if self.max_concurrent_reconciles is None
-            else self.max_concurrent_reconciles
-        )
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"max_concurrent_reconciles must be an integer ≥ 1, got {workers!r}")
-        if self.reconcile_timeout is not None and not self.reconcile_timeout > 0:
-            raise ValueError(
-                "reconcile_timeout must be a positive number of seconds or None, "
-                f"got {self.reconcile_timeout!r}"
-            )
-        sync_timeout = (
-            DEFAULT_CACHE_SYNC_TIMEOUT if self.cache_sync_timeout is None else self.cache_sync_timeout
-        )
-        if not sync_timeout > 0:
-            raise ValueError(f"cache_sync_timeout must be a positive number of seconds, got {sync_timeout!r}")
-        return ResolvedControllerOptions(
-            max_concurrent_reconciles=workers,
-            rate_limiter=self.rate_limiter,
-            reconcile_timeout=self.reconcile_timeout,
-            cache_sync_timeout=float(sync_timeout),
-            need_leader_election=True if self.need_leader_election is None else self.need_leader_election,
-            skip_name_validation=bool(self.skip_name_validation),
-            log_values=dict(self.log_values or {}),
-            clock=self.clock,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedControllerOptions:
-    """:class:`ControllerOptions` with every default applied. ``rate_limiter`` and ``clock`` stay
-    None when unset: the workqueue resolves them (its rate limiter must use its clock)."""
-
-    max_concurrent_reconciles: int
-    rate_limiter: RateLimiter | None
-    reconcile_timeout: float | None
-    cache_sync_timeout: float
-    need_leader_election: bool
-    skip_name_validation: bool
-    log_values: Mapping[str, Any]
-    clock: Clock | None
-
-
-def _reconcile_id(bits: int) -> str:
-    """A random (version 4) UUID string made of ``bits`` (128 random bits, from ``_getrandbits``), as
-    ``str(uuid.uuid4())`` but a fifth of its cost: the bits come from ``random`` (seeded from the
-    OS at start) instead of an ``os.urandom`` call per reconcile. It only tells reconciles apart in
-    logs; nothing secret rests on it."""
-    text = f"{(bits & _UUID4_CLEAR) | _UUID4_SET:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-_getrandbits = random.Random().getrandbits
-# uuid.UUID(version=4)'s bit fixing: variant 10xx in bits 62-63, version 4 in bits 76-79.
-_UUID4_CLEAR: Final = ~((0xC000 << 48) | (0xF000 << 64))
-_UUID4_SET: Final = (0x8000 << 48) | (4 << 76)
 
 
 def _not_a_result(reconciler: Reconciler, result: object) -> TypeError:
@@ -225,47 +53,8 @@ def _is_terminal(err: BaseException) -> bool:
     return False
 
 
-class _ReconcileKeys(Mapping[str, Any]):
-    """The log keys of one reconcile: the worker's, then the object's and the reconcile ID.
-
-    Every reconcile sets them and most write no line, so nothing is formatted until read: the
-    object string and the ID's text are made from the request and the ID's random bits, drawn
-    here. The same bits give the same text, so every reader of one reconcile (its lines, a nested
-    ``log_context``, a task or thread it starts, ``current_reconcile_id``) sees one ID.
-    """
-
-    __slots__ = ("_base", "_id_bits", "_request")
-
-    def __init__(self, base: Mapping[str, Any], request: Request) -> None:
-        self._base = base
-        self._request = request
-        self._id_bits = _getrandbits(128)
-
-    def __getitem__(self, key: str) -> Any:
-        request = self._request
-        if key == KEY_RECONCILE_ID:
-            return _reconcile_id(self._id_bits)
-        if key == KEY_OBJECT:
-            return str(request)
-        if key == KEY_NAMESPACE:
-            return request.namespace
-        if key == KEY_NAME:
-            return request.name
-        return self._base[key]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from (k for k in self._base if k not in _RECONCILE_KEYS)
-        yield from _RECONCILE_KEYS
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-_RECONCILE_KEYS: Final = (KEY_OBJECT, KEY_NAMESPACE, KEY_NAME, KEY_RECONCILE_ID)
-
-
 class Controller:
-    """Runs ``reconciler`` over the requests its sources produce; see the module docstring."""
+    """Runs ``reconciler`` over the requests its sources produce; see :mod:`runtime.controller`."""
 
     def __init__(self, name: str, reconciler: Reconciler, options: ControllerOptions | None = None) -> None:
         if not isinstance(name, str) or not name or name != name.strip():
