@@ -230,14 +230,14 @@ def fault_budget(sample: Sample | None, desired: int, held: Collection[str]) -> 
 
     Down members are counted by name, the sample's and ``held`` together, so a member is counted
     once whether or not the sample has seen it go. A sample is up to 100 ms old and a member's
-    health read takes longer than a SIGKILL (chaos seed 30 on eb5bae2: a voter of 3 killed, and
-    300 ms later, the sample still showing 3 healthy, a failure-domain outage killed a second).
+    health read takes longer than a SIGKILL: a voter of 3 killed and, 300 ms later, with the
+    sample still showing 3 healthy, a failure-domain outage must not be allowed to kill a second.
 
     A removal the operator may make at any moment counts as made: while a voter's Machine is
     being deleted or there are more voters than ``desired``. The injector cannot act atomically
-    with it (chaos seed 70 on 1a8fd71: the operator removed the third of 3 voters on a scale-in
-    to 1, and 30 ms later the injector, counting 3, killed one of the 2 left). The operator
-    changes membership at most once per 2 s, so one is enough.
+    with it: on a scale-in to 1 the operator may remove the third of 3 voters, and 30 ms later an
+    injector still counting 3 would kill one of the 2 left. The operator changes membership at
+    most once per 2 s, so one is enough.
     """
     if sample is None or sample.voters == 0:
         return 0
