@@ -7,6 +7,7 @@
 * :mod:`api.selector` — label-selector matching and formatting.
 * :mod:`api.ownership` — which Machines are a ControlPlane's: the controller-owner rule and the
   one classification every controller and the webhook filter.
+* :mod:`api.quorum` — etcd's quorum arithmetic, shared by the controllers, the webhook and ``cpo explain``.
 * :mod:`api.failuredomains` — a ControlPlane's failure domains and the one reader of a Machine's.
 * :mod:`api.crdgen` — ``cpo manifests``: CRD YAML from the models, like controller-gen.
 

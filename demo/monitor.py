@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
+from api.quorum import quorum
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
-from controllers.etcd.membership import quorum
 
 DEFAULT_INTERVAL = 0.1
 DEFAULT_TIMEOUT = 2.0

@@ -17,9 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from api.quorum import quorum
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.etcd.client import EtcdClientOptions
-from controllers.etcd.membership import MachineIdentity, quorum
+from controllers.etcd.membership import MachineIdentity
 from controllers.etcd.tls import tls_context_from_secret
 from demo.monitor import QuorumMonitor, QuorumSample
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from controllers.etcd.membership import quorum
+from api.quorum import quorum
 from demo.monitor import QuorumSample, quorum_losses
 from demo.observer import Sample
 from demo.tour import StepRecord

@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.controlplane import DEFAULT_SELECTOR_LABELS, DEFAULT_STATE
+from api.quorum import MIN_REPLICAS_FOR_NO_SURGE, quorum
 
 from .adoption import state_errors, state_transition_errors
 from .controlplane_selector import normalized_selector, ratchet_role_errors, selector_errors
@@ -116,23 +117,26 @@ def replica_warnings(replicas: Any, external: bool, field: str = "spec.replicas"
         return []
     return [
         f"{field}: {replicas} is more than the recommended {MAX_RECOMMENDED_REPLICAS} etcd members: "
-        f"every write must reach {replicas // 2 + 1} of them, which slows etcd down; "
+        f"every write must reach {quorum(replicas)} of them, which slows etcd down; "
         "3 or 5 is the usual choice"
     ]
 
 
 def max_surge_errors(max_surge: Any, strategy_type: Any, replicas: Any) -> list[FieldError]:
-    """maxSurge is 0 or 1; with RollingUpdate, 0 needs at least 3 replicas."""
+    """maxSurge is 0 or 1; with RollingUpdate, 0 needs at least
+    :data:`~api.quorum.MIN_REPLICAS_FOR_NO_SURGE` replicas."""
     field = "spec.strategy.rollingUpdate.maxSurge"
     if not _is_int(max_surge) or max_surge not in MAX_SURGE_VALUES:
         return [not_supported(field, max_surge, MAX_SURGE_VALUES)]
-    if max_surge == 0 and strategy_type == "RollingUpdate" and _is_int(replicas) and replicas < 3:
+    least = MIN_REPLICAS_FOR_NO_SURGE
+    if max_surge == 0 and strategy_type == "RollingUpdate" and _is_int(replicas) and replicas < least:
         return [
             invalid(
                 field,
                 0,
-                f"must be 1 when spec.replicas is less than 3 (spec.replicas is {replicas}): with maxSurge 0 "
-                f"a machine is deleted before its replacement exists, which loses quorum below 3 members",
+                f"must be 1 when spec.replicas is less than {least} (spec.replicas is {replicas}): "
+                "with maxSurge 0 a machine is deleted before its replacement exists, which loses "
+                f"quorum below {least} members",
             )
         ]
     return []
@@ -246,7 +250,7 @@ def scale_replicas(scale: Mapping[str, Any]) -> Any:
 def scale_needs_controlplane(scale: Mapping[str, Any]) -> bool:
     """Whether the verdict on this Scale depends on the ControlPlane (external etcd, maxSurge)."""
     replicas = scale_replicas(scale)
-    return _is_int(replicas) and replicas >= 1 and (replicas % 2 == 0 or replicas < 3)
+    return _is_int(replicas) and replicas >= 1 and (replicas % 2 == 0 or replicas < MIN_REPLICAS_FOR_NO_SURGE)
 
 
 def validate_controlplane_scale(

@@ -29,6 +29,7 @@ from api.machine import (
     REASON_ETCD_VOTER,
     REASON_ETCD_VOTER_UNHEALTHY,
 )
+from api.quorum import quorum as quorum_of
 from api.selector import selector_matches
 from controllers.controlplane.healthcheck import MHC_SUFFIX
 from controllers.controlplane.plan import BLOCKING_REASONS as CONTROLLER_BLOCKING_REASONS
@@ -201,7 +202,7 @@ def _etcd_entry(etcd: Any) -> JSON:
     voters = count("voters")
     quorum = _int_or_none(etcd.get("quorum"))
     if quorum is None and voters is not None:
-        quorum = voters // 2 + 1
+        quorum = quorum_of(voters)
     tolerance = _int_or_none(etcd.get("faultTolerance"))
     healthy = count("healthyVoters")
     if tolerance is None and quorum is not None and (healthy is not None or voters is not None):

@@ -227,7 +227,7 @@ preflight), :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.control
 and :mod:`~controllers.controlplane.status` (one function per condition),
 :mod:`~controllers.controlplane.inactive` (``spec.state``), :mod:`~controllers.controlplane.plan`
 (the plan's reasons, ``status.etcd``, the Event per decision); the etcd reads in
-:mod:`~controllers.controlplane.etcdfacts`; gather → decide → act → report in
+:mod:`~controllers.controlplane.etcdview`; gather → decide → act → report in
 :mod:`~controllers.controlplane.reconciler`, with :mod:`~controllers.controlplane.healthcheck`
 (the owned MachineHealthCheck) and :mod:`~controllers.controlplane.release` (the finalizer);
 :mod:`~controllers.controlplane.options`, :mod:`~controllers.controlplane.metrics`, and the

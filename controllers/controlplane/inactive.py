@@ -31,34 +31,13 @@ Machines are released and stay).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from api.controlplane import STATE_INACTIVE, ControlPlaneSpec
-from api.failuredomains import domain_names
-from controllers.controlplane.machines import MachineInfo
-from controllers.controlplane.scale import next_step
 from controllers.controlplane.step import Step
 
 
 def is_inactive(spec: ControlPlaneSpec) -> bool:
     """Whether the controller only observes this ControlPlane (``spec.state: Inactive``)."""
     return spec.state == STATE_INACTIVE
-
-
-def planned_step(
-    spec: ControlPlaneSpec, machines: Sequence[MachineInfo], misconfigured: Sequence[str]
-) -> Step:
-    """The :func:`~controllers.controlplane.scale.next_step` for ``spec`` and these Machines: the
-    step an Active ControlPlane takes next, and the one an Inactive ControlPlane reports it would."""
-    rolling = spec.strategy.rolling_update
-    return next_step(
-        replicas=spec.replicas,
-        strategy=spec.strategy.type,
-        max_surge=rolling.max_surge if rolling else 1,
-        domains=domain_names(spec),
-        machines=machines,
-        misconfigured=misconfigured,
-    )
 
 
 def inactive_progress(step: Step | None) -> tuple[str, str]:

@@ -99,6 +99,12 @@ class MachineInfo:
         return self.deleting or not (self.ready or self.unhealthy)
 
 
+def machine_voters(machines: Iterable[MachineInfo]) -> dict[str, bool]:
+    """Machine name → healthy, for the Machines whose etcd member votes: the input of
+    :func:`api.quorum.quorum_kept_without` when a Machine's member is to be removed."""
+    return {m.name: m.etcd_healthy for m in machines if m.etcd_voter}
+
+
 @dataclass(frozen=True)
 class EtcdFacts:
     """What the reconciler learnt from etcd for the preflight (see :func:`preflight`)."""

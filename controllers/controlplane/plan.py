@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controllers.controlplane.etcdfacts import EtcdView
+from api.quorum import fault_tolerance, quorum
+from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.scale import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
@@ -39,7 +40,6 @@ from controllers.controlplane.scale import (
     PreflightFailure,
 )
 from controllers.controlplane.step import Step
-from controllers.etcd.membership import fault_tolerance, quorum
 from runtime.jsoncodec import JSON
 
 BLOCKED_BY_CHECK: Final[Mapping[str, str]] = {
@@ -99,7 +99,7 @@ def etcd_status(view: EtcdView | None) -> JSON | None:
     status is not rewritten every pass. ``healthyVoters`` counts the voters of this
     ControlPlane's Machines that answered a health read; ``faultTolerance`` is how many more
     voters may fail now while a quorum stays (the healthy voters beyond the quorum, at most
-    :func:`controllers.etcd.membership.fault_tolerance` of the voters).
+    :func:`api.quorum.fault_tolerance` of the voters).
     """
     if view is None or not view.facts.reachable:
         return None

@@ -42,10 +42,10 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
 from controllers.common import find_condition, merge_conditions, now, parse_time
 from controllers.controlplane import remediation_record as records
-from controllers.controlplane.etcdfacts import EtcdView, forward_leadership, read_etcd_view
+from controllers.controlplane.etcdview import EtcdView, forward_leadership, read_etcd_view
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.healthcheck import sync_mhc
-from controllers.controlplane.inactive import is_inactive, planned_step
+from controllers.controlplane.inactive import is_inactive
 from controllers.controlplane.machine_conditions import write_conditions
 from controllers.controlplane.machines import (
     DELETE_MACHINE_ANNOTATION,
@@ -69,7 +69,7 @@ from controllers.controlplane.plan import decision_event
 from controllers.controlplane.release import add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
 from controllers.controlplane.requeue import next_look
-from controllers.controlplane.scale import PreflightFailure, preflight
+from controllers.controlplane.scale import PreflightFailure, planned_step, preflight
 from controllers.controlplane.status import (
     StatusInputs,
     compute_status,
@@ -444,7 +444,7 @@ class ControlPlaneReconciler:
 
     async def _forward_leadership(self, facts: _Facts, name: str) -> None:
         """Move etcd leadership off ``name``'s member before its deletion
-        (:func:`~controllers.controlplane.etcdfacts.forward_leadership`)."""
+        (:func:`~controllers.controlplane.etcdview.forward_leadership`)."""
         pool, cp = self.etcd_clients, facts.cp
         await forward_leadership(
             pool, cp, facts.spec, facts.owned, facts.infos, facts.etcd, name, self._event

@@ -78,8 +78,9 @@ def _pre_drain(machine: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def guarded_deletions(machines: Sequence[Mapping[str, Any]], guard: Hook) -> list[str]:
     """The Machines being deleted that still carry ``guard``'s hook: their etcd member removal is
     under way, and the release waits for the etcd-quorum-hook controller to finish it. Read the
-    way that controller reads a Machine (:attr:`~controllers.etcdquorum.rules.MachineInfo.held_by_our_hook`),
-    so that it places hooks for exactly as long as the release waits."""
+    way that controller reads a Machine
+    (:attr:`~controllers.etcdquorum.rules.GuardedMachine.held_by_our_hook`), so that it places
+    hooks for exactly as long as the release waits."""
     return [m["metadata"]["name"] for m in machines if machine_info(m, guard).held_by_our_hook]
 
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from api.meta import parse_duration
-from controllers.controlplane.machines import MachineInfo
+from api.quorum import fault_tolerance, quorum_kept_without
+from controllers.controlplane.machines import MachineInfo, machine_voters
 from controllers.controlplane.remediation_record import RemediationRecord
-from controllers.etcd import membership
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,6 @@ class RemediationDecision:
     resumed: bool = False
     """``target`` is already recorded as the last remediation but was never deleted (the process
     died between the record and the delete): carry that remediation out, do not record a new one."""
-
-
-# ---------------------------------------------------------------------------------------------- quorum
-
-
-def quorum_kept_without(machines: Sequence[MachineInfo], target: str) -> bool:
-    """Whether removing ``target``'s member keeps a quorum among the healthy voters left
-    (:func:`controllers.etcd.membership.quorum_kept_without` over the Machines' voters)."""
-    return membership.quorum_kept_without({m.name: m.etcd_healthy for m in machines if m.etcd_voter}, target)
 
 
 def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
@@ -73,7 +64,7 @@ def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
     are marked: every remediation still passes :func:`remediation_decision`.
     """
     members = max(replicas, len(machines))
-    return membership.fault_tolerance(members) + sum(m.in_transition for m in machines)
+    return fault_tolerance(members) + sum(m.in_transition for m in machines)
 
 
 def held_by_hook(machine: MachineInfo) -> bool:
@@ -281,9 +272,10 @@ def etcd_readable_rule(
 def quorum_rule(
     target: MachineInfo, machines: Sequence[MachineInfo], *, initialized: bool, stacked_etcd: bool
 ) -> RemediationDecision | None:
-    """With stacked etcd, remediate a voter only when :func:`quorum_kept_without` it: removing
-    its member must leave a quorum of healthy voters, or the cluster stops taking writes."""
-    if stacked_etcd and initialized and target.etcd_voter and not quorum_kept_without(machines, target.name):
+    """With stacked etcd, remediate a voter only when :func:`api.quorum.quorum_kept_without` it:
+    removing its member must leave a quorum of healthy voters, or the cluster stops taking writes."""
+    voters = machine_voters(machines)
+    if stacked_etcd and initialized and target.etcd_voter and not quorum_kept_without(voters, target.name):
         return RemediationDecision(
             False,
             "EtcdQuorumAtRisk",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from api.quorum import MIN_REPLICAS_FOR_NO_SURGE
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.placement import choose_failure_domain, is_imbalanced, select_for_scale_in
 from controllers.controlplane.step import UP_TO_DATE, Step, replacing
@@ -27,15 +28,16 @@ def rollout_step(
 
     Under RollingUpdate, replace an outdated Machine (:func:`replace_outdated_step`), else
     rebalance uneven failure domains (:func:`rebalance_step`). OnDelete only reports outdated
-    Machines (:func:`on_delete_step`). maxSurge 0 is honoured only with 3 or more replicas:
-    deleting first with 1 replica would lose the only member, so smaller control planes
-    surge by one. A create or delete decided here is held while the ControlPlane is Degraded by
-    its configuration (:func:`~controllers.controlplane.scale.next_step`), never because a
-    Machine is unready: replacing an unready Machine is what a rollout may be for.
+    Machines (:func:`on_delete_step`). maxSurge 0 is honoured only with
+    :data:`~api.quorum.MIN_REPLICAS_FOR_NO_SURGE` or more replicas: deleting first with 1 replica
+    would lose the only member, so smaller control planes surge by one. A create or delete
+    decided here is held while the ControlPlane is Degraded by its configuration
+    (:func:`~controllers.controlplane.scale.next_step`), never because a Machine is unready:
+    replacing an unready Machine is what a rollout may be for.
     """
     if strategy == "OnDelete":
         return on_delete_step(active)
-    surge = max_surge if replicas >= 3 else 1
+    surge = max_surge if replicas >= MIN_REPLICAS_FOR_NO_SURGE else 1
     outdated = [m for m in active if m.outdated]
     if outdated:
         return replace_outdated_step(outdated, surge, domains, active)

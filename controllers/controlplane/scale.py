@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from controllers.controlplane.machines import EtcdFacts, MachineInfo
+from api.controlplane import ControlPlaneSpec
+from api.failuredomains import domain_names
+from api.quorum import quorum_kept_without
+from controllers.controlplane.machines import EtcdFacts, MachineInfo, machine_voters
 from controllers.controlplane.placement import choose_failure_domain, select_for_scale_in
 from controllers.controlplane.rollout import rollout_step
 from controllers.controlplane.step import Step, in_domain, replacing
-from controllers.etcd.membership import quorum_kept_without
 
 # Preflight check names (also the ``check`` label of cpo_controlplane_preflight_failures_total).
 CHECK_MACHINES_READY: Final = "MachineNodesReady"
@@ -38,6 +40,22 @@ PREFLIGHT_CHECKS: Final = (
 
 
 # ---------------------------------------------------------------------------------------------- next step
+
+
+def planned_step(
+    spec: ControlPlaneSpec, machines: Sequence[MachineInfo], misconfigured: Sequence[str]
+) -> Step:
+    """The :func:`~controllers.controlplane.scale.next_step` for ``spec`` and these Machines: the
+    step an Active ControlPlane takes next, and the one an Inactive ControlPlane reports it would."""
+    rolling = spec.strategy.rolling_update
+    return next_step(
+        replicas=spec.replicas,
+        strategy=spec.strategy.type,
+        max_surge=rolling.max_surge if rolling else 1,
+        domains=domain_names(spec),
+        machines=machines,
+        misconfigured=misconfigured,
+    )
 
 
 def next_step(
@@ -302,7 +320,7 @@ def excluded_from_preflight(step: Step | None) -> tuple[str | None, str | None]:
     a delete's preflight ignores its own Machine: its Node readiness, its member's health, its
     pending learner and a missing member. The quorum rule still holds, as a check of its own:
     a voter is removed only when the voters left keep a quorum of healthy ones without it
-    (:func:`controllers.etcd.membership.quorum_kept_without`).
+    (:func:`api.quorum.quorum_kept_without`).
 
     A maxSurge-1 create ignores only the Node readiness of the Machine it replaces, and only once
     that Machine is Running (a Machine still provisioning may be joining etcd: a second member
@@ -399,7 +417,7 @@ def voters_healthy_preflight(
 ) -> list[PreflightFailure]:
     """``EtcdVotersHealthy``: every voter answers a health read, but the member of the Machine a
     delete removes; and removing that member keeps a quorum of healthy voters among the voters
-    left (:func:`controllers.etcd.membership.quorum_kept_without`)."""
+    left (:func:`api.quorum.quorum_kept_without`)."""
     unhealthy = [(label, error) for label, error in etcd.unhealthy_voters if label != removing]
     failures = []
     if unhealthy:
@@ -411,7 +429,7 @@ def voters_healthy_preflight(
                 tuple(label for label, _ in unhealthy),
             )
         )
-    voters = {m.name: m.etcd_healthy for m in machines if m.etcd_voter}
+    voters = machine_voters(machines)
     if removing in voters and not quorum_kept_without(voters, removing):
         healthy = sum(up for name, up in voters.items() if name != removing)
         failures.append(

@@ -31,8 +31,9 @@ from api.controlplane import (
     CONDITION_REMEDIATING,
     Phase,
 )
+from api.quorum import quorum as quorum_of
 from controllers.common import format_time, now
-from controllers.controlplane.etcdfacts import EtcdView
+from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.inactive import inactive_progress
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.plan import blocked_progress, etcd_status
@@ -197,7 +198,7 @@ def etcd_quorum(etcd: EtcdView) -> tuple[bool, str]:
         return False, f"etcd cannot be asked: {etcd.facts.error}"
     voters = len(etcd.facts.member_names) - len(etcd.facts.learners)
     healthy = len(etcd.healthy)
-    quorum = voters > 0 and healthy > voters // 2
+    quorum = voters > 0 and healthy >= quorum_of(voters)
     verdict = "has quorum" if quorum else "has no quorum"
     return quorum, f"etcd {verdict} ({healthy} of {voters} voter(s) healthy)"
 

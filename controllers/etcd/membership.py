@@ -2,15 +2,14 @@
 
 Both controllers that touch etcd membership — the ControlPlane controller (its preflight, scale-in,
 remediation and status) and the etcd-quorum-hook controller (promotions, removals, hooks) — read
-etcd through this module, so they cannot disagree about the same cluster. It answers four things:
+etcd through this module, so they cannot disagree about the same cluster. It answers three things
+(the quorum arithmetic they apply to it is :mod:`api.quorum`'s, which the webhooks share):
 
 1. **What the cluster is** (:class:`Membership`, read by :func:`read_membership`): every member
    (:class:`~controllers.etcd.client.Member`) with its raft role (voter or learner), whether it
    has started, whether it answers a health read, which member leads, and the active alarms.
 2. **Which Machine each member belongs to** (:func:`member_owner`, :func:`map_members`).
 3. **Where to reach etcd** (:func:`client_endpoints`, :func:`member_client_url`).
-4. **Quorum arithmetic** (:func:`quorum`, :func:`fault_tolerance`, :func:`quorum_lost`,
-   :func:`quorum_kept_without`).
 
 What a Machine provider may tell the operator (the contract)
 -----------------------------------------------------------
@@ -72,11 +71,12 @@ import asyncio
 import contextlib
 import dataclasses
 import ipaddress
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 from urllib.parse import urlsplit
 
+from api.quorum import quorum_lost
 from controllers.etcd.client import Alarm, EtcdClient, EtcdError, Member
 
 CLIENT_URL_ANNOTATION: Final = "etcd.cpo.dev/client-url"
@@ -95,35 +95,6 @@ RANK_EXACT: Final = 1
 RANK_ADDRESS_AND_NAME: Final = 2
 RANK_ADDRESS: Final = 3
 RANK_NAME: Final = 4
-
-# ---------------------------------------------------------------------------------------------- quorum
-
-K = TypeVar("K", bound=Hashable)
-
-
-def quorum(voters: int) -> int:
-    """Votes a cluster of ``voters`` voting members needs to commit anything: a strict majority."""
-    return voters // 2 + 1
-
-
-def fault_tolerance(voters: int) -> int:
-    """How many of ``voters`` voting members may fail while the rest keep a quorum: (n − 1) / 2."""
-    return (voters - 1) // 2 if voters > 0 else 0
-
-
-def quorum_lost(voters: Mapping[K, bool]) -> bool:
-    """Whether the healthy voters of ``voters`` (voter → healthy) are fewer than their quorum: etcd
-    cannot commit anything. A cluster without voters has lost nothing (there is none yet)."""
-    return bool(voters) and sum(voters.values()) < quorum(len(voters))
-
-
-def quorum_kept_without(voters: Mapping[K, bool], member: K) -> bool:
-    """Whether the voters other than ``member`` (voter → healthy) hold a quorum of themselves
-    among their healthy ones: removing ``member`` (or losing it) keeps etcd writable. False when
-    no voter would be left."""
-    remaining = {key: healthy for key, healthy in voters.items() if key != member}
-    return bool(remaining) and sum(remaining.values()) >= quorum(len(remaining))
-
 
 # ---------------------------------------------------------------------------------------------- Machines
 
@@ -360,7 +331,7 @@ class Membership:
 
     @property
     def quorum_lost(self) -> bool:
-        """Fewer healthy voters than a quorum of the voters (:func:`quorum_lost`)."""
+        """Fewer healthy voters than a quorum of the voters (:func:`api.quorum.quorum_lost`)."""
         return quorum_lost(self.voter_health())
 
     def of_machine(self, name: str) -> list[MemberState]:
@@ -434,15 +405,11 @@ __all__ = [
     "MemberState",
     "Membership",
     "client_endpoints",
-    "fault_tolerance",
     "map_members",
     "member_client_url",
     "member_endpoints",
     "member_owner",
     "ownership_rank",
-    "quorum",
-    "quorum_kept_without",
-    "quorum_lost",
     "read_membership",
     "url_for_host",
 ]

@@ -93,7 +93,7 @@ What to watch
   ``EtcdUnreachable``. The message counts members, voters and learners and names unhealthy
   members, alarms and every wait. Only this condition is written, by a status merge patch that
   carries the resourceVersion, so other controllers' conditions are kept.
-* Conditions on each Machine (:mod:`controllers.etcdquorum.conditions`), merged by type and
+* Conditions on each Machine (:mod:`controllers.etcdquorum.machine_conditions`), merged by type and
   written only when they change: ``EtcdMemberHealthy`` (``Leader``, ``Voter``, ``Learner``;
   ``VoterUnhealthy``, ``LearnerUnhealthy``, ``MemberNotFound``; Unknown ``InspectionFailed``)
   and ``EtcdQuorumHookHolding`` (True with the check that holds a deleting Machine, e.g.

@@ -18,16 +18,17 @@ import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
+from api.quorum import quorum
 from controllers.common import conditions_of, find_condition, now, set_condition
 from controllers.etcd.client import Member
-from controllers.etcd.membership import MachineIdentity, MemberState, quorum
-from controllers.etcdquorum.conditions import write_conditions
-from controllers.etcdquorum.health import cluster_health
+from controllers.etcd.membership import MachineIdentity, MemberState
+from controllers.etcdquorum.cluster_health import cluster_health
+from controllers.etcdquorum.machine_conditions import write_conditions
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
     WAIT_REASONS,
-    MachineInfo,
+    GuardedMachine,
     Wait,
 )
 from runtime.client import JSON, Client
@@ -47,7 +48,7 @@ class Pass:
     """The ControlPlane's spec, parsed once per pass."""
     desired: int
     machines: dict[str, JSON]
-    infos: dict[str, MachineInfo]
+    infos: dict[str, GuardedMachine]
     identities: dict[str, MachineIdentity]
     members: list[Member]
     owners: dict[int, str | None]

@@ -1,7 +1,7 @@
 """The etcd-quorum-hook rules as pure functions: no I/O, one rule per function, each table-tested.
 
 The reconciler (:mod:`controllers.etcdquorum.reconciler`) reads the Machines and the etcd member
-list, turns them into :class:`MachineInfo` and :class:`MemberState`, and asks these functions
+list, turns them into :class:`GuardedMachine` and :class:`MemberState`, and asks these functions
 what to do. Keeping the rules free of I/O is what lets a unit test walk every case of the quorum
 arithmetic, and lets an SRE read each rule in one place:
 
@@ -14,7 +14,7 @@ model's (:mod:`controllers.etcd.membership`); the rules here take its answers.
 * :func:`is_abandoned_learner`: the one kind of member that maps to no Machine and is cleaned up;
 * :func:`hook_removable`: when a deleting Machine's hook may go.
 
-What the ``EtcdClusterHealthy`` condition says is :mod:`controllers.etcdquorum.health`'s.
+What the ``EtcdClusterHealthy`` condition says is :mod:`controllers.etcdquorum.cluster_health`'s.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import Any, Final, Literal
 
 from api.controlplane import ControlPlaneSpec
 from api.failuredomains import machine_domain
-from controllers.etcd.membership import MemberState, quorum, quorum_kept_without
-from controllers.etcd.membership import quorum_lost as _voters_lost_quorum
+from api.quorum import quorum, quorum_kept_without
+from api.quorum import quorum_lost as _voters_lost_quorum
+from controllers.etcd.membership import MemberState
 
 HOOK_NAME: Final = "EtcdQuorumOperator"
 """Name of the preDrain lifecycle hook this controller owns (the name OpenShift's etcd operator uses)."""
@@ -79,7 +80,7 @@ WAIT_REASONS: Final = (
 
 
 @dataclass(frozen=True, slots=True)
-class MachineInfo:
+class GuardedMachine:
     """What the rules need of one control-plane Machine."""
 
     name: str
@@ -113,8 +114,8 @@ class MachineInfo:
 
 def machine_info(
     machine: Mapping[str, Any], hook: Hook = DEFAULT_HOOK, *, cp_spec: ControlPlaneSpec | None = None
-) -> MachineInfo:
-    """Read a Machine (wire dict) into a :class:`MachineInfo`, its hook being ``hook``'s name.
+) -> GuardedMachine:
+    """Read a Machine (wire dict) into a :class:`GuardedMachine`, its hook being ``hook``'s name.
 
     Its failure domain is the one reader's (:func:`api.failuredomains.machine_domain`) over the
     ControlPlane's ``cp_spec``; without one, none is read (a reader that needs only the hook)."""
@@ -123,7 +124,7 @@ def machine_info(
     status = machine.get("status") or {}
     hooks = (spec.get("lifecycleHooks") or {}).get("preDrain") or []
     owner = next((str(h.get("owner") or "") for h in hooks if h.get("name") == hook.name), None)
-    return MachineInfo(
+    return GuardedMachine(
         name=str(metadata.get("name") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
         running=status.get("phase") == "Running",
@@ -136,7 +137,7 @@ def machine_info(
 # ---------------------------------------------------------------------------------------------- hooks
 
 
-def machine_api_functional(machines: Sequence[MachineInfo]) -> bool:
+def machine_api_functional(machines: Sequence[GuardedMachine]) -> bool:
     """The Machine API works when at least one control-plane Machine is ``Running``; before that no
     hook is placed (a cluster still being installed has nothing to protect and nothing to drain)."""
     return any(machine.running for machine in machines)
@@ -145,7 +146,7 @@ def machine_api_functional(machines: Sequence[MachineInfo]) -> bool:
 HookAction = Literal["add", "repair"]
 
 
-def hook_action(machine: MachineInfo, api_functional: bool) -> HookAction | None:
+def hook_action(machine: GuardedMachine, api_functional: bool) -> HookAction | None:
     """What the preDrain hook of ``machine`` needs: ``add``, ``repair`` (our name, someone else's
     owner), or None.
 
@@ -161,7 +162,7 @@ def hook_action(machine: MachineInfo, api_functional: bool) -> HookAction | None
     return None
 
 
-def hooks_placed_while_deleting(machines: Iterable[MachineInfo]) -> bool:
+def hooks_placed_while_deleting(machines: Iterable[GuardedMachine]) -> bool:
     """Whether hooks are still placed while the ControlPlane itself is being deleted: only while
     one of its Machines being deleted still carries our hook (name and owner).
 
@@ -193,7 +194,7 @@ def hooks_without_ours(hooks: Sequence[Mapping[str, Any]], ours: Hook = DEFAULT_
     return [dict(hook) for hook in hooks if hook.get("name") != ours.name]
 
 
-def hook_removable(machine: MachineInfo, owners: Mapping[int, str | None]) -> bool:
+def hook_removable(machine: GuardedMachine, owners: Mapping[int, str | None]) -> bool:
     """The hook of a deleting Machine may go once no member, voter or learner, belongs to it any
     more. ``owners`` (member id → Machine name, :func:`controllers.etcd.membership.map_members`)
     must come from a member list just read from etcd."""
@@ -239,7 +240,7 @@ def quorum_lost(members: Sequence[MemberState]) -> bool:
 
 
 def promotion_decision(
-    members: Sequence[MemberState], machines: Mapping[str, MachineInfo], desired: int
+    members: Sequence[MemberState], machines: Mapping[str, GuardedMachine], desired: int
 ) -> Decision:
     """Which learner to promote now, if any (one per pass: never two promotions at once).
 
@@ -338,7 +339,7 @@ def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desire
 
 
 def _removal_candidates(
-    members: Sequence[MemberState], machines: Mapping[str, MachineInfo]
+    members: Sequence[MemberState], machines: Mapping[str, GuardedMachine]
 ) -> list[MemberState]:
     """Members of Machines being deleted that carry the hook, by label (without the hook, a human
     took over: see :func:`hook_action`)."""
@@ -374,7 +375,7 @@ def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[Membe
 
 
 def _removal_preference(
-    allowed: Sequence[MemberState], voters: Sequence[MemberState], machines: Mapping[str, MachineInfo]
+    allowed: Sequence[MemberState], voters: Sequence[MemberState], machines: Mapping[str, GuardedMachine]
 ) -> list[MemberState]:
     """``allowed`` in the order they go: one whose failure domain keeps another voter, then by
     label. (An unhealthy voter always goes before a healthy one: a healthy one is not allowed
@@ -391,7 +392,7 @@ def _removal_preference(
 
 
 def removal_decision(
-    members: Sequence[MemberState], machines: Mapping[str, MachineInfo], desired: int
+    members: Sequence[MemberState], machines: Mapping[str, GuardedMachine], desired: int
 ) -> Decision:
     """Which member of a deleting Machine to remove now, or why each one waits.
 

@@ -16,7 +16,7 @@ tested as a table (``tests/unit/test_machinehealthcheck_health.py``). One functi
                                    earliest moment one of them will turn unhealthy.
 :func:`counts_as_healthy`          what ``status.currentHealthy`` counts.
 :func:`parse_max_unhealthy`        ``spec.maxUnhealthy`` (count or percentage) to a number.
-:func:`remediation_decision`       the short-circuit: may anything be remediated right now?
+:func:`short_circuit`       the short-circuit: may anything be remediated right now?
 =================================  ==============================================================
 
 A target that is not unhealthy *yet* carries ``recheck_after``: the seconds until the earliest
@@ -294,7 +294,7 @@ def format_max_unhealthy(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class RemediationDecision:
+class ShortCircuit:
     """Whether remediation may proceed, and the status fields that say so."""
 
     allowed: bool
@@ -307,7 +307,7 @@ class RemediationDecision:
     """Why remediation is not allowed, in the machine-api-operator's words (empty when allowed)."""
 
 
-def remediation_decision(max_unhealthy: Any, expected: int, healthy: int) -> RemediationDecision:
+def short_circuit(max_unhealthy: Any, expected: int, healthy: int) -> ShortCircuit:
     """The short-circuit: remediate only while ``expected - healthy`` ≤ maxUnhealthy.
 
     More unhealthy Machines than that usually means the problem is not the Machines (a network
@@ -317,7 +317,7 @@ def remediation_decision(max_unhealthy: Any, expected: int, healthy: int) -> Rem
     unhealthy = max(expected - healthy, 0)
     resolved = parse_max_unhealthy(max_unhealthy, expected)
     if resolved.limit is None:
-        return RemediationDecision(
+        return ShortCircuit(
             allowed=False,
             remediations_allowed=0,
             unhealthy=unhealthy,
@@ -326,7 +326,7 @@ def remediation_decision(max_unhealthy: Any, expected: int, healthy: int) -> Rem
             ),
         )
     if unhealthy > resolved.limit:
-        return RemediationDecision(
+        return ShortCircuit(
             allowed=False,
             remediations_allowed=0,
             unhealthy=unhealthy,
@@ -336,9 +336,7 @@ def remediation_decision(max_unhealthy: Any, expected: int, healthy: int) -> Rem
                 f"maxUnhealthy: {format_max_unhealthy(max_unhealthy)})"
             ),
         )
-    return RemediationDecision(
-        allowed=True, remediations_allowed=resolved.limit - unhealthy, unhealthy=unhealthy
-    )
+    return ShortCircuit(allowed=True, remediations_allowed=resolved.limit - unhealthy, unhealthy=unhealthy)
 
 
 def _seconds(value: timedelta) -> str:

@@ -42,12 +42,12 @@ from runtime.reconcile import Request, Result
 
 from . import metrics
 from .health import (
-    RemediationDecision,
+    ShortCircuit,
     Verdict,
     counts_as_healthy,
     earliest_recheck,
     format_max_unhealthy,
-    remediation_decision,
+    short_circuit,
     target_health,
 )
 from .remediation import (
@@ -139,7 +139,7 @@ class MachineHealthCheckReconciler:
             for machine, node in await self._machines_and_nodes(mhc)
         ]
         healthy = [t for t in targets if counts_as_healthy(t.machine, t.node, t.verdict)]
-        decision = remediation_decision(spec.get("maxUnhealthy"), len(targets), len(healthy))
+        decision = short_circuit(spec.get("maxUnhealthy"), len(targets), len(healthy))
         conditions = self._remediation_allowed(mhc, decision, len(targets), now)
         errors: list[str] = []
         if PAUSED_ANNOTATION in (mhc["metadata"].get("annotations") or {}):
@@ -169,7 +169,7 @@ class MachineHealthCheckReconciler:
         return Result(requeue_after=recheck) if recheck is not None else Result()
 
     def _remediation_allowed(
-        self, mhc: JSON, decision: RemediationDecision, expected: int, now: datetime
+        self, mhc: JSON, decision: ShortCircuit, expected: int, now: datetime
     ) -> list[JSON]:
         """The MachineHealthCheck's conditions with ``RemediationAllowed`` set from ``decision``; a
         short-circuit is logged and gets the machine-api-operator's ``RemediationRestricted`` event."""

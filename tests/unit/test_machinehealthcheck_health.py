@@ -14,7 +14,7 @@ from controllers.machinehealthcheck.health import (
     counts_as_healthy,
     earliest_recheck,
     parse_max_unhealthy,
-    remediation_decision,
+    short_circuit,
     target_health,
 )
 from runtime.jsoncodec import JSON
@@ -264,7 +264,7 @@ def test_the_requeue_is_the_earliest_pending_target() -> None:
 def test_short_circuit(
     max_unhealthy: Any, expected: int, healthy: int, allowed: bool, remediations_allowed: int
 ) -> None:
-    decision = remediation_decision(max_unhealthy, expected, healthy)
+    decision = short_circuit(max_unhealthy, expected, healthy)
     assert decision.allowed is allowed, decision
     assert decision.remediations_allowed == remediations_allowed
     assert decision.unhealthy == expected - healthy
@@ -283,12 +283,12 @@ def test_max_unhealthy_parsing(value: Any, expected: int, limit: int) -> None:
 def test_invalid_max_unhealthy_blocks_and_says_why(value: Any) -> None:
     resolved = parse_max_unhealthy(value, 5)
     assert resolved.limit is None and "maxUnhealthy" in resolved.problem
-    decision = remediation_decision(value, 5, 5)
+    decision = short_circuit(value, 5, 5)
     assert not decision.allowed and resolved.problem in decision.message
 
 
 def test_short_circuit_message_has_the_machine_api_operator_shape() -> None:
-    decision = remediation_decision("40%", 5, 2)
+    decision = short_circuit("40%", 5, 2)
     assert decision.message == (
         "Remediation is not allowed, the number of not started or unhealthy machines exceeds "
         "maxUnhealthy (total: 5, unhealthy: 3, maxUnhealthy: 40%)"

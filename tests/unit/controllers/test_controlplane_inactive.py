@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from api.controlplane import DEFAULT_STATE, ControlPlaneMachineTemplate, ControlPlaneSpec
-from controllers.controlplane.inactive import inactive_progress, is_inactive, planned_step
+from controllers.controlplane.inactive import inactive_progress, is_inactive
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.remediation import RemediationDecision
+from controllers.controlplane.scale import planned_step
 from controllers.controlplane.status import StatusInputs, compute_status
 from controllers.controlplane.step import UP_TO_DATE, Step
 

@@ -12,7 +12,7 @@ import pytest
 from cli.explain.document import BLOCKING_REASONS as EXPLAIN_BLOCKING_REASONS
 from cli.explain.document import _etcd_entry
 from controllers.common import merge_conditions
-from controllers.controlplane.etcdfacts import EtcdView
+from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.plan import (
     BLOCKED_BY_CHECK,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneSpec
-from controllers.controlplane.etcdfacts import EtcdView
+from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import EtcdFacts, MachineInfo, not_ready_since
 from controllers.controlplane.reconciler import ControlPlaneReconciler
 from controllers.controlplane.scale import next_step

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from api.quorum import fault_tolerance, quorum, quorum_kept_without, quorum_lost
 from controllers.etcd.client import Alarm, Member
 from controllers.etcd.membership import (
     CLIENT_URL_ANNOTATION,
@@ -19,14 +20,10 @@ from controllers.etcd.membership import (
     MachineIdentity,
     Membership,
     client_endpoints,
-    fault_tolerance,
     map_members,
     member_client_url,
     member_owner,
     ownership_rank,
-    quorum,
-    quorum_kept_without,
-    quorum_lost,
 )
 
 # ---------------------------------------------------------------------------------------------- quorum

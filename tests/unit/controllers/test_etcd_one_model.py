@@ -18,17 +18,12 @@ from typing import Any
 
 import pytest
 
+from api.quorum import quorum_kept_without
 from controllers.controlplane import machines as cp_machine
-from controllers.controlplane import remediation as cp_remediation
 from controllers.controlplane import scale as cp_scale
-from controllers.controlplane.etcdfacts import EtcdView, view_of
+from controllers.controlplane.etcdview import EtcdView, view_of
 from controllers.etcd.client import Member
-from controllers.etcd.membership import (
-    MEMBER_ID_ANNOTATION,
-    PEER_URL_ANNOTATION,
-    MachineIdentity,
-    Membership,
-)
+from controllers.etcd.membership import MEMBER_ID_ANNOTATION, PEER_URL_ANNOTATION, MachineIdentity, Membership
 from controllers.etcdquorum import rules as hook_rules
 
 
@@ -107,7 +102,7 @@ class World:
     membership: Membership
     view: EtcdView
     cp_machines: list[cp_machine.MachineInfo]
-    hook_machines: dict[str, hook_rules.MachineInfo]
+    hook_machines: dict[str, hook_rules.GuardedMachine]
     owners: dict[int, str | None]
 
     def preflight(self, desired: int) -> dict[str, str]:
@@ -176,7 +171,7 @@ def test_a_replacement_round_seen_alike_by_both_controllers(layout: Layout) -> N
     w = world(layout, Host(1, deleting=True), Host(2), Host(3), Host(4))
     removed = w.removal(desired=3).member
     assert removed is not None and removed.machine == "cp-1"
-    assert cp_remediation.quorum_kept_without(w.cp_machines, "cp-1")
+    assert quorum_kept_without(cp_machine.machine_voters(w.cp_machines), "cp-1")
     assert not hook_rules.hook_removable(w.hook_machines["cp-1"], w.owners)
     assert w.preflight(desired=3) == {}  # the deleting voter is left out of the checks
     # Once its member is gone, both see cp-1 without a member, and its hook may go.
@@ -213,4 +208,4 @@ def test_quorum_loss_stops_both(layout: Layout) -> None:
     w = world(layout, Host(1, deleting=True), Host(2, healthy=False), Host(3, healthy=False), Host(4))
     assert w.membership.quorum_lost
     assert [wait.reason for wait in w.removal(desired=3).waits] == [hook_rules.WAIT_QUORUM_LOST]
-    assert not cp_remediation.quorum_kept_without(w.cp_machines, "cp-1")
+    assert not quorum_kept_without(cp_machine.machine_voters(w.cp_machines), "cp-1")

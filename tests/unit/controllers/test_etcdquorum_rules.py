@@ -8,7 +8,7 @@ import pytest
 
 from api.controlplane import ControlPlaneSpec
 from controllers.etcd.client import Member
-from controllers.etcdquorum.health import cluster_health
+from controllers.etcdquorum.cluster_health import cluster_health
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -17,7 +17,7 @@ from controllers.etcdquorum.rules import (
     WAIT_ONE_CHANGE_PER_PASS,
     WAIT_QUORUM_AFTER_REMOVAL,
     WAIT_QUORUM_LOST,
-    MachineInfo,
+    GuardedMachine,
     MemberState,
     hook_action,
     hook_removable,
@@ -58,10 +58,10 @@ class M:
     zone: str | None = None
 
 
-def cluster(*rows: M) -> tuple[list[MemberState], dict[str, MachineInfo]]:
+def cluster(*rows: M) -> tuple[list[MemberState], dict[str, GuardedMachine]]:
     members = [MemberState(member(r.index, learner=r.learner), f"m{r.index}", r.healthy) for r in rows]
     machines = {
-        f"m{r.index}": MachineInfo(
+        f"m{r.index}": GuardedMachine(
             name=f"m{r.index}",
             deleting=r.deleting,
             running=True,
@@ -279,7 +279,7 @@ def test_promotion_decision(rows: tuple[M, ...], desired: int, expected: str | N
 
 def test_a_learner_with_a_foreign_owned_hook_waits_for_the_repair() -> None:
     members, machines = cluster(M(0), M(1, learner=True))
-    machines["m1"] = MachineInfo(name="m1", running=True, hook_owner="someone/else")
+    machines["m1"] = GuardedMachine(name="m1", running=True, hook_owner="someone/else")
     decision = promotion_decision(members, machines, 3)
     assert decision.member is None
     assert [w.reason for w in decision.waits] == ["HookMissing"]
@@ -359,31 +359,33 @@ def test_machine_info_reads_the_wire_form_and_its_domain_through_the_configured_
 
 
 def test_hooks_go_only_on_machines_not_being_deleted_once_the_machine_api_works() -> None:
-    running = MachineInfo(name="a", running=True)
-    new = MachineInfo(name="b")
+    running = GuardedMachine(name="a", running=True)
+    new = GuardedMachine(name="b")
     assert machine_api_functional([running, new])
     assert not machine_api_functional([new])
     assert hook_action(new, api_functional=True) == "add"
     assert hook_action(new, api_functional=False) is None
-    assert hook_action(MachineInfo(name="c", deleting=True), api_functional=True) is None
-    assert hook_action(MachineInfo(name="d", hook_owner="other/team"), api_functional=True) == "repair"
-    assert hook_action(MachineInfo(name="e", hook_owner=HOOK_OWNER), api_functional=True) is None
+    assert hook_action(GuardedMachine(name="c", deleting=True), api_functional=True) is None
+    assert hook_action(GuardedMachine(name="d", hook_owner="other/team"), api_functional=True) == "repair"
+    assert hook_action(GuardedMachine(name="e", hook_owner=HOOK_OWNER), api_functional=True) is None
     # The escape hatch: a deleting machine whose hook was taken away, or rewritten, stays so.
-    assert hook_action(MachineInfo(name="f", deleting=True, hook_owner="other"), api_functional=True) is None
+    assert (
+        hook_action(GuardedMachine(name="f", deleting=True, hook_owner="other"), api_functional=True) is None
+    )
 
 
 def test_a_controlplane_being_deleted_still_hooks_machines_while_a_deleting_one_holds_our_hook() -> None:
-    replacement = MachineInfo(name="new", running=True)
-    voter = MachineInfo(name="b", running=True, hook_owner=HOOK_OWNER)
-    old = MachineInfo(name="old", running=True, deleting=True, hook_owner=HOOK_OWNER)
+    replacement = GuardedMachine(name="new", running=True)
+    voter = GuardedMachine(name="b", running=True, hook_owner=HOOK_OWNER)
+    old = GuardedMachine(name="old", running=True, deleting=True, hook_owner=HOOK_OWNER)
     # The old Machine's member removal waits for the replacement's promotion, which waits for
     # the replacement's hook: placing it is what lets the release go on.
     assert hooks_placed_while_deleting([old, voter, replacement])
     # Settled, or the old Machine already let go: the release takes the hooks off next.
     assert not hooks_placed_while_deleting([voter, replacement])
-    assert not hooks_placed_while_deleting([MachineInfo(name="old", deleting=True), voter])
+    assert not hooks_placed_while_deleting([GuardedMachine(name="old", deleting=True), voter])
     # A hook taken off by hand, or another owner's hook of our name, is not ours to finish.
-    assert not hooks_placed_while_deleting([MachineInfo(name="old", deleting=True, hook_owner="other")])
+    assert not hooks_placed_while_deleting([GuardedMachine(name="old", deleting=True, hook_owner="other")])
 
 
 def test_hook_lists_keep_every_other_hook() -> None:
@@ -396,11 +398,11 @@ def test_hook_lists_keep_every_other_hook() -> None:
 
 
 def test_the_hook_goes_only_when_no_member_voter_or_learner_belongs_to_the_machine() -> None:
-    machine = MachineInfo(name="m0", deleting=True, hook_owner=HOOK_OWNER)
+    machine = GuardedMachine(name="m0", deleting=True, hook_owner=HOOK_OWNER)
     assert not hook_removable(machine, {0x100: "m0", 0x101: "m1"})
     assert not hook_removable(machine, {0x100: "m0"})  # a learner, started or not, counts too
     assert hook_removable(machine, {0x101: "m1", 0x102: None})
-    assert not hook_removable(MachineInfo(name="m0", hook_owner=HOOK_OWNER), {0x101: "m1"})
+    assert not hook_removable(GuardedMachine(name="m0", hook_owner=HOOK_OWNER), {0x101: "m1"})
 
 
 # ------------------------------------------------------------------------------- cleanup, health

@@ -33,18 +33,18 @@ from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.remediation_record import REMEDIATION_FOR_ANNOTATION
 from controllers.etcd.client import Member
 from controllers.etcd.membership import MemberState
-from controllers.etcdquorum.conditions import (
+from controllers.etcdquorum.machine_conditions import (
     hook_condition,
     inspection_failed,
     member_condition,
 )
-from controllers.etcdquorum.conditions import wanted_conditions as etcd_wanted
+from controllers.etcdquorum.machine_conditions import wanted_conditions as etcd_wanted
 from controllers.etcdquorum.report import Pass
 from controllers.etcdquorum.rules import (
     HOOK_OWNER,
     WAIT_HEALTHY_VOTERS,
     WAIT_QUORUM_AFTER_REMOVAL,
-    MachineInfo,
+    GuardedMachine,
     Wait,
 )
 from controllers.machineconditions import Wanted, changes, condition, merged
@@ -189,8 +189,10 @@ def test_etcd_unreadable_is_unknown_never_a_guess() -> None:
 # ------------------------------------------------------------------------------------- EtcdQuorumHookHolding
 
 
-def info(name: str = "machine-1", *, deleting: bool = False, hooked: bool = True) -> MachineInfo:
-    return MachineInfo(name=name, deleting=deleting, running=True, hook_owner=HOOK_OWNER if hooked else None)
+def info(name: str = "machine-1", *, deleting: bool = False, hooked: bool = True) -> GuardedMachine:
+    return GuardedMachine(
+        name=name, deleting=deleting, running=True, hook_owner=HOOK_OWNER if hooked else None
+    )
 
 
 HELD = Wait(
@@ -228,7 +230,7 @@ HELD = Wait(
     ],
 )
 def test_the_hook_condition_says_held_and_why_or_released_or_not_needed(
-    machine: MachineInfo,
+    machine: GuardedMachine,
     members: list[MemberState] | None,
     waits: list[Wait],
     functional: bool,

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from controllers.etcd.membership import MemberState, quorum
+from api.quorum import quorum
+from controllers.etcd.membership import MemberState
 from controllers.etcdquorum.rules import Wait, member_labels, quorum_lost, voters_of
 
 

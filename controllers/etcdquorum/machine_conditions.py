@@ -54,7 +54,7 @@ from api.machine import (
     SEVERITY_WARNING,
 )
 from controllers.etcd.membership import MemberState
-from controllers.etcdquorum.rules import MachineInfo, Wait, machine_api_functional
+from controllers.etcdquorum.rules import GuardedMachine, Wait, machine_api_functional
 from controllers.machineconditions import Wanted, condition, write_machine_conditions
 from runtime.client import JSON, Client
 
@@ -105,7 +105,7 @@ def inspection_failed(why: str) -> JSON:
 
 
 def hook_condition(
-    info: MachineInfo,
+    info: GuardedMachine,
     members: Sequence[MemberState] | None,
     waits: Sequence[Wait],
     *,
