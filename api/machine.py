@@ -81,7 +81,7 @@ OWNER_WAITING_REASONS = (
 
 # Machine conditions the operator writes on a ControlPlane's Machines (cluster-api's
 # KubeadmControlPlane writes the first two under the same names). Each has one writer, and every
-# writer merges its own types into the stored list (controllers.machineconditions).
+# writer merges its own types into the stored list (controllers.conditions).
 CONDITION_ETCD_MEMBER_HEALTHY = "EtcdMemberHealthy"
 """The Machine's etcd member: found, voter or learner, healthy, leader (etcd-quorum-hook controller)."""
 REASON_ETCD_LEADER = "Leader"

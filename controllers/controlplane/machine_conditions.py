@@ -28,7 +28,7 @@ The message counts the retries along the Machine's lineage (``retry 2 of maxRetr
 :mod:`~.remediation_record`). While the reason is a waiting one the health check may still take
 its mark back (the Machine recovered): it then removes the condition.
 
-Both are written only when they change (:mod:`controllers.machineconditions`), never on the
+Both are written only when they change (:mod:`controllers.conditions`), never on the
 Machines of an Inactive ControlPlane (the reconciler does not call this for one).
 """
 
@@ -49,11 +49,11 @@ from api.machine import (
     SEVERITY_WARNING,
 )
 from controllers.common import now
+from controllers.conditions import Wanted, condition, write_machine_conditions
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.controlplane.placement import outdated_reason
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.remediation_record import lineage_of
-from controllers.machineconditions import Wanted, condition, write_machine_conditions
 from runtime.client import JSON, Client
 
 

@@ -22,7 +22,8 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
 from api.ownership import ControlPlaneMachines
-from controllers.common import condition_status, conditions_of, find_condition, parse_time
+from controllers.common import parse_time
+from controllers.conditions import condition_status, conditions_of, find_condition
 from runtime.jsoncodec import JSON
 
 DELETE_MACHINE_ANNOTATION: Final = "machine.openshift.io/delete-machine"

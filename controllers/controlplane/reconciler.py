@@ -40,7 +40,8 @@ from api.controlplane import KIND as CP_KIND
 from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
-from controllers.common import find_condition, merge_conditions, now, parse_time
+from controllers.common import now, parse_time
+from controllers.conditions import find_condition
 from controllers.controlplane import remediation_record as records
 from controllers.controlplane.etcdview import EtcdView, forward_leadership, read_etcd_view
 from controllers.controlplane.expectations import Expectations
@@ -74,6 +75,7 @@ from controllers.controlplane.status import (
     StatusInputs,
     compute_status,
     seconds_until_degraded,
+    status_to_write,
     status_unchanged,
 )
 from controllers.controlplane.step import Step
@@ -462,9 +464,7 @@ class ControlPlaneReconciler:
         """Merge-patch the status subresource when it changed, keeping other writers' conditions;
         whether it was written."""
         current = cp.get("status") or {}
-        status["conditions"] = merge_conditions(current.get("conditions") or [], status["conditions"], now())
-        if "lastRemediation" not in status and current.get("lastRemediation"):
-            status["lastRemediation"] = current["lastRemediation"]
+        status = status_to_write(current, status, now())
         if status_unchanged(current, status):
             return False
         try:

@@ -2,8 +2,8 @@
 
 Computed from scratch every reconcile from the gathered facts and the decisions taken (the
 step, the preflight failures, the remediation decision), without lastTransitionTime: the
-reconciler merges the result over the stored conditions with
-:func:`controllers.common.merge_conditions`, which keeps other writers' conditions.
+reconciler sets the result over the stored conditions with
+:func:`controllers.conditions.set_conditions`, which keeps other writers' conditions.
 
 What the conditions promise (each function says which anchor it follows and why):
 
@@ -33,6 +33,7 @@ from api.controlplane import (
 )
 from api.quorum import quorum as quorum_of
 from controllers.common import format_time, now
+from controllers.conditions import condition, set_conditions
 from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.inactive import inactive_progress
 from controllers.controlplane.machines import MachineInfo
@@ -96,7 +97,7 @@ class StatusInputs:
 
 
 def compute_status(inputs: StatusInputs) -> JSON:
-    """The ControlPlane's status, without lastTransitionTime (see :mod:`controllers.common`).
+    """The ControlPlane's status, without lastTransitionTime (see :mod:`controllers.conditions`).
 
     Counts: ``replicas`` (owned Machines, deleting included), ``updatedReplicas`` (not outdated,
     not deleting), ``readyReplicas`` (Running with a Ready Node), ``availableReplicas`` (not deleting,
@@ -127,6 +128,19 @@ def compute_status(inputs: StatusInputs) -> JSON:
         "failureMessage": failure[1] if failure else None,
         "etcd": etcd_status(inputs.etcd),
     }
+
+
+def status_to_write(current: Mapping[str, Any], computed: Mapping[str, Any], when: datetime) -> JSON:
+    """The status to patch: ``computed`` with its conditions set over the stored ones
+    (:func:`controllers.conditions.set_conditions`: other writers' conditions and the transition
+    times of unchanged statuses kept) and the stored ``lastRemediation`` kept when this pass
+    recorded none."""
+    status = dict(computed)
+    ours = {str(entry["type"]): entry for entry in computed.get("conditions") or ()}
+    status["conditions"] = set_conditions(current.get("conditions") or [], ours, when)
+    if "lastRemediation" not in status and current.get("lastRemediation"):
+        status["lastRemediation"] = current["lastRemediation"]
+    return status
 
 
 def status_unchanged(current: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
@@ -183,7 +197,7 @@ def phase(inputs: StatusInputs, *, failure: tuple[str, str] | None, remediating:
 
 
 def _condition(type_: str, status: bool, reason: str, message: str) -> JSON:
-    return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message}
+    return condition(type_, "True" if status else "False", reason, message)
 
 
 def etcd_quorum(etcd: EtcdView) -> tuple[bool, str]:

@@ -53,9 +53,9 @@ from api.machine import (
     REASON_HOOK_REMOVING_MEMBER,
     SEVERITY_WARNING,
 )
+from controllers.conditions import Wanted, condition, write_machine_conditions
 from controllers.etcd.membership import MemberState
 from controllers.etcdquorum.rules import GuardedMachine, Wait, machine_api_functional
-from controllers.machineconditions import Wanted, condition, write_machine_conditions
 from runtime.client import JSON, Client
 
 if TYPE_CHECKING:  # the reporter, which imports this module, defines the pass

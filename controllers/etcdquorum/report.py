@@ -19,7 +19,8 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_ETCD_CLUSTER_HEALTHY, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
 from api.quorum import quorum
-from controllers.common import conditions_of, find_condition, now, set_condition
+from controllers.common import now
+from controllers.conditions import changes, condition, conditions_of, set_conditions
 from controllers.etcd.client import Member
 from controllers.etcd.membership import MachineIdentity, MemberState
 from controllers.etcdquorum.cluster_health import cluster_health
@@ -33,9 +34,6 @@ from controllers.etcdquorum.rules import (
 )
 from runtime.client import JSON, Client
 from runtime.events import EventRecorder
-
-MAX_MESSAGE = 32768
-"""The API's limit on a condition's message."""
 
 
 @dataclass
@@ -122,26 +120,16 @@ class Reporter:
         condition, with the ControlPlane's resourceVersion so a concurrent writer's change is never
         overwritten (a 409 makes the pass run again)."""
         cp = state.cp
-        message = message[:MAX_MESSAGE]
         generation = cp["metadata"].get("generation")
+        wanted = {
+            CONDITION_ETCD_CLUSTER_HEALTHY: condition(
+                CONDITION_ETCD_CLUSTER_HEALTHY, status, reason, message, observed_generation=generation
+            )
+        }
         stored = conditions_of(cp)
-        previous = find_condition(stored, CONDITION_ETCD_CLUSTER_HEALTHY)
-        if previous is not None and (
-            previous.get("status"),
-            previous.get("reason"),
-            previous.get("message"),
-            previous.get("observedGeneration"),
-        ) == (status, reason, message, generation):
+        if not changes(stored, wanted):
             return
-        conditions = set_condition(
-            stored,
-            CONDITION_ETCD_CLUSTER_HEALTHY,
-            status,
-            now(),
-            reason=reason,
-            message=message,
-            observed_generation=generation,
-        )
+        conditions = set_conditions(stored, wanted, now())
         metadata = cp["metadata"]
         await self.client.patch_status(
             CP_API_VERSION,

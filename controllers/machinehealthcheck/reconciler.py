@@ -27,7 +27,7 @@ from api.machine import (
 )
 from api.ownership import controller_owner
 from api.selector import selector_matches
-from controllers.common import find_condition, set_condition
+from controllers.conditions import condition, find_condition, set_conditions
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client
@@ -175,7 +175,11 @@ class MachineHealthCheckReconciler:
         short-circuit is logged and gets the machine-api-operator's ``RemediationRestricted`` event."""
         conditions: list[JSON] = [dict(c) for c in (mhc.get("status") or {}).get("conditions") or ()]
         if decision.allowed:
-            return set_condition(conditions, CONDITION_REMEDIATION_ALLOWED, "True", now)
+            return set_conditions(
+                conditions,
+                {CONDITION_REMEDIATION_ALLOWED: condition(CONDITION_REMEDIATION_ALLOWED, "True")},
+                now,
+            )
         log.warning("remediation short-circuited", detail=decision.message)
         self.recorder.eventf(
             mhc,
@@ -187,14 +191,18 @@ class MachineHealthCheckReconciler:
             decision.unhealthy,
             format_max_unhealthy((mhc.get("spec") or {}).get("maxUnhealthy")),
         )
-        return set_condition(
+        return set_conditions(
             conditions,
-            CONDITION_REMEDIATION_ALLOWED,
-            "False",
+            {
+                CONDITION_REMEDIATION_ALLOWED: condition(
+                    CONDITION_REMEDIATION_ALLOWED,
+                    "False",
+                    REASON_TOO_MANY_UNHEALTHY,
+                    decision.message,
+                    SEVERITY_WARNING,
+                )
+            },
             now,
-            reason=REASON_TOO_MANY_UNHEALTHY,
-            message=decision.message,
-            severity=SEVERITY_WARNING,
         )
 
     # -------------------------------------------------------------------------------- reading
@@ -360,28 +368,44 @@ class MachineHealthCheckReconciler:
             template = await self.client.get(api_version, kind, name, template_namespace)
         except APIError as err:
             errors.append(f"remediation template {kind} {template_namespace}/{name}: {err}")
-            return set_condition(
+            return set_conditions(
                 conditions,
-                CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
-                "False",
+                {
+                    CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE: condition(
+                        CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
+                        "False",
+                        REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND,
+                        f"{kind} {template_namespace}/{name}: {err}",
+                        SEVERITY_ERROR,
+                    )
+                },
                 now,
-                reason=REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND,
-                message=f"{kind} {template_namespace}/{name}: {err}",
-                severity=SEVERITY_ERROR,
             )
-        conditions = set_condition(conditions, CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE, "True", now)
+        conditions = set_conditions(
+            conditions,
+            {
+                CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE: condition(
+                    CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE, "True"
+                )
+            },
+            now,
+        )
         try:
             await self.client.create(external_remediation_request(template, target.machine))
         except APIError as err:
             errors.append(f"creating {request_kind(kind)} {namespace}/{target.name}: {err}")
-            return set_condition(
+            return set_conditions(
                 conditions,
-                CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
-                "False",
+                {
+                    CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE: condition(
+                        CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
+                        "False",
+                        REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED,
+                        f"{request_kind(kind)} {namespace}/{target.name}: {err}",
+                        SEVERITY_ERROR,
+                    )
+                },
                 now,
-                reason=REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED,
-                message=f"{request_kind(kind)} {namespace}/{target.name}: {err}",
-                severity=SEVERITY_ERROR,
             )
         meta = mhc["metadata"]
         metrics.remediation_started(meta["name"], meta["namespace"])
@@ -396,7 +420,15 @@ class MachineHealthCheckReconciler:
             target.verdict.reason,
             target.verdict.message,
         )
-        return set_condition(conditions, CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE, "True", now)
+        return set_conditions(
+            conditions,
+            {
+                CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE: condition(
+                    CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE, "True"
+                )
+            },
+            now,
+        )
 
     async def _after_recovery(self, mhc: JSON, target: _Target, now: datetime, errors: list[str]) -> None:
         """A healthy target: drop its remediation request, clear a mark its owner has not acted on."""

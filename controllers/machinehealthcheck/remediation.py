@@ -19,7 +19,7 @@ from api.machine import (
     SEVERITY_WARNING,
 )
 from api.ownership import controlling_controlplane
-from controllers.common import conditions_of, find_condition, set_condition
+from controllers.conditions import condition, conditions_of, find_condition, set_conditions
 from runtime.jsoncodec import JSON
 
 from .health import Verdict
@@ -52,11 +52,6 @@ def is_deleting(obj: Mapping[str, Any]) -> bool:
 # ------------------------------------------------------------------------------------ conditions
 
 
-def remove_condition(conditions: Sequence[Mapping[str, Any]], type_: str) -> list[JSON]:
-    """``conditions`` without ``type_``."""
-    return [dict(c) for c in conditions if c.get("type") != type_]
-
-
 def machine_conditions(machine: Mapping[str, Any]) -> list[JSON]:
     """The Machine's ``status.conditions`` (copies)."""
     return [dict(c) for c in conditions_of(machine)]
@@ -69,24 +64,28 @@ def marked_for_owner(machine: Mapping[str, Any], verdict: Verdict, now: datetime
     ``OwnerRemediated=False`` with reason ``WaitingForRemediation``. An ``OwnerRemediated`` the
     owner already set (it has started) is left alone.
     """
-    conditions = set_condition(
+    conditions = set_conditions(
         machine_conditions(machine),
-        CONDITION_HEALTH_CHECK_SUCCEEDED,
-        "False",
+        {
+            CONDITION_HEALTH_CHECK_SUCCEEDED: condition(
+                CONDITION_HEALTH_CHECK_SUCCEEDED, "False", verdict.reason, verdict.message, SEVERITY_WARNING
+            )
+        },
         now,
-        reason=verdict.reason,
-        message=verdict.message,
-        severity=SEVERITY_WARNING,
     )
     if find_condition(conditions, CONDITION_OWNER_REMEDIATED) is None:
-        conditions = set_condition(
+        conditions = set_conditions(
             conditions,
-            CONDITION_OWNER_REMEDIATED,
-            "False",
+            {
+                CONDITION_OWNER_REMEDIATED: condition(
+                    CONDITION_OWNER_REMEDIATED,
+                    "False",
+                    REASON_WAITING_FOR_REMEDIATION,
+                    "waiting for the owning ControlPlane to remediate the Machine",
+                    SEVERITY_WARNING,
+                )
+            },
             now,
-            reason=REASON_WAITING_FOR_REMEDIATION,
-            message="waiting for the owning ControlPlane to remediate the Machine",
-            severity=SEVERITY_WARNING,
         )
     return conditions
 
@@ -101,10 +100,14 @@ def cleared_for_healthy(machine: Mapping[str, Any], now: datetime) -> list[JSON]
     """
     conditions = machine_conditions(machine)
     if find_condition(conditions, CONDITION_HEALTH_CHECK_SUCCEEDED) is not None:
-        conditions = set_condition(conditions, CONDITION_HEALTH_CHECK_SUCCEEDED, "True", now)
+        conditions = set_conditions(
+            conditions,
+            {CONDITION_HEALTH_CHECK_SUCCEEDED: condition(CONDITION_HEALTH_CHECK_SUCCEEDED, "True")},
+            now,
+        )
     owner = find_condition(conditions, CONDITION_OWNER_REMEDIATED)
     if owner is not None and owner.get("reason") in OWNER_WAITING_REASONS:
-        conditions = remove_condition(conditions, CONDITION_OWNER_REMEDIATED)
+        conditions = set_conditions(conditions, {CONDITION_OWNER_REMEDIATED: None}, now)
     return conditions
 
 

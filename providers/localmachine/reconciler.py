@@ -21,9 +21,10 @@ from api.machine import (
     PHASE_PROVISIONED,
     PHASE_PROVISIONING,
     PHASE_RUNNING,
-    MachineCondition,
     NodeAddress,
 )
+from controllers.common import now
+from controllers.conditions import changes, condition, set_conditions
 from controllers.etcd.client import (
     EtcdClient,
     EtcdError,
@@ -140,54 +141,36 @@ def _set_condition(
     *,
     severity: str | None = None,
 ) -> tuple[list[JSON], bool]:
-    """``conditions`` with ``type_`` set; the transition time moves only when the status does."""
+    """``conditions`` with ``type_`` set by the operator's condition rules
+    (:mod:`controllers.conditions`), and whether that changed anything."""
     current = [dict(condition) for condition in conditions or ()]
-    previous = next((c for c in current if c.get("type") == type_), None)
-    if (
-        previous is not None
-        and previous.get("status") == status
-        and previous.get("reason") == reason
-        and previous.get("message") == message
-        and previous.get("severity") == severity
-    ):
+    wanted = {type_: condition(type_, status, reason, message, severity or "")}
+    if not changes(current, wanted):
         return current, False
-    transition = (
-        previous.get("lastTransitionTime")
-        if previous is not None and previous.get("status") == status
-        else None
-    ) or _now()
-    condition = MachineCondition(
-        type=type_,
-        status=status,
-        reason=reason,
-        message=message,
-        severity=severity if status == "False" else None,
-        last_transition_time=datetime.fromisoformat(transition.replace("Z", "+00:00")),
-    ).to_dict()
-    condition = {key: value for key, value in condition.items() if value is not None}
-    updated = [c for c in current if c.get("type") != type_] + [condition]
-    return updated, True
+    return set_conditions(current, wanted, now()), True
 
 
 def merge_own_conditions(
     stored: Sequence[Mapping[str, Any]] | None, ours: Sequence[Mapping[str, Any]]
 ) -> list[JSON]:
-    """The Machine's ``stored`` conditions with each of ``ours`` set by type.
+    """The Machine's ``stored`` conditions with each of ``ours`` (already set, with their
+    transition times, by :func:`_set_condition`) put in by type.
 
     Conditions of other types stay as stored, in their place, so the provider never erases
     another writer's; one of ours whose status equals the stored one keeps the stored
-    ``lastTransitionTime`` (ours may have been computed from an older read).
+    ``lastTransitionTime`` (ours may have been computed from an older read), one whose status
+    changed keeps the time it was computed at.
     """
     wanted = {str(c.get("type")): dict(c) for c in ours}
     merged: list[JSON] = []
-    for condition in stored or ():
-        type_ = str(condition.get("type"))
+    for present in stored or ():
+        type_ = str(present.get("type"))
         mine = wanted.pop(type_, None)
         if mine is None:
-            merged.append(dict(condition))
+            merged.append(dict(present))
             continue
-        if mine.get("status") == condition.get("status") and condition.get("lastTransitionTime"):
-            mine["lastTransitionTime"] = condition["lastTransitionTime"]
+        if mine.get("status") == present.get("status") and present.get("lastTransitionTime"):
+            mine["lastTransitionTime"] = present["lastTransitionTime"]
         merged.append(mine)
     merged.extend(wanted.values())
     return merged

@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 
 from api.machine import API_VERSION
-from controllers.machineconditions import condition, write_machine_conditions
+from controllers.conditions import condition, write_machine_conditions
 from runtime.client import Client
 from tests.support.localmachine import get_machine, machine, machine_condition
 

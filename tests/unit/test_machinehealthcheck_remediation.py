@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from api.meta import format_time
-from controllers.common import set_condition
+from controllers.conditions import condition, set_conditions
 from controllers.machinehealthcheck.health import Verdict
 from controllers.machinehealthcheck.remediation import (
     cleared_for_healthy,
@@ -38,10 +38,10 @@ def test_only_a_controlplane_controller_owner_means_mark_instead_of_delete() -> 
 
 def test_set_condition_moves_the_transition_time_only_when_the_status_changes() -> None:
     start = [{"type": "A", "status": "True", "lastTransitionTime": EARLIER}, {"type": "B", "status": "True"}]
-    same = set_condition(start, "A", "True", NOW, reason="Still")
+    same = set_conditions(start, {"A": condition("A", "True", "Still")}, NOW)
     assert same[0] == {"type": "A", "status": "True", "reason": "Still", "lastTransitionTime": EARLIER}
     assert same[1] == start[1]
-    flipped = set_condition(start, "A", "False", NOW, reason="R", message="m", severity="Warning")
+    flipped = set_conditions(start, {"A": condition("A", "False", "R", "m", "Warning")}, NOW)
     assert flipped[0] == {
         "type": "A",
         "status": "False",
@@ -50,7 +50,7 @@ def test_set_condition_moves_the_transition_time_only_when_the_status_changes() 
         "message": "m",
         "lastTransitionTime": format_time(NOW),
     }
-    added = set_condition(start, "C", "True", NOW)
+    added = set_conditions(start, {"C": condition("C", "True")}, NOW)
     assert [c["type"] for c in added] == ["A", "B", "C"]
 
 
@@ -115,7 +115,13 @@ def test_status_is_written_only_when_a_field_or_condition_changed() -> None:
     assert not status_changed({**old, "other": "kept"}, dict(old))
     assert status_changed(old, {**old, "currentHealthy": 2})
     assert status_changed(
-        old, {**old, "conditions": set_condition(conditions, "RemediationAllowed", "False", NOW)}
+        old,
+        {
+            **old,
+            "conditions": set_conditions(
+                conditions, {"RemediationAllowed": condition("RemediationAllowed", "False")}, NOW
+            ),
+        },
     )
     assert status_changed({}, old)
 

@@ -11,7 +11,6 @@ import pytest
 
 from cli.explain.document import BLOCKING_REASONS as EXPLAIN_BLOCKING_REASONS
 from cli.explain.document import _etcd_entry
-from controllers.common import merge_conditions
 from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.plan import (
@@ -32,7 +31,7 @@ from controllers.controlplane.scale import (
     next_step,
     preflight,
 )
-from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
+from controllers.controlplane.status import StatusInputs, compute_status, status_to_write, status_unchanged
 from controllers.controlplane.step import Step
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -433,13 +432,9 @@ def test_a_settled_control_plane_writes_nothing_twice() -> None:
         )
         return compute_status(inputs)
 
-    stored = status_at(NOW)
-    stored["conditions"] = merge_conditions([], stored["conditions"], NOW)
+    stored = status_to_write({}, status_at(NOW), NOW)
     stored = {k: v for k, v in stored.items() if v is not None}
-    later = status_at(NOW + timedelta(minutes=10))
-    later["conditions"] = merge_conditions(
-        stored["conditions"], later["conditions"], NOW + timedelta(minutes=10)
-    )
+    later = status_to_write(stored, status_at(NOW + timedelta(minutes=10)), NOW + timedelta(minutes=10))
     assert status_unchanged(stored, later)
     dropped = status_at(NOW)
     dropped["etcd"] = None  # etcd could not be read: the field goes

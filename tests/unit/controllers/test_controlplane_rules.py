@@ -11,7 +11,7 @@ import pytest
 from api.controlplane import ControlPlaneSpec
 from api.failuredomains import FAILURE_DOMAIN_LABEL, machine_domain
 from api.machine import REASON_TEMPLATE_CHANGED
-from controllers.common import format_time, merge_conditions, parse_time
+from controllers.common import format_time, parse_time
 from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
 from controllers.controlplane.placement import (
     SPEC_HASH_ANNOTATION,
@@ -38,7 +38,7 @@ from controllers.controlplane.scale import (
     next_step,
     preflight,
 )
-from controllers.controlplane.status import StatusInputs, compute_status
+from controllers.controlplane.status import StatusInputs, compute_status, status_to_write
 from controllers.controlplane.step import Step
 from runtime.reconcile import Result
 
@@ -900,7 +900,7 @@ def test_status_messages_say_what_is_going_on() -> None:
     assert condition(paused, "Progressing")["reason"] == "Paused"
 
 
-def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> None:
+def test_the_status_to_write_keeps_foreign_conditions_transition_times_and_the_last_remediation() -> None:
     previous = [
         {"type": "Available", "status": "True", "reason": "A", "message": "", "lastTransitionTime": "old"},
         {"type": "Degraded", "status": "False", "reason": "A", "message": "", "lastTransitionTime": "old"},
@@ -910,7 +910,10 @@ def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> Non
         {"type": "Available", "status": "True", "reason": "B", "message": "x"},
         {"type": "Degraded", "status": "True", "reason": "C", "message": "y"},
     ]
-    merged = {c["type"]: c for c in merge_conditions(previous, computed, T0)}
+    last = {"machine": "demo-a", "timestamp": "old", "retryCount": 0}
+    written = status_to_write({"conditions": previous, "lastRemediation": last}, {"conditions": computed}, T0)
+    assert written["lastRemediation"] == last
+    merged = {c["type"]: c for c in written["conditions"]}
     assert merged["Available"]["lastTransitionTime"] == "old"
     assert merged["Degraded"]["lastTransitionTime"] == format_time(T0)
     assert merged["EtcdClusterHealthy"] == previous[2]

@@ -1,5 +1,6 @@
-"""The per-Machine conditions the operator writes, case by case: every reason of each, the merge by
-type that keeps other writers' conditions, and the rule that a settled pass changes nothing."""
+"""The per-Machine conditions the ControlPlane and etcd-quorum-hook controllers write, case by case:
+every reason of each, and the rule that a settled pass changes nothing (how they are merged and
+compared is :mod:`tests.unit.controllers.test_conditions`')."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from api.machine import (
     REASON_MACHINE_DELETING,
     REASON_REMEDIATION_DEFERRED,
 )
-from controllers.common import format_time
+from controllers.conditions import Wanted
 from controllers.controlplane.machine_conditions import (
     owner_remediated_condition,
     retry_text,
@@ -47,7 +48,6 @@ from controllers.etcdquorum.rules import (
     GuardedMachine,
     Wait,
 )
-from controllers.machineconditions import Wanted, changes, condition, merged
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
@@ -62,72 +62,6 @@ def of(wanted: Mapping[str, Wanted], name: str, type_: str) -> Mapping[str, Any]
     found = wanted[name][type_]
     assert found is not None
     return found
-
-
-# ---------------------------------------------------------------------------------------- the writer's merge
-
-
-def stored() -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "EtcdMemberStarted",
-            "status": "True",
-            "reason": "Started",
-            "lastTransitionTime": "t-provider",
-        },
-        {"type": "UpToDate", "status": "True", "reason": "UpToDate", "lastTransitionTime": "t-old"},
-        {"type": "HealthCheckSucceeded", "status": "True", "lastTransitionTime": "t-mhc"},
-    ]
-
-
-def test_a_condition_as_stored_is_no_change_and_transition_times_are_never_compared() -> None:
-    same = condition("UpToDate", "True", "UpToDate")
-    assert changes(stored(), {"UpToDate": same}) == {}
-    assert changes(stored(), {"Absent": None}) == {}
-
-
-def test_a_changed_reason_message_or_status_is_a_change_and_a_removal_of_a_present_type_too() -> None:
-    outdated = condition("UpToDate", "False", "TemplateChanged", "outdated", "Warning")
-    assert changes(stored(), {"UpToDate": outdated}) == {"UpToDate": outdated}
-    reworded = condition("UpToDate", "True", "UpToDate", "a new message")
-    assert changes(stored(), {"UpToDate": reworded}) == {"UpToDate": reworded}
-    assert changes(stored(), {"HealthCheckSucceeded": None}) == {"HealthCheckSucceeded": None}
-
-
-def test_merge_sets_ours_by_type_and_keeps_every_other_writer_in_place() -> None:
-    result = merged(
-        stored(),
-        {
-            "UpToDate": condition("UpToDate", "True", "UpToDate", "reworded"),
-            "EtcdMemberHealthy": condition("EtcdMemberHealthy", "True", "Voter"),
-        },
-        T1,
-    )
-    assert [c["type"] for c in result] == [
-        "EtcdMemberStarted",
-        "UpToDate",
-        "HealthCheckSucceeded",
-        "EtcdMemberHealthy",
-    ]
-    assert result[0] == stored()[0] and result[2] == stored()[2]
-    assert result[1]["lastTransitionTime"] == "t-old"  # same status: no transition
-    assert result[1]["message"] == "reworded"
-    assert result[3]["lastTransitionTime"] == format_time(T1)
-
-
-def test_merge_moves_the_transition_time_only_with_the_status_and_removes_a_none() -> None:
-    result = merged(
-        stored(),
-        {"UpToDate": condition("UpToDate", "False", "RolloutAfter"), "HealthCheckSucceeded": None},
-        T1,
-    )
-    assert [c["type"] for c in result] == ["EtcdMemberStarted", "UpToDate"]
-    assert result[1]["lastTransitionTime"] == format_time(T1)
-
-
-def test_condition_keeps_severity_only_when_false_and_leaves_out_empty_fields() -> None:
-    assert condition("X", "True", "R", "", "Warning") == {"type": "X", "status": "True", "reason": "R"}
-    assert condition("X", "False", "R", "m", "Warning")["severity"] == "Warning"
 
 
 # ----------------------------------------------------------------------------------------- EtcdMemberHealthy
