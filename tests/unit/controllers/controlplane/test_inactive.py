@@ -1,8 +1,5 @@
-"""spec.state Inactive: the controller reports what it would do and does nothing (issue 26, case 4).
-
-The reconciler's Inactive path (:meth:`ControlPlaneReconciler._observe`) writes only the status
-computed here; these tables fix what that status says.
-"""
+"""spec.state Inactive (controllers/controlplane/inactive.py): the controller reports what it would do
+and does nothing; the reconciler's Inactive path writes only the status these tables fix."""
 
 from __future__ import annotations
 
@@ -135,11 +132,3 @@ def test_inactive_progress_message(step: Step | None, expected: str) -> None:
         f"spec.state is Inactive: no Machine is adopted, created or deleted; {expected}. "
         "Set spec.state to Active to let it act"
     )
-
-
-def test_planned_step_follows_the_spec() -> None:
-    assert planned_step(spec(replicas=1), THREE, ()).action == "delete"
-    assert planned_step(spec(replicas=3), THREE, ()).action == "none"
-    assert planned_step(spec(replicas=5), THREE, ()).action == "create"
-    # A configuration problem holds the scale-in, as it does for an Active ControlPlane.
-    assert planned_step(spec(replicas=1), THREE, ("other-owned",)).action != "delete"

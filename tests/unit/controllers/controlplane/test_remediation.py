@@ -1,10 +1,8 @@
-"""The ControlPlane's remediation rules, one table per rule: the safety gates, the retries counted
-per lineage, which marked Machine goes first, and the records that carry a remediation across a
-crash onto its replacement."""
+"""The ControlPlane's remediation rules (controllers/controlplane/remediation.py), one table per rule:
+the safety gates, the retries counted per lineage, and which marked Machine goes first."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,17 +11,7 @@ import pytest
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.remediation import pick_target, remediation_decision, removal_cost
 from controllers.controlplane.remediation_record import (
-    REMEDIATION_FOR_ANNOTATION,
-    REMEDIATION_IN_PROGRESS_ANNOTATION,
-    MachineState,
     RemediationRecord,
-    awaiting_replacement,
-    encode_pending,
-    encode_record,
-    lineage_of,
-    pending_after,
-    pending_of,
-    recorded,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -67,10 +55,9 @@ def replaced(machine: str, minutes_ago: float, retry_count: int = 0) -> Remediat
 
 
 SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
+
+
 HEALTHY = [m("m2"), m("m3")]
-
-
-# ---------------------------------------------------------------------------------------------- gates
 
 
 @pytest.mark.parametrize(
@@ -179,9 +166,6 @@ def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block
     assert (decision.allowed, decision.reason) == (False, "WaitingForProvisioning")
 
 
-# ---------------------------------------------------------------------------------------------- retries
-
-
 @pytest.mark.parametrize(
     ("lineage", "kw", "allowed", "reason", "retry_count"),
     [
@@ -256,9 +240,6 @@ def test_a_remediation_recorded_but_never_carried_out_is_resumed_not_waited_for(
     assert decide(SICK, [SICK, *HEALTHY], resuming=other).retry_count == 0
 
 
-# ---------------------------------------------------------------------------------------------- pick
-
-
 @pytest.mark.parametrize(
     ("machine", "cost"),
     [
@@ -290,78 +271,3 @@ def test_removal_cost(machine: MachineInfo, cost: int) -> None:
 )
 def test_pick_target(marked: list[MachineInfo], pending: list[RemediationRecord], expected: str) -> None:
     assert pick_target(marked, pending).name == expected
-
-
-# ---------------------------------------------------------------------------------------------- records
-
-
-def test_a_record_round_trips_and_a_malformed_one_counts_as_absent() -> None:
-    record = RemediationRecord("cp-abcde", T0, 2)
-    machine = {"metadata": {"annotations": {REMEDIATION_FOR_ANNOTATION: encode_record(record)}}}
-    assert lineage_of(machine) == record
-    assert json.loads(encode_record(record)) == {
-        "machine": "cp-abcde",
-        "timestamp": "2026-01-01T00:00:00Z",
-        "retryCount": 2,
-    }
-    for bad in (
-        "not json",
-        "[]",
-        '{"machine": ""}',
-        '{"machine": "x", "timestamp": "yesterday"}',
-        '{"machine": "x", "timestamp": "2026-01-01T00:00:00Z", "retryCount": -1}',
-    ):
-        assert lineage_of({"metadata": {"annotations": {REMEDIATION_FOR_ANNOTATION: bad}}}) is None, bad
-    assert lineage_of({"metadata": {}}) is None
-    records = [record, RemediationRecord("cp-fghij", T0, 0)]
-    cp = {"metadata": {"annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: encode_pending(records)}}}
-    assert pending_of(cp) == records
-    assert encode_pending([]) is None  # removes the annotation
-    assert pending_of({"metadata": {"annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: "{}"}}}) == []
-
-
-A = RemediationRecord("a", T0, 0)
-B = RemediationRecord("b", T0 + timedelta(seconds=5), 1)
-
-
-def state(
-    name: str, *, deleting: bool = False, marked: bool = False, lineage: RemediationRecord | None = None
-) -> MachineState:
-    return MachineState(name, deleting, marked, lineage)
-
-
-@pytest.mark.parametrize(
-    ("machines", "kept"),
-    [
-        # 1. recorded, not deleted (the process died): kept while marked, so it is resumed ...
-        ([state("a", marked=True), state("c")], [A]),
-        # ... dropped once the Machine is healthy again: nothing was carried out.
-        ([state("a"), state("c")], []),
-        # 2. deleted, no replacement yet: kept, while it is deleting and once it is gone.
-        ([state("a", deleting=True), state("c")], [A]),
-        ([state("c")], [A]),
-        # 3. the replacement was created with the record: done.
-        ([state("a", deleting=True), state("a2", lineage=A)], []),
-        # A record equal in name only is another remediation.
-        ([state("a2", lineage=RemediationRecord("a", T0 - timedelta(hours=3), 0))], [A]),
-    ],
-)
-def test_the_in_progress_list_after_each_crash_point(
-    machines: list[MachineState], kept: list[RemediationRecord]
-) -> None:
-    assert pending_after([A], machines) == kept
-
-
-def test_two_remediations_awaiting_replacements_are_carried_oldest_first() -> None:
-    """One remediation may start while another's replacement waits (its deletion held by the
-    hook): each later create carries one record, the oldest first, and a resumed remediation is
-    never listed twice."""
-    pending = recorded(recorded([], A), B)
-    assert pending == [A, B]
-    assert recorded(pending, RemediationRecord("a", T0 + timedelta(minutes=1), 0))[0] == B
-    assert awaiting_replacement(pending, present=["c"]) == A
-    # a's remediation was recorded but a not deleted yet: the create is not its replacement
-    assert awaiting_replacement(pending, present=["a", "c"]) == B
-    assert awaiting_replacement(pending, present=["a", "b"]) is None
-    after_first = pending_after(pending, [state("b", deleting=True), state("new", lineage=A)])
-    assert after_first == [B]

@@ -1,4 +1,5 @@
-"""The ControlPlane controller's decision functions, one table per rule."""
+"""The ControlPlane's next step and its preflight (controllers/controlplane/scale.py): which Machine is
+created or deleted, in which domain, and which checks hold the step."""
 
 from __future__ import annotations
 
@@ -8,23 +9,8 @@ from typing import Any
 
 import pytest
 
-from api.controlplane import ControlPlaneSpec
-from api.failuredomains import FAILURE_DOMAIN_LABEL, machine_domain
-from api.machine import REASON_TEMPLATE_CHANGED
-from controllers.common import format_time, merge_conditions, parse_time
-from controllers.controlplane.machines import EtcdFacts, MachineInfo, classify_machines
-from controllers.controlplane.placement import (
-    SPEC_HASH_ANNOTATION,
-    choose_failure_domain,
-    desired_machine,
-    is_outdated,
-    outdated_reason,
-    rollout_after_due,
-    seconds_until_rollout_after,
-    select_for_scale_in,
-    template_hash,
-)
-from controllers.controlplane.requeue import next_look
+from api.controlplane import ControlPlaneMachineTemplate, ControlPlaneSpec
+from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.scale import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
     CHECK_ETCD_MEMBERS_MATCH,
@@ -33,32 +19,17 @@ from controllers.controlplane.scale import (
     CHECK_ETCD_REACHABLE,
     CHECK_ETCD_VOTERS_REACHABLE,
     CHECK_MACHINES_READY,
-    PreflightFailure,
     etcd_facts_for_preflight,
     next_step,
+    planned_step,
     preflight,
 )
-from controllers.controlplane.status import StatusInputs, compute_status
+from controllers.controlplane.status import (
+    NOT_READY_GRACE,
+)
 from controllers.controlplane.step import Step
-from runtime.reconcile import Result
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-UID = "cp-uid"
-SELECTOR = {"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}}
-MASTER = {"machine.openshift.io/cluster-api-machine-role": "master"}
-
-
-def spec(**extra: Any) -> ControlPlaneSpec:
-    raw: dict[str, Any] = {
-        "replicas": 3,
-        "template": {"spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}}},
-        "failureDomains": [
-            {"name": "a", "providerSpec": {"value": {"failureDomain": "a"}}},
-            {"name": "b", "providerSpec": {"value": {"failureDomain": "b"}}},
-        ],
-    }
-    raw.update(extra)
-    return ControlPlaneSpec.model_validate(raw)
 
 
 def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
@@ -75,370 +46,54 @@ def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
     return MachineInfo(name=name, **defaults)
 
 
-# ---------------------------------------------------------------------------------------------- ownership
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
-def raw_machine(
-    name: str, labels: dict[str, str] | None = None, owner: str | None = None, **meta: Any
-) -> Any:
-    metadata: dict[str, Any] = {
-        "name": name,
-        "labels": labels if labels is not None else dict(MASTER),
-        **meta,
+LONG_AGO = NOW - timedelta(hours=1)
+
+
+def lettered(name: str, **fields: Any) -> MachineInfo:
+    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
+    defaults: dict[str, Any] = {
+        "created": LONG_AGO,
+        "phase": "Running",
+        "node_ready": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
+        "failure_domain": name[-1],
     }
-    if owner is not None:
-        metadata["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "X", "name": "x"}]
-    return {"metadata": metadata, "spec": {}}
+    defaults.update(fields)
+    return MachineInfo(name=name, **defaults)
 
 
-def test_classify_machines_owned_adoptable_and_owned_by_others() -> None:
-    machines = [
-        raw_machine("mine", owner=UID),
-        raw_machine("mine-relabelled", labels={}, owner=UID),
-        raw_machine("orphan"),
-        raw_machine("orphan-dying", deletionTimestamp="2026-01-01T00:00:00Z"),
-        raw_machine("theirs", owner="other"),
-        raw_machine("worker", labels={"machine.openshift.io/cluster-api-machine-role": "worker"}),
-        raw_machine("worker-theirs", labels={}, owner="other"),
-    ]
-    result = classify_machines(UID, SELECTOR, machines)
-    assert [x["metadata"]["name"] for x in result.owned] == ["mine", "mine-relabelled"]
-    assert [x["metadata"]["name"] for x in result.adoptable] == ["orphan"]
-    assert [x["metadata"]["name"] for x in result.owned_by_others] == ["theirs"]
+def unready(name: str, since: timedelta, **fields: Any) -> MachineInfo:
+    """A Running Machine whose Node has been NotReady for ``since``."""
+    return lettered(name, node_ready=False, not_ready_since=NOW - since, **fields)
 
 
-# ---------------------------------------------------------------------------------------------- outdated
+ABC = [lettered("ma"), lettered("mb"), lettered("mc")]
 
 
-def created_machine(
-    s: ControlPlaneSpec, domain: str, created: str = "2026-01-01T00:00:00Z"
-) -> dict[str, Any]:
-    wanted = desired_machine(s, domain)
-    return {
-        "metadata": {
-            "name": "x",
-            "creationTimestamp": created,
-            "labels": {**wanted["labels"], FAILURE_DOMAIN_LABEL: domain},
-            "annotations": {**wanted["annotations"], SPEC_HASH_ANNOTATION: template_hash(s, domain)},
-        },
-        "spec": {"providerSpec": wanted["providerSpec"]},
+JUST_OVER = NOT_READY_GRACE + timedelta(seconds=1)
+
+
+def running_machine(name: str, **fields: Any) -> MachineInfo:
+    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
+    defaults: dict[str, Any] = {
+        "created": NOW - timedelta(hours=1),
+        "phase": "Running",
+        "node_ready": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
     }
+    return MachineInfo(name=name, **{**defaults, **fields})
 
 
-def test_desired_machine_merges_the_domain_over_the_template() -> None:
-    s = spec()
-    assert desired_machine(s, "b")["providerSpec"]["value"] == {
-        "kind": "LocalMachineProviderSpec",
-        "size": 1,
-        "failureDomain": "b",
-    }
-    assert desired_machine(s, "b")["labels"] == MASTER  # defaults to the selector's matchLabels
-    assert template_hash(s, "a") != template_hash(s, "b")
+def spec(**fields: Any) -> ControlPlaneSpec:
+    return ControlPlaneSpec(template=ControlPlaneMachineTemplate.for_provider_spec({}), **fields)
 
 
-@pytest.mark.parametrize(
-    ("change", "why"),
-    [
-        ({}, None),
-        (
-            {
-                "template": {
-                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 2}}}
-                }
-            },
-            "its spec differs from the template",
-        ),
-        (
-            {
-                "template": {
-                    "metadata": {"labels": MASTER, "annotations": {"team": "x"}},
-                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}},
-                }
-            },
-            "its spec differs from the template",
-        ),
-        (
-            {
-                "failureDomains": [
-                    {"name": "a", "providerSpec": {"value": {"failureDomain": "a", "rack": 7}}},
-                    {"name": "b"},
-                ]
-            },
-            "its spec differs from the template",
-        ),
-        (
-            {"failureDomains": [{"name": "b"}, {"name": "c"}]},
-            "failure domain a is not in spec.failureDomains",
-        ),
-        (
-            {"rolloutAfter": "2026-01-02T00:00:00Z"},
-            "it was created before spec.rolloutAfter, which has passed",
-        ),
-        ({"rolloutAfter": "2025-12-31T00:00:00Z"}, None),
-    ],
-)
-def test_is_outdated(change: dict[str, Any], why: str | None) -> None:
-    machine = created_machine(spec(), "a")
-    assert is_outdated(spec(**change), machine, now=datetime(2026, 6, 1, tzinfo=UTC)) == why
-
-
-ROLLOUT_AFTER = "2026-03-01T12:00:00Z"
-AT_ROLLOUT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    ("created", "now", "outdated"),
-    [
-        # Before the moment: nothing is outdated by it, however old the Machine.
-        ("2026-01-01T00:00:00Z", AT_ROLLOUT - timedelta(hours=1), False),
-        ("2026-01-01T00:00:00Z", AT_ROLLOUT - timedelta(seconds=1), False),
-        # At and after the moment: Machines created before it are outdated ...
-        ("2026-01-01T00:00:00Z", AT_ROLLOUT, True),
-        ("2026-03-01T11:59:59Z", AT_ROLLOUT + timedelta(hours=2), True),
-        # ... their replacements, created after it, are not (the rollout ends) ...
-        ("2026-03-01T12:00:01Z", AT_ROLLOUT + timedelta(seconds=5), False),
-        # ... nor one created in the very second it names (whole seconds, as the API stores).
-        ("2026-03-01T12:00:00Z", AT_ROLLOUT + timedelta(seconds=5), False),
-        # A sub-second clock reading in that second is still the moment itself.
-        ("2026-01-01T00:00:00Z", AT_ROLLOUT + timedelta(microseconds=999_999), True),
-    ],
-)
-def test_rollout_after_outdates_only_machines_created_before_it_once_it_has_passed(
-    created: str, now: datetime, outdated: bool
-) -> None:
-    s = spec(rolloutAfter=ROLLOUT_AFTER)
-    assert rollout_after_due(s, parse_time(created), now=now) is outdated
-    why = is_outdated(s, created_machine(s, "a", created=created), now=now)
-    assert (why == "it was created before spec.rolloutAfter, which has passed") is outdated
-    assert why is None or outdated
-
-
-def test_rollout_after_ignores_sub_seconds_of_its_own_value() -> None:
-    s = ControlPlaneSpec.model_validate(
-        {**spec().model_dump(by_alias=True, exclude_none=True), "rolloutAfter": "2026-03-01T12:00:00.600Z"}
-    )
-    assert rollout_after_due(s, parse_time("2026-03-01T12:00:00Z"), now=AT_ROLLOUT) is False
-    assert rollout_after_due(s, parse_time("2026-03-01T11:59:59Z"), now=AT_ROLLOUT) is True
-
-
-def test_no_rollout_after_or_no_creation_time_outdates_nothing() -> None:
-    assert rollout_after_due(spec(), parse_time("2026-01-01T00:00:00Z"), now=AT_ROLLOUT) is False
-    assert rollout_after_due(spec(rolloutAfter=ROLLOUT_AFTER), None, now=AT_ROLLOUT) is False
-
-
-@pytest.mark.parametrize(
-    ("now", "wait"),
-    [
-        (AT_ROLLOUT - timedelta(hours=1), 3600.0),
-        (AT_ROLLOUT - timedelta(seconds=15), 15.0),
-        (AT_ROLLOUT - timedelta(seconds=1), 1.0),
-        (AT_ROLLOUT - timedelta(microseconds=1), 1.0),  # same second: never a busy loop
-        (AT_ROLLOUT, None),  # due: the rollout itself requeues
-        (AT_ROLLOUT + timedelta(minutes=5), None),
-    ],
-)
-def test_seconds_until_rollout_after(now: datetime, wait: float | None) -> None:
-    assert seconds_until_rollout_after(spec(rolloutAfter=ROLLOUT_AFTER), now=now) == wait
-    assert seconds_until_rollout_after(spec(), now=now) is None
-
-
-def rolled_infos(s: ControlPlaneSpec, created: dict[str, str], now: datetime) -> list[MachineInfo]:
-    """The Machines as the reconciler sees them at ``now``: outdated by :func:`is_outdated`."""
-    return [
-        m(
-            name,
-            created=parse_time(at),
-            failure_domain=domain,
-            outdated=is_outdated(s, created_machine(s, domain, created=at), now=now) is not None,
-        )
-        for (name, at), domain in zip(created.items(), ["a", "b", "a"], strict=True)
-    ]
-
-
-OLD_SET = {"m1": "2026-01-01T00:00:00Z", "m2": "2026-01-01T00:00:01Z", "m3": "2026-01-01T00:00:02Z"}
-
-
-def test_a_future_rollout_after_replaces_nothing_and_counts_every_machine_updated() -> None:
-    s = spec(rolloutAfter=ROLLOUT_AFTER)
-    infos = rolled_infos(s, OLD_SET, AT_ROLLOUT - timedelta(hours=1))
-    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a", "b"], machines=infos)
-    assert step.action not in ("create", "delete"), step
-    assert status_of(infos)["updatedReplicas"] == 3
-
-
-def test_a_passed_rollout_after_replaces_each_old_machine_once_then_nothing() -> None:
-    s = spec(rolloutAfter=ROLLOUT_AFTER)
-    infos = rolled_infos(s, OLD_SET, AT_ROLLOUT)
-    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a", "b"], machines=infos)
-    assert step.action == "create" and status_of(infos)["updatedReplicas"] == 0
-    # Replacements made during the rollout, one in the very second it names: none is outdated.
-    replaced = {"r1": "2026-03-01T12:00:00Z", "r2": "2026-03-01T12:00:40Z", "r3": "2026-03-01T12:01:30Z"}
-    infos = rolled_infos(s, replaced, AT_ROLLOUT + timedelta(hours=1))
-    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a", "b"], machines=infos)
-    assert step.action not in ("create", "delete"), step
-    assert status_of(infos)["updatedReplicas"] == 3
-
-
-RESYNC = (60.0, 66.0)
-"""The resync period of these cases, 60 s, and its longest jittered value."""
-
-
-@pytest.mark.parametrize(
-    ("step_requeue", "paused", "rollout_after_in", "expected"),
-    [
-        (None, False, 3600.0, RESYNC),  # capped by the resync period
-        (None, False, 15.0, 15.0),  # the rolloutAfter moment comes first
-        (Result(requeue_after=5.0), False, 15.0, 5.0),  # a step's own wait comes first
-        (Result(requeue_after=5.0), False, 2.0, 2.0),
-        (Result(), False, 15.0, 15.0),  # nothing to wait for but the moment
-        (Result(), False, None, RESYNC),
-        (Result(), True, 15.0, 0.0),  # paused: nothing until the next change
-    ],
-)
-def test_next_look_is_the_earliest_of_the_step_the_resync_and_the_moments(
-    step_requeue: Result | None,
-    paused: bool,
-    rollout_after_in: float | None,
-    expected: float | tuple[float, float],
-) -> None:
-    low, high = expected if isinstance(expected, tuple) else (expected, expected)
-    result = next_look(step_requeue, resync_period=60.0, paused=paused, rollout_after_in=rollout_after_in)
-    assert low <= result.requeue_after <= high
-    # an unready Machine's grace ending is a moment like rolloutAfter's
-    graced = next_look(
-        step_requeue, resync_period=60.0, paused=paused, rollout_after_in=None, degraded_in=rollout_after_in
-    )
-    assert low <= graced.requeue_after <= high
-
-
-def test_control_planes_created_together_come_due_for_their_resync_apart() -> None:
-    """Up to 10 % longer, never shorter: many ControlPlanes created together spread their polls
-    of etcd instead of queueing them at one moment for ever."""
-    looks = [
-        next_look(None, resync_period=60.0, paused=False, rollout_after_in=None).requeue_after
-        for _ in range(50)
-    ]
-    assert all(60.0 <= look <= 66.0 for look in looks)
-    assert len(set(looks)) > 40
-
-
-def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> None:
-    s = spec()
-    machine = created_machine(s, "b")
-    del machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
-    del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
-    assert is_outdated(s, machine, now=T0) is None
-    machine["spec"]["providerSpec"]["value"]["size"] = 5
-    assert is_outdated(s, machine, now=T0) is not None
-
-
-def test_an_adopted_machine_keeps_its_domain_after_the_template_changes() -> None:
-    """Without the label, the domain whose own providerSpec the Machine carries names it, once
-    the whole providerSpec no longer matches the template; a Machine that fits two domains has none."""
-    s = spec()
-    machine = created_machine(s, "b")
-    del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
-    assert machine_domain(s, machine) == "b"
-    bigger = {"kind": "LocalMachineProviderSpec", "size": 2}
-    changed = spec(template={"spec": {"providerSpec": {"value": bigger}}})
-    assert machine_domain(changed, machine) == "b"
-    assert outdated_reason(changed, machine, now=T0) == (
-        REASON_TEMPLATE_CHANGED,
-        "its spec differs from the template",
-    )
-    catch_all = {"name": "any", "providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}}
-    both = spec(
-        template={"spec": {"providerSpec": {"value": bigger}}},
-        failureDomains=[*s.model_dump(by_alias=True)["failureDomains"], catch_all],
-    )
-    assert machine_domain(changed, machine) == "b" and machine_domain(both, machine) is None
-
-
-# ---------------------------------------------------------------------------------------------- placement
-
-
-@pytest.mark.parametrize(
-    ("domains", "machines", "expected"),
-    [
-        ([], [], None),
-        (["b", "a"], [], "a"),  # tie: alphabetical
-        (["a", "b"], [m("1", failure_domain="a")], "b"),
-        (["a", "b", "c"], [m("1", failure_domain="a"), m("2", failure_domain="c")], "b"),
-        (["a", "b"], [m("1", failure_domain="a"), m("2", failure_domain="b", deleting=True)], "b"),
-        (["a", "b"], [m("1", failure_domain="b"), m("2", failure_domain="gone")], "a"),
-    ],
-)
-def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], expected: str | None) -> None:
-    assert choose_failure_domain(domains, machines) == expected
-
-
-@pytest.mark.parametrize(
-    ("machines", "prefer", "expected"),
-    [
-        # the replaced Machine's domain wins a tie for fewest (a rollout keeps the spread) ...
-        ([m("b1", failure_domain="b"), m("c1", failure_domain="c")], ["a"], "a"),
-        ([m("a1", failure_domain="a"), m("b1", failure_domain="b")], ["a"], "c"),  # ... not more
-        ([m("a1", failure_domain="a"), m("b1", failure_domain="b"), m("c1", failure_domain="c")], ["b"], "b"),
-        # a domain no longer configured is never preferred; the first preferred one among the fewest
-        ([m("a1", failure_domain="a"), m("b1", failure_domain="b")], ["gone", "c"], "c"),
-        ([m("a1", failure_domain="a")], [None, "c", "b"], "c"),
-    ],
-)
-def test_a_replacement_keeps_its_domain_only_on_a_tie(
-    machines: list[MachineInfo], prefer: list[str | None], expected: str
-) -> None:
-    assert choose_failure_domain(["a", "b", "c"], machines, prefer=prefer) == expected
-
-
-@pytest.mark.parametrize(
-    ("machines", "expected"),
-    [
-        # class order: outdated+annotation > annotation > outdated+unhealthy > outdated > any
-        ([m("any"), m("out", outdated=True), m("ann", delete_annotation=True)], "ann"),
-        ([m("out", age=50, outdated=True, node_ready=False), m("ann", delete_annotation=True)], "ann"),
-        ([m("ann", delete_annotation=True), m("both", outdated=True, delete_annotation=True)], "both"),
-        ([m("out", age=50, outdated=True), m("sick", outdated=True, node_ready=False)], "sick"),
-        ([m("sick", node_ready=False), m("out", outdated=True)], "out"),
-        # a replacement that never became Ready, outdated by a newer template, before older ones
-        (
-            [
-                m("old", age=50, outdated=True),
-                m("new", phase="Provisioning", node_ready=False, outdated=True),
-            ],
-            "new",
-        ),
-        ([m("sick", marked_unhealthy=True), m("out", outdated=True, marked_unhealthy=True)], "out"),
-        # an outdated Machine whose etcd voter fails its health read, though its Node is Ready,
-        # before older outdated ones: the preflight refuses any other delete beside it
-        (
-            [
-                m("old", age=50, outdated=True),
-                m("etcd-down", age=1, outdated=True, etcd_healthy=False),
-            ],
-            "etcd-down",
-        ),
-        (
-            [
-                m("old", age=50, outdated=True),
-                m("learner", outdated=True, etcd_voter=False, etcd_healthy=False),
-            ],
-            "old",
-        ),
-        # within a class: most populated domain, then oldest
-        (
-            [m("a1", age=1), m("a2", age=2), m("b1", age=50, failure_domain="b")],
-            "a2",
-        ),
-        ([m("young", age=1), m("old", age=9)], "old"),
-        ([m("gone", deleting=True, delete_annotation=True), m("x")], "x"),
-    ],
-)
-def test_select_for_scale_in(machines: list[MachineInfo], expected: str) -> None:
-    chosen = select_for_scale_in(machines)
-    assert chosen is not None and chosen.name == expected
-
-
-# ---------------------------------------------------------------------------------------------- preflight
+THREE = [running_machine("ma"), running_machine("mb"), running_machine("mc")]
 
 
 HEALTHY = EtcdFacts(member_names=("m1", "m2", "m3"))
@@ -523,9 +178,6 @@ def test_a_learner_that_can_never_be_promoted_does_not_hold_the_scale_in() -> No
     for desired in (2, 3):
         failures = preflight(machines, etcd, hosting_etcd=["m1", "m2", "m3"], desired=desired)
         assert [f.check for f in failures] == [CHECK_ETCD_NO_PENDING_LEARNER]
-
-
-# ---------------------------------------------------------------------------------------------- next step
 
 
 def step(machines: list[MachineInfo], replicas: int = 3, **kw: Any) -> Step:
@@ -776,6 +428,8 @@ def test_the_preflight_does_not_count_the_machine_the_step_takes_away(
 
 
 WITH_R = ["ma", "mb", "mc", "r"]
+
+
 FOUR = EtcdFacts(member_names=tuple(WITH_R))
 
 
@@ -824,93 +478,78 @@ def test_under_max_surge_zero_a_rollback_removes_the_replacement_that_never_vote
     assert step(voting, max_surge=0).action == "wait"
 
 
-# ---------------------------------------------------------------------------------------------- status
-
-
-def status_of(machines: list[MachineInfo], **kw: Any) -> dict[str, Any]:
-    args: dict[str, Any] = {"replicas": 3, "selector": "role=master", "generation": 4, "machines": machines}
-    args.update(kw)
-    return compute_status(StatusInputs(**args))
-
-
-def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in status["conditions"] if c["type"] == type_)
-
-
-def test_status_counts_and_running_phase() -> None:
-    status = status_of(abc())
-    assert {k: status[k] for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")} == {
+def step_reasons(machines: list[MachineInfo], misconfigured: list[str], **kw: Any) -> tuple[str, str | None]:
+    args: dict[str, Any] = {
         "replicas": 3,
-        "updatedReplicas": 3,
-        "readyReplicas": 3,
-        "availableReplicas": 3,
+        "strategy": "RollingUpdate",
+        "max_surge": 1,
+        "domains": ["a", "b", "c"],
     }
-    assert status["unavailableReplicas"] == 0
-    assert (status["phase"], status["observedGeneration"], status["selector"]) == (
-        "Running",
-        4,
-        "role=master",
-    )
-    assert condition(status, "Available")["status"] == "True"
-    assert condition(status, "Degraded")["status"] == "False"
-
-
-def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> None:
-    machines = [*abc()[:2], m("mc", failure_domain="c", etcd_voter=False)]
-    status = status_of(machines)
-    assert status["availableReplicas"] == 2 and status["readyReplicas"] == 3
-    assert condition(status, "Available")["message"].startswith("Missing 1 available replica(s); ")
-    assert status_of([*abc(), m("extra")], replicas=1)["unavailableReplicas"] == 0
+    args.update(kw)
+    decided = next_step(machines=machines, misconfigured=misconfigured, **args)
+    return decided.action, decided.reason
 
 
 @pytest.mark.parametrize(
-    ("machines", "kw", "phase"),
+    ("machines", "kw", "free", "held"),
     [
-        ([], {}, "Pending"),
-        ([m("x", phase="Provisioning", node_ready=False)], {}, "Provisioning"),
-        ([m("x", outdated=True), *abc()[1:]], {}, "Updating"),
-        (abc()[:2], {}, "Scaling"),
-        (abc(), {"deleting": True}, "Deleting"),
-        (abc(), {"remediating": True}, "Remediating"),
-        (abc(), {"owned_by_others": ["theirs"]}, "Degraded"),
-        ([*abc()[:2], m("f", phase="Failed", node_ready=False)], {}, "Degraded"),
+        # scale-in: held by a configuration problem
+        ([*ABC, lettered("md")], {}, ("delete", "ScalingDown"), ("wait", "HeldByConfiguration")),
+        # rollout (maxSurge 1 creates the replacement, maxSurge 0 deletes first): held
+        (
+            [lettered("ma", outdated=True), *ABC[1:]],
+            {},
+            ("create", "ReplacingOutdated"),
+            ("wait", "HeldByConfiguration"),
+        ),
+        (
+            [lettered("ma", outdated=True), *ABC[1:]],
+            {"max_surge": 0},
+            ("delete", "ReplacingOutdated"),
+            ("wait", "HeldByConfiguration"),
+        ),
+        # rebalancing is a rollout: held
+        (
+            [lettered("ma"), lettered("xa"), lettered("mb")],
+            {},
+            ("create", "Rebalancing"),
+            ("wait", "HeldByConfiguration"),
+        ),
+        # scale-up goes on: a member more never lowers the quorum margin
+        (ABC[:2], {}, ("create", "ScalingUp"), ("create", "ScalingUp")),
+        # nothing to do stays nothing to do
+        (ABC, {}, ("none", "UpToDate"), ("none", "UpToDate")),
+        # unready Machines hold nothing: an outdated NotReady Machine is still replaced
+        (
+            [unready("ma", JUST_OVER, outdated=True), *ABC[1:]],
+            {},
+            ("create", "ReplacingOutdated"),
+            ("wait", "HeldByConfiguration"),
+        ),
     ],
 )
-def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: str) -> None:
-    assert status_of(machines, **kw)["phase"] == phase
+def test_a_configuration_problem_holds_scale_in_and_rollout(
+    machines: list[MachineInfo], kw: dict[str, Any], free: tuple[str, str], held: tuple[str, str]
+) -> None:
+    assert step_reasons(machines, [], **kw) == free
+    assert step_reasons(machines, ["theirs"], **kw) == held
 
 
-def test_status_messages_say_what_is_going_on() -> None:
-    outdated = [m("ma", outdated=True), m("mb", outdated=True, failure_domain="b"), m("mc")]
-    status = status_of(outdated, step=step(outdated))
-    progressing = condition(status, "Progressing")
-    assert progressing["reason"] == "ReplacingOutdated", progressing
-    assert progressing["message"].startswith("Replacing outdated Machine ma in a: "), progressing
-    failed = status_of(abc(), preflight_failures=[PreflightFailure(CHECK_ETCD_NO_ALARMS, "NOSPACE@m1")])
-    assert condition(failed, "Progressing")["reason"] == "EtcdAlarm"
-    assert "EtcdNoAlarms: NOSPACE@m1" in condition(failed, "Progressing")["message"]
-    owned = status_of(abc(), owned_by_others=["theirs"], unmanaged_nodes=["stray"])
-    degraded = condition(owned, "Degraded")
-    assert degraded["reason"] == "MachinesAlreadyOwned" and "stray" in degraded["message"]
-    broken = status_of([*abc()[:2], m("f", phase="Failed", node_ready=False)])
-    assert broken["failureReason"] == "MachineFailed" and "f" in broken["failureMessage"]
-    human = status_of(abc(), failure=("MaxRetryReached", "find the cause"))
-    assert human["failureReason"] == "MaxRetryReached"
-    paused = status_of(abc(), paused=True)
-    assert condition(paused, "Progressing")["reason"] == "Paused"
+def test_the_hold_names_the_problem() -> None:
+    decided = next_step(
+        replicas=3,
+        strategy="RollingUpdate",
+        max_surge=1,
+        domains=["a", "b", "c"],
+        machines=[*ABC, lettered("md")],
+        misconfigured=["stray-node", "theirs"],
+    )
+    assert "stray-node, theirs" in decided.message and not decided.needs_preflight
 
 
-def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> None:
-    previous = [
-        {"type": "Available", "status": "True", "reason": "A", "message": "", "lastTransitionTime": "old"},
-        {"type": "Degraded", "status": "False", "reason": "A", "message": "", "lastTransitionTime": "old"},
-        {"type": "EtcdClusterHealthy", "status": "True", "reason": "H", "lastTransitionTime": "old"},
-    ]
-    computed = [
-        {"type": "Available", "status": "True", "reason": "B", "message": "x"},
-        {"type": "Degraded", "status": "True", "reason": "C", "message": "y"},
-    ]
-    merged = {c["type"]: c for c in merge_conditions(previous, computed, T0)}
-    assert merged["Available"]["lastTransitionTime"] == "old"
-    assert merged["Degraded"]["lastTransitionTime"] == format_time(T0)
-    assert merged["EtcdClusterHealthy"] == previous[2]
+def test_planned_step_follows_the_spec() -> None:
+    assert planned_step(spec(replicas=1), THREE, ()).action == "delete"
+    assert planned_step(spec(replicas=3), THREE, ()).action == "none"
+    assert planned_step(spec(replicas=5), THREE, ()).action == "create"
+    # A configuration problem holds the scale-in, as it does for an Active ControlPlane.
+    assert planned_step(spec(replicas=1), THREE, ("other-owned",)).action != "delete"

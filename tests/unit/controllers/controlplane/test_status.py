@@ -1,6 +1,6 @@
-"""The ControlPlane's status tells the truth: Available needs etcd quorum and a serving Machine,
-Degraded counts unready Machines after a grace period, and a configuration problem holds scale-in
-and rollout while unready Machines hold nothing. One table per rule."""
+"""The ControlPlane's status tells the truth (controllers/controlplane/status.py): the counts and
+phase, Available needs etcd quorum and a serving Machine, Degraded counts unready Machines after a
+grace period, and a status is written only when it changes."""
 
 from __future__ import annotations
 
@@ -9,20 +9,30 @@ from typing import Any
 
 import pytest
 
-from api.controlplane import ControlPlaneSpec
+from controllers.common import format_time, merge_conditions
 from controllers.controlplane.etcdview import EtcdView
-from controllers.controlplane.machines import EtcdFacts, MachineInfo, not_ready_since
-from controllers.controlplane.reconciler import ControlPlaneReconciler
-from controllers.controlplane.scale import next_step
+from controllers.controlplane.machines import (
+    EtcdFacts,
+    MachineInfo,
+)
+from controllers.controlplane.scale import (
+    CHECK_ETCD_NO_ALARMS,
+    PreflightFailure,
+    next_step,
+)
 from controllers.controlplane.status import (
     NOT_READY_GRACE,
     StatusInputs,
     compute_status,
     seconds_until_degraded,
+    status_unchanged,
     unready_beyond_grace,
 )
+from controllers.controlplane.step import Step
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
 LONG_AGO = NOW - timedelta(hours=1)
 
 
@@ -67,7 +77,104 @@ def condition(machines: list[MachineInfo], type_: str, **kw: Any) -> dict[str, A
 ABC = [m("ma"), m("mb"), m("mc")]
 
 
-# ---------------------------------------------------------------------------------------------- Available
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def in_a(name: str, age: int = 0, **fields: Any) -> MachineInfo:
+    """A healthy Running Machine with a voting member, created ``age`` minutes before T0 + 1h."""
+    defaults: dict[str, Any] = {
+        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
+        "phase": "Running",
+        "node_ready": True,
+        "etcd_voter": True,
+        "etcd_healthy": True,
+        "failure_domain": "a",
+    }
+    defaults.update(fields)
+    return MachineInfo(name=name, **defaults)
+
+
+def abc(**fields: Any) -> list[MachineInfo]:
+    return [in_a(f"in_a{d}", failure_domain=d, **fields) for d in "abc"]
+
+
+def step(machines: list[MachineInfo], replicas: int = 3, **kw: Any) -> Step:
+    args: dict[str, Any] = {"strategy": "RollingUpdate", "max_surge": 1, "domains": ["a", "b", "c"]}
+    args.update(kw)
+    return next_step(replicas=replicas, machines=machines, **args)
+
+
+def status_of(machines: list[MachineInfo], **kw: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"replicas": 3, "selector": "role=master", "generation": 4, "machines": machines}
+    args.update(kw)
+    return compute_status(StatusInputs(**args))
+
+
+def status_condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == type_)
+
+
+def test_status_counts_and_running_phase() -> None:
+    status = status_of(abc())
+    assert {k: status[k] for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")} == {
+        "replicas": 3,
+        "updatedReplicas": 3,
+        "readyReplicas": 3,
+        "availableReplicas": 3,
+    }
+    assert status["unavailableReplicas"] == 0
+    assert (status["phase"], status["observedGeneration"], status["selector"]) == (
+        "Running",
+        4,
+        "role=master",
+    )
+    assert status_condition(status, "Available")["status"] == "True"
+    assert status_condition(status, "Degraded")["status"] == "False"
+
+
+def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> None:
+    machines = [*abc()[:2], in_a("mc", failure_domain="c", etcd_voter=False)]
+    status = status_of(machines)
+    assert status["availableReplicas"] == 2 and status["readyReplicas"] == 3
+    assert status_condition(status, "Available")["message"].startswith("Missing 1 available replica(s); ")
+    assert status_of([*abc(), in_a("extra")], replicas=1)["unavailableReplicas"] == 0
+
+
+@pytest.mark.parametrize(
+    ("machines", "kw", "phase"),
+    [
+        ([], {}, "Pending"),
+        ([in_a("x", phase="Provisioning", node_ready=False)], {}, "Provisioning"),
+        ([in_a("x", outdated=True), *abc()[1:]], {}, "Updating"),
+        (abc()[:2], {}, "Scaling"),
+        (abc(), {"deleting": True}, "Deleting"),
+        (abc(), {"remediating": True}, "Remediating"),
+        (abc(), {"owned_by_others": ["theirs"]}, "Degraded"),
+        ([*abc()[:2], in_a("f", phase="Failed", node_ready=False)], {}, "Degraded"),
+    ],
+)
+def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: str) -> None:
+    assert status_of(machines, **kw)["phase"] == phase
+
+
+def test_status_messages_say_what_is_going_on() -> None:
+    outdated = [in_a("ma", outdated=True), in_a("mb", outdated=True, failure_domain="b"), in_a("mc")]
+    status = status_of(outdated, step=step(outdated))
+    progressing = status_condition(status, "Progressing")
+    assert progressing["reason"] == "ReplacingOutdated", progressing
+    assert progressing["message"].startswith("Replacing outdated Machine ma in a: "), progressing
+    failed = status_of(abc(), preflight_failures=[PreflightFailure(CHECK_ETCD_NO_ALARMS, "NOSPACE@m1")])
+    assert status_condition(failed, "Progressing")["reason"] == "EtcdAlarm"
+    assert "EtcdNoAlarms: NOSPACE@m1" in status_condition(failed, "Progressing")["message"]
+    owned = status_of(abc(), owned_by_others=["theirs"], unmanaged_nodes=["stray"])
+    degraded = status_condition(owned, "Degraded")
+    assert degraded["reason"] == "MachinesAlreadyOwned" and "stray" in degraded["message"]
+    broken = status_of([*abc()[:2], in_a("f", phase="Failed", node_ready=False)])
+    assert broken["failureReason"] == "MachineFailed" and "f" in broken["failureMessage"]
+    human = status_of(abc(), failure=("MaxRetryReached", "find the cause"))
+    assert human["failureReason"] == "MaxRetryReached"
+    paused = status_of(abc(), paused=True)
+    assert status_condition(paused, "Progressing")["reason"] == "Paused"
 
 
 @pytest.mark.parametrize(
@@ -143,10 +250,9 @@ def test_available_needs_etcd_quorum_and_a_serving_machine(
     assert (available["status"], available["reason"], available["message"]) == expected
 
 
-# ---------------------------------------------------------------------------------------------- Degraded
-
-
 JUST_OVER = NOT_READY_GRACE + timedelta(seconds=1)
+
+
 JUST_UNDER = NOT_READY_GRACE - timedelta(seconds=1)
 
 
@@ -198,140 +304,6 @@ def test_degraded_keeps_configuration_problems_first_and_names_every_one() -> No
     assert all(text in degraded["message"] for text in ("theirs", "stray", "mc since"))
 
 
-@pytest.mark.parametrize(
-    ("node", "expected"),
-    [
-        (None, None),
-        (
-            {
-                "status": {
-                    "conditions": [
-                        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T11:00:00Z"}
-                    ]
-                }
-            },
-            None,
-        ),
-        (
-            {
-                "status": {
-                    "conditions": [
-                        {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T11:58:00Z"}
-                    ]
-                }
-            },
-            datetime(2026, 1, 1, 11, 58, tzinfo=UTC),
-        ),
-        (
-            {
-                "status": {
-                    "conditions": [
-                        {"type": "Ready", "status": "Unknown", "lastTransitionTime": "2026-01-01T11:57:00Z"}
-                    ]
-                }
-            },
-            datetime(2026, 1, 1, 11, 57, tzinfo=UTC),
-        ),
-        ({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, None),
-    ],
-)
-def test_not_ready_since_reads_the_nodes_ready_transition(
-    node: dict[str, Any] | None, expected: datetime | None
-) -> None:
-    assert not_ready_since(node) == expected
-
-
-# ------------------------------------------------------------------------------------------ Degraded holds
-
-
-def step(machines: list[MachineInfo], misconfigured: list[str], **kw: Any) -> tuple[str, str | None]:
-    args: dict[str, Any] = {
-        "replicas": 3,
-        "strategy": "RollingUpdate",
-        "max_surge": 1,
-        "domains": ["a", "b", "c"],
-    }
-    args.update(kw)
-    decided = next_step(machines=machines, misconfigured=misconfigured, **args)
-    return decided.action, decided.reason
-
-
-@pytest.mark.parametrize(
-    ("machines", "kw", "free", "held"),
-    [
-        # scale-in: held by a configuration problem
-        ([*ABC, m("md")], {}, ("delete", "ScalingDown"), ("wait", "HeldByConfiguration")),
-        # rollout (maxSurge 1 creates the replacement, maxSurge 0 deletes first): held
-        (
-            [m("ma", outdated=True), *ABC[1:]],
-            {},
-            ("create", "ReplacingOutdated"),
-            ("wait", "HeldByConfiguration"),
-        ),
-        (
-            [m("ma", outdated=True), *ABC[1:]],
-            {"max_surge": 0},
-            ("delete", "ReplacingOutdated"),
-            ("wait", "HeldByConfiguration"),
-        ),
-        # rebalancing is a rollout: held
-        ([m("ma"), m("xa"), m("mb")], {}, ("create", "Rebalancing"), ("wait", "HeldByConfiguration")),
-        # scale-up goes on: a member more never lowers the quorum margin
-        (ABC[:2], {}, ("create", "ScalingUp"), ("create", "ScalingUp")),
-        # nothing to do stays nothing to do
-        (ABC, {}, ("none", "UpToDate"), ("none", "UpToDate")),
-        # unready Machines hold nothing: an outdated NotReady Machine is still replaced
-        (
-            [unready("ma", JUST_OVER, outdated=True), *ABC[1:]],
-            {},
-            ("create", "ReplacingOutdated"),
-            ("wait", "HeldByConfiguration"),
-        ),
-    ],
-)
-def test_a_configuration_problem_holds_scale_in_and_rollout(
-    machines: list[MachineInfo], kw: dict[str, Any], free: tuple[str, str], held: tuple[str, str]
-) -> None:
-    assert step(machines, [], **kw) == free
-    assert step(machines, ["theirs"], **kw) == held
-
-
-def test_the_hold_names_the_problem() -> None:
-    decided = next_step(
-        replicas=3,
-        strategy="RollingUpdate",
-        max_surge=1,
-        domains=["a", "b", "c"],
-        machines=[*ABC, m("md")],
-        misconfigured=["stray-node", "theirs"],
-    )
-    assert "stray-node, theirs" in decided.message and not decided.needs_preflight
-
-
-def test_the_reconciler_reads_when_a_machines_node_stopped_being_ready() -> None:
-    spec = ControlPlaneSpec.model_validate(
-        {
-            "replicas": 3,
-            "template": {"spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}}},
-        }
-    )
-    machine = {
-        "metadata": {"name": "ma", "creationTimestamp": "2026-01-01T10:00:00Z"},
-        "status": {"phase": "Running", "nodeRef": {"name": "node-a"}},
-    }
-    node = {
-        "status": {
-            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T11:58:00Z"}]
-        }
-    }
-    info = ControlPlaneReconciler._info(spec, machine, {"node-a": node}, None)
-    assert not info.ready and info.not_ready_since == datetime(2026, 1, 1, 11, 58, tzinfo=UTC)
-    assert [u.name for u in unready_beyond_grace(1, [info], now=NOW)] == []
-    assert [u.name for u in unready_beyond_grace(1, [info], now=NOW + timedelta(minutes=3))] == ["ma"]
-    gone = ControlPlaneReconciler._info(spec, machine, {}, None)
-    assert gone.not_ready_since is None and gone.created == datetime(2026, 1, 1, 10, tzinfo=UTC)
-
-
 def test_the_reconciler_wakes_when_the_first_grace_ends() -> None:
     """No watch event marks the end of a grace: the reconciler requeues for it, so Degraded
     turns True when the grace ends, not up to a resync period later."""
@@ -347,3 +319,34 @@ def test_the_reconciler_wakes_when_the_first_grace_ends() -> None:
     assert seconds_until_degraded(3, [*ABC[:2], unready("mc", 6 * minute)], now=NOW, grace=grace) is None
     assert seconds_until_degraded(3, [*ABC, unready("md", minute)], now=NOW, grace=grace) is None
     assert seconds_until_degraded(3, [*ABC[:2], unready("mc", minute, deleting=True)], now=NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("current", "status", "unchanged"),
+    [
+        ({"replicas": 3, "phase": "Running"}, {"replicas": 3, "failureReason": None}, True),
+        ({"replicas": 3}, {"replicas": 5}, False),
+        ({"replicas": 3, "failureReason": "MachineFailed"}, {"replicas": 3, "failureReason": None}, False),
+        ({}, {"phase": "Running"}, False),
+    ],
+)
+def test_a_status_is_written_only_when_it_changes(
+    current: dict[str, Any], status: dict[str, Any], unchanged: bool
+) -> None:
+    assert status_unchanged(current, status) is unchanged
+
+
+def test_merge_conditions_keeps_foreign_conditions_and_transition_times() -> None:
+    previous = [
+        {"type": "Available", "status": "True", "reason": "A", "message": "", "lastTransitionTime": "old"},
+        {"type": "Degraded", "status": "False", "reason": "A", "message": "", "lastTransitionTime": "old"},
+        {"type": "EtcdClusterHealthy", "status": "True", "reason": "H", "lastTransitionTime": "old"},
+    ]
+    computed = [
+        {"type": "Available", "status": "True", "reason": "B", "message": "x"},
+        {"type": "Degraded", "status": "True", "reason": "C", "message": "y"},
+    ]
+    merged = {c["type"]: c for c in merge_conditions(previous, computed, T0)}
+    assert merged["Available"]["lastTransitionTime"] == "old"
+    assert merged["Degraded"]["lastTransitionTime"] == format_time(T0)
+    assert merged["EtcdClusterHealthy"] == previous[2]

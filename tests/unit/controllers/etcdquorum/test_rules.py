@@ -1,4 +1,5 @@
-"""The etcd-quorum-hook rules, case by case: mapping, hooks, promotion, removal, cleanup, health."""
+"""The etcd-quorum-hook rules (controllers/etcdquorum/rules.py), case by case: member removal,
+promotion, the Machines and their hooks, abandoned learners."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from api.controlplane import ControlPlaneSpec
 from controllers.etcd.client import Member
-from controllers.etcdquorum.cluster_health import cluster_health
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -30,8 +30,6 @@ from controllers.etcdquorum.rules import (
     promotion_decision,
     removal_decision,
 )
-
-# ---------------------------------------------------------------------------------------------- builders
 
 
 def member(index: int, *, learner: bool = False, started: bool = True, host: str = "10.0.0.{i}") -> Member:
@@ -78,8 +76,6 @@ def removed(rows: tuple[M, ...], desired: int) -> str | None:
     decision = removal_decision(members, machines, desired)
     return decision.member.machine if decision.member else None
 
-
-# ---------------------------------------------------------------------------------------------- removal
 
 REMOVAL_CASES = [
     # (id, rows, desired, machine whose member is removed or None)
@@ -250,9 +246,6 @@ def test_a_member_of_no_machine_is_never_a_removal_candidate() -> None:
     assert removal_decision([orphan, *members[1:]], machines, 3).member is None
 
 
-# ---------------------------------------------------------------------------------------------- promotion
-
-
 def promoted(rows: tuple[M, ...], desired: int) -> str | None:
     members, machines = cluster(*rows)
     decision = promotion_decision(members, machines, desired)
@@ -323,9 +316,6 @@ def test_a_learner_that_never_started_or_has_no_machine_is_not_promoted() -> Non
     assert promotion_decision([voter, unstarted, orphan], machines, 3).member is None
 
 
-# ---------------------------------------------------------------------------------------------- machines
-
-
 def test_machine_info_reads_the_wire_form_and_its_domain_through_the_configured_domains() -> None:
     wire = {
         "metadata": {
@@ -353,9 +343,6 @@ def test_machine_info_reads_the_wire_form_and_its_domain_through_the_configured_
     # The zone label is mapped to the configured domain that names it, never taken as a name.
     assert info.failure_domain == "east-a"
     assert machine_info(wire).failure_domain is None
-
-
-# ---------------------------------------------------------------------------------------------- hooks
 
 
 def test_hooks_go_only_on_machines_not_being_deleted_once_the_machine_api_works() -> None:
@@ -405,9 +392,6 @@ def test_the_hook_goes_only_when_no_member_voter_or_learner_belongs_to_the_machi
     assert not hook_removable(GuardedMachine(name="m0", hook_owner=HOOK_OWNER), {0x101: "m1"})
 
 
-# ------------------------------------------------------------------------------- cleanup, health
-
-
 def test_only_a_never_started_learner_of_no_machine_is_abandoned_after_the_grace_period() -> None:
     unstarted = MemberState(member(9, learner=True, started=False), None, False)
     assert is_abandoned_learner(unstarted, first_seen=0, now=60, grace=60)
@@ -418,42 +402,3 @@ def test_only_a_never_started_learner_of_no_machine_is_abandoned_after_the_grace
     assert not is_abandoned_learner(mapped, first_seen=0, now=600, grace=60)
     voter = MemberState(member(9, started=False), None, False)
     assert not is_abandoned_learner(voter, first_seen=0, now=600, grace=60)
-
-
-def test_cluster_health() -> None:
-    members, _ = cluster(M(0), M(1), M(2))
-    health = cluster_health(members, [])
-    assert (health.status, health.reason) == ("True", "EtcdHealthy")
-    assert health.message.startswith("3 members: 3 voters (3 healthy, quorum 2), 0 learners")
-    members, _ = cluster(M(0), M(1, healthy=False), M(2))
-    health = cluster_health(members, ["NOSPACE on 100"])
-    assert (health.status, health.reason) == ("False", "MembersUnhealthy")
-    assert "unhealthy: m1 (101)" in health.message and "alarms: NOSPACE on 100" in health.message
-    members, _ = cluster(M(0, healthy=False), M(1, healthy=False), M(2))
-    assert cluster_health(members, []).reason == "QuorumLost"
-    members, _ = cluster(M(0), M(1), M(2))
-    members[2] = MemberState(members[2].member, None, True)
-    assert cluster_health(members, []).reason == "MembersWithoutMachine"
-
-
-# ---------------------------------------------------------------------------------------------- options
-
-
-def test_options_defaults_and_checks() -> None:
-    from controllers.etcdquorum import EtcdQuorumOptions
-
-    resolved = EtcdQuorumOptions().with_defaults()
-    assert (resolved.resync_period, resolved.busy_period, resolved.abandoned_learner_grace) == (
-        15.0,
-        1.0,
-        300.0,
-    )
-    assert (resolved.wait_event_after, resolved.etcd_timeout, resolved.member_change_interval) == (
-        60.0,
-        3.0,
-        2.0,
-    )
-    assert EtcdQuorumOptions(abandoned_learner_grace=0, member_change_interval=0).with_defaults()
-    for bad in ({"busy_period": 0}, {"etcd_timeout": -1}, {"wait_event_after": -1}):
-        with pytest.raises(ValueError, match="positive seconds"):
-            EtcdQuorumOptions(**bad).with_defaults()  # type: ignore[arg-type]
