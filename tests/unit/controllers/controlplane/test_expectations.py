@@ -3,23 +3,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 from controllers.controlplane.expectations import Expectations
-from controllers.controlplane.machines import (
-    MachineInfo,
-)
-
-
-def running(name: str, **fields: Any) -> MachineInfo:
-    defaults: dict[str, Any] = {
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-    }
-    return MachineInfo(name=name, created=datetime(2026, 1, 1, tzinfo=UTC), **{**defaults, **fields})
+from tests.support.machine_rows import cp_machine
 
 
 def test_an_expectation_holds_until_the_cache_shows_our_create_or_delete() -> None:
@@ -27,12 +12,12 @@ def test_an_expectation_holds_until_the_cache_shows_our_create_or_delete() -> No
     key = ("ns", "cluster")
     assert expectations.caught_up(key, [])
     expectations.expect(key, "create", "new")
-    assert not expectations.caught_up(key, [running("old")])
-    assert expectations.caught_up(key, [running("old"), running("new")])
-    assert expectations.caught_up(key, [running("old")])  # met once, forgotten
+    assert not expectations.caught_up(key, [cp_machine("old")])
+    assert expectations.caught_up(key, [cp_machine("old"), cp_machine("new")])
+    assert expectations.caught_up(key, [cp_machine("old")])  # met once, forgotten
     expectations.expect(key, "delete", "old")
-    assert not expectations.caught_up(key, [running("old")])
-    assert expectations.caught_up(key, [running("old", deleting=True)])
+    assert not expectations.caught_up(key, [cp_machine("old")])
+    assert expectations.caught_up(key, [cp_machine("old", deleting=True)])
     expectations.expect(key, "delete", "old")
     assert expectations.caught_up(key, [])
     assert expectations.caught_up(("ns", "other"), [])

@@ -3,7 +3,6 @@ what etcd can lose plus the Machines in transition, and it takes the ControlPlan
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from controllers.controlplane.machines import (
     MachineInfo,
     controller_ref,
 )
+from tests.support.machine_rows import cp_machine
 
 CP: dict[str, Any] = {
     "apiVersion": "controlplane.cpo.dev/v1alpha1",
@@ -34,37 +34,27 @@ def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
     assert desired_mhc(CP, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
 
 
-def running(name: str, **fields: Any) -> MachineInfo:
-    defaults: dict[str, Any] = {
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-    }
-    return MachineInfo(name=name, created=datetime(2026, 1, 1, tzinfo=UTC), **{**defaults, **fields})
+DEAD = cp_machine("dead", node_ready=False, etcd_healthy=False)
 
 
-DEAD = running("dead", node_ready=False, etcd_healthy=False)
+GOING = cp_machine("going", deleting=True)
 
 
-GOING = running("going", deleting=True)
-
-
-NEW = running("new", phase="Provisioning", node_ready=False, etcd_voter=False)
+NEW = cp_machine("new", phase="Provisioning", node_ready=False, etcd_voter=False)
 
 
 @pytest.mark.parametrize(
     ("replicas", "machines", "max_unhealthy"),
     [
-        (3, [running("a"), running("b"), running("c")], 1),
+        (3, [cp_machine("a"), cp_machine("b"), cp_machine("c")], 1),
         # A replacement's old Machine, held by the hook, is no failure.
-        (3, [running("a"), running("b"), DEAD, GOING], 2),
+        (3, [cp_machine("a"), cp_machine("b"), DEAD, GOING], 2),
         # Nor is the new Machine that replaces a user's deletion.
-        (3, [running("a"), DEAD, GOING, NEW], 3),
+        (3, [cp_machine("a"), DEAD, GOING, NEW], 3),
         # Scaled to 1 while 3 members are there, one of them dead.
-        (1, [running("a"), running("b"), DEAD], 1),
-        (1, [running("a"), DEAD, GOING], 2),
-        (5, [running("a"), running("b"), running("c"), DEAD, GOING], 3),
+        (1, [cp_machine("a"), cp_machine("b"), DEAD], 1),
+        (1, [cp_machine("a"), DEAD, GOING], 2),
+        (5, [cp_machine("a"), cp_machine("b"), cp_machine("c"), DEAD, GOING], 3),
     ],
 )
 def test_the_mhc_budget_counts_the_members_there_and_no_transition_as_a_failure(

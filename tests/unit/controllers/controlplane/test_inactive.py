@@ -3,7 +3,6 @@ and does nothing; the reconciler's Inactive path writes only the status these ta
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,27 +14,14 @@ from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import planned_step
 from controllers.controlplane.status import StatusInputs, compute_status
 from controllers.controlplane.step import UP_TO_DATE, Step
-
-NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
-
-
-def m(name: str, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
-    defaults: dict[str, Any] = {
-        "created": NOW - timedelta(hours=1),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-    }
-    return MachineInfo(name=name, **{**defaults, **fields})
+from tests.support.machine_rows import NOW, cp_machine
 
 
 def spec(**fields: Any) -> ControlPlaneSpec:
     return ControlPlaneSpec(template=ControlPlaneMachineTemplate.for_provider_spec({}), **fields)
 
 
-THREE = [m("ma"), m("mb"), m("mc")]
+THREE = [cp_machine("ma"), cp_machine("mb"), cp_machine("mc")]
 
 
 def status(machines: list[MachineInfo], *, replicas: int, inactive: bool, **kw: Any) -> dict[str, Any]:
@@ -71,13 +57,18 @@ def test_the_default_state_is_active_so_an_empty_cluster_bootstraps() -> None:
         # Over three up-to-date Machines with replicas 3: nothing to do.
         (THREE, 3, "Running", "nothing to do if Active"),
         # Outdated Machines: it would replace them, yet the phase is not Updating.
-        ([m("ma", outdated=True), m("mb"), m("mc")], 3, "Running", "if Active, it would create a Machine"),
+        (
+            [cp_machine("ma", outdated=True), cp_machine("mb"), cp_machine("mc")],
+            3,
+            "Running",
+            "if Active, it would create a Machine",
+        ),
         # Too few: it would create one, yet the phase is not Scaling.
         (THREE[:1], 3, "Running", "if Active, it would create a Machine"),
         # No Machine at all: Pending, and it would create the first.
         ([], 1, "Pending", "if Active, it would create a Machine"),
         # A Machine being deleted: it would wait for it.
-        ([*THREE, m("md", deleting=True)], 3, "Running", "if Active, it would wait"),
+        ([*THREE, cp_machine("md", deleting=True)], 3, "Running", "if Active, it would wait"),
     ],
     ids=["scale-in", "up-to-date", "outdated", "too-few", "empty", "deleting"],
 )

@@ -4,6 +4,7 @@ the desired Machine, spec.rolloutAfter, failure domains and the scale-in choice.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from controllers.controlplane.scale import (
     next_step,
 )
 from controllers.controlplane.status import StatusInputs, compute_status
+from tests.support.machine_rows import cp_machine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -52,18 +54,8 @@ def spec(**extra: Any) -> ControlPlaneSpec:
     return ControlPlaneSpec.model_validate(raw)
 
 
-def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
-    """A healthy Running Machine with a voting member, created ``age`` minutes before T0 + 1h."""
-    defaults: dict[str, Any] = {
-        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": "a",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+m = partial(cp_machine, failure_domain="a")
+"""A row of :func:`cp_machine` in failure domain a."""
 
 
 def created_machine(

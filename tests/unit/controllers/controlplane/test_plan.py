@@ -34,27 +34,25 @@ from controllers.controlplane.scale import (
 )
 from controllers.controlplane.status import StatusInputs, compute_status, status_unchanged
 from controllers.controlplane.step import Step
+from tests.support.machine_rows import cp_machine
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
-def m(name: str, age: int = 60, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voter, in the domain its last letter names."""
-    defaults: dict[str, Any] = {
-        "created": NOW - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": f"zone-{name[-1]}",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+def m(name: str, **fields: Any) -> MachineInfo:
+    """A row of :func:`cp_machine` in the domain its last letter names."""
+    return cp_machine(name, **{"failure_domain": f"zone-{name[-1]}", **fields})
 
 
 ABC = [m("demo-a"), m("demo-b"), m("demo-c")]
 DOMAINS = ["zone-a", "zone-b", "zone-c"]
-NEW = {"age": 1, "phase": "Provisioning", "node_ready": False, "etcd_voter": False, "etcd_healthy": False}
+NEW = {
+    "created": NOW - timedelta(minutes=1),
+    "phase": "Provisioning",
+    "node_ready": False,
+    "etcd_voter": False,
+    "etcd_healthy": False,
+}
 
 
 def plan(machines: list[MachineInfo], **kw: Any) -> Step:

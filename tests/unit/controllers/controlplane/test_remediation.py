@@ -4,6 +4,7 @@ the safety gates, the retries counted per lineage, and which marked Machine goes
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,24 +14,13 @@ from controllers.controlplane.remediation import pick_target, remediation_decisi
 from controllers.controlplane.remediation_record import (
     RemediationRecord,
 )
+from tests.support.machine_rows import cp_machine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
-    """A healthy Running Machine with a Node and a voting member, created ``age`` minutes before
-    T0 + 1h."""
-    defaults: dict[str, Any] = {
-        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "has_node": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": "a",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+m = partial(cp_machine, failure_domain="a")
+"""A row of :func:`cp_machine` in failure domain a."""
 
 
 def decide(target: MachineInfo, machines: list[MachineInfo], **kw: Any) -> Any:

@@ -4,7 +4,8 @@ created or deleted, in which domain, and which checks hold the step."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -28,42 +29,15 @@ from controllers.controlplane.status import (
     NOT_READY_GRACE,
 )
 from controllers.controlplane.step import Step
+from tests.support.machine_rows import NOW, cp_machine
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
-    """A healthy Running Machine with a voting member, created ``age`` minutes before T0 + 1h."""
-    defaults: dict[str, Any] = {
-        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": "a",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
-
-
-NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
-
-
-LONG_AGO = NOW - timedelta(hours=1)
+m = partial(cp_machine, failure_domain="a")
+"""A row of :func:`cp_machine` in failure domain a."""
 
 
 def lettered(name: str, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
-    defaults: dict[str, Any] = {
-        "created": LONG_AGO,
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": name[-1],
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+    """A row of :func:`cp_machine` in the failure domain its name's last letter names."""
+    return cp_machine(name, **{"failure_domain": name[-1], **fields})
 
 
 def unready(name: str, since: timedelta, **fields: Any) -> MachineInfo:
@@ -77,23 +51,11 @@ ABC = [lettered("ma"), lettered("mb"), lettered("mc")]
 JUST_OVER = NOT_READY_GRACE + timedelta(seconds=1)
 
 
-def running_machine(name: str, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
-    defaults: dict[str, Any] = {
-        "created": NOW - timedelta(hours=1),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-    }
-    return MachineInfo(name=name, **{**defaults, **fields})
-
-
 def spec(**fields: Any) -> ControlPlaneSpec:
     return ControlPlaneSpec(template=ControlPlaneMachineTemplate.for_provider_spec({}), **fields)
 
 
-THREE = [running_machine("ma"), running_machine("mb"), running_machine("mc")]
+THREE = [cp_machine("ma"), cp_machine("mb"), cp_machine("mc")]
 
 
 HEALTHY = EtcdFacts(member_names=("m1", "m2", "m3"))

@@ -5,6 +5,7 @@ grace period, and a status is written only when it changes."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -29,25 +30,12 @@ from controllers.controlplane.status import (
     unready_beyond_grace,
 )
 from controllers.controlplane.step import Step
-
-NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
-
-
-LONG_AGO = NOW - timedelta(hours=1)
+from tests.support.machine_rows import NOW, cp_machine
 
 
 def m(name: str, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
-    defaults: dict[str, Any] = {
-        "created": LONG_AGO,
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": name[-1],
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+    """A row of :func:`cp_machine` in the failure domain its name's last letter names."""
+    return cp_machine(name, **{"failure_domain": name[-1], **fields})
 
 
 def unready(name: str, since: timedelta, **fields: Any) -> MachineInfo:
@@ -80,18 +68,8 @@ ABC = [m("ma"), m("mb"), m("mc")]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def in_a(name: str, age: int = 0, **fields: Any) -> MachineInfo:
-    """A healthy Running Machine with a voting member, created ``age`` minutes before T0 + 1h."""
-    defaults: dict[str, Any] = {
-        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": "a",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+in_a = partial(cp_machine, failure_domain="a")
+"""A row of :func:`cp_machine` in failure domain a."""
 
 
 def abc(**fields: Any) -> list[MachineInfo]:

@@ -3,54 +3,12 @@ unhealthy, quorum lost, members without a Machine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from controllers.etcd.client import Member
 from controllers.etcdquorum.cluster_health import cluster_health
 from controllers.etcdquorum.rules import (
-    HOOK_OWNER,
-    GuardedMachine,
     MemberState,
 )
-
-
-def member(index: int, *, learner: bool = False, started: bool = True, host: str = "10.0.0.{i}") -> Member:
-    address = host.format(i=index)
-    literal = f"[{address}]" if ":" in address else address
-    return Member(
-        id=0x100 + index,
-        name=f"m{index}" if started else "",
-        peer_urls=(f"https://{literal}:2380",),
-        client_urls=(f"https://{literal}:2379",) if started else (),
-        is_learner=learner,
-    )
-
-
-@dataclass(frozen=True)
-class M:
-    """One row of a removal table: a member and its Machine."""
-
-    index: int
-    learner: bool = False
-    healthy: bool = True
-    deleting: bool = False
-    hook: bool = True
-    zone: str | None = None
-
-
-def cluster(*rows: M) -> tuple[list[MemberState], dict[str, GuardedMachine]]:
-    members = [MemberState(member(r.index, learner=r.learner), f"m{r.index}", r.healthy) for r in rows]
-    machines = {
-        f"m{r.index}": GuardedMachine(
-            name=f"m{r.index}",
-            deleting=r.deleting,
-            running=True,
-            hook_owner=HOOK_OWNER if r.hook else None,
-            failure_domain=r.zone,
-        )
-        for r in rows
-    }
-    return members, machines
+from tests.support.machine_rows import MemberRow as M
+from tests.support.machine_rows import quorum_cluster as cluster
 
 
 def test_cluster_health() -> None:

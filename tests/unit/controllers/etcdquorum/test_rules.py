@@ -3,12 +3,9 @@ promotion, the Machines and their hooks, abandoned learners."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from api.controlplane import ControlPlaneSpec
-from controllers.etcd.client import Member
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -30,45 +27,9 @@ from controllers.etcdquorum.rules import (
     promotion_decision,
     removal_decision,
 )
-
-
-def member(index: int, *, learner: bool = False, started: bool = True, host: str = "10.0.0.{i}") -> Member:
-    address = host.format(i=index)
-    literal = f"[{address}]" if ":" in address else address
-    return Member(
-        id=0x100 + index,
-        name=f"m{index}" if started else "",
-        peer_urls=(f"https://{literal}:2380",),
-        client_urls=(f"https://{literal}:2379",) if started else (),
-        is_learner=learner,
-    )
-
-
-@dataclass(frozen=True)
-class M:
-    """One row of a removal table: a member and its Machine."""
-
-    index: int
-    learner: bool = False
-    healthy: bool = True
-    deleting: bool = False
-    hook: bool = True
-    zone: str | None = None
-
-
-def cluster(*rows: M) -> tuple[list[MemberState], dict[str, GuardedMachine]]:
-    members = [MemberState(member(r.index, learner=r.learner), f"m{r.index}", r.healthy) for r in rows]
-    machines = {
-        f"m{r.index}": GuardedMachine(
-            name=f"m{r.index}",
-            deleting=r.deleting,
-            running=True,
-            hook_owner=HOOK_OWNER if r.hook else None,
-            failure_domain=r.zone,
-        )
-        for r in rows
-    }
-    return members, machines
+from tests.support.machine_rows import MemberRow as M
+from tests.support.machine_rows import etcd_member as member
+from tests.support.machine_rows import quorum_cluster as cluster
 
 
 def removed(rows: tuple[M, ...], desired: int) -> str | None:
