@@ -92,7 +92,9 @@ def by_annotation(host: Host) -> tuple[dict[str, Any], Member]:
 
 
 LAYOUTS = pytest.mark.parametrize(
-    "layout", [by_address, by_annotation], ids=["addresses-only", "annotations-only"]
+    "layout",
+    [by_address, by_annotation],
+    ids=["when only the addresses link members to Machines", "when only the contract annotations link them"],
 )
 
 

@@ -27,7 +27,17 @@ def spec_with(**fields: Any) -> Any:
     return ControlPlane.from_dict({**CP, "spec": {**CP["spec"], **fields}}).spec
 
 
-@pytest.mark.parametrize(("replicas", "max_unhealthy"), [(1, 0), (2, 0), (3, 1), (5, 2), (7, 3)])
+@pytest.mark.parametrize(
+    ("replicas", "max_unhealthy"),
+    [(1, 0), (2, 0), (3, 1), (5, 2), (7, 3)],
+    ids=[
+        "one replica tolerates no unhealthy Machine",
+        "two replicas tolerate none",
+        "three replicas tolerate one",
+        "five replicas tolerate two",
+        "seven replicas tolerate three",
+    ],
+)
 def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
     replicas: int, max_unhealthy: int
 ) -> None:
@@ -55,6 +65,14 @@ NEW = cp_machine("new", phase="Provisioning", node_ready=False, etcd_voter=False
         (1, [cp_machine("a"), cp_machine("b"), DEAD], 1),
         (1, [cp_machine("a"), DEAD, GOING], 2),
         (5, [cp_machine("a"), cp_machine("b"), cp_machine("c"), DEAD, GOING], 3),
+    ],
+    ids=[
+        "three running Machines leave a budget of one",
+        "a replacement's old Machine held by the hook is no failure",
+        "the new Machine replacing a user's deletion is no failure either",
+        "scaled to one with three members there the budget counts the three",
+        "scaled to one with a dead and a deleting Machine the deleting one is no failure",
+        "five replicas with a dead and a deleting Machine tolerate three",
     ],
 )
 def test_the_mhc_budget_counts_the_members_there_and_no_transition_as_a_failure(

@@ -70,7 +70,14 @@ def test_the_default_state_is_active_so_an_empty_cluster_bootstraps() -> None:
         # A Machine being deleted: it would wait for it.
         ([*THREE, cp_machine("md", deleting=True)], 3, "Running", "if Active, it would wait"),
     ],
-    ids=["scale-in", "up-to-date", "outdated", "too-few", "empty", "deleting"],
+    ids=[
+        "over three Machines with one replica it would delete one",
+        "over three up-to-date Machines it has nothing to do",
+        "with an outdated Machine it would create a replacement yet stays Running",
+        "with too few Machines it would create one yet stays Running",
+        "with no Machine it is Pending and would create the first",
+        "with a Machine being deleted it would wait for it",
+    ],
 )
 def test_inactive_reports_what_it_would_do_and_that_nothing_is_under_way(
     machines: list[MachineInfo], replicas: int, phase: str, would: str
@@ -114,6 +121,12 @@ def test_an_inactive_controlplane_is_never_remediating() -> None:
             Step("delete", "ScalingDown", "3 Machines, 1 desired", machine="mc"),
             "if Active, it would delete a Machine (ScalingDown): 3 Machines, 1 desired",
         ),
+    ],
+    ids=[
+        "with no step it has nothing to do",
+        "with the up-to-date step it has nothing to do",
+        "a wait says what it would wait for",
+        "a delete names its reason and its message",
     ],
 )
 def test_inactive_progress_message(step: Step | None, expected: str) -> None:

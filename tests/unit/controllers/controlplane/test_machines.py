@@ -67,6 +67,13 @@ def conditions(*pairs: tuple[str, str]) -> dict[str, Any]:
         (conditions(("HealthCheckSucceeded", "False"), ("OwnerRemediated", "True")), False),
         ({}, False),
     ],
+    ids=[
+        "a failed health check the owner has not remediated marks it",
+        "a failed health check without OwnerRemediated does not",
+        "a passed health check does not",
+        "a remediation the owner finished does not",
+        "a Machine without conditions is not marked",
+    ],
 )
 def test_marked_for_remediation_needs_both_conditions(machine: dict[str, Any], marked: bool) -> None:
     assert marked_for_remediation(machine) is marked
@@ -113,6 +120,13 @@ def test_machine_names_are_the_controlplane_name_and_five_random_characters() ->
             datetime(2026, 1, 1, 11, 57, tzinfo=UTC),
         ),
         ({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, None),
+    ],
+    ids=[
+        "no Node gives no time",
+        "a Ready Node gives no time",
+        "a NotReady Node is not ready since its transition",
+        "an Unknown Node is not ready since its transition",
+        "a condition without a transition time gives no time",
     ],
 )
 def test_not_ready_since_reads_the_nodes_ready_transition(

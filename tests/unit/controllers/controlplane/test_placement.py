@@ -124,6 +124,15 @@ def test_desired_machine_merges_the_domain_over_the_template() -> None:
         ),
         ({"rolloutAfter": "2025-12-31T00:00:00Z"}, None),
     ],
+    ids=[
+        "a Machine made from the current spec is up to date",
+        "a changed providerSpec outdates it",
+        "new template metadata outdates it",
+        "a changed failure domain providerSpec outdates it",
+        "a failure domain no longer configured outdates its Machines",
+        "a passed rolloutAfter outdates a Machine created before it",
+        "a rolloutAfter before its creation outdates nothing",
+    ],
 )
 def test_is_outdated(change: dict[str, Any], why: str | None) -> None:
     machine = created_machine(spec(), "a")
@@ -151,6 +160,15 @@ AT_ROLLOUT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
         ("2026-03-01T12:00:00Z", AT_ROLLOUT + timedelta(seconds=5), False),
         # A sub-second clock reading in that second is still the moment itself.
         ("2026-01-01T00:00:00Z", AT_ROLLOUT + timedelta(microseconds=999_999), True),
+    ],
+    ids=[
+        "an hour before the moment nothing is outdated",
+        "a second before the moment nothing is outdated",
+        "at the moment a Machine created before it is outdated",
+        "after the moment a Machine created before it is outdated",
+        "a replacement created after the moment is not outdated",
+        "a Machine created in the very second it names is not outdated",
+        "a sub-second reading within that second is the moment itself",
     ],
 )
 def test_rollout_after_outdates_only_machines_created_before_it_once_it_has_passed(
@@ -185,6 +203,14 @@ def test_no_rollout_after_or_no_creation_time_outdates_nothing() -> None:
         (AT_ROLLOUT - timedelta(microseconds=1), 1.0),  # same second: never a busy loop
         (AT_ROLLOUT, None),  # due: the rollout itself requeues
         (AT_ROLLOUT + timedelta(minutes=5), None),
+    ],
+    ids=[
+        "an hour before it waits an hour",
+        "fifteen seconds before it waits fifteen seconds",
+        "a second before it waits a second",
+        "within the same second it waits a whole second, never a busy loop",
+        "at the moment it no longer waits",
+        "after the moment it no longer waits",
     ],
 )
 def test_seconds_until_rollout_after(now: datetime, wait: float | None) -> None:
@@ -277,6 +303,14 @@ def test_an_adopted_machine_keeps_its_domain_after_the_template_changes() -> Non
         (["a", "b"], [m("1", failure_domain="a"), m("2", failure_domain="b", deleting=True)], "b"),
         (["a", "b"], [m("1", failure_domain="b"), m("2", failure_domain="gone")], "a"),
     ],
+    ids=[
+        "no domain configured gives none",
+        "a tie goes to the first in alphabetical order",
+        "the domain without a Machine is chosen",
+        "the emptiest of three domains is chosen",
+        "a deleting Machine does not count in its domain",
+        "a Machine in a domain no longer configured counts in none",
+    ],
 )
 def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], expected: str | None) -> None:
     assert choose_failure_domain(domains, machines) == expected
@@ -292,6 +326,13 @@ def test_choose_failure_domain(domains: list[str], machines: list[MachineInfo], 
         # a domain no longer configured is never preferred; the first preferred one among the fewest
         ([m("a1", failure_domain="a"), m("b1", failure_domain="b")], ["gone", "c"], "c"),
         ([m("a1", failure_domain="a")], [None, "c", "b"], "c"),
+    ],
+    ids=[
+        "the replaced Machine's domain wins a tie for fewest",
+        "the replaced Machine's domain does not win over an emptier one",
+        "with one Machine in each domain the preferred one wins",
+        "a domain no longer configured is never preferred",
+        "the first preferred domain among the fewest wins",
     ],
 )
 def test_a_replacement_keeps_its_domain_only_on_a_tie(
@@ -341,6 +382,20 @@ def test_a_replacement_keeps_its_domain_only_on_a_tie(
         ),
         ([m("young", age=1), m("old", age=9)], "old"),
         ([m("gone", deleting=True, delete_annotation=True), m("x")], "x"),
+    ],
+    ids=[
+        "a Machine with the delete annotation goes before an outdated one",
+        "the annotation beats an older unhealthy outdated Machine",
+        "outdated with the annotation beats the annotation alone",
+        "an outdated unhealthy Machine goes before an older outdated one",
+        "an outdated Machine goes before an unhealthy current one",
+        "an outdated replacement that never became Ready goes before older ones",
+        "among marked Machines the outdated one goes first",
+        "an outdated Machine whose voter fails its health read goes before older outdated ones",
+        "an outdated Machine without a member does not jump ahead of an older outdated voter",
+        "within a class the most populated domain goes first, then the oldest",
+        "within a class the oldest goes first",
+        "a deleting Machine is never chosen again",
     ],
 )
 def test_select_for_scale_in(machines: list[MachineInfo], expected: str) -> None:

@@ -31,6 +31,13 @@ CUSTOM = Hook("GuardEtcd", "team/etcd")
         # The configured hook of the etcd-quorum-hook controller, not the default one.
         ([OURS, {"name": "GuardEtcd", "owner": "team/etcd"}], CUSTOM, [OURS]),
     ],
+    ids=[
+        "our hook is removed",
+        "no hook stays no hook",
+        "another hook is kept while ours goes",
+        "our name with another owner is never ours to remove",
+        "the configured hook goes and the default one stays",
+    ],
 )
 def test_a_release_removes_only_the_configured_etcd_guard_hook(
     hooks: list[dict[str, str]], guard: Hook, kept: list[dict[str, str]]

@@ -118,6 +118,26 @@ HEALTHY = [m("m2"), m("m3")]
             "Remediating",
         ),
     ],
+    ids=[
+        "with two healthy Machines beside it the target is remediated",
+        "the last Machine is never remediated",
+        "before the control plane is initialized even the last Machine is remediated",
+        "the previous remediation's Machine still there holds the next one",
+        "the previous remediation's Machine held by the hook on its healthy voter does not hold it",
+        "the previous remediation's deleting Machine with a dead voter holds it",
+        "a deleting Machine without a member is waited for",
+        "a deleting Machine with a dead voter is waited for",
+        "a deleting Machine whose healthy voter the hook holds is not waited for",
+        "a deleting Machine no longer called Running is still not waited for",
+        "a provisioning Machine whose member votes is waited for",
+        "a provisioning Machine whose member etcd refuses does not hold the remediation",
+        "a provisioned Machine whose learner joined is waited for",
+        "a second unhealthy voter puts etcd quorum at risk",
+        "etcd that cannot be read holds the remediation",
+        "an unreadable etcd before initialization does not hold it",
+        "an unreadable external etcd does not hold it",
+        "with external etcd the quorum is not judged",
+    ],
 )
 def test_remediation_decision(
     machines: list[MachineInfo], kw: dict[str, Any], allowed: bool, reason: str
@@ -182,6 +202,21 @@ def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block
         (replaced("gone", 5), {"max_retry": 0, "min_healthy_period": "2m"}, True, "Remediating", 0),
         (replaced("gone", 5), {"max_retry": 0, "min_healthy_period": "2h"}, False, "MaxRetryReached", 1),
     ],
+    ids=[
+        "without a record a Machine starts a lineage",
+        "without a record earlier remediations are no retry",
+        "replacing a Machine remediated five minutes ago is retry one",
+        "the retry count grows along the lineage",
+        "retry one is allowed by maxRetry one",
+        "retry one is refused by maxRetry zero",
+        "retry two is refused by maxRetry one",
+        "a retry within the retry period waits",
+        "a retry after the retry period goes",
+        "healthy for longer than the default minHealthyPeriod starts a new lineage",
+        "healthy for the whole default minHealthyPeriod starts a new lineage",
+        "healthy for longer than a set minHealthyPeriod starts a new lineage",
+        "within a set minHealthyPeriod it is a retry",
+    ],
 )
 def test_retries_are_counted_along_the_targets_lineage(
     lineage: RemediationRecord | None, kw: dict[str, Any], allowed: bool, reason: str, retry_count: int
@@ -239,6 +274,13 @@ def test_a_remediation_recorded_but_never_carried_out_is_resumed_not_waited_for(
         (m("dead-voter", etcd_healthy=False), 2),
         (m("healthy-voter", node_ready=False), 3),
     ],
+    ids=[
+        "a Machine without a Node costs nothing",
+        "a Machine without a member costs one",
+        "a learner costs one",
+        "a dead voter costs two",
+        "a healthy voter costs three",
+    ],
 )
 def test_removal_cost(machine: MachineInfo, cost: int) -> None:
     assert removal_cost(machine) == cost
@@ -257,6 +299,15 @@ def test_removal_cost(machine: MachineInfo, cost: int) -> None:
         # A remediation recorded before a crash is carried out first.
         ([m("nonode", has_node=False), m("voter", age=9)], [RemediationRecord("voter", T0)], "voter"),
         ([m("a"), m("b")], [RemediationRecord("gone", T0)], "a"),
+    ],
+    ids=[
+        "a dead voter goes before a healthy voter whatever the age",
+        "a learner goes before a dead voter",
+        "a Machine without a Node goes before a learner",
+        "at the same cost the oldest goes first",
+        "at the same cost and age the first by name goes",
+        "a remediation recorded before a crash is carried out first",
+        "a record of a Machine no longer marked changes nothing",
     ],
 )
 def test_pick_target(marked: list[MachineInfo], pending: list[RemediationRecord], expected: str) -> None:

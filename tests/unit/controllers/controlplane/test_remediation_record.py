@@ -77,6 +77,14 @@ def state(
         # A record equal in name only is another remediation.
         ([state("a2", lineage=RemediationRecord("a", T0 - timedelta(hours=3), 0))], [A]),
     ],
+    ids=[
+        "a recorded Machine not deleted is kept while it stays marked",
+        "a recorded Machine healthy again is dropped",
+        "a deleting Machine's record is kept until its replacement exists",
+        "a gone Machine's record is kept until its replacement exists",
+        "the replacement created with the record completes it",
+        "a record equal in name only is another remediation",
+    ],
 )
 def test_the_in_progress_list_after_each_crash_point(
     machines: list[MachineState], kept: list[RemediationRecord]

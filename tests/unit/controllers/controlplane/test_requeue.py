@@ -23,6 +23,15 @@ RESYNC = (60.0, 66.0)
         (Result(), False, None, RESYNC),
         (Result(), True, 15.0, 0.0),  # paused: nothing until the next change
     ],
+    ids=[
+        "the resync period caps a far moment",
+        "the rolloutAfter moment comes before the resync",
+        "a step's own wait comes before the moment",
+        "a moment sooner than the step's wait comes first",
+        "with no step wait the moment decides",
+        "with nothing to wait for the resync decides",
+        "a paused ControlPlane waits for the next change",
+    ],
 )
 def test_next_look_is_the_earliest_of_the_step_the_resync_and_the_moments(
     step_requeue: Result | None,

@@ -97,6 +97,20 @@ HEALTHY = EtcdFacts(member_names=("m1", "m2", "m3"))
             [CHECK_ETCD_NO_PENDING_LEARNER],
         ),
     ],
+    ids=[
+        "healthy Machines and etcd pass",
+        "without etcd facts only the Machines are checked",
+        "a NotReady Node fails the Machines check",
+        "a provisioning Machine fails the Machines check",
+        "a deleting NotReady Machine is not counted",
+        "unreachable etcd fails",
+        "a Machine without a member fails the match",
+        "a member without a Machine fails the match",
+        "member lists that differ fail",
+        "an alarm fails",
+        "an unhealthy voter fails",
+        "a pending learner fails",
+    ],
 )
 def test_preflight_names_every_failed_check(
     machines: list[MachineInfo], etcd: EtcdFacts | None, checks: list[str]
@@ -117,7 +131,11 @@ def test_preflight_names_every_failed_check(
         # With Machines owned, etcd that cannot be asked stops every step.
         (EtcdFacts(reachable=False, error="connection refused"), True, [CHECK_ETCD_REACHABLE]),
     ],
-    ids=["members-without-machines", "bootstrap", "owned-unreachable"],
+    ids=[
+        "members of no owned Machine fail the match",
+        "a new cluster whose etcd does not answer bootstraps",
+        "with Machines owned unreachable etcd stops every step",
+    ],
 )
 def test_with_no_machine_owned_etcd_is_checked_when_it_answers(
     etcd: EtcdFacts, owns_machines: bool, checks: list[str]
@@ -262,6 +280,32 @@ def abc(**fields: Any) -> list[MachineInfo]:
             ("create", "a", None),
         ),
     ],
+    ids=[
+        "scaling out goes to the emptiest domain",
+        "the first Machine goes to the first domain",
+        "without domains a Machine is created in none",
+        "scaling in deletes the scale-in choice",
+        "a deleting Machine is replaced in its domain",
+        "two deleting Machines are replaced one at a time",
+        "no more than replicas plus one Machines exist during replacements",
+        "an extra deleting Machine is waited for",
+        "a maxSurge 1 rollout creates the replacement in the outdated Machine's domain",
+        "then the outdated Machine is deleted",
+        "a maxSurge 0 rollout deletes first",
+        "a maxSurge 0 rollout of one replica surges anyway to keep etcd",
+        "under OnDelete outdated Machines are only reported",
+        "under OnDelete a deleted Machine is still replaced",
+        "a new domain is filled through a replacement",
+        "under maxSurge 0 rebalancing deletes from the crowded domain first",
+        "three Machines in three domains need nothing",
+        "the rebalancing replacement goes to the emptiest domain",
+        "two domains holding a, a and b are as even as three Machines get",
+        "a Machine in a removed domain goes first under maxSurge 0",
+        "the replacement of a Machine in a removed domain goes to a configured one",
+        "a maxSurge 1 replacement out of a crowded domain goes where the spread is thinnest",
+        "a previous template's replacement still provisioning goes first",
+        "a maxSurge 0 rollout of an even spread puts each replacement back in its own domain",
+    ],
 )
 def test_next_step(machines: list[MachineInfo], kw: dict[str, Any], expected: tuple[Any, ...]) -> None:
     result = step(machines, **kw)
@@ -286,6 +330,12 @@ def _take_step(machines: list[MachineInfo], taken: Step, serial: int) -> list[Ma
         (["a", "a", "a"], ["a", "b", "c"], ["a", "b", "c"]),
         (["a", "b", "c"], ["a", "b"], ["a", "a", "b"]),  # a domain removed
         (["a", "b", "c"], ["b", "c", "d"], ["b", "c", "d"]),  # one replaced by another
+    ],
+    ids=[
+        "an added domain spreads a, a and b over three",
+        "an added domain spreads a, a and a over three",
+        "a removed domain packs its Machine into those left",
+        "a domain replaced by another moves its Machine there",
     ],
 )
 def test_rebalance_under_max_surge_zero_converges_then_stays_still(
@@ -374,6 +424,19 @@ SCALE_UP = Step("create", "ScalingUp", "Scaling up", domain="a")
             replace("m2"),
             [CHECK_ETCD_VOTERS_REACHABLE],
         ),
+    ],
+    ids=[
+        "a delete does not count its own NotReady Node",
+        "a delete does not count its own dead member",
+        "a delete does not count its own missing member",
+        "a delete does not count its own learner",
+        "a delete counts every other NotReady Node",
+        "a scale-up counts every NotReady Node",
+        "a delete counts every other learner",
+        "no voter goes unless the voters left keep a healthy quorum",
+        "a maxSurge 1 create does not count the Node of the Machine it replaces",
+        "a replaced Machine still provisioning counts, as it may be joining etcd",
+        "a maxSurge 1 create counts the member of the Machine it replaces",
     ],
 )
 def test_the_preflight_does_not_count_the_machine_the_step_takes_away(
@@ -488,6 +551,15 @@ def step_reasons(machines: list[MachineInfo], misconfigured: list[str], **kw: An
             ("create", "ReplacingOutdated"),
             ("wait", "HeldByConfiguration"),
         ),
+    ],
+    ids=[
+        "a configuration problem holds a scale-in",
+        "it holds a maxSurge 1 rollout",
+        "it holds a maxSurge 0 rollout",
+        "it holds a rebalance",
+        "it never holds a scale-up",
+        "nothing to do stays nothing to do",
+        "an unready outdated Machine is still replaced when nothing holds it",
     ],
 )
 def test_a_configuration_problem_holds_scale_in_and_rollout(

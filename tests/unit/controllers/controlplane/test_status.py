@@ -130,6 +130,16 @@ def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> 
         (abc(), {"owned_by_others": ["theirs"]}, "Degraded"),
         ([*abc()[:2], in_a("f", phase="Failed", node_ready=False)], {}, "Degraded"),
     ],
+    ids=[
+        "no Machine is Pending",
+        "a provisioning Machine is Provisioning",
+        "an outdated Machine is Updating",
+        "too few Machines is Scaling",
+        "a deleting ControlPlane is Deleting",
+        "a remediation is Remediating",
+        "Machines owned by others are Degraded",
+        "a Failed Machine is Degraded",
+    ],
 )
 def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: str) -> None:
     assert status_of(machines, **kw)["phase"] == phase
@@ -220,6 +230,18 @@ def test_status_messages_say_what_is_going_on() -> None:
         # nothing yet
         ([], None, ("False", "NoMachineAvailable", "no etcd yet; 0 Machine(s) serve")),
     ],
+    ids=[
+        "whole stacked etcd is available and says what was judged",
+        "one voter down keeps quorum with a replica missing",
+        "two of three voters down is not available",
+        "learners do not count towards quorum",
+        "a member without a Machine counts as a voter, never a healthy one",
+        "etcd that cannot be asked is no quorum we know of",
+        "quorum without a serving Machine is not available",
+        "external etcd judges the Machines only",
+        "external etcd with no Ready Machine is not available",
+        "nothing yet is not available",
+    ],
 )
 def test_available_needs_etcd_quorum_and_a_serving_machine(
     machines: list[MachineInfo], etcd: EtcdView | None, expected: tuple[str, str, str]
@@ -253,6 +275,17 @@ JUST_UNDER = NOT_READY_GRACE - timedelta(seconds=1)
         ([*ABC[:2], m("mc", phase="Provisioned", node_ready=False, created=NOW - JUST_UNDER)], []),
         # a Machine not created yet is not judged here (Progressing reports the step)
         (ABC[:2], []),
+    ],
+    ids=[
+        "a reboot inside the grace is not degraded",
+        "the grace ending exactly now degrades",
+        "a Machine past the grace degrades",
+        "only Machines past the grace are named",
+        "an unready replacement beside three ready Machines costs nothing yet",
+        "a Machine being deleted is not judged",
+        "a Machine whose Node never came is unready since its creation",
+        "a Machine whose Node has not come within the grace is not judged yet",
+        "a Machine not created yet is not judged here",
     ],
 )
 def test_unready_machines_degrade_only_beyond_the_grace(
@@ -306,6 +339,12 @@ def test_the_reconciler_wakes_when_the_first_grace_ends() -> None:
         ({"replicas": 3}, {"replicas": 5}, False),
         ({"replicas": 3, "failureReason": "MachineFailed"}, {"replicas": 3, "failureReason": None}, False),
         ({}, {"phase": "Running"}, False),
+    ],
+    ids=[
+        "a status whose fields match the current ones is not written",
+        "a changed count is written",
+        "clearing the failure reason is written",
+        "a field the current status lacks is written",
     ],
 )
 def test_a_status_is_written_only_when_it_changes(

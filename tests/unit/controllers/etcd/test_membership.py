@@ -52,6 +52,14 @@ def test_the_contract_annotations_map_exactly_even_when_every_machine_shares_an_
         ("fd00::1", "fd00::2", None),
         ("etcd-0.example.com", "10.0.0.1", None),
     ],
+    ids=[
+        "the same IPv4 address matches",
+        "another IPv4 address does not",
+        "IPv6 written in full matches its short form",
+        "IPv6 with leading zeros matches",
+        "another IPv6 address does not",
+        "a host name is never compared with an address",
+    ],
 )
 def test_the_peer_url_host_is_compared_with_the_internal_ips_as_addresses(
     peer_host: str, machine_ip: str, rank: int | None

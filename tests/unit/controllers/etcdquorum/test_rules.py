@@ -40,64 +40,99 @@ def removed(rows: tuple[M, ...], desired: int) -> str | None:
 
 REMOVAL_CASES = [
     # (id, rows, desired, machine whose member is removed or None)
-    ("4 voters + 1 pending: remove", (M(0, deleting=True), M(1), M(2), M(3)), 3, "m0"),
     (
-        "5 voters with 2 pending: remove one",
+        "with four voters and one pending the pending member is removed",
+        (M(0, deleting=True), M(1), M(2), M(3)),
+        3,
+        "m0",
+    ),
+    (
+        "with five voters and two pending one is removed",
         (M(0, deleting=True), M(1, deleting=True), M(2), M(3), M(4)),
         3,
         "m0",
     ),
-    ("4 voters left of those 5, 1 pending: remove", (M(1, deleting=True), M(2), M(3), M(4)), 3, "m1"),
-    ("3 all healthy + 1 pending: wait", (M(0, deleting=True), M(1), M(2)), 3, None),
-    ("3 with 1 unhealthy pending: remove", (M(0, deleting=True, healthy=False), M(1), M(2)), 3, "m0"),
     (
-        "unhealthy not pending: refuse",
+        "with four voters left of those five and one pending it is removed",
+        (M(1, deleting=True), M(2), M(3), M(4)),
+        3,
+        "m1",
+    ),
+    (
+        "with three healthy voters and one pending it waits for a replacement",
+        (M(0, deleting=True), M(1), M(2)),
+        3,
+        None,
+    ),
+    (
+        "with three voters and an unhealthy one pending that one is removed",
+        (M(0, deleting=True, healthy=False), M(1), M(2)),
+        3,
+        "m0",
+    ),
+    (
+        "with an unhealthy voter not pending the removal is refused",
         (M(0, deleting=True), M(1, healthy=False), M(2), M(3)),
         3,
         None,
     ),
     (
-        "5 voters, 1 unhealthy not pending, a healthy pending, desired met after: wait",
+        "with five voters, an unhealthy one not pending and a healthy one pending it waits",
         (M(0, deleting=True), M(1, healthy=False), M(2), M(3), M(4)),
         3,
         None,
     ),
     (
-        "5 voters, the unhealthy one pending too: it goes, not the healthy one",
+        "when the unhealthy voter is pending too it goes, not the healthy one",
         (M(0, deleting=True), M(1, healthy=False, deleting=True), M(2), M(3), M(4)),
         3,
         "m1",
     ),
-    ("pending without the hook: not ours", (M(0, deleting=True, hook=False), M(1), M(2), M(3)), 3, None),
     (
-        "learner of a deleting machine: at once",
+        "a pending Machine without our hook is not ours to remove",
+        (M(0, deleting=True, hook=False), M(1), M(2), M(3)),
+        3,
+        None,
+    ),
+    (
+        "the learner of a deleting Machine is removed at once",
         (M(0), M(1), M(2), M(3, learner=True, deleting=True)),
         3,
         "m3",
     ),
     (
-        "learner first even when a voter could go",
+        "a learner goes first even when a voter could go",
         (M(0, deleting=True), M(1), M(2), M(3), M(4, learner=True, deleting=True)),
         3,
         "m4",
     ),
-    ("quorum lost: nothing", (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2)), 3, None),
     (
-        "unhealthy pending but the rest lacks quorum after: wait",
+        "with quorum lost nothing is removed",
+        (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2)),
+        3,
+        None,
+    ),
+    (
+        "an unhealthy pending member waits while the rest would lack quorum after",
         (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2), M(3), M(4, healthy=False)),
         5,
         None,
     ),
-    ("scale in 3 → 1: remove one", (M(0, deleting=True), M(1, deleting=True), M(2)), 1, "m0"),
-    ("scale in 2 → 1: remove the other", (M(1, deleting=True), M(2)), 1, "m1"),
     (
-        "healthy pending, desired met, but quorum of the rest not: wait",
+        "scaling in from three to one removes one member",
+        (M(0, deleting=True), M(1, deleting=True), M(2)),
+        1,
+        "m0",
+    ),
+    ("scaling in from two to one removes the other member", (M(1, deleting=True), M(2)), 1, "m1"),
+    (
+        "a healthy pending member waits while the rest would lack quorum",
         (M(0, deleting=True), M(1, healthy=False), M(2)),
         1,
         None,
     ),
     (
-        "several pending: the one whose failure domain has a duplicate",
+        "of several pending the one whose failure domain has a duplicate goes",
         (
             M(0, deleting=True, zone="a"),
             M(1, deleting=True, zone="b"),
@@ -109,7 +144,7 @@ REMOVAL_CASES = [
         "m0",
     ),
     (
-        "several pending, duplicate domain beats name order",
+        "of several pending a duplicate domain beats name order",
         (
             M(0, deleting=True, zone="a"),
             M(1, deleting=True, zone="b"),
@@ -121,13 +156,13 @@ REMOVAL_CASES = [
         "m1",
     ),
     (
-        "several pending, same domain situation: the unhealthy one",
+        "of several pending in the same domain situation the unhealthy one goes",
         (M(0, deleting=True), M(1, deleting=True, healthy=False), M(2), M(3), M(4)),
         3,
         "m1",
     ),
     (
-        "several pending: the unhealthy one before a healthy one whose domain has a duplicate",
+        "of several pending the unhealthy one goes before a healthy one whose domain has a duplicate",
         (
             M(0, deleting=True, zone="a"),
             M(1, deleting=True, zone="d", healthy=False),
@@ -214,13 +249,38 @@ def promoted(rows: tuple[M, ...], desired: int) -> str | None:
 
 
 PROMOTION_CASES = [
-    ("scale out 1 → 3: learner with hook", (M(0), M(1, learner=True)), 3, "m1"),
-    ("no hook: not yet", (M(0), M(1, learner=True, hook=False)), 3, None),
-    ("machine deleting: never", (M(0), M(1, learner=True, deleting=True)), 3, None),
-    ("replacement: voters == desired → desired + 1", (M(0), M(1), M(2), M(3, learner=True)), 3, "m3"),
-    ("voters already desired + 1: wait", (M(0), M(1), M(2), M(3), M(4, learner=True)), 3, None),
-    ("two learners: one at a time, by name", (M(0), M(1, learner=True), M(2, learner=True)), 3, "m1"),
-    ("quorum lost: never", (M(0, healthy=False), M(1, healthy=False), M(2), M(3, learner=True)), 3, None),
+    ("scaling out from one to three promotes a learner with the hook", (M(0), M(1, learner=True)), 3, "m1"),
+    ("a learner without the hook is not promoted yet", (M(0), M(1, learner=True, hook=False)), 3, None),
+    (
+        "the learner of a deleting Machine is never promoted",
+        (M(0), M(1, learner=True, deleting=True)),
+        3,
+        None,
+    ),
+    (
+        "a replacement's learner makes desired plus one voters",
+        (M(0), M(1), M(2), M(3, learner=True)),
+        3,
+        "m3",
+    ),
+    (
+        "with desired plus one voters already a learner waits",
+        (M(0), M(1), M(2), M(3), M(4, learner=True)),
+        3,
+        None,
+    ),
+    (
+        "of two learners one is promoted at a time, by name",
+        (M(0), M(1, learner=True), M(2, learner=True)),
+        3,
+        "m1",
+    ),
+    (
+        "with quorum lost no learner is promoted",
+        (M(0, healthy=False), M(1, healthy=False), M(2), M(3, learner=True)),
+        3,
+        None,
+    ),
 ]
 
 
@@ -243,9 +303,17 @@ PROMOTION_WHILE_UNHEALTHY_CASES = [
     # The anchor (cluster-etcd-operator, ClusterMemberController.reconcileMembers) promotes no
     # learner while etcdClient.UnhealthyMembers is not empty: growing the voters beside a dead
     # one makes a quorum that needs the new member (3 voters with 2 healthy become 4 with 3).
-    ("a voter unhealthy, quorum kept: wait", (M(0, healthy=False), M(1), M(2), M(3, learner=True)), 3),
-    ("scale out with one of 3 voters dead: wait", (M(0), M(1), M(2, healthy=False), M(3, learner=True)), 5),
-    ("the learner itself unhealthy: wait", (M(0), M(1), M(2), M(3, learner=True, healthy=False)), 3),
+    (
+        "an unhealthy voter holds the promotion though quorum is kept",
+        (M(0, healthy=False), M(1), M(2), M(3, learner=True)),
+        3,
+    ),
+    (
+        "scaling out with one of three voters dead waits",
+        (M(0), M(1), M(2, healthy=False), M(3, learner=True)),
+        5,
+    ),
+    ("an unhealthy learner waits", (M(0), M(1), M(2), M(3, learner=True, healthy=False)), 3),
 ]
 
 
