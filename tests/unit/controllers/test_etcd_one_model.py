@@ -25,6 +25,7 @@ from controllers.controlplane.etcdview import EtcdView, view_of
 from controllers.etcd.client import Member
 from controllers.etcd.membership import MEMBER_ID_ANNOTATION, PEER_URL_ANNOTATION, MachineIdentity, Membership
 from controllers.etcdquorum import rules as hook_rules
+from tests.support import machine_rows
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,9 @@ def by_annotation(host: Host) -> tuple[dict[str, Any], Member]:
 
 
 LAYOUTS = pytest.mark.parametrize(
-    "layout", [by_address, by_annotation], ids=["addresses-only", "annotations-only"]
+    "layout",
+    [by_address, by_annotation],
+    ids=["when only the addresses link members to Machines", "when only the contract annotations link them"],
 )
 
 
@@ -129,8 +132,8 @@ def world(layout: Layout, *hosts: Host) -> World:
     deleting = {f"cp-{h.index}" for h in hosts if h.deleting}
     view = view_of(membership, deleting)
     cp_machines = [
-        cp_machine.MachineInfo(
-            name=f"cp-{h.index}",
+        machine_rows.cp_machine(
+            f"cp-{h.index}",
             created=datetime(2026, 1, 1, 0, h.index, tzinfo=UTC),
             deleting=h.deleting,
             phase="Running",

@@ -1,4 +1,5 @@
-"""The one etcd membership model: quorum arithmetic, which Machine a member belongs to, endpoints."""
+"""The one etcd membership model (controllers/etcd/membership.py): which Machine a member belongs to,
+and the endpoints etcd is asked at."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from api.quorum import fault_tolerance, quorum, quorum_kept_without, quorum_lost
 from controllers.etcd.client import Alarm, Member
 from controllers.etcd.membership import (
     CLIENT_URL_ANNOTATION,
@@ -25,46 +25,6 @@ from controllers.etcd.membership import (
     member_owner,
     ownership_rank,
 )
-
-# ---------------------------------------------------------------------------------------------- quorum
-
-
-def test_quorum_is_a_strict_majority_and_tolerance_what_is_left() -> None:
-    assert [quorum(n) for n in range(1, 8)] == [1, 2, 2, 3, 3, 4, 4]
-    assert [fault_tolerance(n) for n in range(0, 8)] == [0, 0, 0, 1, 1, 2, 2, 3]
-
-
-@pytest.mark.parametrize(
-    ("voters", "lost"),
-    [
-        ({}, False),
-        ({1: True}, False),
-        ({1: False}, True),
-        ({1: True, 2: False, 3: True}, False),
-        ({1: True, 2: False, 3: False}, True),
-        ({1: True, 2: True, 3: False, 4: False}, True),
-    ],
-)
-def test_quorum_lost(voters: dict[int, bool], lost: bool) -> None:
-    assert quorum_lost(voters) is lost
-
-
-@pytest.mark.parametrize(
-    ("voters", "member", "kept"),
-    [
-        ({"a": True, "b": True, "c": True}, "a", True),  # 2 of 2 left
-        ({"a": True, "b": True, "c": False}, "a", False),  # 1 of 2 left
-        ({"a": True, "b": True, "c": False}, "c", True),  # removing the dead one: 2 of 2
-        ({"a": True, "b": True, "c": True, "d": False}, "a", True),  # 2 of 3
-        ({"a": True}, "a", False),  # nobody left
-        ({"a": True, "b": True}, "x", True),  # not a voter: nothing changes
-    ],
-)
-def test_quorum_kept_without(voters: dict[str, bool], member: str, kept: bool) -> None:
-    assert quorum_kept_without(voters, member) is kept
-
-
-# ---------------------------------------------------------------------------------------------- ownership
 
 
 def member(id_: int, name: str = "", peer: str = "https://10.0.0.1:2380", *, learner: bool = False) -> Member:
@@ -91,6 +51,14 @@ def test_the_contract_annotations_map_exactly_even_when_every_machine_shares_an_
         ("fd00::0001", "fd00::1", RANK_ADDRESS),
         ("fd00::1", "fd00::2", None),
         ("etcd-0.example.com", "10.0.0.1", None),
+    ],
+    ids=[
+        "the same IPv4 address matches",
+        "another IPv4 address does not",
+        "IPv6 written in full matches its short form",
+        "IPv6 with leading zeros matches",
+        "another IPv6 address does not",
+        "a host name is never compared with an address",
     ],
 )
 def test_the_peer_url_host_is_compared_with_the_internal_ips_as_addresses(
@@ -176,9 +144,6 @@ def test_machine_identity_reads_the_wire_form() -> None:
         member_id="ff",
     )
     assert identity.endpoint == "https://[fd00::5]:2379"
-
-
-# ---------------------------------------------------------------------------------------------- endpoints
 
 
 def test_endpoints_are_the_spec_else_the_oldest_running_machines_that_stay_first() -> None:

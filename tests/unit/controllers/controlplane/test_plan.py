@@ -33,27 +33,25 @@ from controllers.controlplane.scale import (
 )
 from controllers.controlplane.status import StatusInputs, compute_status, status_to_write, status_unchanged
 from controllers.controlplane.step import Step
+from tests.support.machine_rows import cp_machine
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
-def m(name: str, age: int = 60, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voter, in the domain its last letter names."""
-    defaults: dict[str, Any] = {
-        "created": NOW - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": f"zone-{name[-1]}",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+def m(name: str, **fields: Any) -> MachineInfo:
+    """A row of :func:`cp_machine` in the domain its last letter names."""
+    return cp_machine(name, **{"failure_domain": f"zone-{name[-1]}", **fields})
 
 
 ABC = [m("demo-a"), m("demo-b"), m("demo-c")]
 DOMAINS = ["zone-a", "zone-b", "zone-c"]
-NEW = {"age": 1, "phase": "Provisioning", "node_ready": False, "etcd_voter": False, "etcd_healthy": False}
+NEW = {
+    "created": NOW - timedelta(minutes=1),
+    "phase": "Provisioning",
+    "node_ready": False,
+    "etcd_voter": False,
+    "etcd_healthy": False,
+}
 
 
 def plan(machines: list[MachineInfo], **kw: Any) -> Step:
@@ -186,6 +184,25 @@ def progressing(machines: list[MachineInfo], step: Step | None, **kw: Any) -> di
         ),
         (ABC, {}, "UpToDate", "All 3 Machine(s) are up to date"),
     ],
+    ids=[
+        "scaling up names the domain of the new Machine",
+        "scaling down names the Machine and its domain",
+        "a maxSurge 1 rollout creates the replacement first",
+        "a maxSurge 0 rollout deletes the outdated Machine first",
+        "a replacement whose own domain is gone goes to the emptiest one",
+        "under maxSurge 1 the outdated Machine goes once its replacement is in",
+        "under maxSurge 0 the replacement follows the deletion",
+        "an unhealthy Machine being deleted is replaced as a remediation",
+        "a deleted Machine is replaced in its domain",
+        "a deleting voter waits for the removal of its etcd member",
+        "a deleting Machine without a member is waited for",
+        "a learner catching up holds the old member until it votes",
+        "two deletions at the Machine limit are waited for before creating more",
+        "uneven failure domains are rebalanced",
+        "under OnDelete outdated Machines wait for a manual deletion",
+        "a configuration problem holds the step and says what follows",
+        "three current Machines are up to date",
+    ],
 )
 def test_every_step_names_its_machine_and_domain(
     machines: list[MachineInfo], kw: dict[str, Any], reason: str, message: str
@@ -268,6 +285,17 @@ THEN = "; then: Replacing outdated Machine demo-b in zone-b: creating its replac
             "WaitingForLearner",
             "EtcdNoPendingLearner: learner(s) demo-n not promoted yet",
         ),
+    ],
+    ids=[
+        "a NotReady Node is a Machine not ready",
+        "a Failed Machine is a Machine not ready",
+        "a new Machine still provisioning is waited for",
+        "etcd that cannot be asked is unreachable",
+        "a member without a Machine is a mismatch",
+        "member lists that differ are named by endpoint",
+        "an active alarm is named",
+        "an unhealthy voter is named with its error",
+        "a learner catching up is waited for",
     ],
 )
 def test_every_preflight_failure_names_the_machine_and_the_fact(
@@ -405,6 +433,13 @@ def etcd_view(
         (EtcdView(EtcdFacts(reachable=False, error="refused")), None),
         (None, None),
     ],
+    ids=[
+        "three healthy voters tolerate one fault and name the leader",
+        "a learner and a dead voter leave no fault tolerance and no leader",
+        "one healthy voter of three leaves no fault tolerance",
+        "etcd that cannot be read leaves status.etcd out",
+        "without an etcd view status.etcd is left out",
+    ],
 )
 def test_status_etcd(view: EtcdView | None, expected: dict[str, Any] | None) -> None:
     status = compute_status(StatusInputs(replicas=3, selector="", generation=1, machines=ABC, etcd=view))
@@ -466,6 +501,15 @@ def cond(reason: str, message: str) -> dict[str, Any]:
         (cond("WaitingForLearner", "l"), cond("UpToDate", "done"), ("Normal", "UpToDate", "done")),
         (None, cond("Inactive", "would"), None),
         (None, cond("Paused", "p"), ("Warning", "Paused", "p")),
+    ],
+    ids=[
+        "the first decision is announced",
+        "the same decision again is not",
+        "a new message is announced again",
+        "a blocking reason is a warning",
+        "reaching up to date is announced",
+        "an inactive ControlPlane announces nothing",
+        "a pause is a warning",
     ],
 )
 def test_one_event_per_decision(

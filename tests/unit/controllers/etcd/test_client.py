@@ -45,6 +45,20 @@ ENDPOINT = "http://127.0.0.1:2379"
         ("etcdserver: leader changed", 14, Unavailable),
         ("etcdserver: permission denied", 7, EtcdError),
     ],
+    ids=[
+        "promoting an unsynced learner is LearnerNotInSync",
+        "promoting a voter is NotALearner",
+        "an unknown member is MemberNotFound",
+        "too many learners is TooManyLearners",
+        "an existing peer URL is PeerURLExists",
+        "an existing member ID is PeerURLExists too",
+        "too few started members is NotEnoughStartedMembers",
+        "an unhealthy cluster is UnhealthyCluster",
+        "a request a learner cannot serve is NotSupportedForLearner",
+        "a timeout is Unavailable",
+        "a leader change is Unavailable",
+        "any other refusal is a plain EtcdError",
+    ],
 )
 def test_etcd_refusals_become_typed_errors(message: str, code: int, expected: type[EtcdError]) -> None:
     error = error_from_response(400, {"error": message, "code": code, "message": message}, ENDPOINT)
@@ -84,6 +98,13 @@ def test_initial_cluster_names_the_new_member() -> None:
         ("http://127.0.0.1", "no port"),
         ("http://127.0.0.1:2379/v3", "must not have a path"),
         ("http://:2379", "no host"),
+    ],
+    ids=[
+        "an endpoint without a scheme is refused",
+        "a scheme other than http or https is refused",
+        "an endpoint without a port is refused",
+        "an endpoint with a path is refused",
+        "an endpoint without a host is refused",
     ],
 )
 def test_bad_endpoints_are_refused_with_what_to_change(endpoint: str, fragment: str) -> None:

@@ -1,14 +1,11 @@
-"""The etcd-quorum-hook rules, case by case: mapping, hooks, promotion, removal, cleanup, health."""
+"""The etcd-quorum-hook rules (controllers/etcdquorum/rules.py), case by case: member removal,
+promotion, the Machines and their hooks, abandoned learners."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pytest
 
 from api.controlplane import ControlPlaneSpec
-from controllers.etcd.client import Member
-from controllers.etcdquorum.cluster_health import cluster_health
 from controllers.etcdquorum.rules import (
     HOOK_NAME,
     HOOK_OWNER,
@@ -30,47 +27,9 @@ from controllers.etcdquorum.rules import (
     promotion_decision,
     removal_decision,
 )
-
-# ---------------------------------------------------------------------------------------------- builders
-
-
-def member(index: int, *, learner: bool = False, started: bool = True, host: str = "10.0.0.{i}") -> Member:
-    address = host.format(i=index)
-    literal = f"[{address}]" if ":" in address else address
-    return Member(
-        id=0x100 + index,
-        name=f"m{index}" if started else "",
-        peer_urls=(f"https://{literal}:2380",),
-        client_urls=(f"https://{literal}:2379",) if started else (),
-        is_learner=learner,
-    )
-
-
-@dataclass(frozen=True)
-class M:
-    """One row of a removal table: a member and its Machine."""
-
-    index: int
-    learner: bool = False
-    healthy: bool = True
-    deleting: bool = False
-    hook: bool = True
-    zone: str | None = None
-
-
-def cluster(*rows: M) -> tuple[list[MemberState], dict[str, GuardedMachine]]:
-    members = [MemberState(member(r.index, learner=r.learner), f"m{r.index}", r.healthy) for r in rows]
-    machines = {
-        f"m{r.index}": GuardedMachine(
-            name=f"m{r.index}",
-            deleting=r.deleting,
-            running=True,
-            hook_owner=HOOK_OWNER if r.hook else None,
-            failure_domain=r.zone,
-        )
-        for r in rows
-    }
-    return members, machines
+from tests.support.machine_rows import MemberRow as M
+from tests.support.machine_rows import etcd_member as member
+from tests.support.machine_rows import quorum_cluster as cluster
 
 
 def removed(rows: tuple[M, ...], desired: int) -> str | None:
@@ -79,68 +38,101 @@ def removed(rows: tuple[M, ...], desired: int) -> str | None:
     return decision.member.machine if decision.member else None
 
 
-# ---------------------------------------------------------------------------------------------- removal
-
 REMOVAL_CASES = [
     # (id, rows, desired, machine whose member is removed or None)
-    ("4 voters + 1 pending: remove", (M(0, deleting=True), M(1), M(2), M(3)), 3, "m0"),
     (
-        "5 voters with 2 pending: remove one",
+        "with four voters and one pending the pending member is removed",
+        (M(0, deleting=True), M(1), M(2), M(3)),
+        3,
+        "m0",
+    ),
+    (
+        "with five voters and two pending one is removed",
         (M(0, deleting=True), M(1, deleting=True), M(2), M(3), M(4)),
         3,
         "m0",
     ),
-    ("4 voters left of those 5, 1 pending: remove", (M(1, deleting=True), M(2), M(3), M(4)), 3, "m1"),
-    ("3 all healthy + 1 pending: wait", (M(0, deleting=True), M(1), M(2)), 3, None),
-    ("3 with 1 unhealthy pending: remove", (M(0, deleting=True, healthy=False), M(1), M(2)), 3, "m0"),
     (
-        "unhealthy not pending: refuse",
+        "with four voters left of those five and one pending it is removed",
+        (M(1, deleting=True), M(2), M(3), M(4)),
+        3,
+        "m1",
+    ),
+    (
+        "with three healthy voters and one pending it waits for a replacement",
+        (M(0, deleting=True), M(1), M(2)),
+        3,
+        None,
+    ),
+    (
+        "with three voters and an unhealthy one pending that one is removed",
+        (M(0, deleting=True, healthy=False), M(1), M(2)),
+        3,
+        "m0",
+    ),
+    (
+        "with an unhealthy voter not pending the removal is refused",
         (M(0, deleting=True), M(1, healthy=False), M(2), M(3)),
         3,
         None,
     ),
     (
-        "5 voters, 1 unhealthy not pending, a healthy pending, desired met after: wait",
+        "with five voters, an unhealthy one not pending and a healthy one pending it waits",
         (M(0, deleting=True), M(1, healthy=False), M(2), M(3), M(4)),
         3,
         None,
     ),
     (
-        "5 voters, the unhealthy one pending too: it goes, not the healthy one",
+        "when the unhealthy voter is pending too it goes, not the healthy one",
         (M(0, deleting=True), M(1, healthy=False, deleting=True), M(2), M(3), M(4)),
         3,
         "m1",
     ),
-    ("pending without the hook: not ours", (M(0, deleting=True, hook=False), M(1), M(2), M(3)), 3, None),
     (
-        "learner of a deleting machine: at once",
+        "a pending Machine without our hook is not ours to remove",
+        (M(0, deleting=True, hook=False), M(1), M(2), M(3)),
+        3,
+        None,
+    ),
+    (
+        "the learner of a deleting Machine is removed at once",
         (M(0), M(1), M(2), M(3, learner=True, deleting=True)),
         3,
         "m3",
     ),
     (
-        "learner first even when a voter could go",
+        "a learner goes first even when a voter could go",
         (M(0, deleting=True), M(1), M(2), M(3), M(4, learner=True, deleting=True)),
         3,
         "m4",
     ),
-    ("quorum lost: nothing", (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2)), 3, None),
     (
-        "unhealthy pending but the rest lacks quorum after: wait",
+        "with quorum lost nothing is removed",
+        (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2)),
+        3,
+        None,
+    ),
+    (
+        "an unhealthy pending member waits while the rest would lack quorum after",
         (M(0, deleting=True, healthy=False), M(1, healthy=False), M(2), M(3), M(4, healthy=False)),
         5,
         None,
     ),
-    ("scale in 3 → 1: remove one", (M(0, deleting=True), M(1, deleting=True), M(2)), 1, "m0"),
-    ("scale in 2 → 1: remove the other", (M(1, deleting=True), M(2)), 1, "m1"),
     (
-        "healthy pending, desired met, but quorum of the rest not: wait",
+        "scaling in from three to one removes one member",
+        (M(0, deleting=True), M(1, deleting=True), M(2)),
+        1,
+        "m0",
+    ),
+    ("scaling in from two to one removes the other member", (M(1, deleting=True), M(2)), 1, "m1"),
+    (
+        "a healthy pending member waits while the rest would lack quorum",
         (M(0, deleting=True), M(1, healthy=False), M(2)),
         1,
         None,
     ),
     (
-        "several pending: the one whose failure domain has a duplicate",
+        "of several pending the one whose failure domain has a duplicate goes",
         (
             M(0, deleting=True, zone="a"),
             M(1, deleting=True, zone="b"),
@@ -152,7 +144,7 @@ REMOVAL_CASES = [
         "m0",
     ),
     (
-        "several pending, duplicate domain beats name order",
+        "of several pending a duplicate domain beats name order",
         (
             M(0, deleting=True, zone="a"),
             M(1, deleting=True, zone="b"),
@@ -164,13 +156,13 @@ REMOVAL_CASES = [
         "m1",
     ),
     (
-        "several pending, same domain situation: the unhealthy one",
+        "of several pending in the same domain situation the unhealthy one goes",
         (M(0, deleting=True), M(1, deleting=True, healthy=False), M(2), M(3), M(4)),
         3,
         "m1",
     ),
     (
-        "several pending: the unhealthy one before a healthy one whose domain has a duplicate",
+        "of several pending the unhealthy one goes before a healthy one whose domain has a duplicate",
         (
             M(0, deleting=True, zone="a"),
             M(1, deleting=True, zone="d", healthy=False),
@@ -250,9 +242,6 @@ def test_a_member_of_no_machine_is_never_a_removal_candidate() -> None:
     assert removal_decision([orphan, *members[1:]], machines, 3).member is None
 
 
-# ---------------------------------------------------------------------------------------------- promotion
-
-
 def promoted(rows: tuple[M, ...], desired: int) -> str | None:
     members, machines = cluster(*rows)
     decision = promotion_decision(members, machines, desired)
@@ -260,13 +249,38 @@ def promoted(rows: tuple[M, ...], desired: int) -> str | None:
 
 
 PROMOTION_CASES = [
-    ("scale out 1 → 3: learner with hook", (M(0), M(1, learner=True)), 3, "m1"),
-    ("no hook: not yet", (M(0), M(1, learner=True, hook=False)), 3, None),
-    ("machine deleting: never", (M(0), M(1, learner=True, deleting=True)), 3, None),
-    ("replacement: voters == desired → desired + 1", (M(0), M(1), M(2), M(3, learner=True)), 3, "m3"),
-    ("voters already desired + 1: wait", (M(0), M(1), M(2), M(3), M(4, learner=True)), 3, None),
-    ("two learners: one at a time, by name", (M(0), M(1, learner=True), M(2, learner=True)), 3, "m1"),
-    ("quorum lost: never", (M(0, healthy=False), M(1, healthy=False), M(2), M(3, learner=True)), 3, None),
+    ("scaling out from one to three promotes a learner with the hook", (M(0), M(1, learner=True)), 3, "m1"),
+    ("a learner without the hook is not promoted yet", (M(0), M(1, learner=True, hook=False)), 3, None),
+    (
+        "the learner of a deleting Machine is never promoted",
+        (M(0), M(1, learner=True, deleting=True)),
+        3,
+        None,
+    ),
+    (
+        "a replacement's learner makes desired plus one voters",
+        (M(0), M(1), M(2), M(3, learner=True)),
+        3,
+        "m3",
+    ),
+    (
+        "with desired plus one voters already a learner waits",
+        (M(0), M(1), M(2), M(3), M(4, learner=True)),
+        3,
+        None,
+    ),
+    (
+        "of two learners one is promoted at a time, by name",
+        (M(0), M(1, learner=True), M(2, learner=True)),
+        3,
+        "m1",
+    ),
+    (
+        "with quorum lost no learner is promoted",
+        (M(0, healthy=False), M(1, healthy=False), M(2), M(3, learner=True)),
+        3,
+        None,
+    ),
 ]
 
 
@@ -289,9 +303,17 @@ PROMOTION_WHILE_UNHEALTHY_CASES = [
     # The anchor (cluster-etcd-operator, ClusterMemberController.reconcileMembers) promotes no
     # learner while etcdClient.UnhealthyMembers is not empty: growing the voters beside a dead
     # one makes a quorum that needs the new member (3 voters with 2 healthy become 4 with 3).
-    ("a voter unhealthy, quorum kept: wait", (M(0, healthy=False), M(1), M(2), M(3, learner=True)), 3),
-    ("scale out with one of 3 voters dead: wait", (M(0), M(1), M(2, healthy=False), M(3, learner=True)), 5),
-    ("the learner itself unhealthy: wait", (M(0), M(1), M(2), M(3, learner=True, healthy=False)), 3),
+    (
+        "an unhealthy voter holds the promotion though quorum is kept",
+        (M(0, healthy=False), M(1), M(2), M(3, learner=True)),
+        3,
+    ),
+    (
+        "scaling out with one of three voters dead waits",
+        (M(0), M(1), M(2, healthy=False), M(3, learner=True)),
+        5,
+    ),
+    ("an unhealthy learner waits", (M(0), M(1), M(2), M(3, learner=True, healthy=False)), 3),
 ]
 
 
@@ -323,9 +345,6 @@ def test_a_learner_that_never_started_or_has_no_machine_is_not_promoted() -> Non
     assert promotion_decision([voter, unstarted, orphan], machines, 3).member is None
 
 
-# ---------------------------------------------------------------------------------------------- machines
-
-
 def test_machine_info_reads_the_wire_form_and_its_domain_through_the_configured_domains() -> None:
     wire = {
         "metadata": {
@@ -353,9 +372,6 @@ def test_machine_info_reads_the_wire_form_and_its_domain_through_the_configured_
     # The zone label is mapped to the configured domain that names it, never taken as a name.
     assert info.failure_domain == "east-a"
     assert machine_info(wire).failure_domain is None
-
-
-# ---------------------------------------------------------------------------------------------- hooks
 
 
 def test_hooks_go_only_on_machines_not_being_deleted_once_the_machine_api_works() -> None:
@@ -405,9 +421,6 @@ def test_the_hook_goes_only_when_no_member_voter_or_learner_belongs_to_the_machi
     assert not hook_removable(GuardedMachine(name="m0", hook_owner=HOOK_OWNER), {0x101: "m1"})
 
 
-# ------------------------------------------------------------------------------- cleanup, health
-
-
 def test_only_a_never_started_learner_of_no_machine_is_abandoned_after_the_grace_period() -> None:
     unstarted = MemberState(member(9, learner=True, started=False), None, False)
     assert is_abandoned_learner(unstarted, first_seen=0, now=60, grace=60)
@@ -418,42 +431,3 @@ def test_only_a_never_started_learner_of_no_machine_is_abandoned_after_the_grace
     assert not is_abandoned_learner(mapped, first_seen=0, now=600, grace=60)
     voter = MemberState(member(9, started=False), None, False)
     assert not is_abandoned_learner(voter, first_seen=0, now=600, grace=60)
-
-
-def test_cluster_health() -> None:
-    members, _ = cluster(M(0), M(1), M(2))
-    health = cluster_health(members, [])
-    assert (health.status, health.reason) == ("True", "EtcdHealthy")
-    assert health.message.startswith("3 members: 3 voters (3 healthy, quorum 2), 0 learners")
-    members, _ = cluster(M(0), M(1, healthy=False), M(2))
-    health = cluster_health(members, ["NOSPACE on 100"])
-    assert (health.status, health.reason) == ("False", "MembersUnhealthy")
-    assert "unhealthy: m1 (101)" in health.message and "alarms: NOSPACE on 100" in health.message
-    members, _ = cluster(M(0, healthy=False), M(1, healthy=False), M(2))
-    assert cluster_health(members, []).reason == "QuorumLost"
-    members, _ = cluster(M(0), M(1), M(2))
-    members[2] = MemberState(members[2].member, None, True)
-    assert cluster_health(members, []).reason == "MembersWithoutMachine"
-
-
-# ---------------------------------------------------------------------------------------------- options
-
-
-def test_options_defaults_and_checks() -> None:
-    from controllers.etcdquorum import EtcdQuorumOptions
-
-    resolved = EtcdQuorumOptions().with_defaults()
-    assert (resolved.resync_period, resolved.busy_period, resolved.abandoned_learner_grace) == (
-        15.0,
-        1.0,
-        300.0,
-    )
-    assert (resolved.wait_event_after, resolved.etcd_timeout, resolved.member_change_interval) == (
-        60.0,
-        3.0,
-        2.0,
-    )
-    assert EtcdQuorumOptions(abandoned_learner_grace=0, member_change_interval=0).with_defaults()
-    for bad in ({"busy_period": 0}, {"etcd_timeout": -1}, {"wait_event_after": -1}):
-        with pytest.raises(ValueError, match="positive seconds"):
-            EtcdQuorumOptions(**bad).with_defaults()  # type: ignore[arg-type]

@@ -1,11 +1,10 @@
-"""The ControlPlane's remediation rules, one table per rule: the safety gates, the retries counted
-per lineage, which marked Machine goes first, and the records that carry a remediation across a
-crash onto its replacement."""
+"""The ControlPlane's remediation rules (controllers/controlplane/remediation.py), one table per rule:
+the safety gates, the retries counted per lineage, and which marked Machine goes first."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,36 +12,15 @@ import pytest
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.remediation import pick_target, remediation_decision, removal_cost
 from controllers.controlplane.remediation_record import (
-    REMEDIATION_FOR_ANNOTATION,
-    REMEDIATION_IN_PROGRESS_ANNOTATION,
-    MachineState,
     RemediationRecord,
-    awaiting_replacement,
-    encode_pending,
-    encode_record,
-    lineage_of,
-    pending_after,
-    pending_of,
-    recorded,
 )
+from tests.support.machine_rows import cp_machine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def m(name: str, age: int = 0, **fields: Any) -> MachineInfo:
-    """A healthy Running Machine with a Node and a voting member, created ``age`` minutes before
-    T0 + 1h."""
-    defaults: dict[str, Any] = {
-        "created": T0 + timedelta(hours=1) - timedelta(minutes=age),
-        "phase": "Running",
-        "node_ready": True,
-        "has_node": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-        "failure_domain": "a",
-    }
-    defaults.update(fields)
-    return MachineInfo(name=name, **defaults)
+m = partial(cp_machine, failure_domain="a")
+"""A row of :func:`cp_machine` in failure domain a."""
 
 
 def decide(target: MachineInfo, machines: list[MachineInfo], **kw: Any) -> Any:
@@ -67,10 +45,9 @@ def replaced(machine: str, minutes_ago: float, retry_count: int = 0) -> Remediat
 
 
 SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
+
+
 HEALTHY = [m("m2"), m("m3")]
-
-
-# ---------------------------------------------------------------------------------------------- gates
 
 
 @pytest.mark.parametrize(
@@ -141,6 +118,26 @@ HEALTHY = [m("m2"), m("m3")]
             "Remediating",
         ),
     ],
+    ids=[
+        "with two healthy Machines beside it the target is remediated",
+        "the last Machine is never remediated",
+        "before the control plane is initialized even the last Machine is remediated",
+        "the previous remediation's Machine still there holds the next one",
+        "the previous remediation's Machine held by the hook on its healthy voter does not hold it",
+        "the previous remediation's deleting Machine with a dead voter holds it",
+        "a deleting Machine without a member is waited for",
+        "a deleting Machine with a dead voter is waited for",
+        "a deleting Machine whose healthy voter the hook holds is not waited for",
+        "a deleting Machine no longer called Running is still not waited for",
+        "a provisioning Machine whose member votes is waited for",
+        "a provisioning Machine whose member etcd refuses does not hold the remediation",
+        "a provisioned Machine whose learner joined is waited for",
+        "a second unhealthy voter puts etcd quorum at risk",
+        "etcd that cannot be read holds the remediation",
+        "an unreadable etcd before initialization does not hold it",
+        "an unreadable external etcd does not hold it",
+        "with external etcd the quorum is not judged",
+    ],
 )
 def test_remediation_decision(
     machines: list[MachineInfo], kw: dict[str, Any], allowed: bool, reason: str
@@ -179,9 +176,6 @@ def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block
     assert (decision.allowed, decision.reason) == (False, "WaitingForProvisioning")
 
 
-# ---------------------------------------------------------------------------------------------- retries
-
-
 @pytest.mark.parametrize(
     ("lineage", "kw", "allowed", "reason", "retry_count"),
     [
@@ -207,6 +201,21 @@ def test_a_machine_without_a_member_is_waited_for_when_the_target_does_not_block
         (replaced("gone", 60), {"max_retry": 0}, True, "Remediating", 0),
         (replaced("gone", 5), {"max_retry": 0, "min_healthy_period": "2m"}, True, "Remediating", 0),
         (replaced("gone", 5), {"max_retry": 0, "min_healthy_period": "2h"}, False, "MaxRetryReached", 1),
+    ],
+    ids=[
+        "without a record a Machine starts a lineage",
+        "without a record earlier remediations are no retry",
+        "replacing a Machine remediated five minutes ago is retry one",
+        "the retry count grows along the lineage",
+        "retry one is allowed by maxRetry one",
+        "retry one is refused by maxRetry zero",
+        "retry two is refused by maxRetry one",
+        "a retry within the retry period waits",
+        "a retry after the retry period goes",
+        "healthy for longer than the default minHealthyPeriod starts a new lineage",
+        "healthy for the whole default minHealthyPeriod starts a new lineage",
+        "healthy for longer than a set minHealthyPeriod starts a new lineage",
+        "within a set minHealthyPeriod it is a retry",
     ],
 )
 def test_retries_are_counted_along_the_targets_lineage(
@@ -256,9 +265,6 @@ def test_a_remediation_recorded_but_never_carried_out_is_resumed_not_waited_for(
     assert decide(SICK, [SICK, *HEALTHY], resuming=other).retry_count == 0
 
 
-# ---------------------------------------------------------------------------------------------- pick
-
-
 @pytest.mark.parametrize(
     ("machine", "cost"),
     [
@@ -267,6 +273,13 @@ def test_a_remediation_recorded_but_never_carried_out_is_resumed_not_waited_for(
         (m("learner", etcd_voter=False, etcd_learner=True), 1),
         (m("dead-voter", etcd_healthy=False), 2),
         (m("healthy-voter", node_ready=False), 3),
+    ],
+    ids=[
+        "a Machine without a Node costs nothing",
+        "a Machine without a member costs one",
+        "a learner costs one",
+        "a dead voter costs two",
+        "a healthy voter costs three",
     ],
 )
 def test_removal_cost(machine: MachineInfo, cost: int) -> None:
@@ -287,81 +300,15 @@ def test_removal_cost(machine: MachineInfo, cost: int) -> None:
         ([m("nonode", has_node=False), m("voter", age=9)], [RemediationRecord("voter", T0)], "voter"),
         ([m("a"), m("b")], [RemediationRecord("gone", T0)], "a"),
     ],
+    ids=[
+        "a dead voter goes before a healthy voter whatever the age",
+        "a learner goes before a dead voter",
+        "a Machine without a Node goes before a learner",
+        "at the same cost the oldest goes first",
+        "at the same cost and age the first by name goes",
+        "a remediation recorded before a crash is carried out first",
+        "a record of a Machine no longer marked changes nothing",
+    ],
 )
 def test_pick_target(marked: list[MachineInfo], pending: list[RemediationRecord], expected: str) -> None:
     assert pick_target(marked, pending).name == expected
-
-
-# ---------------------------------------------------------------------------------------------- records
-
-
-def test_a_record_round_trips_and_a_malformed_one_counts_as_absent() -> None:
-    record = RemediationRecord("cp-abcde", T0, 2)
-    machine = {"metadata": {"annotations": {REMEDIATION_FOR_ANNOTATION: encode_record(record)}}}
-    assert lineage_of(machine) == record
-    assert json.loads(encode_record(record)) == {
-        "machine": "cp-abcde",
-        "timestamp": "2026-01-01T00:00:00Z",
-        "retryCount": 2,
-    }
-    for bad in (
-        "not json",
-        "[]",
-        '{"machine": ""}',
-        '{"machine": "x", "timestamp": "yesterday"}',
-        '{"machine": "x", "timestamp": "2026-01-01T00:00:00Z", "retryCount": -1}',
-    ):
-        assert lineage_of({"metadata": {"annotations": {REMEDIATION_FOR_ANNOTATION: bad}}}) is None, bad
-    assert lineage_of({"metadata": {}}) is None
-    records = [record, RemediationRecord("cp-fghij", T0, 0)]
-    cp = {"metadata": {"annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: encode_pending(records)}}}
-    assert pending_of(cp) == records
-    assert encode_pending([]) is None  # removes the annotation
-    assert pending_of({"metadata": {"annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: "{}"}}}) == []
-
-
-A = RemediationRecord("a", T0, 0)
-B = RemediationRecord("b", T0 + timedelta(seconds=5), 1)
-
-
-def state(
-    name: str, *, deleting: bool = False, marked: bool = False, lineage: RemediationRecord | None = None
-) -> MachineState:
-    return MachineState(name, deleting, marked, lineage)
-
-
-@pytest.mark.parametrize(
-    ("machines", "kept"),
-    [
-        # 1. recorded, not deleted (the process died): kept while marked, so it is resumed ...
-        ([state("a", marked=True), state("c")], [A]),
-        # ... dropped once the Machine is healthy again: nothing was carried out.
-        ([state("a"), state("c")], []),
-        # 2. deleted, no replacement yet: kept, while it is deleting and once it is gone.
-        ([state("a", deleting=True), state("c")], [A]),
-        ([state("c")], [A]),
-        # 3. the replacement was created with the record: done.
-        ([state("a", deleting=True), state("a2", lineage=A)], []),
-        # A record equal in name only is another remediation.
-        ([state("a2", lineage=RemediationRecord("a", T0 - timedelta(hours=3), 0))], [A]),
-    ],
-)
-def test_the_in_progress_list_after_each_crash_point(
-    machines: list[MachineState], kept: list[RemediationRecord]
-) -> None:
-    assert pending_after([A], machines) == kept
-
-
-def test_two_remediations_awaiting_replacements_are_carried_oldest_first() -> None:
-    """One remediation may start while another's replacement waits (its deletion held by the
-    hook): each later create carries one record, the oldest first, and a resumed remediation is
-    never listed twice."""
-    pending = recorded(recorded([], A), B)
-    assert pending == [A, B]
-    assert recorded(pending, RemediationRecord("a", T0 + timedelta(minutes=1), 0))[0] == B
-    assert awaiting_replacement(pending, present=["c"]) == A
-    # a's remediation was recorded but a not deleted yet: the create is not its replacement
-    assert awaiting_replacement(pending, present=["a", "c"]) == B
-    assert awaiting_replacement(pending, present=["a", "b"]) is None
-    after_first = pending_after(pending, [state("b", deleting=True), state("new", lineage=A)])
-    assert after_first == [B]

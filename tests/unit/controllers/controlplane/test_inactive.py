@@ -1,12 +1,8 @@
-"""spec.state Inactive: the controller reports what it would do and does nothing (issue 26, case 4).
-
-The reconciler's Inactive path (:meth:`ControlPlaneReconciler._observe`) writes only the status
-computed here; these tables fix what that status says.
-"""
+"""spec.state Inactive (controllers/controlplane/inactive.py): the controller reports what it would do
+and does nothing; the reconciler's Inactive path writes only the status these tables fix."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,27 +14,14 @@ from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import planned_step
 from controllers.controlplane.status import StatusInputs, compute_status
 from controllers.controlplane.step import UP_TO_DATE, Step
-
-NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
-
-
-def m(name: str, **fields: Any) -> MachineInfo:
-    """A Running Machine with a Ready Node and a healthy voting member, created an hour ago."""
-    defaults: dict[str, Any] = {
-        "created": NOW - timedelta(hours=1),
-        "phase": "Running",
-        "node_ready": True,
-        "etcd_voter": True,
-        "etcd_healthy": True,
-    }
-    return MachineInfo(name=name, **{**defaults, **fields})
+from tests.support.machine_rows import NOW, cp_machine
 
 
 def spec(**fields: Any) -> ControlPlaneSpec:
     return ControlPlaneSpec(template=ControlPlaneMachineTemplate.for_provider_spec({}), **fields)
 
 
-THREE = [m("ma"), m("mb"), m("mc")]
+THREE = [cp_machine("ma"), cp_machine("mb"), cp_machine("mc")]
 
 
 def status(machines: list[MachineInfo], *, replicas: int, inactive: bool, **kw: Any) -> dict[str, Any]:
@@ -74,15 +57,27 @@ def test_the_default_state_is_active_so_an_empty_cluster_bootstraps() -> None:
         # Over three up-to-date Machines with replicas 3: nothing to do.
         (THREE, 3, "Running", "nothing to do if Active"),
         # Outdated Machines: it would replace them, yet the phase is not Updating.
-        ([m("ma", outdated=True), m("mb"), m("mc")], 3, "Running", "if Active, it would create a Machine"),
+        (
+            [cp_machine("ma", outdated=True), cp_machine("mb"), cp_machine("mc")],
+            3,
+            "Running",
+            "if Active, it would create a Machine",
+        ),
         # Too few: it would create one, yet the phase is not Scaling.
         (THREE[:1], 3, "Running", "if Active, it would create a Machine"),
         # No Machine at all: Pending, and it would create the first.
         ([], 1, "Pending", "if Active, it would create a Machine"),
         # A Machine being deleted: it would wait for it.
-        ([*THREE, m("md", deleting=True)], 3, "Running", "if Active, it would wait"),
+        ([*THREE, cp_machine("md", deleting=True)], 3, "Running", "if Active, it would wait"),
     ],
-    ids=["scale-in", "up-to-date", "outdated", "too-few", "empty", "deleting"],
+    ids=[
+        "over three Machines with one replica it would delete one",
+        "over three up-to-date Machines it has nothing to do",
+        "with an outdated Machine it would create a replacement yet stays Running",
+        "with too few Machines it would create one yet stays Running",
+        "with no Machine it is Pending and would create the first",
+        "with a Machine being deleted it would wait for it",
+    ],
 )
 def test_inactive_reports_what_it_would_do_and_that_nothing_is_under_way(
     machines: list[MachineInfo], replicas: int, phase: str, would: str
@@ -127,6 +122,12 @@ def test_an_inactive_controlplane_is_never_remediating() -> None:
             "if Active, it would delete a Machine (ScalingDown): 3 Machines, 1 desired",
         ),
     ],
+    ids=[
+        "with no step it has nothing to do",
+        "with the up-to-date step it has nothing to do",
+        "a wait says what it would wait for",
+        "a delete names its reason and its message",
+    ],
 )
 def test_inactive_progress_message(step: Step | None, expected: str) -> None:
     reason, message = inactive_progress(step)
@@ -135,11 +136,3 @@ def test_inactive_progress_message(step: Step | None, expected: str) -> None:
         f"spec.state is Inactive: no Machine is adopted, created or deleted; {expected}. "
         "Set spec.state to Active to let it act"
     )
-
-
-def test_planned_step_follows_the_spec() -> None:
-    assert planned_step(spec(replicas=1), THREE, ()).action == "delete"
-    assert planned_step(spec(replicas=3), THREE, ()).action == "none"
-    assert planned_step(spec(replicas=5), THREE, ()).action == "create"
-    # A configuration problem holds the scale-in, as it does for an Active ControlPlane.
-    assert planned_step(spec(replicas=1), THREE, ("other-owned",)).action != "delete"

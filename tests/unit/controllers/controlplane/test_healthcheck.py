@@ -1,0 +1,108 @@
+"""The MachineHealthCheck a ControlPlane owns (controllers/controlplane/healthcheck.py): its budget is
+what etcd can lose plus the Machines in transition, and it takes the ControlPlane's settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api.controlplane import ControlPlane
+from controllers.controlplane.healthcheck import desired_mhc
+from controllers.controlplane.machines import (
+    MachineInfo,
+    controller_ref,
+)
+from tests.support.machine_rows import cp_machine
+
+CP: dict[str, Any] = {
+    "apiVersion": "controlplane.cpo.dev/v1alpha1",
+    "kind": "ControlPlane",
+    "metadata": {"name": "cluster", "namespace": "ns", "uid": "u-1"},
+    "spec": {"template": {"spec": {"providerSpec": {"value": {}}}}},
+}
+
+
+def spec_with(**fields: Any) -> Any:
+    return ControlPlane.from_dict({**CP, "spec": {**CP["spec"], **fields}}).spec
+
+
+@pytest.mark.parametrize(
+    ("replicas", "max_unhealthy"),
+    [(1, 0), (2, 0), (3, 1), (5, 2), (7, 3)],
+    ids=[
+        "one replica tolerates no unhealthy Machine",
+        "two replicas tolerate none",
+        "three replicas tolerate one",
+        "five replicas tolerate two",
+        "seven replicas tolerate three",
+    ],
+)
+def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
+    replicas: int, max_unhealthy: int
+) -> None:
+    assert desired_mhc(CP, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
+
+
+DEAD = cp_machine("dead", node_ready=False, etcd_healthy=False)
+
+
+GOING = cp_machine("going", deleting=True)
+
+
+NEW = cp_machine("new", phase="Provisioning", node_ready=False, etcd_voter=False)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "machines", "max_unhealthy"),
+    [
+        (3, [cp_machine("a"), cp_machine("b"), cp_machine("c")], 1),
+        # A replacement's old Machine, held by the hook, is no failure.
+        (3, [cp_machine("a"), cp_machine("b"), DEAD, GOING], 2),
+        # Nor is the new Machine that replaces a user's deletion.
+        (3, [cp_machine("a"), DEAD, GOING, NEW], 3),
+        # Scaled to 1 while 3 members are there, one of them dead.
+        (1, [cp_machine("a"), cp_machine("b"), DEAD], 1),
+        (1, [cp_machine("a"), DEAD, GOING], 2),
+        (5, [cp_machine("a"), cp_machine("b"), cp_machine("c"), DEAD, GOING], 3),
+    ],
+    ids=[
+        "three running Machines leave a budget of one",
+        "a replacement's old Machine held by the hook is no failure",
+        "the new Machine replacing a user's deletion is no failure either",
+        "scaled to one with three members there the budget counts the three",
+        "scaled to one with a dead and a deleting Machine the deleting one is no failure",
+        "five replicas with a dead and a deleting Machine tolerate three",
+    ],
+)
+def test_the_mhc_budget_counts_the_members_there_and_no_transition_as_a_failure(
+    replicas: int, machines: list[MachineInfo], max_unhealthy: int
+) -> None:
+    mhc = desired_mhc(CP, spec_with(replicas=replicas), machines)
+    assert mhc["spec"]["maxUnhealthy"] == max_unhealthy
+
+
+def test_the_mhc_takes_openshift_defaults_and_the_controlplane_settings() -> None:
+    mhc = desired_mhc(CP, spec_with())
+    assert mhc["metadata"]["name"] == "cluster-mhc" and mhc["metadata"]["ownerReferences"] == [
+        controller_ref(CP)
+    ]
+    assert mhc["spec"]["unhealthyConditions"] == [
+        {"type": "Ready", "status": "False", "timeout": "5m0s"},
+        {"type": "Ready", "status": "Unknown", "timeout": "5m0s"},
+    ]
+    assert mhc["spec"]["nodeStartupTimeout"] == "10m"
+    assert mhc["spec"]["selector"] == {
+        "matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}
+    }
+    demo = desired_mhc(
+        CP,
+        spec_with(
+            healthCheck={
+                "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "5s"}],
+                "nodeStartupTimeout": "30s",
+            }
+        ),
+    )
+    assert demo["spec"]["unhealthyConditions"] == [{"type": "Ready", "status": "Unknown", "timeout": "5s"}]
+    assert demo["spec"]["nodeStartupTimeout"] == "30s"

@@ -1,0 +1,135 @@
+"""Which Machines are a ControlPlane's and how Machines and Nodes are read
+(controllers/controlplane/machines.py): ownership, remediation marks, names, Node readiness."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from controllers.controlplane.machines import (
+    classify_machines,
+    machine_name,
+    marked_for_remediation,
+    not_ready_since,
+)
+
+UID = "cp-uid"
+
+
+SELECTOR = {"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}}
+
+
+MASTER = {"machine.openshift.io/cluster-api-machine-role": "master"}
+
+
+def raw_machine(
+    name: str, labels: dict[str, str] | None = None, owner: str | None = None, **meta: Any
+) -> Any:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": labels if labels is not None else dict(MASTER),
+        **meta,
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "X", "name": "x"}]
+    return {"metadata": metadata, "spec": {}}
+
+
+def test_classify_machines_owned_adoptable_and_owned_by_others() -> None:
+    machines = [
+        raw_machine("mine", owner=UID),
+        raw_machine("mine-relabelled", labels={}, owner=UID),
+        raw_machine("orphan"),
+        raw_machine("orphan-dying", deletionTimestamp="2026-01-01T00:00:00Z"),
+        raw_machine("theirs", owner="other"),
+        raw_machine("worker", labels={"machine.openshift.io/cluster-api-machine-role": "worker"}),
+        raw_machine("worker-theirs", labels={}, owner="other"),
+    ]
+    result = classify_machines(UID, SELECTOR, machines)
+    assert [x["metadata"]["name"] for x in result.owned] == ["mine", "mine-relabelled"]
+    assert [x["metadata"]["name"] for x in result.adoptable] == ["orphan"]
+    assert [x["metadata"]["name"] for x in result.owned_by_others] == ["theirs"]
+
+
+def conditions(*pairs: tuple[str, str]) -> dict[str, Any]:
+    return {"status": {"conditions": [{"type": t, "status": s} for t, s in pairs]}}
+
+
+@pytest.mark.parametrize(
+    ("machine", "marked"),
+    [
+        (conditions(("HealthCheckSucceeded", "False"), ("OwnerRemediated", "False")), True),
+        (conditions(("HealthCheckSucceeded", "False")), False),
+        (conditions(("HealthCheckSucceeded", "True"), ("OwnerRemediated", "False")), False),
+        (conditions(("HealthCheckSucceeded", "False"), ("OwnerRemediated", "True")), False),
+        ({}, False),
+    ],
+    ids=[
+        "a failed health check the owner has not remediated marks it",
+        "a failed health check without OwnerRemediated does not",
+        "a passed health check does not",
+        "a remediation the owner finished does not",
+        "a Machine without conditions is not marked",
+    ],
+)
+def test_marked_for_remediation_needs_both_conditions(machine: dict[str, Any], marked: bool) -> None:
+    assert marked_for_remediation(machine) is marked
+
+
+def test_machine_names_are_the_controlplane_name_and_five_random_characters() -> None:
+    names = {machine_name("cluster") for _ in range(50)}
+    assert all(re.fullmatch(r"cluster-[a-z0-9]{5}", name) for name in names)
+    assert len(names) > 45
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        (None, None),
+        (
+            {
+                "status": {
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T11:00:00Z"}
+                    ]
+                }
+            },
+            None,
+        ),
+        (
+            {
+                "status": {
+                    "conditions": [
+                        {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T11:58:00Z"}
+                    ]
+                }
+            },
+            datetime(2026, 1, 1, 11, 58, tzinfo=UTC),
+        ),
+        (
+            {
+                "status": {
+                    "conditions": [
+                        {"type": "Ready", "status": "Unknown", "lastTransitionTime": "2026-01-01T11:57:00Z"}
+                    ]
+                }
+            },
+            datetime(2026, 1, 1, 11, 57, tzinfo=UTC),
+        ),
+        ({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, None),
+    ],
+    ids=[
+        "no Node gives no time",
+        "a Ready Node gives no time",
+        "a NotReady Node is not ready since its transition",
+        "an Unknown Node is not ready since its transition",
+        "a condition without a transition time gives no time",
+    ],
+)
+def test_not_ready_since_reads_the_nodes_ready_transition(
+    node: dict[str, Any] | None, expected: datetime | None
+) -> None:
+    assert not_ready_since(node) == expected
