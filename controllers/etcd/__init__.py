@@ -1,8 +1,9 @@
 """etcd for the controllers: the membership model, a small async client, its pool and TLS.
 
 * :mod:`controllers.etcd.membership`: the one model of an etcd cluster both controllers read —
-  members and their health, which Machine each belongs to, where to reach etcd, quorum
-  arithmetic — and the provider contract (the optional ``etcd.cpo.dev/*`` Machine annotations).
+  members and their health, which Machine each belongs to, where to reach etcd — and the
+  provider contract (the optional ``etcd.cpo.dev/*`` Machine annotations). The quorum
+  arithmetic applied to it is :mod:`api.quorum`'s, which the webhooks share.
 * :mod:`controllers.etcd.client`: :class:`~controllers.etcd.client.EtcdCluster` (the interface the
   controllers depend on) and :class:`~controllers.etcd.client.EtcdClient` (etcd's v3 JSON gateway
   over aiohttp), with typed errors such as :class:`~controllers.etcd.client.LearnerNotInSync`.

@@ -127,7 +127,8 @@ of another operator's hook. ``docs/operations.md`` says which to choose.
 The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules`; the reconciler
 (:mod:`controllers.etcdquorum.reconciler`) gathers, decides and acts, with its hook steps in
 :mod:`controllers.etcdquorum.hooks` and its condition, events and gauges in
-:mod:`controllers.etcdquorum.report`; the options in :mod:`controllers.etcdquorum.options`, the
+:mod:`controllers.etcdquorum.report` (what ``EtcdClusterHealthy`` says is
+:mod:`controllers.etcdquorum.cluster_health`'s); the options in :mod:`controllers.etcdquorum.options`, the
 metrics in :mod:`controllers.etcdquorum.metrics`.
 """
 
