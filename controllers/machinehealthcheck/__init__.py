@@ -58,7 +58,8 @@ It lifts by itself once enough Machines are healthy again.
 
 Remediation
 -----------
-For each unhealthy Machine, when remediation is allowed:
+For each unhealthy Machine, when remediation is allowed (the order of the rules:
+:func:`controllers.machinehealthcheck.actions.choose_action`):
 
 * **owned (controller ownerReference) by a ControlPlane**: the Machine gets the conditions
   ``HealthCheckSucceeded=False`` (reason ``MachineHasFailure``, ``NodeStartupTimeout``,
@@ -97,6 +98,23 @@ What the operator sees
 ``machine.openshift.io/cluster-api-machine-role=master``) and Nodes
 (``node-role.kubernetes.io/master``) only, so its MachineHealthChecks act on control-plane
 Machines; worker MachineHealthChecks stay with the machine-api-operator.
+
+Module map
+----------
+The reconciler gathers facts, pure functions decide, the reconciler acts, then reports:
+
+=====================  ===========================================================================
+``__init__``           this guide, and the names other packages import
+:mod:`.health`         the health rules: one pure function per check, ``maxUnhealthy``, short-circuit
+:mod:`.actions`        the pure choice of what to do about each Machine (:func:`.actions.choose_action`)
+:mod:`.marks`          the conditions that mark a ControlPlane's Machine, and that take the mark back
+:mod:`.external`       external remediation requests: the template reference, the request, the outcome
+:mod:`.status`         the pure status (counts and conditions) and the ``RemediationRestricted`` Event
+:mod:`.remediator`     the I/O that carries the chosen actions out: writes, deletes, Events, counter
+:mod:`.reconciler`     the controller: gather, decide, act, report; options and wiring
+:mod:`.watches`        which MachineHealthChecks a Machine or Node event wakes
+:mod:`.metrics`        the ``mapi_machinehealthcheck_*`` metrics
+=====================  ===========================================================================
 
 Wiring::
 

@@ -2,7 +2,7 @@
 
 Nothing here reads a clock, a cache or the network: every function takes the Machine and Node
 dicts as the API server serves them and ``now`` (an aware UTC datetime), so the whole decision is
-tested as a table (``tests/unit/test_machinehealthcheck_health.py``). One function per rule:
+tested as a table (``tests/unit/controllers/machinehealthcheck/test_health.py``). One function per rule:
 
 =================================  ==============================================================
 :func:`check_failed_phase`         ``status.phase: Failed`` is unhealthy at once.
@@ -16,7 +16,7 @@ tested as a table (``tests/unit/test_machinehealthcheck_health.py``). One functi
                                    earliest moment one of them will turn unhealthy.
 :func:`counts_as_healthy`          what ``status.currentHealthy`` counts.
 :func:`parse_max_unhealthy`        ``spec.maxUnhealthy`` (count or percentage) to a number.
-:func:`short_circuit`       the short-circuit: may anything be remediated right now?
+:func:`short_circuit`              the short-circuit: may anything be remediated right now?
 =================================  ==============================================================
 
 A target that is not unhealthy *yet* carries ``recheck_after``: the seconds until the earliest

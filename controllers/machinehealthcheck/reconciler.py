@@ -1,39 +1,34 @@
 """The MachineHealthCheck reconciler and its wiring into a manager (controller ``machinehealthcheck``).
 
-One reconcile looks at one MachineHealthCheck: it lists the Machines its selector matches (in its
-namespace, from the cache), judges each with :func:`~controllers.machinehealthcheck.health.target_health`,
-decides the short-circuit, remediates the unhealthy ones when allowed, writes the status when it
-changed, and asks to be called again at the moment the next pending timeout expires.
+One reconcile looks at one MachineHealthCheck, in four steps, and only the first and third do I/O:
+
+1. gather: the Machines its selector matches (in its namespace, from the cache) and their Nodes,
+   each judged with :func:`~controllers.machinehealthcheck.health.target_health`
+   (:class:`~controllers.machinehealthcheck.actions.Target`);
+2. decide: the short-circuit (:func:`~controllers.machinehealthcheck.health.short_circuit`), the
+   action for each target (:func:`~controllers.machinehealthcheck.actions.choose_action`), the
+   short-circuit's Event (:func:`~controllers.machinehealthcheck.status.restricted_event`);
+3. act: :class:`~controllers.machinehealthcheck.remediator.Remediator` carries the actions out;
+4. report: the metrics, and the status
+   (:func:`~controllers.machinehealthcheck.status.mhc_status`) when it changed; then ask to be
+   called again at the moment the next pending timeout expires.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
-from api.machine import (
-    API_VERSION,
-    CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
-    CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
-    CONDITION_HEALTH_CHECK_SUCCEEDED,
-    CONDITION_REMEDIATION_ALLOWED,
-    REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED,
-    REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND,
-    REASON_TOO_MANY_UNHEALTHY,
-    SEVERITY_ERROR,
-    SEVERITY_WARNING,
-)
-from api.ownership import controller_owner
+from api.machine import API_VERSION
 from api.selector import selector_matches
-from controllers.conditions import condition, find_condition, set_conditions
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client
 from runtime.controller import Controller, ControllerOptions
-from runtime.errors import APIError, NotFound
-from runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
+from runtime.errors import NotFound
+from runtime.events import EventRecorder
 from runtime.handler import EnqueueRequestsFromMapFunc
 from runtime.jsoncodec import JSON
 from runtime.log import get_logger
@@ -41,40 +36,39 @@ from runtime.manager import Manager
 from runtime.reconcile import Request, Result
 
 from . import metrics
-from .health import (
-    ShortCircuit,
-    Verdict,
-    counts_as_healthy,
-    earliest_recheck,
-    format_max_unhealthy,
-    short_circuit,
-    target_health,
+from .actions import CheckFacts, Target, plan
+from .health import earliest_recheck, short_circuit
+from .remediator import (
+    EVENT_EXTERNAL_REMEDIATION_CREATED,
+    EVENT_MACHINE_DELETED,
+    EVENT_MACHINE_DELETION_FAILED,
+    EVENT_MACHINE_MARKED,
+    EVENT_SKIPPED_NO_CONTROLLER,
+    Remediator,
 )
-from .remediation import (
-    cleared_for_healthy,
-    external_remediation_request,
-    is_deleting,
-    is_owned_by_controlplane,
-    machine_conditions,
-    marked_for_owner,
-    request_kind,
-    same_conditions,
-    status_changed,
-)
+from .status import EVENT_REMEDIATION_RESTRICTED, MhcStatus, mhc_status, restricted_event
 from .watches import MACHINE_KIND, MHC_KIND, NODE_NAME_INDEX, Mapper, NodeHealthChanged, machine_node_name
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "EVENT_EXTERNAL_REMEDIATION_CREATED",
+    "EVENT_MACHINE_DELETED",
+    "EVENT_MACHINE_DELETION_FAILED",
+    "EVENT_MACHINE_MARKED",
+    "EVENT_REMEDIATION_RESTRICTED",
+    "EVENT_SKIPPED_NO_CONTROLLER",
+    "PAUSED_ANNOTATION",
+    "Clock",
+    "MachineHealthCheckOptions",
+    "MachineHealthCheckReconciler",
+    "setup_with_manager",
+    "utc_now",
+]
 
 Clock = Callable[[], datetime]
 
 CONTROLLER_NAME: Final = "machinehealthcheck"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
-
-# Event reasons (the machine-api-operator's).
-EVENT_REMEDIATION_RESTRICTED: Final = "RemediationRestricted"
-EVENT_MACHINE_DELETED: Final = "MachineDeleted"
-EVENT_MACHINE_DELETION_FAILED: Final = "MachineDeletionFailed"
-EVENT_SKIPPED_NO_CONTROLLER: Final = "SkippedNoController"
-EVENT_MACHINE_MARKED: Final = "MachineMarkedUnhealthy"
-EVENT_EXTERNAL_REMEDIATION_CREATED: Final = "ExternalRemediationRequestCreated"
 
 log = get_logger("controllers.machinehealthcheck")
 
@@ -94,29 +88,6 @@ class MachineHealthCheckOptions:
     """Where "now" comes from for the health decision. Defaults to the wall clock (UTC)."""
 
 
-@dataclass
-class _Target:
-    machine: JSON
-    node: JSON | None
-    verdict: Verdict
-
-    @property
-    def name(self) -> str:
-        return str(self.machine["metadata"]["name"])
-
-    def describe(self, mhc: Mapping[str, Any]) -> str:
-        """``namespace/mhc/machine/node``, the machine-api-operator's target string."""
-        meta = mhc["metadata"]
-        node = ((self.machine.get("status") or {}).get("nodeRef") or {}).get("name", "")
-        return f"{meta.get('namespace')}/{meta.get('name')}/{self.name}/{node}"
-
-
-# ------------------------------------------------------------------------------------ mapping
-
-
-# ---------------------------------------------------------------------------------- reconciler
-
-
 class MachineHealthCheckReconciler:
     """Reconciles one MachineHealthCheck; see the package docstring for the behaviour."""
 
@@ -125,6 +96,7 @@ class MachineHealthCheckReconciler:
         self.cache = cache
         self.recorder = recorder
         self.clock = clock
+        self.remediator = Remediator(client, recorder)
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -135,75 +107,36 @@ class MachineHealthCheckReconciler:
         spec = mhc.get("spec") or {}
         now = self.clock()
         targets = [
-            _Target(machine, node, target_health(machine, node, spec, now))
-            for machine, node in await self._machines_and_nodes(mhc)
+            Target.judge(machine, node, spec, now) for machine, node in await self._machines_and_nodes(mhc)
         ]
-        healthy = [t for t in targets if counts_as_healthy(t.machine, t.node, t.verdict)]
-        decision = short_circuit(spec.get("maxUnhealthy"), len(targets), len(healthy))
-        conditions = self._remediation_allowed(mhc, decision, len(targets), now)
-        errors: list[str] = []
-        if PAUSED_ANNOTATION in (mhc["metadata"].get("annotations") or {}):
+        healthy = sum(t.healthy for t in targets)
+        decision = short_circuit(spec.get("maxUnhealthy"), len(targets), healthy)
+        event = restricted_event(decision, len(targets), spec.get("maxUnhealthy"))
+        if event is not None:
+            log.warning("remediation short-circuited", detail=decision.message)
+            self.recorder.event(mhc, event.type, event.reason, event.message)
+        check = CheckFacts(
+            paused=PAUSED_ANNOTATION in (mhc["metadata"].get("annotations") or {}),
+            allowed=decision.allowed,
+            external=bool(spec.get("remediationTemplate")),
+        )
+        if check.paused:
             log.info("paused: no remediation", annotation=PAUSED_ANNOTATION)
-        else:
-            if decision.allowed:
-                for target in targets:
-                    if target.verdict.unhealthy:
-                        conditions = await self._remediate(mhc, target, conditions, now, errors)
-            for target in healthy:
-                await self._after_recovery(mhc, target, now, errors)
+        errors: list[str] = []
+        outcomes = await self.remediator.carry_out(mhc, plan(targets, check), now, errors)
         metrics.observe(
             request.name, request.namespace, covered=len(targets), short_circuited=not decision.allowed
         )
-        await self._write_status(
-            mhc,
-            {
-                "expectedMachines": len(targets),
-                "currentHealthy": len(healthy),
-                "remediationsAllowed": decision.remediations_allowed,
-                "conditions": conditions,
-            },
+        stored = mhc.get("status") or {}
+        status = mhc_status(
+            stored, expected=len(targets), healthy=healthy, decision=decision, outcomes=outcomes, now=now
         )
+        if status.differs_from(stored):
+            await self._write_status(mhc, status)
         if errors:
             raise RuntimeError(f"{request}: " + "; ".join(errors))
         recheck = earliest_recheck(t.verdict for t in targets)
         return Result(requeue_after=recheck) if recheck is not None else Result()
-
-    def _remediation_allowed(
-        self, mhc: JSON, decision: ShortCircuit, expected: int, now: datetime
-    ) -> list[JSON]:
-        """The MachineHealthCheck's conditions with ``RemediationAllowed`` set from ``decision``; a
-        short-circuit is logged and gets the machine-api-operator's ``RemediationRestricted`` event."""
-        conditions: list[JSON] = [dict(c) for c in (mhc.get("status") or {}).get("conditions") or ()]
-        if decision.allowed:
-            return set_conditions(
-                conditions,
-                {CONDITION_REMEDIATION_ALLOWED: condition(CONDITION_REMEDIATION_ALLOWED, "True")},
-                now,
-            )
-        log.warning("remediation short-circuited", detail=decision.message)
-        self.recorder.eventf(
-            mhc,
-            EVENT_TYPE_WARNING,
-            EVENT_REMEDIATION_RESTRICTED,
-            "Remediation restricted due to exceeded number of unhealthy machines "
-            "(total: %s, unhealthy: %s, maxUnhealthy: %s)",
-            expected,
-            decision.unhealthy,
-            format_max_unhealthy((mhc.get("spec") or {}).get("maxUnhealthy")),
-        )
-        return set_conditions(
-            conditions,
-            {
-                CONDITION_REMEDIATION_ALLOWED: condition(
-                    CONDITION_REMEDIATION_ALLOWED,
-                    "False",
-                    REASON_TOO_MANY_UNHEALTHY,
-                    decision.message,
-                    SEVERITY_WARNING,
-                )
-            },
-            now,
-        )
 
     # -------------------------------------------------------------------------------- reading
 
@@ -237,254 +170,10 @@ class MachineHealthCheckReconciler:
         except NotFound:
             return None
 
-    # ---------------------------------------------------------------------------- remediation
-
-    async def _remediate(
-        self, mhc: JSON, target: _Target, conditions: list[JSON], now: datetime, errors: list[str]
-    ) -> list[JSON]:
-        """Remediate one unhealthy target; returns the MHC conditions (external remediation sets some)."""
-        machine = target.machine
-        if is_deleting(machine):
-            return conditions  # already on its way out: never deleted (or marked) twice
-        try:
-            if is_owned_by_controlplane(machine):
-                await self._mark_for_owner(mhc, target, now)
-            elif (mhc.get("spec") or {}).get("remediationTemplate"):
-                conditions = await self._external_remediation(mhc, target, conditions, now, errors)
-            elif controller_owner(machine) is None:
-                self.recorder.eventf(
-                    machine,
-                    EVENT_TYPE_NORMAL,
-                    EVENT_SKIPPED_NO_CONTROLLER,
-                    "Machine %s has no controller owner, skipping remediation",
-                    target.describe(mhc),
-                )
-            else:
-                await self._delete(mhc, target)
-        except APIError as err:
-            errors.append(f"remediating Machine {target.name}: {err}")
-        return conditions
-
-    async def _mark_for_owner(self, mhc: JSON, target: _Target, now: datetime) -> None:
-        """Mark a ControlPlane-owned Machine ``HealthCheckSucceeded=False`` / ``OwnerRemediated=False``.
-
-        Never deleted here: the ControlPlane replaces it when that keeps etcd quorum. Written
-        with the Machine's resourceVersion (a conflict retries the reconcile).
-        """
-        machine = target.machine
-        marked = marked_for_owner(machine, target.verdict, now)
-        if same_conditions(marked, machine_conditions(machine)):
-            return
-        await self._patch_machine_conditions(machine, marked)
-        meta = mhc["metadata"]
-        metrics.remediation_started(meta["name"], meta["namespace"])
-        self.recorder.eventf(
-            machine,
-            EVENT_TYPE_WARNING,
-            EVENT_MACHINE_MARKED,
-            "Machine %s is unhealthy (%s: %s); its ControlPlane will remediate it",
-            target.describe(mhc),
-            target.verdict.reason,
-            target.verdict.message,
-        )
-
-    async def _delete(self, mhc: JSON, target: _Target) -> None:
-        """Delete a Machine its controller owner (a MachineSet, …) will replace.
-
-        The Machine is read from the API server first and deleted with its uid and
-        resourceVersion as preconditions, so one already deleting is never deleted again.
-        """
-        machine = target.machine
-        namespace = machine["metadata"].get("namespace")
-        try:
-            current = await self.client.get(API_VERSION, MACHINE_KIND, target.name, namespace)
-        except NotFound:
-            return
-        if is_deleting(current):
-            return
-        try:
-            await self.client.delete(
-                API_VERSION,
-                MACHINE_KIND,
-                target.name,
-                namespace,
-                preconditions={
-                    "uid": current["metadata"]["uid"],
-                    "resourceVersion": current["metadata"]["resourceVersion"],
-                },
-            )
-        except NotFound:
-            return
-        except APIError as err:
-            self.recorder.eventf(
-                machine,
-                EVENT_TYPE_WARNING,
-                EVENT_MACHINE_DELETION_FAILED,
-                "Machine %s remediation failed: unable to delete Machine object: %s",
-                target.describe(mhc),
-                err,
-            )
-            raise
-        meta = mhc["metadata"]
-        metrics.remediation_started(meta["name"], meta["namespace"])
-        self.recorder.eventf(
-            machine,
-            EVENT_TYPE_NORMAL,
-            EVENT_MACHINE_DELETED,
-            "Machine %s has been remediated by requesting to delete Machine object (%s: %s)",
-            target.describe(mhc),
-            target.verdict.reason,
-            target.verdict.message,
-        )
-
-    def _request_ref(self, mhc: JSON) -> tuple[str, str, str, str]:
-        """(apiVersion, template kind, template name, template namespace) of ``spec.remediationTemplate``."""
-        ref = (mhc.get("spec") or {}).get("remediationTemplate") or {}
-        namespace = ref.get("namespace") or mhc["metadata"].get("namespace") or ""
-        return (
-            str(ref.get("apiVersion") or ""),
-            str(ref.get("kind") or ""),
-            str(ref.get("name") or ""),
-            namespace,
-        )
-
-    async def _external_remediation(
-        self, mhc: JSON, target: _Target, conditions: list[JSON], now: datetime, errors: list[str]
-    ) -> list[JSON]:
-        """Create the remediation request named after the Machine from ``spec.remediationTemplate``.
-
-        A missing template or a refused create is said in the MachineHealthCheck's conditions
-        (``ExternalRemediationTemplateAvailable`` / ``ExternalRemediationRequestAvailable`` False)
-        and fails the reconcile, which retries with backoff.
-        """
-        api_version, kind, name, template_namespace = self._request_ref(mhc)
-        namespace = target.machine["metadata"].get("namespace")
-        try:
-            await self.client.get(api_version, request_kind(kind), target.name, namespace)
-            return conditions  # already requested
-        except NotFound:
-            pass
-        try:
-            template = await self.client.get(api_version, kind, name, template_namespace)
-        except APIError as err:
-            errors.append(f"remediation template {kind} {template_namespace}/{name}: {err}")
-            return set_conditions(
-                conditions,
-                {
-                    CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE: condition(
-                        CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
-                        "False",
-                        REASON_EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND,
-                        f"{kind} {template_namespace}/{name}: {err}",
-                        SEVERITY_ERROR,
-                    )
-                },
-                now,
-            )
-        conditions = set_conditions(
-            conditions,
-            {
-                CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE: condition(
-                    CONDITION_EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE, "True"
-                )
-            },
-            now,
-        )
-        try:
-            await self.client.create(external_remediation_request(template, target.machine))
-        except APIError as err:
-            errors.append(f"creating {request_kind(kind)} {namespace}/{target.name}: {err}")
-            return set_conditions(
-                conditions,
-                {
-                    CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE: condition(
-                        CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
-                        "False",
-                        REASON_EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED,
-                        f"{request_kind(kind)} {namespace}/{target.name}: {err}",
-                        SEVERITY_ERROR,
-                    )
-                },
-                now,
-            )
-        meta = mhc["metadata"]
-        metrics.remediation_started(meta["name"], meta["namespace"])
-        self.recorder.eventf(
-            target.machine,
-            EVENT_TYPE_NORMAL,
-            EVENT_EXTERNAL_REMEDIATION_CREATED,
-            "Machine %s: created %s %s for external remediation (%s: %s)",
-            target.describe(mhc),
-            request_kind(kind),
-            target.name,
-            target.verdict.reason,
-            target.verdict.message,
-        )
-        return set_conditions(
-            conditions,
-            {
-                CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE: condition(
-                    CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE, "True"
-                )
-            },
-            now,
-        )
-
-    async def _after_recovery(self, mhc: JSON, target: _Target, now: datetime, errors: list[str]) -> None:
-        """A healthy target: drop its remediation request, clear a mark its owner has not acted on."""
-        try:
-            if (mhc.get("spec") or {}).get("remediationTemplate"):
-                await self._delete_remediation_request(mhc, target)
-            if is_owned_by_controlplane(target.machine):
-                await self._clear_mark(target, now)
-        except APIError as err:
-            errors.append(f"Machine {target.name} is healthy again: {err}")
-
-    async def _delete_remediation_request(self, mhc: JSON, target: _Target) -> None:
-        """Delete the remediation request of a Machine that is healthy again: remediation succeeded."""
-        api_version, kind, _, _ = self._request_ref(mhc)
-        namespace = target.machine["metadata"].get("namespace")
-        try:
-            request = await self.client.get(api_version, request_kind(kind), target.name, namespace)
-        except NotFound:
-            return
-        if is_deleting(request):
-            return
-        try:
-            await self.client.delete(api_version, request_kind(kind), target.name, namespace)
-        except NotFound:
-            return
-        log.info(f"healthy again, deleted its {request_kind(kind)}", target=target.describe(mhc))
-
-    async def _clear_mark(self, target: _Target, now: datetime) -> None:
-        """Clear our mark on a ControlPlane-owned Machine that recovered before its owner acted."""
-        machine = target.machine
-        current = machine_conditions(machine)
-        if find_condition(current, CONDITION_HEALTH_CHECK_SUCCEEDED) is None:
-            return
-        cleared = cleared_for_healthy(machine, now)
-        if same_conditions(cleared, current):
-            return
-        await self._patch_machine_conditions(machine, cleared)
-
-    async def _patch_machine_conditions(self, machine: JSON, conditions: list[JSON]) -> None:
-        """Write a Machine's ``status.conditions`` with its resourceVersion (a conflict retries the
-        reconcile)."""
-        await self.client.patch_status(
-            API_VERSION,
-            MACHINE_KIND,
-            machine["metadata"]["name"],
-            {
-                "metadata": {"resourceVersion": machine["metadata"]["resourceVersion"]},
-                "status": {"conditions": conditions},
-            },
-            machine["metadata"].get("namespace"),
-        )
-
     # -------------------------------------------------------------------------------- status
 
-    async def _write_status(self, mhc: JSON, new: JSON) -> None:
-        """Patch ``status`` through the status subresource, only when a field changed.
+    async def _write_status(self, mhc: JSON, status: MhcStatus) -> None:
+        """Patch ``status`` through the status subresource.
 
         Fields of the status this controller does not write are left as they are (merge patch),
         and without the optimistic lock, as machine-api-operator's status patch: this controller
@@ -493,11 +182,9 @@ class MachineHealthCheckReconciler:
         still writes the right values. With the lock, Machine events close together made that
         pass fail with a conflict and retry with backoff.
         """
-        if not status_changed(mhc.get("status") or {}, new):
-            return
         meta = mhc["metadata"]
         await self.client.patch_status(
-            API_VERSION, MHC_KIND, meta["name"], {"status": new}, meta.get("namespace")
+            API_VERSION, MHC_KIND, meta["name"], {"status": status.body()}, meta.get("namespace")
         )
 
 

@@ -20,7 +20,7 @@ from controllers.controlplane.machines import classify_machines
 from controllers.controlplane.release import released_machines
 from controllers.etcdquorum.reconciler import guarded_machines
 from controllers.etcdquorum.rules import machine_info
-from controllers.machinehealthcheck.remediation import is_owned_by_controlplane
+from controllers.machinehealthcheck.marks import is_owned_by_controlplane
 from webhooks.adoption import controlled_elsewhere, existing_machines
 
 UID = "cp-uid"

@@ -1,4 +1,8 @@
-"""The MachineHealthCheck health decision as a table: target health, requeue times, the short-circuit."""
+"""The MachineHealthCheck health decision as a table: target health, requeue times, the short-circuit.
+
+A Node condition without ``lastTransitionTime``: the machine-api-operator reads it as the zero time,
+so a matching condition without one is past any timeout (``target.needsRemediation``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import pytest
 from api.meta import format_time
 from controllers.machinehealthcheck.health import (
     EXTERNAL_REMEDIATION_ANNOTATION,
+    HEALTHY,
+    check_unhealthy_conditions,
     counts_as_healthy,
     earliest_recheck,
     parse_max_unhealthy,
@@ -242,23 +248,25 @@ def test_the_requeue_is_the_earliest_pending_target() -> None:
 @pytest.mark.parametrize(
     ("max_unhealthy", "expected", "healthy", "allowed", "remediations_allowed"),
     [
-        (2, 5, 3, True, 0),
-        (2, 5, 2, False, 0),
-        ("2", 5, 3, True, 0),
-        ("2", 5, 2, False, 0),
-        ("40%", 5, 3, True, 0),
-        ("40%", 5, 2, False, 0),
-        ("40%", 5, 5, True, 2),
-        ("60%", 7, 3, True, 0),  # 60% of 7 → 4, rounded down
-        ("60%", 7, 2, False, 0),
-        (None, 5, 0, True, 0),  # default 100%
-        (None, 5, 4, True, 4),
-        (0, 3, 2, False, 0),
-        ("0%", 3, 2, False, 0),
-        (0, 3, 3, True, 0),  # nothing unhealthy, nothing to block
-        (-2, 3, 2, False, 0),
-        ("foo%50", 3, 3, False, 0),
-        ("foo%50", 3, 2, False, 0),
+        pytest.param(2, 5, 3, True, 0, id="when 2 of 5 are unhealthy with a count of 2 it allows"),
+        pytest.param(2, 5, 2, False, 0, id="when 3 of 5 are unhealthy with a count of 2 it blocks"),
+        pytest.param("2", 5, 3, True, 0, id="when the count is a string it allows the same"),
+        pytest.param("2", 5, 2, False, 0, id="when the count is a string it blocks the same"),
+        pytest.param("40%", 5, 3, True, 0, id="when 2 of 5 are unhealthy with 40% it allows"),
+        pytest.param("40%", 5, 2, False, 0, id="when 3 of 5 are unhealthy with 40% it blocks"),
+        pytest.param("40%", 5, 5, True, 2, id="when all of 5 are healthy with 40% it allows 2 more"),
+        pytest.param("60%", 7, 3, True, 0, id="when 60% of 7 is 4 rounded down it allows 4 unhealthy"),
+        pytest.param("60%", 7, 2, False, 0, id="when 60% of 7 is 4 rounded down it blocks 5 unhealthy"),
+        pytest.param(None, 5, 0, True, 0, id="when maxUnhealthy is unset it is 100% and allows all"),
+        pytest.param(None, 5, 4, True, 4, id="when maxUnhealthy is unset it allows the rest"),
+        pytest.param(0, 3, 2, False, 0, id="when maxUnhealthy is 0 it blocks one unhealthy"),
+        pytest.param("0%", 3, 2, False, 0, id="when maxUnhealthy is 0% it blocks one unhealthy"),
+        pytest.param(0, 3, 3, True, 0, id="when maxUnhealthy is 0 and nothing is unhealthy it allows"),
+        pytest.param(-2, 3, 2, False, 0, id="when maxUnhealthy is negative it tolerates nothing"),
+        pytest.param("foo%50", 3, 3, False, 0, id="when maxUnhealthy is invalid it blocks with all healthy"),
+        pytest.param(
+            "foo%50", 3, 2, False, 0, id="when maxUnhealthy is invalid it blocks with one unhealthy"
+        ),
     ],
 )
 def test_short_circuit(
@@ -273,13 +281,31 @@ def test_short_circuit(
 
 @pytest.mark.parametrize(
     ("value", "expected", "limit"),
-    [(2, 5, 2), ("2", 5, 2), ("40%", 5, 2), ("60%", 7, 4), ("100%", 7, 7), (None, 7, 7), (-2, 3, 0)],
+    [
+        pytest.param(2, 5, 2, id="when it is a count it is that count"),
+        pytest.param("2", 5, 2, id="when it is a count as a string it is that count"),
+        pytest.param("40%", 5, 2, id="when it is 40% of 5 it is 2"),
+        pytest.param("60%", 7, 4, id="when it is 60% of 7 it is 4 rounded down"),
+        pytest.param("100%", 7, 7, id="when it is 100% it is every Machine"),
+        pytest.param(None, 7, 7, id="when it is unset it is every Machine"),
+        pytest.param(-2, 3, 0, id="when it is negative it is 0"),
+    ],
 )
 def test_max_unhealthy_parsing(value: Any, expected: int, limit: int) -> None:
     assert parse_max_unhealthy(value, expected).limit == limit
 
 
-@pytest.mark.parametrize("value", ["foo%50", "12.5%", "", "%", True, 1.5])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("foo%50", id="when it is garbage around a percent sign it is invalid"),
+        pytest.param("12.5%", id="when it is a fractional percentage it is invalid"),
+        pytest.param("", id="when it is empty it is invalid"),
+        pytest.param("%", id="when it is a bare percent sign it is invalid"),
+        pytest.param(True, id="when it is a boolean it is invalid"),
+        pytest.param(1.5, id="when it is a float it is invalid"),
+    ],
+)
 def test_invalid_max_unhealthy_blocks_and_says_why(value: Any) -> None:
     resolved = parse_max_unhealthy(value, 5)
     assert resolved.limit is None and "maxUnhealthy" in resolved.problem
@@ -293,3 +319,20 @@ def test_short_circuit_message_has_the_machine_api_operator_shape() -> None:
         "Remediation is not allowed, the number of not started or unhealthy machines exceeds "
         "maxUnhealthy (total: 5, unhealthy: 3, maxUnhealthy: 40%)"
     )
+
+
+READY_UNKNOWN = [{"type": "Ready", "status": "Unknown", "timeout": "300s"}]
+
+
+def test_a_matching_condition_without_lasttransitiontime_is_past_its_timeout() -> None:
+    node = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
+    verdict = check_unhealthy_conditions(node, READY_UNKNOWN, NOW)
+    assert verdict.unhealthy, verdict
+    assert verdict.reason == "UnhealthyNode"
+    running = {"metadata": {"name": "m1"}, "status": {"phase": "Running", "nodeRef": {"name": "n1"}}}
+    assert target_health(running, node, {"unhealthyConditions": READY_UNKNOWN}, NOW).unhealthy
+
+
+def test_a_condition_without_lasttransitiontime_that_does_not_match_stays_healthy() -> None:
+    node = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert check_unhealthy_conditions(node, READY_UNKNOWN, NOW) == HEALTHY

@@ -1,4 +1,4 @@
-"""Remediation helpers of the MachineHealthCheck controller: ownership, conditions, status, requests."""
+"""The marks on a ControlPlane's Machine: who gets them, what they are, how they are taken back."""
 
 from __future__ import annotations
 
@@ -8,18 +8,29 @@ from typing import Any
 import pytest
 
 from api.meta import format_time
-from controllers.conditions import condition, set_conditions
+from controllers.conditions import changes, condition, conditions_of, set_conditions
 from controllers.machinehealthcheck.health import Verdict
-from controllers.machinehealthcheck.remediation import (
-    cleared_for_healthy,
-    external_remediation_request,
+from controllers.machinehealthcheck.marks import (
     is_owned_by_controlplane,
-    marked_for_owner,
-    status_changed,
+    mark_conditions,
+    recovered_conditions,
 )
+from runtime.jsoncodec import JSON
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 EARLIER = format_time(NOW - timedelta(minutes=5))
+
+
+def marked_for_owner(machine: dict[str, Any], verdict: Verdict, now: datetime) -> list[JSON]:
+    """The Machine's conditions once the mark is set, as the reconciler writes them."""
+    stored = conditions_of(machine)
+    return set_conditions(stored, mark_conditions(stored, verdict), now)
+
+
+def cleared_for_healthy(machine: dict[str, Any], now: datetime) -> list[JSON]:
+    """The Machine's conditions once the mark is taken back, as the reconciler writes them."""
+    stored = conditions_of(machine)
+    return set_conditions(stored, recovered_conditions(stored), now)
 
 
 def owned_by(api_version: str, kind: str, controller: bool = True) -> dict[str, Any]:
@@ -86,10 +97,10 @@ def test_marking_and_clearing_for_the_owner() -> None:
 @pytest.mark.parametrize(
     ("reason", "taken_back"),
     [
-        ("WaitingForRemediation", True),
-        ("RemediationDeferred", True),
-        ("CannotBeRemediated", True),
-        ("MachineDeleting", False),
+        pytest.param("WaitingForRemediation", True, id="when the owner has not decided yet it is taken back"),
+        pytest.param("RemediationDeferred", True, id="when the owner deferred it it is taken back"),
+        pytest.param("CannotBeRemediated", True, id="when the owner cannot remediate it it is taken back"),
+        pytest.param("MachineDeleting", False, id="when the owner is deleting the Machine it is left"),
     ],
 )
 def test_a_recovered_machine_loses_a_mark_its_owner_decided_about_but_did_not_act_on(
@@ -108,51 +119,15 @@ def test_a_recovered_machine_loses_a_mark_its_owner_decided_about_but_did_not_ac
     assert ("OwnerRemediated" not in cleared) is taken_back
 
 
-def test_status_is_written_only_when_a_field_or_condition_changed() -> None:
-    conditions = [{"type": "RemediationAllowed", "status": "True", "lastTransitionTime": EARLIER}]
-    old = {"expectedMachines": 3, "currentHealthy": 3, "remediationsAllowed": 1, "conditions": conditions}
-    assert not status_changed(old, dict(old))
-    assert not status_changed({**old, "other": "kept"}, dict(old))
-    assert status_changed(old, {**old, "currentHealthy": 2})
-    assert status_changed(
-        old,
-        {
-            **old,
-            "conditions": set_conditions(
-                conditions, {"RemediationAllowed": condition("RemediationAllowed", "False")}, NOW
-            ),
-        },
-    )
-    assert status_changed({}, old)
+def test_a_machine_never_marked_has_nothing_taken_back() -> None:
+    # an OwnerRemediated without our HealthCheckSucceeded is not our mark
+    waiting = [{"type": "OwnerRemediated", "status": "False", "reason": "WaitingForRemediation"}]
+    assert recovered_conditions(waiting) == {}
 
 
-def test_the_external_remediation_request_is_stamped_from_the_template() -> None:
-    template = {
-        "apiVersion": "infra.example.io/v1",
-        "kind": "RebootRemediationTemplate",
-        "metadata": {"name": "reboot", "namespace": "ns"},
-        "spec": {"template": {"metadata": {"labels": {"a": "b"}}, "spec": {"timeout": "5m"}}},
-    }
-    machine = {"metadata": {"name": "m-1", "namespace": "ns", "uid": "uid-1"}}
-    assert external_remediation_request(template, machine) == {
-        "apiVersion": "infra.example.io/v1",
-        "kind": "RebootRemediation",
-        "metadata": {
-            "name": "m-1",
-            "namespace": "ns",
-            "labels": {"a": "b"},
-            "annotations": {
-                "cluster.x-k8s.io/cloned-from-name": "reboot",
-                "cluster.x-k8s.io/cloned-from-groupkind": "RebootRemediationTemplate.infra.example.io",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": "machine.openshift.io/v1beta1",
-                    "kind": "Machine",
-                    "name": "m-1",
-                    "uid": "uid-1",
-                }
-            ],
-        },
-        "spec": {"timeout": "5m"},
-    }
+def test_a_machine_marked_already_needs_no_second_write() -> None:
+    verdict = Verdict(unhealthy=True, reason="NodeNotFound", message="Node n1 does not exist")
+    marked = marked_for_owner({"status": {"conditions": []}}, verdict, NOW)
+    assert changes(marked, mark_conditions(marked, verdict)) == {}
+    other = Verdict(unhealthy=True, reason="UnhealthyNode", message="Node n1 is NotReady")
+    assert set(changes(marked, mark_conditions(marked, other))) == {"HealthCheckSucceeded"}
