@@ -71,8 +71,8 @@ def created(s: ControlPlaneSpec, name: str = "cp-a", domain: str = "a", **meta: 
 @pytest.mark.parametrize(
     ("change", "reason", "words"),
     [
-        ({}, "UpToDate", None),
-        (
+        pytest.param({}, "UpToDate", None, id="a Machine made from the unchanged spec is up to date"),
+        pytest.param(
             {
                 "template": {
                     "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 2}}}
@@ -80,16 +80,19 @@ def created(s: ControlPlaneSpec, name: str = "cp-a", domain: str = "a", **meta: 
             },
             "TemplateChanged",
             "outdated: its spec differs from the template",
+            id="when the template changed the Machine is outdated",
         ),
-        (
+        pytest.param(
             {"failureDomains": [{"name": "b"}, {"name": "c"}]},
             "FailureDomainNotConfigured",
             "outdated: failure domain a is not in spec.failureDomains",
+            id="when its failure domain is no longer configured the Machine is outdated",
         ),
-        (
+        pytest.param(
             {"rolloutAfter": "2026-01-02T00:00:00Z"},
             "RolloutAfter",
             "outdated: it was created before spec.rolloutAfter, which has passed",
+            id="when spec.rolloutAfter has passed since its creation the Machine is outdated",
         ),
     ],
 )
@@ -116,55 +119,63 @@ def lineage(retry_count: int) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("decision", "annotations", "reason", "words"),
     [
-        (
+        pytest.param(
             RemediationDecision(True, "Remediating", "Replacing unhealthy Machine cp-a"),
             {},
             REASON_MACHINE_DELETING,
             "Replacing unhealthy Machine cp-a; first remediation of its lineage (maxRetry 3)",
+            id="the first remediation of a lineage deletes the Machine",
         ),
-        (
+        pytest.param(
             RemediationDecision(True, "Remediating", "Replacing unhealthy Machine cp-a", retry_count=2),
             lineage(1),
             REASON_MACHINE_DELETING,
             "retry 2 of maxRetry 3 along the lineage of Machine cp-old",
+            id="a retry deletes the Machine and counts along the lineage",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "WaitingForRetryPeriod", "waits for retryPeriod", retry_count=1),
             lineage(0),
             REASON_REMEDIATION_DEFERRED,
             "WaitingForRetryPeriod: waits for retryPeriod; retry 1 of maxRetry 3",
+            id="when waiting for retryPeriod it is deferred with its retry count",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "WaitingForPreviousRemediation", "The previous remediation (cp-x)"),
             {},
             REASON_REMEDIATION_DEFERRED,
             "WaitingForPreviousRemediation: The previous remediation (cp-x)",
+            id="when a previous remediation is under way it is deferred",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "WaitingForDeletion", "Machine(s) cp-y being deleted"),
             {},
             REASON_REMEDIATION_DEFERRED,
             "WaitingForDeletion: Machine(s) cp-y being deleted",
+            id="when Machines are being deleted it is deferred",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "EtcdQuorumAtRisk", "too few healthy voters"),
             {},
             REASON_REMEDIATION_DEFERRED,
             "EtcdQuorumAtRisk: too few",
+            id="when etcd quorum is at risk it is deferred",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "MaxRetryReached", "find the cause", retry_count=4, needs_human=True),
             lineage(3),
             REASON_CANNOT_BE_REMEDIATED,
             "MaxRetryReached: find the cause; retry 4 of maxRetry 3",
+            id="when maxRetry is used up the Machine cannot be remediated",
         ),
-        (
+        pytest.param(
             RemediationDecision(
                 False, "CannotRemediateLastMachine", "the only control-plane Machine", needs_human=True
             ),
             {},
             REASON_CANNOT_BE_REMEDIATED,
             "CannotRemediateLastMachine: the only",
+            id="the last control-plane Machine cannot be remediated",
         ),
     ],
 )
