@@ -13,9 +13,8 @@ CROSS_MODULE = {
     # One model fed to several controllers' decisions at once: no single module is their subject.
     "test_etcd_one_model.py",
     "test_machines_one_model.py",
-    # controllers/common.py and controllers/machineconditions.py, named after them already.
+    # controllers/common.py, named after it already.
     "test_common.py",
-    "test_machine_conditions.py",
     # Being moved by another change to tests/unit/controllers/machinehealthcheck/.
     "test_machinehealthcheck_rules.py",
 }

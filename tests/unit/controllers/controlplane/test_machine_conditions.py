@@ -1,6 +1,5 @@
-"""The per-Machine conditions the ControlPlane and etcd-quorum-hook controllers write, case by case:
-every reason of each, and the rule that a settled pass changes nothing (how they are merged and
-compared is :mod:`tests.unit.controllers.test_conditions`')."""
+"""Pins the per-Machine conditions the ControlPlane controller writes: every reason of UpToDate and
+OwnerRemediated, and that a settled pass wants the same again (merging is test_conditions')."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import pytest
 from api.controlplane import ControlPlaneSpec
 from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import (
-    ETCD_MEMBER_REASONS,
     REASON_CANNOT_BE_REMEDIATED,
     REASON_MACHINE_DELETING,
     REASON_REMEDIATION_DEFERRED,
@@ -32,29 +30,8 @@ from controllers.controlplane.placement import (
 )
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.remediation_record import REMEDIATION_FOR_ANNOTATION
-from controllers.etcd.client import Member
-from controllers.etcd.membership import MemberState
-from controllers.etcdquorum.machine_conditions import (
-    hook_condition,
-    inspection_failed,
-    member_condition,
-)
-from controllers.etcdquorum.machine_conditions import wanted_conditions as etcd_wanted
-from controllers.etcdquorum.report import Pass
-from controllers.etcdquorum.rules import (
-    HOOK_OWNER,
-    WAIT_HEALTHY_VOTERS,
-    WAIT_QUORUM_AFTER_REMOVAL,
-    GuardedMachine,
-    Wait,
-)
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
-
-
-def brief(c: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
-    return None if c is None else (c["type"], c["status"], c["reason"])
 
 
 def of(wanted: Mapping[str, Wanted], name: str, type_: str) -> Mapping[str, Any]:
@@ -62,176 +39,6 @@ def of(wanted: Mapping[str, Wanted], name: str, type_: str) -> Mapping[str, Any]
     found = wanted[name][type_]
     assert found is not None
     return found
-
-
-# ----------------------------------------------------------------------------------------- EtcdMemberHealthy
-
-
-def state(index: int, *, learner: bool = False, started: bool = True, healthy: bool = True) -> MemberState:
-    member = Member(
-        id=0x100 + index,
-        name=f"m{index}" if started else "",
-        peer_urls=(f"https://10.0.0.{index}:2380",),
-        client_urls=(f"https://10.0.0.{index}:2379",) if started else (),
-        is_learner=learner,
-    )
-    return MemberState(member, f"machine-{index}", healthy, None if healthy else "connection refused")
-
-
-@pytest.mark.parametrize(
-    ("members", "leader", "expected", "words"),
-    [
-        ([state(1)], 0x101, ("True", "Leader"), "etcd voter m1 (101) is healthy and leads the cluster"),
-        ([state(1)], 0x102, ("True", "Voter"), "etcd voter m1 (101) is healthy"),
-        ([state(1)], 0, ("True", "Voter"), "etcd voter m1 (101) is healthy"),
-        ([state(1, learner=True)], 0x101, ("True", "Learner"), "etcd learner m1 (101) is healthy"),
-        ([state(1, healthy=False)], 0, ("False", "VoterUnhealthy"), "does not answer: connection refused"),
-        (
-            [state(1, learner=True, started=False, healthy=False)],
-            0,
-            ("False", "LearnerUnhealthy"),
-            "etcd learner 101 (not started, https://10.0.0.1:2380) has not started",
-        ),
-        ([state(1, learner=True, healthy=False)], 0, ("False", "LearnerUnhealthy"), "does not answer"),
-        ([], 0x101, ("False", "MemberNotFound"), "no member of the etcd cluster belongs to this Machine"),
-    ],
-)
-def test_etcd_member_healthy_says_found_role_health_and_leader(
-    members: list[MemberState], leader: int, expected: tuple[str, str], words: str
-) -> None:
-    got = member_condition(members, leader)
-    assert (got["type"], got["status"], got["reason"]) == ("EtcdMemberHealthy", *expected)
-    assert words in got["message"]
-    assert got["reason"] in ETCD_MEMBER_REASONS
-    assert ("severity" in got) == (got["status"] == "False")
-
-
-def test_a_machine_with_two_members_is_spoken_for_by_its_voter_and_names_the_other() -> None:
-    got = member_condition([state(2, learner=True), state(1)], 0)
-    assert got["reason"] == "Voter" and "other members of this Machine: m2 (102)" in got["message"]
-
-
-def test_etcd_unreadable_is_unknown_never_a_guess() -> None:
-    got = inspection_failed("no etcd endpoint")
-    assert (got["status"], got["reason"], got["message"]) == (
-        "Unknown",
-        "InspectionFailed",
-        "etcd cannot be read: no etcd endpoint",
-    )
-
-
-# ------------------------------------------------------------------------------------- EtcdQuorumHookHolding
-
-
-def info(name: str = "machine-1", *, deleting: bool = False, hooked: bool = True) -> GuardedMachine:
-    return GuardedMachine(
-        name=name, deleting=deleting, running=True, hook_owner=HOOK_OWNER if hooked else None
-    )
-
-
-HELD = Wait(
-    "machine-1",
-    WAIT_HEALTHY_VOTERS,
-    "removing member m1 (101) would leave 2 healthy voters, fewer than the 3 desired: waiting for a "
-    "replacement to be promoted",
-)
-
-
-@pytest.mark.parametrize(
-    ("machine", "members", "waits", "functional", "expected", "words"),
-    [
-        (info(), [state(1)], [], True, ("False", "Guarding"), "a deletion waits until etcd can lose"),
-        (
-            info(hooked=False),
-            [],
-            [],
-            False,
-            ("False", "HookNotPlaced"),
-            "no control-plane Machine is Running",
-        ),
-        (info(deleting=True), [state(1)], [HELD], True, ("True", WAIT_HEALTHY_VOTERS), "2 healthy voters"),
-        (info(deleting=True), None, [HELD], True, ("True", WAIT_HEALTHY_VOTERS), "fewer than the 3"),
-        (info(deleting=True), [state(1)], [], True, ("True", "RemovingMember"), "which quorum now allows"),
-        (info(deleting=True, hooked=False), [], [], True, ("False", "Released"), "the drain goes on"),
-        (
-            info(deleting=True, hooked=False),
-            [state(1)],
-            [],
-            True,
-            ("False", "HookRemovedByOthers"),
-            "while member m1 (101) is still listed",
-        ),
-    ],
-)
-def test_the_hook_condition_says_held_and_why_or_released_or_not_needed(
-    machine: GuardedMachine,
-    members: list[MemberState] | None,
-    waits: list[Wait],
-    functional: bool,
-    expected: tuple[str, str],
-    words: str,
-) -> None:
-    got = hook_condition(machine, members, waits, api_functional=functional)
-    assert got is not None
-    assert (got["type"], got["status"], got["reason"]) == ("EtcdQuorumHookHolding", *expected)
-    assert words in got["message"]
-
-
-def test_the_hook_condition_joins_every_wait_of_the_machine_under_the_first_reason() -> None:
-    second = Wait("machine-1", WAIT_QUORUM_AFTER_REMOVAL, "quorum too")
-    got = hook_condition(info(deleting=True), [state(1)], [HELD, second], api_functional=True)
-    assert (
-        got is not None and got["reason"] == WAIT_HEALTHY_VOTERS and got["message"].endswith("; quorum too")
-    )
-
-
-def test_a_deleting_machine_without_hook_is_not_judged_while_etcd_is_unreadable() -> None:
-    assert hook_condition(info(deleting=True, hooked=False), None, [], api_functional=True) is None
-
-
-def etcd_pass(**fields: Any) -> Pass:
-    infos = {
-        "machine-1": info("machine-1"),
-        "machine-2": info("machine-2", deleting=True),
-        "machine-3": info("machine-3", deleting=True, hooked=False),
-    }
-    defaults: dict[str, Any] = {
-        "cp": {"metadata": {"name": "cp", "namespace": "ns"}},
-        "key": "ns/cp",
-        "spec": cp_spec(),
-        "desired": 3,
-        "machines": {name: {"metadata": {"name": name}} for name in infos},
-        "infos": infos,
-        "identities": {},
-        "members": [],
-        "owners": {},
-        "states": [state(1), state(2)],
-        "alarms": [],
-        "waits": [Wait("machine-2", WAIT_HEALTHY_VOTERS, "held"), Wait("machine-1", "LearnerNotInSync", "x")],
-        "leader": 0x101,
-    }
-    defaults.update(fields)
-    return Pass(**defaults)
-
-
-def test_a_pass_gives_each_machine_its_member_and_its_hook_and_the_same_again_when_nothing_moved() -> None:
-    wanted = etcd_wanted(etcd_pass())
-    assert {
-        name: (of(wanted, name, "EtcdMemberHealthy")["reason"], brief(w.get("EtcdQuorumHookHolding")))
-        for name, w in wanted.items()
-    } == {
-        "machine-1": ("Leader", ("EtcdQuorumHookHolding", "False", "Guarding")),
-        "machine-2": ("Voter", ("EtcdQuorumHookHolding", "True", WAIT_HEALTHY_VOTERS)),
-        "machine-3": ("MemberNotFound", ("EtcdQuorumHookHolding", "False", "Released")),
-    }
-    assert etcd_wanted(etcd_pass()) == wanted  # settled: nothing that moves by itself
-
-
-def test_a_pass_that_cannot_read_etcd_says_unknown_and_leaves_the_unjudgeable_hook_alone() -> None:
-    wanted = etcd_wanted(etcd_pass(), unreadable="connection refused")
-    assert {of(wanted, name, "EtcdMemberHealthy")["reason"] for name in wanted} == {"InspectionFailed"}
-    assert "EtcdQuorumHookHolding" not in wanted["machine-3"]
-    assert of(wanted, "machine-2", "EtcdQuorumHookHolding")["status"] == "True"
 
 
 # -------------------------------------------------------------------------------------------------- UpToDate
@@ -264,8 +71,8 @@ def created(s: ControlPlaneSpec, name: str = "cp-a", domain: str = "a", **meta: 
 @pytest.mark.parametrize(
     ("change", "reason", "words"),
     [
-        ({}, "UpToDate", None),
-        (
+        pytest.param({}, "UpToDate", None, id="a Machine made from the unchanged spec is up to date"),
+        pytest.param(
             {
                 "template": {
                     "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 2}}}
@@ -273,16 +80,19 @@ def created(s: ControlPlaneSpec, name: str = "cp-a", domain: str = "a", **meta: 
             },
             "TemplateChanged",
             "outdated: its spec differs from the template",
+            id="when the template changed the Machine is outdated",
         ),
-        (
+        pytest.param(
             {"failureDomains": [{"name": "b"}, {"name": "c"}]},
             "FailureDomainNotConfigured",
             "outdated: failure domain a is not in spec.failureDomains",
+            id="when its failure domain is no longer configured the Machine is outdated",
         ),
-        (
+        pytest.param(
             {"rolloutAfter": "2026-01-02T00:00:00Z"},
             "RolloutAfter",
             "outdated: it was created before spec.rolloutAfter, which has passed",
+            id="when spec.rolloutAfter has passed since its creation the Machine is outdated",
         ),
     ],
 )
@@ -309,55 +119,63 @@ def lineage(retry_count: int) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("decision", "annotations", "reason", "words"),
     [
-        (
+        pytest.param(
             RemediationDecision(True, "Remediating", "Replacing unhealthy Machine cp-a"),
             {},
             REASON_MACHINE_DELETING,
             "Replacing unhealthy Machine cp-a; first remediation of its lineage (maxRetry 3)",
+            id="the first remediation of a lineage deletes the Machine",
         ),
-        (
+        pytest.param(
             RemediationDecision(True, "Remediating", "Replacing unhealthy Machine cp-a", retry_count=2),
             lineage(1),
             REASON_MACHINE_DELETING,
             "retry 2 of maxRetry 3 along the lineage of Machine cp-old",
+            id="a retry deletes the Machine and counts along the lineage",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "WaitingForRetryPeriod", "waits for retryPeriod", retry_count=1),
             lineage(0),
             REASON_REMEDIATION_DEFERRED,
             "WaitingForRetryPeriod: waits for retryPeriod; retry 1 of maxRetry 3",
+            id="when waiting for retryPeriod it is deferred with its retry count",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "WaitingForPreviousRemediation", "The previous remediation (cp-x)"),
             {},
             REASON_REMEDIATION_DEFERRED,
             "WaitingForPreviousRemediation: The previous remediation (cp-x)",
+            id="when a previous remediation is under way it is deferred",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "WaitingForDeletion", "Machine(s) cp-y being deleted"),
             {},
             REASON_REMEDIATION_DEFERRED,
             "WaitingForDeletion: Machine(s) cp-y being deleted",
+            id="when Machines are being deleted it is deferred",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "EtcdQuorumAtRisk", "too few healthy voters"),
             {},
             REASON_REMEDIATION_DEFERRED,
             "EtcdQuorumAtRisk: too few",
+            id="when etcd quorum is at risk it is deferred",
         ),
-        (
+        pytest.param(
             RemediationDecision(False, "MaxRetryReached", "find the cause", retry_count=4, needs_human=True),
             lineage(3),
             REASON_CANNOT_BE_REMEDIATED,
             "MaxRetryReached: find the cause; retry 4 of maxRetry 3",
+            id="when maxRetry is used up the Machine cannot be remediated",
         ),
-        (
+        pytest.param(
             RemediationDecision(
                 False, "CannotRemediateLastMachine", "the only control-plane Machine", needs_human=True
             ),
             {},
             REASON_CANNOT_BE_REMEDIATED,
             "CannotRemediateLastMachine: the only",
+            id="the last control-plane Machine cannot be remediated",
         ),
     ],
 )
