@@ -13,15 +13,8 @@ CROSS_MODULE = {
     # One model fed to several controllers' decisions at once: no single module is their subject.
     "test_etcd_one_model.py",
     "test_machines_one_model.py",
-    # controllers/common.py, named after it already.
-    "test_common.py",
-    # Being moved by another change to tests/unit/controllers/machinehealthcheck/.
-    "test_machinehealthcheck_rules.py",
 }
 """Test files under tests/unit/controllers/ (relative paths) exempt from the rule."""
-CROSS_MODULE_FOLDERS = {"machinehealthcheck"}
-"""Folders under tests/unit/controllers/ whose files are exempt for now: another change moves the
-MachineHealthCheck tests there."""
 
 
 def misplaced() -> list[str]:
@@ -29,7 +22,7 @@ def misplaced() -> list[str]:
     wrong = []
     for test in sorted(TESTS.rglob("test_*.py")):
         relative = test.relative_to(TESTS)
-        if relative.as_posix() in CROSS_MODULE or relative.parts[0] in CROSS_MODULE_FOLDERS:
+        if relative.as_posix() in CROSS_MODULE:
             continue
         module = PRODUCT.joinpath(
             *relative.parts[:-1], relative.name.removeprefix("test_").removesuffix(".py")
