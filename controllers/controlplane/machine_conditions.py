@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from api.controlplane import ControlPlaneSpec
+from api.controlplane_reasons import REASON_ONE_REMEDIATION_AT_A_TIME
 from api.machine import (
     CONDITION_OWNER_REMEDIATED,
     CONDITION_UP_TO_DATE,
@@ -91,7 +92,7 @@ def owner_remediated_condition(
     if target is None or decision is None:
         return None
     if name != target:
-        message = f"OneRemediationAtATime: marked Machine {target} is remediated first"
+        message = f"{REASON_ONE_REMEDIATION_AT_A_TIME}: marked Machine {target} is remediated first"
         return condition(CONDITION_OWNER_REMEDIATED, "False", REASON_REMEDIATION_DEFERRED, message)
     retries = retry_text(machine, decision.retry_count, max_retry)
     if decision.allowed:

@@ -37,6 +37,13 @@ from pydantic import ValidationError
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_PROGRESSING, ControlPlane, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
+from api.controlplane_reasons import (
+    REASON_MACHINE_ADOPTED,
+    REASON_MACHINE_CREATED,
+    REASON_MACHINE_DELETED,
+    REASON_MACHINE_REMEDIATED,
+    REASON_REMEDIATING,
+)
 from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
@@ -294,7 +301,7 @@ class ControlPlaneReconciler:
                 return _Remediation(in_progress, result=Result(requeue_after=self.options.wait_period))
         facts.cp = await records.report_last(self.client, facts.cp, record)
         await self._forward_leadership(facts, target.name)
-        await self._delete_machine(facts.cp, target.name, "Remediating", decision.message, "remediate")
+        await self._delete_machine(facts.cp, target.name, REASON_REMEDIATING, decision.message, "remediate")
         self._expectations.expect(key, "delete", target.name)
         result = Result(requeue_after=self.options.wait_period)
         return _Remediation(True, decision, record.to_json(), result, target.name)
@@ -425,7 +432,7 @@ class ControlPlaneReconciler:
         # A Conflict (changed meanwhile, e.g. its hook placed) propagates: this pass must stop, since
         # counting without that Machine would create one too many; the retry adopts it.
         OPERATIONS.labels(label(cp), "adopt").inc()
-        self._event(cp, "Normal", "MachineAdopted", f"Adopted Machine {metadata['name']}")
+        self._event(cp, "Normal", REASON_MACHINE_ADOPTED, f"Adopted Machine {metadata['name']}")
         return adopted
 
     async def _create_machine(self, facts: _Facts, step: Step) -> str:
@@ -439,7 +446,7 @@ class ControlPlaneReconciler:
         if live is not None:
             await records.drop_taken(self.client, live, machine)
         OPERATIONS.labels(label(cp), "create").inc()
-        self._event(cp, "Normal", "MachineCreated", f"Created Machine {name}: {step.message}")
+        self._event(cp, "Normal", REASON_MACHINE_CREATED, f"Created Machine {name}: {step.message}")
         return name
 
     async def _forward_leadership(self, facts: _Facts, name: str) -> None:
@@ -456,7 +463,8 @@ class ControlPlaneReconciler:
         except NotFound:
             return
         OPERATIONS.labels(label(cp), operation).inc()
-        self._event(cp, "Normal", "MachineDeleted" if operation == "delete" else "MachineRemediated", message)
+        event = REASON_MACHINE_DELETED if operation == "delete" else REASON_MACHINE_REMEDIATED
+        self._event(cp, "Normal", event, message)
 
     async def _write_status(self, cp: JSON, status: JSON) -> bool:
         """Merge-patch the status subresource when it changed, keeping other writers' conditions;

@@ -22,6 +22,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from api.controlplane_reasons import (
+    REASON_CANNOT_REMEDIATE_LAST_MACHINE,
+    REASON_ETCD_QUORUM_AT_RISK,
+    REASON_ETCD_UNREACHABLE,
+    REASON_MAX_RETRY_REACHED,
+    REASON_REMEDIATING,
+    REASON_WAITING_FOR_DELETION,
+    REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
+    REASON_WAITING_FOR_PROVISIONING,
+    REASON_WAITING_FOR_RETRY_PERIOD,
+)
 from api.meta import parse_duration
 from api.quorum import fault_tolerance, quorum_kept_without
 from controllers.controlplane.machines import MachineInfo, machine_voters
@@ -172,7 +183,7 @@ def last_machine_rule(
     if initialized and len(machines) < 2:
         return RemediationDecision(
             False,
-            "CannotRemediateLastMachine",
+            REASON_CANNOT_REMEDIATE_LAST_MACHINE,
             f"Machine {target.name} is the only control-plane Machine; remediating it would lose etcd: "
             "scale to 3 replicas or repair it by hand",
             needs_human=True,
@@ -196,7 +207,7 @@ def previous_remediation_rule(
     if previous is not None and not resuming and not held_by_hook(previous):
         return RemediationDecision(
             False,
-            "WaitingForPreviousRemediation",
+            REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
             f"The previous remediation (Machine {last_machine}) has not finished",
         )
     return None
@@ -215,7 +226,9 @@ def deletion_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> Remed
     )
     if deleting:
         return RemediationDecision(
-            False, "WaitingForDeletion", f"Machine(s) {', '.join(deleting)} being deleted; remediation waits"
+            False,
+            REASON_WAITING_FOR_DELETION,
+            f"Machine(s) {', '.join(deleting)} being deleted; remediation waits",
         )
     return None
 
@@ -241,7 +254,7 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
     if provisioning:
         return RemediationDecision(
             False,
-            "WaitingForProvisioning",
+            REASON_WAITING_FOR_PROVISIONING,
             f"Machine(s) {', '.join(provisioning)} still provisioning; remediation waits",
         )
     return None
@@ -262,7 +275,7 @@ def etcd_readable_rule(
     if stacked_etcd and initialized and etcd_error is not None:
         return RemediationDecision(
             False,
-            "EtcdUnreachable",
+            REASON_ETCD_UNREACHABLE,
             f"etcd could not be read ({etcd_error}): remediation of {target.name} waits, since "
             "whether its removal keeps etcd's quorum cannot be told",
         )
@@ -278,7 +291,7 @@ def quorum_rule(
     if stacked_etcd and initialized and target.etcd_voter and not quorum_kept_without(voters, target.name):
         return RemediationDecision(
             False,
-            "EtcdQuorumAtRisk",
+            REASON_ETCD_QUORUM_AT_RISK,
             f"Removing the etcd member of {target.name} would leave too few healthy voters for quorum; "
             "repair the other unhealthy member(s) first",
         )
@@ -290,7 +303,7 @@ def resumed_decision(target: MachineInfo, last_retry_count: int) -> RemediationD
     was recorded, so it keeps that record's count."""
     return RemediationDecision(
         True,
-        "Remediating",
+        REASON_REMEDIATING,
         f"Replacing unhealthy Machine {target.name} (its remediation was recorded but the Machine "
         "not yet deleted)",
         retry_count=last_retry_count,
@@ -319,12 +332,12 @@ def retry_rule(
     refuses when the carried count has reached maxRetry, which is our count + 1 exceeding it.
     """
     if lineage is None or now - lineage.timestamp >= parse_duration(min_healthy_period or "1h"):
-        return RemediationDecision(True, "Remediating", f"Replacing unhealthy Machine {target.name}")
+        return RemediationDecision(True, REASON_REMEDIATING, f"Replacing unhealthy Machine {target.name}")
     retry_count = lineage.retry_count + 1
     if max_retry is not None and retry_count > max_retry:
         return RemediationDecision(
             False,
-            "MaxRetryReached",
+            REASON_MAX_RETRY_REACHED,
             f"Machine {target.name}, which replaced remediated Machine {lineage.machine}, failed within "
             f"minHealthyPeriod after {lineage.retry_count} remediation retry(ies) of that Machine "
             f"(maxRetry {max_retry}); find the cause, then delete the Machine by hand",
@@ -335,7 +348,7 @@ def retry_rule(
     if wait > timedelta(0):
         return RemediationDecision(
             False,
-            "WaitingForRetryPeriod",
+            REASON_WAITING_FOR_RETRY_PERIOD,
             f"Remediation of {target.name} waits for retryPeriod ({retry_period}) after that of "
             f"{lineage.machine}, which it replaced",
             retry_count=retry_count,
@@ -343,7 +356,7 @@ def retry_rule(
         )
     return RemediationDecision(
         True,
-        "Remediating",
+        REASON_REMEDIATING,
         f"Replacing unhealthy Machine {target.name} (retry {retry_count} after {lineage.machine})",
         retry_count=retry_count,
     )
