@@ -114,7 +114,7 @@ class _Remediation:
     in_progress: bool
     """A remediation is under way: started now, or its recorded Machine is still there."""
     decision: RemediationDecision | None = None
-    """The decision about the marked Machine, when one is marked (and not paused)."""
+    """The decision about the marked Machine, when one is marked."""
     recorded: JSON | None = None
     """The ``status.lastRemediation`` written for a remediation started now."""
     result: Result | None = None
@@ -282,14 +282,16 @@ class ControlPlaneReconciler:
         last = (facts.cp.get("status") or {}).get("lastRemediation") or {}
         in_progress = bool(last.get("machine")) and any(i.name == last["machine"] for i in facts.infos)
         facts.cp, pending = await records.settle_pending(self.client, facts.cp, facts.infos, facts.owned)
-        if not facts.marked or facts.spec.paused:
+        if not facts.marked:
             return _Remediation(in_progress)
         target = pick_target(facts.marked, pending)
         resumed = records.resumable(pending, target.name)
         decision = self._remediation_decision(facts, target, last.get("machine"), resumed)
         if not decision.allowed:
+            # A decision on the whole ControlPlane (paused) waits for the update that lifts it.
             wait = decision.requeue_after or self.options.wait_period
-            return _Remediation(in_progress, decision, result=Result(requeue_after=wait), target=target.name)
+            result = None if decision.whole_control_plane else Result(requeue_after=wait)
+            return _Remediation(in_progress, decision, result=result, target=target.name)
         record = resumed if decision.resumed else None
         if record is None:
             record = records.RemediationRecord(target.name, now(), decision.retry_count)
@@ -329,6 +331,7 @@ class ControlPlaneReconciler:
             retry_period=remediation.retry_period if remediation else None,
             min_healthy_period=remediation.min_healthy_period if remediation else None,
             now=now(),
+            paused=spec.paused,
         )
 
     async def _scale_or_roll_out(self, facts: _Facts, key: tuple[str, str]) -> _Scaling:

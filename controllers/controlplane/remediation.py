@@ -27,6 +27,7 @@ from api.controlplane_reasons import (
     REASON_ETCD_QUORUM_AT_RISK,
     REASON_ETCD_UNREACHABLE,
     REASON_MAX_RETRY_REACHED,
+    REASON_PAUSED,
     REASON_REMEDIATING,
     REASON_WAITING_FOR_DELETION,
     REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
@@ -54,6 +55,11 @@ class RemediationDecision:
     resumed: bool = False
     """``target`` is already recorded as the last remediation but was never deleted (the process
     died between the record and the delete): carry that remediation out, do not record a new one."""
+    whole_control_plane: bool = False
+    """The rule holds every remediation of the ControlPlane, not only ``target``'s, until the
+    ControlPlane itself changes (:func:`paused_rule`): every marked Machine reads this decision as
+    it is (no retry was counted), and no timer looks again, since the update that lifts it wakes
+    the reconciler."""
 
 
 def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
@@ -134,23 +140,26 @@ def remediation_decision(
     retry_period: str | None,
     min_healthy_period: str | None,
     now: datetime,
+    paused: bool = False,
 ) -> RemediationDecision:
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
 
-    ``last_machine`` is the previous remediation's Machine (``status.lastRemediation``);
-    ``etcd_error`` why etcd could not be read this pass (None when it was read, or not asked);
-    ``resuming`` the ControlPlane's in-progress record for ``target`` when one was written and
-    ``target`` not deleted yet (a crash between the two); ``lineage`` the record ``target``
-    carries as a replacement of a remediated Machine.
+    ``paused`` is ``spec.paused``; ``last_machine`` the previous remediation's Machine
+    (``status.lastRemediation``); ``etcd_error`` why etcd could not be read this pass (None when
+    it was read, or not asked); ``resuming`` the ControlPlane's in-progress record for ``target``
+    when one was written and ``target`` not deleted yet (a crash between the two); ``lineage`` the
+    record ``target`` carries as a replacement of a remediated Machine.
 
-    Allowed only when every rule lets it, in this order: :func:`last_machine_rule`,
+    Allowed only when every rule lets it, in this order: :func:`paused_rule` (first: it holds
+    every Machine alike, a recorded remediation's too), :func:`last_machine_rule`,
     :func:`previous_remediation_rule`, :func:`deletion_rule`, :func:`provisioning_rule`,
     :func:`etcd_readable_rule`, :func:`quorum_rule`; then a remediation recorded but never
     carried out is resumed (:func:`resumed_decision`), and a new one obeys :func:`retry_rule`
     along ``target``'s lineage.
     """
     blocked = (
-        last_machine_rule(target, machines, initialized=initialized)
+        paused_rule(paused=paused)
+        or last_machine_rule(target, machines, initialized=initialized)
         or previous_remediation_rule(target, machines, last_machine)
         or deletion_rule(target, machines)
         or provisioning_rule(target, machines)
@@ -171,6 +180,22 @@ def remediation_decision(
         min_healthy_period=min_healthy_period,
         now=now,
     )
+
+
+def paused_rule(*, paused: bool) -> RemediationDecision | None:
+    """A paused ControlPlane (``spec.paused``) starts no remediation, as it creates and deletes
+    no Machine, until it is resumed. The decision is about the whole ControlPlane
+    (``whole_control_plane``): every marked Machine's ``OwnerRemediated`` says it, and only the
+    update that resumes the ControlPlane lifts it, so no timer looks again. KubeadmControlPlane,
+    paused, does not reconcile at all."""
+    if paused:
+        return RemediationDecision(
+            False,
+            REASON_PAUSED,
+            "the ControlPlane is paused (spec.paused); no remediation starts",
+            whole_control_plane=True,
+        )
+    return None
 
 
 def last_machine_rule(
