@@ -1,6 +1,8 @@
 """The operator's APIs as pydantic models, and the CRDs generated from them.
 
 * :mod:`api.controlplane` — ``ControlPlane`` (``controlplane.cpo.dev/v1alpha1``), this project's API.
+* :mod:`api.controlplane_reasons` — the reasons of a ControlPlane's conditions and Events, and its
+  preflight check names: strings users script against.
 * :mod:`api.machine` — OpenShift's ``Machine`` and ``MachineHealthCheck`` (``machine.openshift.io/v1beta1``).
 * :mod:`api.meta` — the base model, ``ObjectMeta``, ``LabelSelector``, wire types
   (Time, Duration, IntOrString).

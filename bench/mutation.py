@@ -80,12 +80,14 @@ MUTATIONS = (
         (
             ("    if previous is not None and not resuming and not held_by_hook(previous):\n", NEVER),
             _never(
-                "deleting", '        return RemediationDecision(\n            False, "WaitingForDeletion"'
+                "deleting",
+                "        return RemediationDecision(\n            False,\n"
+                "            REASON_WAITING_FOR_DELETION,\n",
             ),
             _never(
                 "provisioning",
                 "        return RemediationDecision(\n            False,\n"
-                '            "WaitingForProvisioning"',
+                "            REASON_WAITING_FOR_PROVISIONING,\n",
             ),
         ),
     ),

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from api.controlplane import API_VERSION as CONTROLPLANE_API_VERSION
 from api.controlplane import CONDITION_PROGRESSING, DEFAULT_SELECTOR_LABELS
+from api.controlplane_reasons import REASON_BLOCKED
 from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.machine import (
@@ -55,7 +56,7 @@ DEFAULT_ETCD_HOOK_NAME: Final = HOOK_NAME
 """The etcd-quorum hook's default name (``cpo run --etcd-hook-name`` changes it; ``cpo explain
 --hook-name`` follows)."""
 
-BLOCKING_REASONS: Final = CONTROLLER_BLOCKING_REASONS | {"PreflightFailed", "Degraded", "Blocked"}
+BLOCKING_REASONS: Final = CONTROLLER_BLOCKING_REASONS | {"PreflightFailed", "Degraded", REASON_BLOCKED}
 """``Progressing`` reasons that say a step cannot start: the controller's
 (:data:`controllers.controlplane.plan.BLOCKING_REASONS`), ``PreflightFailed`` (what operators
 wrote before those) and the generic ``Degraded`` and ``Blocked``."""

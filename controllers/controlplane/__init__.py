@@ -193,7 +193,7 @@ Conditions
 ``MachinesReady``     False names the Machines that are not Running with a Ready Node.
 ``Remediating``       True while a remediation is under way; False with the reason it may not
                       start (``EtcdQuorumAtRisk``, ``EtcdUnreachable``,
-                      ``WaitingForProvisioning``, ...).
+                      ``WaitingForProvisioning``, ``Paused``, ...).
 ``EtcdClusterHealthy`` written by the etcd-quorum-hook controller, kept as is.
 
 Deleting a ControlPlane never deletes a Machine: the finalizer ``controlplane.cpo.dev/machines``

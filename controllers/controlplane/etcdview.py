@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.controlplane import ControlPlaneSpec
+from api.controlplane_reasons import REASON_LEADERSHIP_MOVED, REASON_LEADERSHIP_NOT_MOVED
 from controllers.controlplane.machines import EtcdFacts, MachineInfo
 from controllers.controlplane.scale import etcd_facts_for_preflight
 from controllers.etcd.client import EtcdClient, EtcdError
@@ -206,6 +207,6 @@ async def forward_leadership(
             raise EtcdError(etcd.facts.error)
         await etcd.move_leader(view.client_urls[name], view.member_ids[target.name])
     except EtcdError as err:
-        event(cp, "Warning", "LeadershipNotMoved", f"etcd leadership stays on {name}: {err}")
+        event(cp, "Warning", REASON_LEADERSHIP_NOT_MOVED, f"etcd leadership stays on {name}: {err}")
         return
-    event(cp, "Normal", "LeadershipMoved", f"Moved etcd leadership from {name} to {target.name}")
+    event(cp, "Normal", REASON_LEADERSHIP_MOVED, f"Moved etcd leadership from {name} to {target.name}")

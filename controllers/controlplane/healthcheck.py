@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from api.controlplane import ControlPlaneSpec, HealthCheck
+from api.controlplane_reasons import REASON_MACHINE_HEALTH_CHECK_CREATED, REASON_MACHINE_HEALTH_CHECK_DELETED
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import references
 from controllers.controlplane.machines import MachineInfo, controller_ref
@@ -87,7 +88,12 @@ async def sync_mhc(
         if current is not None and not spec.enable_autorepair:
             if not await delete_quietly(client, MACHINE_API_VERSION, "MachineHealthCheck", name, namespace):
                 return  # already gone; the cache has not seen it yet
-            event(cp, "Normal", "MachineHealthCheckDeleted", f"Deleted {name}: enableAutorepair is false")
+            event(
+                cp,
+                "Normal",
+                REASON_MACHINE_HEALTH_CHECK_DELETED,
+                f"Deleted {name}: enableAutorepair is false",
+            )
         return
     desired = desired_mhc(cp, spec, machines)
     if current is None:
@@ -95,7 +101,7 @@ async def sync_mhc(
             await client.create(desired)
         except AlreadyExists:
             return  # created by our previous pass; the cache has not seen it yet
-        event(cp, "Normal", "MachineHealthCheckCreated", f"Created MachineHealthCheck {name}")
+        event(cp, "Normal", REASON_MACHINE_HEALTH_CHECK_CREATED, f"Created MachineHealthCheck {name}")
         return
     if any(current["spec"].get(k) != v for k, v in desired["spec"].items()):
         # A Conflict means the cache is behind our own last write: its event brings us back.

@@ -32,6 +32,7 @@ Machines are released and stay).
 from __future__ import annotations
 
 from api.controlplane import STATE_INACTIVE, ControlPlaneSpec
+from api.controlplane_reasons import REASON_INACTIVE
 from controllers.controlplane.step import Step
 
 
@@ -50,7 +51,7 @@ def inactive_progress(step: Step | None) -> tuple[str, str]:
     else:
         would = f"if Active, it would {step.action} a Machine ({step.reason}): {step.message}"
     return (
-        "Inactive",
+        REASON_INACTIVE,
         f"spec.state is Inactive: no Machine is adopted, created or deleted; {would}. "
         "Set spec.state to Active to let it act",
     )

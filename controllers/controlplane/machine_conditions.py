@@ -20,7 +20,8 @@ always False, its reason what the ControlPlane decided (cluster-api's names):
 * ``RemediationDeferred``: a rule makes it wait; the message starts with the rule's reason
   (``WaitingForPreviousRemediation``, ``WaitingForDeletion``, ``WaitingForProvisioning``,
   ``EtcdUnreachable``, ``EtcdQuorumAtRisk``, ``WaitingForRetryPeriod``), or
-  ``OneRemediationAtATime`` when another marked Machine goes first, or ``Paused``;
+  ``OneRemediationAtATime`` when another marked Machine goes first; a rule that holds every
+  remediation (``Paused``) is read by every marked Machine, without a retry count;
 * ``CannotBeRemediated``: only a human can go on (``MaxRetryReached``,
   ``CannotRemediateLastMachine``).
 
@@ -39,6 +40,7 @@ from datetime import datetime
 from typing import Any
 
 from api.controlplane import ControlPlaneSpec
+from api.controlplane_reasons import REASON_ONE_REMEDIATION_AT_A_TIME
 from api.machine import (
     CONDITION_OWNER_REMEDIATED,
     CONDITION_UP_TO_DATE,
@@ -52,7 +54,7 @@ from controllers.common import now
 from controllers.conditions import Wanted, condition, write_machine_conditions
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.controlplane.placement import outdated_reason
-from controllers.controlplane.remediation import RemediationDecision
+from controllers.controlplane.remediation import RemediationDecision, paused_rule
 from controllers.controlplane.remediation_record import lineage_of
 from runtime.client import JSON, Client
 
@@ -82,16 +84,22 @@ def owner_remediated_condition(
     decision: RemediationDecision | None,
 ) -> JSON | None:
     """``OwnerRemediated`` of the marked ``machine``, given the remediation step's ``target`` and
-    ``decision`` this pass; None when there is nothing new to say (no decision taken)."""
+    ``decision`` this pass; None when there is nothing new to say (no decision taken).
+
+    A decision about the whole ControlPlane (``whole_control_plane``) is every marked Machine's,
+    as its rule wrote it. Without a decision the rules that judge the ControlPlane alone still
+    say it (:func:`~.remediation.paused_rule`), whichever Machine would have been judged."""
     name = machine["metadata"]["name"]
     max_retry = spec.remediation.max_retry if spec.remediation else None
-    if spec.paused:
-        message = "Paused: the ControlPlane is paused (spec.paused); no remediation starts"
+    if decision is None:
+        decision = paused_rule(paused=spec.paused)
+    if decision is not None and decision.whole_control_plane:
+        message = f"{decision.reason}: {decision.message}"
         return condition(CONDITION_OWNER_REMEDIATED, "False", REASON_REMEDIATION_DEFERRED, message)
     if target is None or decision is None:
         return None
     if name != target:
-        message = f"OneRemediationAtATime: marked Machine {target} is remediated first"
+        message = f"{REASON_ONE_REMEDIATION_AT_A_TIME}: marked Machine {target} is remediated first"
         return condition(CONDITION_OWNER_REMEDIATED, "False", REASON_REMEDIATION_DEFERRED, message)
     retries = retry_text(machine, decision.retry_count, max_retry)
     if decision.allowed:

@@ -1,8 +1,8 @@
 """The ControlPlane's plan as its status says it: the ``Progressing`` reason of a step that cannot
 start, ``status.etcd``, and the Event announcing a decision.
 
-The reasons of ``Progressing`` (``cpo explain`` shows them as the plan; ``docs/operations.md``
-says what to do about each blocked one):
+The reasons of ``Progressing`` (constants of :mod:`api.controlplane_reasons`; ``cpo explain``
+shows them as the plan; ``docs/operations.md`` says what to do about each blocked one):
 
 =========================  ==============================================================
 step under way or next     ``ScalingUp``, ``ScalingDown``, ``ReplacingOutdated``,
@@ -26,43 +26,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from api.controlplane_reasons import (
+    BLOCKED_BY_CHECK,
+    CHECK_MACHINES_READY,
+    REASON_BLOCKED,
+    REASON_HELD_BY_CONFIGURATION,
+    REASON_INACTIVE,
+    REASON_PAUSED,
+    REASON_WAITING_FOR_LEARNER,
+    REASON_WAITING_FOR_MACHINE,
+)
 from api.quorum import fault_tolerance, quorum
 from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import MachineInfo
-from controllers.controlplane.scale import (
-    CHECK_ETCD_MEMBER_LISTS_AGREE,
-    CHECK_ETCD_MEMBERS_MATCH,
-    CHECK_ETCD_NO_ALARMS,
-    CHECK_ETCD_NO_PENDING_LEARNER,
-    CHECK_ETCD_REACHABLE,
-    CHECK_ETCD_VOTERS_REACHABLE,
-    CHECK_MACHINES_READY,
-    PreflightFailure,
-)
+from controllers.controlplane.scale import PreflightFailure
 from controllers.controlplane.step import Step
 from runtime.jsoncodec import JSON
 
-BLOCKED_BY_CHECK: Final[Mapping[str, str]] = {
-    CHECK_ETCD_REACHABLE: "EtcdUnreachable",
-    CHECK_ETCD_NO_ALARMS: "EtcdAlarm",
-    CHECK_ETCD_MEMBERS_MATCH: "EtcdMembersMismatch",
-    CHECK_ETCD_MEMBER_LISTS_AGREE: "EtcdMemberListsDisagree",
-    CHECK_ETCD_VOTERS_REACHABLE: "EtcdMemberUnhealthy",
-    CHECK_MACHINES_READY: "MachineNotReady",
-    CHECK_ETCD_NO_PENDING_LEARNER: "WaitingForLearner",
-}
-"""The ``Progressing`` reason of each failed preflight check (the check's name stays the metric
-label ``check`` of ``cpo_controlplane_preflight_failures_total``). In this order of precedence
-when several fail: the first says most about what a human must fix."""
-
-WAITING_FOR_MACHINE: Final = "WaitingForMachine"
-"""``MachineNodesReady`` failed only for Machines still provisioning: a normal wait, not a block."""
-
 BLOCKING_REASONS: Final = frozenset(
     {
-        *(reason for reason in BLOCKED_BY_CHECK.values() if reason != "WaitingForLearner"),
-        "HeldByConfiguration",
-        "Paused",
+        *(reason for reason in BLOCKED_BY_CHECK.values() if reason != REASON_WAITING_FOR_LEARNER),
+        REASON_HELD_BY_CONFIGURATION,
+        REASON_PAUSED,
     }
 )
 """``Progressing`` reasons saying a step cannot start until something changes (a Warning Event)."""
@@ -73,19 +58,20 @@ def blocked_progress(
 ) -> tuple[str, str]:
     """``(reason, message)`` of ``Progressing`` when the preflight holds ``step``.
 
-    The reason is the first failure's in :data:`BLOCKED_BY_CHECK` order; ``MachineNodesReady``
-    failing only for Machines that are still provisioning (not Failed, never Ready) is
-    :data:`WAITING_FOR_MACHINE`. The message lists every failure (check: fact) and the step held.
+    The reason is the first failure's in :data:`~api.controlplane_reasons.BLOCKED_BY_CHECK`
+    order; ``MachineNodesReady`` failing only for Machines that are still provisioning (not
+    Failed, never Ready) is :data:`~api.controlplane_reasons.REASON_WAITING_FOR_MACHINE`. The
+    message lists every failure (check: fact) and the step held.
     """
     order = list(BLOCKED_BY_CHECK)
     first = min(failures, key=lambda f: order.index(f.check) if f.check in order else len(order))
-    reason = BLOCKED_BY_CHECK.get(first.check, "Blocked")
+    reason = BLOCKED_BY_CHECK.get(first.check, REASON_BLOCKED)
     by_name = {m.name: m for m in machines}
     if first.check == CHECK_MACHINES_READY and all(
         name in by_name and by_name[name].in_transition and not by_name[name].failed
         for name in first.machines
     ):
-        reason = WAITING_FOR_MACHINE
+        reason = REASON_WAITING_FOR_MACHINE
     facts = "; ".join(f"{f.check}: {f.message}" for f in failures)
     then = f"; then: {step.message}" if step is not None and step.action != "none" else ""
     return reason, facts + then
@@ -128,6 +114,6 @@ def decision_event(
     reason, message = str(current.get("reason") or ""), str(current.get("message") or "")
     if previous is not None and (previous.get("reason"), previous.get("message")) == (reason, message):
         return None
-    if reason == "Inactive" or not reason:
+    if reason == REASON_INACTIVE or not reason:
         return None
     return ("Warning" if reason in BLOCKING_REASONS else "Normal", reason, message)

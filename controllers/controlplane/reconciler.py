@@ -37,6 +37,13 @@ from pydantic import ValidationError
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import CONDITION_PROGRESSING, ControlPlane, ControlPlaneSpec
 from api.controlplane import KIND as CP_KIND
+from api.controlplane_reasons import (
+    REASON_MACHINE_ADOPTED,
+    REASON_MACHINE_CREATED,
+    REASON_MACHINE_DELETED,
+    REASON_MACHINE_REMEDIATED,
+    REASON_REMEDIATING,
+)
 from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
@@ -109,7 +116,7 @@ class _Remediation:
     in_progress: bool
     """A remediation is under way: started now, or its recorded Machine is still there."""
     decision: RemediationDecision | None = None
-    """The decision about the marked Machine, when one is marked (and not paused)."""
+    """The decision about the marked Machine, when one is marked."""
     recorded: JSON | None = None
     """The ``status.lastRemediation`` written for a remediation started now."""
     result: Result | None = None
@@ -277,14 +284,16 @@ class ControlPlaneReconciler:
         last = (facts.cp.get("status") or {}).get("lastRemediation") or {}
         in_progress = bool(last.get("machine")) and any(i.name == last["machine"] for i in facts.infos)
         facts.cp, pending = await records.settle_pending(self.client, facts.cp, facts.infos, facts.owned)
-        if not facts.marked or facts.spec.paused:
+        if not facts.marked:
             return _Remediation(in_progress)
         target = pick_target(facts.marked, pending)
         resumed = records.resumable(pending, target.name)
         decision = self._remediation_decision(facts, target, last.get("machine"), resumed)
         if not decision.allowed:
+            # A decision on the whole ControlPlane (paused) waits for the update that lifts it.
             wait = decision.requeue_after or self.options.wait_period
-            return _Remediation(in_progress, decision, result=Result(requeue_after=wait), target=target.name)
+            result = None if decision.whole_control_plane else Result(requeue_after=wait)
+            return _Remediation(in_progress, decision, result=result, target=target.name)
         record = resumed if decision.resumed else None
         if record is None:
             record = records.RemediationRecord(target.name, now(), decision.retry_count)
@@ -296,7 +305,7 @@ class ControlPlaneReconciler:
                 return _Remediation(in_progress, result=Result(requeue_after=self.options.wait_period))
         facts.cp = await records.report_last(self.client, facts.cp, record)
         await self._forward_leadership(facts, target.name)
-        await self._delete_machine(facts.cp, target.name, "Remediating", decision.message, "remediate")
+        await self._delete_machine(facts.cp, target.name, REASON_REMEDIATING, decision.message, "remediate")
         self._expectations.expect(key, "delete", target.name)
         result = Result(requeue_after=self.options.wait_period)
         return _Remediation(True, decision, record.to_json(), result, target.name)
@@ -324,6 +333,7 @@ class ControlPlaneReconciler:
             retry_period=remediation.retry_period if remediation else None,
             min_healthy_period=remediation.min_healthy_period if remediation else None,
             now=now(),
+            paused=spec.paused,
         )
 
     async def _scale_or_roll_out(self, facts: _Facts, key: tuple[str, str]) -> _Scaling:
@@ -427,7 +437,7 @@ class ControlPlaneReconciler:
         # A Conflict (changed meanwhile, e.g. its hook placed) propagates: this pass must stop, since
         # counting without that Machine would create one too many; the retry adopts it.
         OPERATIONS.labels(label(cp), "adopt").inc()
-        self._event(cp, "Normal", "MachineAdopted", f"Adopted Machine {metadata['name']}")
+        self._event(cp, "Normal", REASON_MACHINE_ADOPTED, f"Adopted Machine {metadata['name']}")
         return adopted
 
     async def _create_machine(self, facts: _Facts, step: Step) -> str:
@@ -441,7 +451,7 @@ class ControlPlaneReconciler:
         if live is not None:
             await records.drop_taken(self.client, live, machine)
         OPERATIONS.labels(label(cp), "create").inc()
-        self._event(cp, "Normal", "MachineCreated", f"Created Machine {name}: {step.message}")
+        self._event(cp, "Normal", REASON_MACHINE_CREATED, f"Created Machine {name}: {step.message}")
         return name
 
     async def _forward_leadership(self, facts: _Facts, name: str) -> None:
@@ -458,7 +468,8 @@ class ControlPlaneReconciler:
         except NotFound:
             return
         OPERATIONS.labels(label(cp), operation).inc()
-        self._event(cp, "Normal", "MachineDeleted" if operation == "delete" else "MachineRemediated", message)
+        event = REASON_MACHINE_DELETED if operation == "delete" else REASON_MACHINE_REMEDIATED
+        self._event(cp, "Normal", event, message)
 
     async def _write_status(self, cp: JSON, status: JSON) -> bool:
         """Merge-patch the status subresource when it changed, keeping other writers' conditions;

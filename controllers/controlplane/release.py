@@ -32,6 +32,11 @@ from typing import Any, Final
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
+from api.controlplane_reasons import (
+    REASON_ETCD_GUARD_RELEASED,
+    REASON_MACHINE_RELEASED,
+    REASON_RELEASE_WAITS_FOR_ETCD,
+)
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import ControlPlaneMachines, MachineT, references
 from controllers.controlplane.healthcheck import MHC_SUFFIX, EventFunc, delete_quietly
@@ -105,7 +110,7 @@ async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guar
         event(
             cp,
             "Normal",
-            "ReleaseWaitsForEtcd",
+            REASON_RELEASE_WAITS_FOR_ETCD,
             f"the Machines are released once the etcd member of {names} is removed and the "
             f"{guard.name} hook with it: a healthy voter goes once its replacement is promoted "
             "(EtcdClusterHealthy says what the removal waits for). If no replacement is coming, take "
@@ -156,12 +161,12 @@ async def release_machines(
             MACHINE_API_VERSION, "Machine", machine["metadata"]["name"], patch, namespace
         )
         OPERATIONS.labels(label(cp), "release").inc()
-        event(cp, "Normal", "MachineReleased", f"Released Machine {machine['metadata']['name']}")
+        event(cp, "Normal", REASON_MACHINE_RELEASED, f"Released Machine {machine['metadata']['name']}")
         if kept_hooks != hooks:
             event(
                 patched,
                 "Normal",
-                "EtcdGuardReleased",
+                REASON_ETCD_GUARD_RELEASED,
                 f"preDrain hook {guard.name} removed: ControlPlane {cp['metadata']['name']} released this "
                 "Machine and the operator no longer guards its etcd member; deleting the Machine now "
                 "drains it without waiting for etcd",

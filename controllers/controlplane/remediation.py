@@ -22,6 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from api.controlplane_reasons import (
+    REASON_CANNOT_REMEDIATE_LAST_MACHINE,
+    REASON_ETCD_QUORUM_AT_RISK,
+    REASON_ETCD_UNREACHABLE,
+    REASON_MAX_RETRY_REACHED,
+    REASON_PAUSED,
+    REASON_REMEDIATING,
+    REASON_WAITING_FOR_DELETION,
+    REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
+    REASON_WAITING_FOR_PROVISIONING,
+    REASON_WAITING_FOR_RETRY_PERIOD,
+)
 from api.meta import parse_duration
 from api.quorum import fault_tolerance, quorum_kept_without
 from controllers.controlplane.machines import MachineInfo, machine_voters
@@ -43,6 +55,11 @@ class RemediationDecision:
     resumed: bool = False
     """``target`` is already recorded as the last remediation but was never deleted (the process
     died between the record and the delete): carry that remediation out, do not record a new one."""
+    whole_control_plane: bool = False
+    """The rule holds every remediation of the ControlPlane, not only ``target``'s, until the
+    ControlPlane itself changes (:func:`paused_rule`): every marked Machine reads this decision as
+    it is (no retry was counted), and no timer looks again, since the update that lifts it wakes
+    the reconciler."""
 
 
 def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
@@ -123,23 +140,26 @@ def remediation_decision(
     retry_period: str | None,
     min_healthy_period: str | None,
     now: datetime,
+    paused: bool = False,
 ) -> RemediationDecision:
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
 
-    ``last_machine`` is the previous remediation's Machine (``status.lastRemediation``);
-    ``etcd_error`` why etcd could not be read this pass (None when it was read, or not asked);
-    ``resuming`` the ControlPlane's in-progress record for ``target`` when one was written and
-    ``target`` not deleted yet (a crash between the two); ``lineage`` the record ``target``
-    carries as a replacement of a remediated Machine.
+    ``paused`` is ``spec.paused``; ``last_machine`` the previous remediation's Machine
+    (``status.lastRemediation``); ``etcd_error`` why etcd could not be read this pass (None when
+    it was read, or not asked); ``resuming`` the ControlPlane's in-progress record for ``target``
+    when one was written and ``target`` not deleted yet (a crash between the two); ``lineage`` the
+    record ``target`` carries as a replacement of a remediated Machine.
 
-    Allowed only when every rule lets it, in this order: :func:`last_machine_rule`,
+    Allowed only when every rule lets it, in this order: :func:`paused_rule` (first: it holds
+    every Machine alike, a recorded remediation's too), :func:`last_machine_rule`,
     :func:`previous_remediation_rule`, :func:`deletion_rule`, :func:`provisioning_rule`,
     :func:`etcd_readable_rule`, :func:`quorum_rule`; then a remediation recorded but never
     carried out is resumed (:func:`resumed_decision`), and a new one obeys :func:`retry_rule`
     along ``target``'s lineage.
     """
     blocked = (
-        last_machine_rule(target, machines, initialized=initialized)
+        paused_rule(paused=paused)
+        or last_machine_rule(target, machines, initialized=initialized)
         or previous_remediation_rule(target, machines, last_machine)
         or deletion_rule(target, machines)
         or provisioning_rule(target, machines)
@@ -162,6 +182,22 @@ def remediation_decision(
     )
 
 
+def paused_rule(*, paused: bool) -> RemediationDecision | None:
+    """A paused ControlPlane (``spec.paused``) starts no remediation, as it creates and deletes
+    no Machine, until it is resumed. The decision is about the whole ControlPlane
+    (``whole_control_plane``): every marked Machine's ``OwnerRemediated`` says it, and only the
+    update that resumes the ControlPlane lifts it, so no timer looks again. KubeadmControlPlane,
+    paused, does not reconcile at all."""
+    if paused:
+        return RemediationDecision(
+            False,
+            REASON_PAUSED,
+            "the ControlPlane is paused (spec.paused); no remediation starts",
+            whole_control_plane=True,
+        )
+    return None
+
+
 def last_machine_rule(
     target: MachineInfo, machines: Sequence[MachineInfo], *, initialized: bool
 ) -> RemediationDecision | None:
@@ -172,7 +208,7 @@ def last_machine_rule(
     if initialized and len(machines) < 2:
         return RemediationDecision(
             False,
-            "CannotRemediateLastMachine",
+            REASON_CANNOT_REMEDIATE_LAST_MACHINE,
             f"Machine {target.name} is the only control-plane Machine; remediating it would lose etcd: "
             "scale to 3 replicas or repair it by hand",
             needs_human=True,
@@ -196,7 +232,7 @@ def previous_remediation_rule(
     if previous is not None and not resuming and not held_by_hook(previous):
         return RemediationDecision(
             False,
-            "WaitingForPreviousRemediation",
+            REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
             f"The previous remediation (Machine {last_machine}) has not finished",
         )
     return None
@@ -215,7 +251,9 @@ def deletion_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> Remed
     )
     if deleting:
         return RemediationDecision(
-            False, "WaitingForDeletion", f"Machine(s) {', '.join(deleting)} being deleted; remediation waits"
+            False,
+            REASON_WAITING_FOR_DELETION,
+            f"Machine(s) {', '.join(deleting)} being deleted; remediation waits",
         )
     return None
 
@@ -241,7 +279,7 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
     if provisioning:
         return RemediationDecision(
             False,
-            "WaitingForProvisioning",
+            REASON_WAITING_FOR_PROVISIONING,
             f"Machine(s) {', '.join(provisioning)} still provisioning; remediation waits",
         )
     return None
@@ -262,7 +300,7 @@ def etcd_readable_rule(
     if stacked_etcd and initialized and etcd_error is not None:
         return RemediationDecision(
             False,
-            "EtcdUnreachable",
+            REASON_ETCD_UNREACHABLE,
             f"etcd could not be read ({etcd_error}): remediation of {target.name} waits, since "
             "whether its removal keeps etcd's quorum cannot be told",
         )
@@ -278,7 +316,7 @@ def quorum_rule(
     if stacked_etcd and initialized and target.etcd_voter and not quorum_kept_without(voters, target.name):
         return RemediationDecision(
             False,
-            "EtcdQuorumAtRisk",
+            REASON_ETCD_QUORUM_AT_RISK,
             f"Removing the etcd member of {target.name} would leave too few healthy voters for quorum; "
             "repair the other unhealthy member(s) first",
         )
@@ -290,7 +328,7 @@ def resumed_decision(target: MachineInfo, last_retry_count: int) -> RemediationD
     was recorded, so it keeps that record's count."""
     return RemediationDecision(
         True,
-        "Remediating",
+        REASON_REMEDIATING,
         f"Replacing unhealthy Machine {target.name} (its remediation was recorded but the Machine "
         "not yet deleted)",
         retry_count=last_retry_count,
@@ -319,12 +357,12 @@ def retry_rule(
     refuses when the carried count has reached maxRetry, which is our count + 1 exceeding it.
     """
     if lineage is None or now - lineage.timestamp >= parse_duration(min_healthy_period or "1h"):
-        return RemediationDecision(True, "Remediating", f"Replacing unhealthy Machine {target.name}")
+        return RemediationDecision(True, REASON_REMEDIATING, f"Replacing unhealthy Machine {target.name}")
     retry_count = lineage.retry_count + 1
     if max_retry is not None and retry_count > max_retry:
         return RemediationDecision(
             False,
-            "MaxRetryReached",
+            REASON_MAX_RETRY_REACHED,
             f"Machine {target.name}, which replaced remediated Machine {lineage.machine}, failed within "
             f"minHealthyPeriod after {lineage.retry_count} remediation retry(ies) of that Machine "
             f"(maxRetry {max_retry}); find the cause, then delete the Machine by hand",
@@ -335,7 +373,7 @@ def retry_rule(
     if wait > timedelta(0):
         return RemediationDecision(
             False,
-            "WaitingForRetryPeriod",
+            REASON_WAITING_FOR_RETRY_PERIOD,
             f"Remediation of {target.name} waits for retryPeriod ({retry_period}) after that of "
             f"{lineage.machine}, which it replaced",
             retry_count=retry_count,
@@ -343,7 +381,7 @@ def retry_rule(
         )
     return RemediationDecision(
         True,
-        "Remediating",
+        REASON_REMEDIATING,
         f"Replacing unhealthy Machine {target.name} (retry {retry_count} after {lineage.machine})",
         retry_count=retry_count,
     )

@@ -10,6 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from api.controlplane_reasons import (
+    REASON_REBALANCING,
+    REASON_REPLACING_OUTDATED,
+    REASON_WAITING_FOR_MANUAL_DELETION,
+)
 from api.quorum import MIN_REPLICAS_FOR_NO_SURGE
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.placement import choose_failure_domain, is_imbalanced, select_for_scale_in
@@ -54,7 +59,7 @@ def on_delete_step(active: Sequence[MachineInfo]) -> Step:
         return UP_TO_DATE
     return Step(
         "none",
-        "WaitingForManualDeletion",
+        REASON_WAITING_FOR_MANUAL_DELETION,
         f"{len(outdated)} outdated Machine(s) ({', '.join(sorted(m.name for m in outdated))}); "
         "strategy OnDelete replaces a Machine only once you delete it",
         needs_preflight=False,
@@ -79,7 +84,7 @@ def replace_outdated_step(
     if surge == 0:
         return Step(
             "delete",
-            "ReplacingOutdated",
+            REASON_REPLACING_OUTDATED,
             replacing("outdated", victim.name, victim.failure_domain, None, "deleting it first (maxSurge 0)"),
             machine=victim.name,
         )
@@ -87,7 +92,7 @@ def replace_outdated_step(
     domain = choose_failure_domain(domains, staying, prefer=[victim.failure_domain])
     return Step(
         "create",
-        "ReplacingOutdated",
+        REASON_REPLACING_OUTDATED,
         replacing("outdated", victim.name, victim.failure_domain, domain, "creating its replacement"),
         domain=domain,
         machine=victim.name,
@@ -110,14 +115,14 @@ def rebalance_step(surge: int, domains: Sequence[str], active: Sequence[MachineI
         assert victim is not None
         return Step(
             "delete",
-            "Rebalancing",
+            REASON_REBALANCING,
             f"Failure domains are uneven: deleting Machine {victim.name} from {victim.failure_domain}",
             machine=victim.name,
         )
     domain = choose_failure_domain(domains, active)
     return Step(
         "create",
-        "Rebalancing",
+        REASON_REBALANCING,
         f"Failure domains are uneven: creating a Machine in {domain}",
         domain=domain,
     )

@@ -13,6 +13,24 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from api.controlplane import ControlPlaneSpec
+from api.controlplane_reasons import (
+    CHECK_ETCD_MEMBER_LISTS_AGREE,
+    CHECK_ETCD_MEMBERS_MATCH,
+    CHECK_ETCD_NO_ALARMS,
+    CHECK_ETCD_NO_PENDING_LEARNER,
+    CHECK_ETCD_REACHABLE,
+    CHECK_ETCD_VOTERS_REACHABLE,
+    CHECK_MACHINES_READY,
+    REASON_HELD_BY_CONFIGURATION,
+    REASON_REMEDIATING,
+    REASON_REMOVING_MEMBER,
+    REASON_REPLACING_DELETED,
+    REASON_REPLACING_OUTDATED,
+    REASON_SCALING_DOWN,
+    REASON_SCALING_UP,
+    REASON_WAITING_FOR_DELETION,
+    REASON_WAITING_FOR_LEARNER,
+)
 from api.failuredomains import domain_names
 from api.quorum import quorum_kept_without
 from controllers.controlplane.machines import EtcdFacts, MachineInfo, machine_voters
@@ -20,14 +38,6 @@ from controllers.controlplane.placement import choose_failure_domain, select_for
 from controllers.controlplane.rollout import rollout_step
 from controllers.controlplane.step import Step, in_domain, replacing
 
-# Preflight check names (also the ``check`` label of cpo_controlplane_preflight_failures_total).
-CHECK_MACHINES_READY: Final = "MachineNodesReady"
-CHECK_ETCD_REACHABLE: Final = "EtcdReachable"
-CHECK_ETCD_MEMBERS_MATCH: Final = "EtcdMembersMatchMachines"
-CHECK_ETCD_MEMBER_LISTS_AGREE: Final = "EtcdMemberListsAgree"
-CHECK_ETCD_NO_ALARMS: Final = "EtcdNoAlarms"
-CHECK_ETCD_VOTERS_REACHABLE: Final = "EtcdVotersHealthy"
-CHECK_ETCD_NO_PENDING_LEARNER: Final = "EtcdNoPendingLearner"
 PREFLIGHT_CHECKS: Final = (
     CHECK_MACHINES_READY,
     CHECK_ETCD_REACHABLE,
@@ -37,6 +47,7 @@ PREFLIGHT_CHECKS: Final = (
     CHECK_ETCD_VOTERS_REACHABLE,
     CHECK_ETCD_NO_PENDING_LEARNER,
 )
+"""The checks :func:`preflight` runs (their names are in :mod:`api.controlplane_reasons`)."""
 
 
 # ---------------------------------------------------------------------------------------------- next step
@@ -114,7 +125,7 @@ def held_by_configuration_step(misconfigured: Sequence[str], held: Step) -> Step
         return held
     return Step(
         "wait",
-        "HeldByConfiguration",
+        REASON_HELD_BY_CONFIGURATION,
         "Held until the configuration problem is fixed (see Degraded): "
         + ", ".join(sorted(misconfigured))
         + f"; then: {held.message}",
@@ -142,7 +153,7 @@ def scale_up_step(
         names = ", ".join(m.name for m in deleting)
         return Step(
             "wait",
-            "WaitingForDeletion",
+            REASON_WAITING_FOR_DELETION,
             f"Waiting for Machine(s) {names} to be deleted before creating more (at most "
             f"{replicas + 1} Machines)",
         )
@@ -151,7 +162,7 @@ def scale_up_step(
         return replacement_step(deleting[0], domain)
     return Step(
         "create",
-        "ScalingUp",
+        REASON_SCALING_UP,
         f"Scaling up from {len(active)} to {replicas} replica(s): creating a Machine"
         + in_domain(domain, " in "),
         domain=domain,
@@ -182,7 +193,7 @@ def stalled_replacement_step(active: Sequence[MachineInfo], deleting: Sequence[M
     held = ", ".join(m.name for m in deleting)
     return Step(
         "delete",
-        "ReplacingOutdated",
+        REASON_REPLACING_OUTDATED,
         f"Replacing outdated Machine {victim.name}: deleting it, since it never became an etcd voter "
         f"and the deletion of {held} waits for a replacement that votes",
         machine=victim.name,
@@ -194,11 +205,11 @@ def replacement_step(gone: MachineInfo, domain: str | None) -> Step:
     why it goes: ``ReplacingOutdated`` (a maxSurge-0 rollout), ``Remediating`` (the health check
     marked it), else ``ReplacingDeleted`` (someone deleted it)."""
     if gone.outdated:
-        reason, kind = "ReplacingOutdated", "outdated"
+        reason, kind = REASON_REPLACING_OUTDATED, "outdated"
     elif gone.marked_unhealthy:
-        reason, kind = "Remediating", "unhealthy"
+        reason, kind = REASON_REMEDIATING, "unhealthy"
     else:
-        reason, kind = "ReplacingDeleted", "deleted"
+        reason, kind = REASON_REPLACING_DELETED, "deleted"
     return Step(
         "create",
         reason,
@@ -222,7 +233,7 @@ def wait_for_deletion_step(deleting: Sequence[MachineInfo], active: Sequence[Mac
     if learners:
         return Step(
             "wait",
-            "WaitingForLearner",
+            REASON_WAITING_FOR_LEARNER,
             f"Machine(s) {', '.join(learners)}: etcd learner not promoted yet; the member of Machine(s) "
             f"{names} is removed once it votes",
             needs_preflight=False,
@@ -230,14 +241,13 @@ def wait_for_deletion_step(deleting: Sequence[MachineInfo], active: Sequence[Mac
     if any(m.has_etcd_member for m in deleting):
         return Step(
             "wait",
-            "RemovingMember",
+            REASON_REMOVING_MEMBER,
             f"Machine(s) {names} being deleted: waiting for the removal of its etcd member "
             "(the etcd-quorum hook holds the deletion until it is safe)",
             needs_preflight=False,
         )
-    return Step(
-        "wait", "WaitingForDeletion", f"Waiting for Machine(s) {names} to be deleted", needs_preflight=False
-    )
+    message = f"Waiting for Machine(s) {names} to be deleted"
+    return Step("wait", REASON_WAITING_FOR_DELETION, message, needs_preflight=False)
 
 
 def scale_down_step(replicas: int, active: Sequence[MachineInfo]) -> Step:
@@ -252,13 +262,13 @@ def scale_down_step(replicas: int, active: Sequence[MachineInfo]) -> Step:
         action = f"deleting it ({len(active)} Machines for {replicas} replica(s): its replacement is in)"
         return Step(
             "delete",
-            "ReplacingOutdated",
+            REASON_REPLACING_OUTDATED,
             replacing("outdated", victim.name, victim.failure_domain, None, action),
             machine=victim.name,
         )
     return Step(
         "delete",
-        "ScalingDown",
+        REASON_SCALING_DOWN,
         f"Scaling down from {len(active)} to {replicas} replica(s): deleting Machine {victim.name}"
         + in_domain(victim.failure_domain, " in "),
         machine=victim.name,
@@ -400,11 +410,8 @@ def etcd_preflight(
         return [PreflightFailure(CHECK_ETCD_REACHABLE, f"cannot read the etcd member list: {etcd.error}")]
     failures = members_match_preflight(etcd, hosting_etcd, removing)
     if etcd.disagreeing:
-        failures.append(
-            PreflightFailure(
-                CHECK_ETCD_MEMBER_LISTS_AGREE, f"member list differs at {', '.join(etcd.disagreeing)}"
-            )
-        )
+        differs = f"member list differs at {', '.join(etcd.disagreeing)}"
+        failures.append(PreflightFailure(CHECK_ETCD_MEMBER_LISTS_AGREE, differs))
     if etcd.alarms:
         failures.append(PreflightFailure(CHECK_ETCD_NO_ALARMS, f"active alarm(s): {', '.join(etcd.alarms)}"))
     failures.extend(voters_healthy_preflight(etcd, machines, removing))

@@ -31,6 +31,18 @@ from api.controlplane import (
     CONDITION_REMEDIATING,
     Phase,
 )
+from api.controlplane_reasons import (
+    REASON_AS_EXPECTED,
+    REASON_ETCD_QUORUM_LOST,
+    REASON_MACHINE_FAILED,
+    REASON_MACHINES_ALREADY_OWNED,
+    REASON_MACHINES_NOT_READY,
+    REASON_MISSING_REPLICAS,
+    REASON_NO_MACHINE_AVAILABLE,
+    REASON_PAUSED,
+    REASON_REMEDIATING,
+    REASON_UNMANAGED_NODES,
+)
 from api.quorum import quorum as quorum_of
 from controllers.common import format_time, now
 from controllers.conditions import condition, set_conditions
@@ -160,7 +172,7 @@ def failure_of(inputs: StatusInputs) -> tuple[str, str] | None:
     if not failed:
         return None
     return (
-        "MachineFailed",
+        REASON_MACHINE_FAILED,
         f"Machine(s) {', '.join(failed)} Failed; see their status.errorMessage, fix the cause and "
         "delete them to get replacements",
     )
@@ -241,15 +253,15 @@ def available_condition(inputs: StatusInputs) -> JSON:
         quorum, etcd = True, "external etcd, not checked" if inputs.machines else "no etcd yet"
     summary = f"{etcd}; {serving}"
     if not quorum:
-        return _condition(CONDITION_AVAILABLE, False, "EtcdQuorumLost", summary)
+        return _condition(CONDITION_AVAILABLE, False, REASON_ETCD_QUORUM_LOST, summary)
     if available == 0:
-        return _condition(CONDITION_AVAILABLE, False, "NoMachineAvailable", summary)
+        return _condition(CONDITION_AVAILABLE, False, REASON_NO_MACHINE_AVAILABLE, summary)
     if inputs.missing == 0:
-        return _condition(CONDITION_AVAILABLE, True, "AsExpected", summary)
+        return _condition(CONDITION_AVAILABLE, True, REASON_AS_EXPECTED, summary)
     return _condition(
         CONDITION_AVAILABLE,
         True,
-        "MissingReplicas",
+        REASON_MISSING_REPLICAS,
         f"Missing {inputs.missing} available replica(s); {summary}",
     )
 
@@ -274,12 +286,12 @@ def progressing_condition(inputs: StatusInputs) -> JSON:
         return _condition(
             CONDITION_PROGRESSING,
             False,
-            "Paused",
+            REASON_PAUSED,
             f"spec.paused is true: no Machine is created or deleted{then}",
         )
     decision = inputs.remediation
     if decision is not None and decision.allowed:
-        return _condition(CONDITION_PROGRESSING, True, "Remediating", decision.message)
+        return _condition(CONDITION_PROGRESSING, True, REASON_REMEDIATING, decision.message)
     if inputs.preflight_failures:
         return _condition(
             CONDITION_PROGRESSING, True, *blocked_progress(inputs.preflight_failures, inputs.machines, step)
@@ -353,14 +365,17 @@ def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) ->
     if inputs.owned_by_others:
         problems.append(
             (
-                "MachinesAlreadyOwned",
+                REASON_MACHINES_ALREADY_OWNED,
                 f"Machine(s) {', '.join(inputs.owned_by_others)} match spec.selector but another controller "
                 "owns them; they are left alone",
             )
         )
     if inputs.unmanaged_nodes:
         problems.append(
-            ("UnmanagedNodes", f"control-plane Node(s) {', '.join(inputs.unmanaged_nodes)} have no Machine")
+            (
+                REASON_UNMANAGED_NODES,
+                f"control-plane Node(s) {', '.join(inputs.unmanaged_nodes)} have no Machine",
+            )
         )
     unready = unready_beyond_grace(inputs.replicas, inputs.machines, now=inputs.at)
     if unready:
@@ -368,13 +383,13 @@ def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) ->
         since = ", ".join(f"{m.name} since {format_time(m.not_ready_since or m.created)}" for m in unready)
         problems.append(
             (
-                "MachinesNotReady",
+                REASON_MACHINES_NOT_READY,
                 f"{ready} of {inputs.replicas} Machine(s) ready for more than {NOT_READY_GRACE}; "
                 f"not ready: {since}",
             )
         )
     if not problems:
-        return _condition(CONDITION_DEGRADED, False, "AsExpected", "")
+        return _condition(CONDITION_DEGRADED, False, REASON_AS_EXPECTED, "")
     return _condition(CONDITION_DEGRADED, True, problems[0][0], "; ".join(message for _, message in problems))
 
 
@@ -382,10 +397,9 @@ def machines_ready_condition(inputs: StatusInputs) -> JSON:
     """``MachinesReady``: every Machine not being deleted is Running with a Ready Node."""
     not_ready = sorted(m.name for m in inputs.active if not m.ready)
     if not not_ready:
-        return _condition(CONDITION_MACHINES_READY, True, "AsExpected", "")
-    return _condition(
-        CONDITION_MACHINES_READY, False, "MachinesNotReady", f"Machine(s) {', '.join(not_ready)} not ready"
-    )
+        return _condition(CONDITION_MACHINES_READY, True, REASON_AS_EXPECTED, "")
+    message = f"Machine(s) {', '.join(not_ready)} not ready"
+    return _condition(CONDITION_MACHINES_READY, False, REASON_MACHINES_NOT_READY, message)
 
 
 def remediating_condition(inputs: StatusInputs, remediating: bool) -> JSON:
@@ -395,8 +409,8 @@ def remediating_condition(inputs: StatusInputs, remediating: bool) -> JSON:
     if remediating:
         message = decision.message if decision and decision.allowed else ""
         return _condition(
-            CONDITION_REMEDIATING, True, "Remediating", message or "Replacing an unhealthy Machine"
+            CONDITION_REMEDIATING, True, REASON_REMEDIATING, message or "Replacing an unhealthy Machine"
         )
     if decision is not None:
         return _condition(CONDITION_REMEDIATING, False, decision.reason, decision.message)
-    return _condition(CONDITION_REMEDIATING, False, "AsExpected", "")
+    return _condition(CONDITION_REMEDIATING, False, REASON_AS_EXPECTED, "")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from api.controlplane_reasons import REASON_UP_TO_DATE
+
 
 @dataclass(frozen=True)
 class Step:
@@ -24,7 +26,7 @@ class Step:
     """A create or delete starts only after :func:`~controllers.controlplane.scale.preflight` passes."""
 
 
-UP_TO_DATE = Step("none", "UpToDate", "All Machines are up to date", needs_preflight=False)
+UP_TO_DATE = Step("none", REASON_UP_TO_DATE, "All Machines are up to date", needs_preflight=False)
 """Nothing to do: the count is right and every Machine is up to date and well spread."""
 
 

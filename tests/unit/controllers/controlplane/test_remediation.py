@@ -53,6 +53,13 @@ HEALTHY = [m("m2"), m("m3")]
 @pytest.mark.parametrize(
     ("machines", "kw", "allowed", "reason"),
     [
+        pytest.param(
+            [SICK, *HEALTHY],
+            {"paused": True},
+            False,
+            "Paused",
+            id="when the ControlPlane is paused it defers every remediation",
+        ),
         ([SICK, *HEALTHY], {}, True, "Remediating"),
         ([SICK], {}, False, "CannotRemediateLastMachine"),
         ([SICK], {"initialized": False}, True, "Remediating"),
