@@ -53,13 +53,7 @@ HEALTHY = [m("m2"), m("m3")]
 @pytest.mark.parametrize(
     ("machines", "kw", "allowed", "reason"),
     [
-        pytest.param(
-            [SICK, *HEALTHY],
-            {"paused": True},
-            False,
-            "Paused",
-            id="when the ControlPlane is paused it defers every remediation",
-        ),
+        ([SICK, *HEALTHY], {"paused": True}, False, "Paused"),
         ([SICK, *HEALTHY], {}, True, "Remediating"),
         ([SICK], {}, False, "CannotRemediateLastMachine"),
         ([SICK], {"initialized": False}, True, "Remediating"),
@@ -126,6 +120,7 @@ HEALTHY = [m("m2"), m("m3")]
         ),
     ],
     ids=[
+        "when the ControlPlane is paused it defers every remediation",
         "with two healthy Machines beside it the target is remediated",
         "the last Machine is never remediated",
         "before the control plane is initialized even the last Machine is remediated",
