@@ -109,6 +109,9 @@ REASON_MACHINES_ALREADY_OWNED: Final = "MachinesAlreadyOwned"
 """Machines the selector matches are owned by another controller; they are left alone."""
 REASON_UNMANAGED_NODES: Final = "UnmanagedNodes"
 """Control-plane Nodes have no Machine."""
+REASON_MACHINE_NOT_WATCHED: Final = "MachineNotWatched"
+"""Machines the ControlPlane controls lost the control-plane role label, so the operator cannot
+see them (also the Warning Event saying so)."""
 REASON_MACHINES_NOT_READY: Final = "MachinesNotReady"
 """Fewer Machines ready than ``spec.replicas`` beyond the grace (also MachinesReady False: any unready)."""
 

@@ -219,19 +219,32 @@ Use it in a manager of your own::
 
     setup_with_manager(manager, ControlPlaneOptions(resync_period=30))
 
-The modules, along KubeadmControlPlane's lines: the pure decisions in
-:mod:`~controllers.controlplane.machines` (the facts and ownership),
-:mod:`~controllers.controlplane.placement` (failure domains, the desired Machine, its spec hash,
-outdated, scale-in choice), :mod:`~controllers.controlplane.scale` (the next step and the
-preflight), :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation`
-and :mod:`~controllers.controlplane.status` (one function per condition),
-:mod:`~controllers.controlplane.inactive` (``spec.state``), :mod:`~controllers.controlplane.plan`
-(the plan's reasons, ``status.etcd``, the Event per decision); the etcd reads in
-:mod:`~controllers.controlplane.etcdview`; gather → decide → act → report in
-:mod:`~controllers.controlplane.reconciler`, with :mod:`~controllers.controlplane.healthcheck`
-(the owned MachineHealthCheck) and :mod:`~controllers.controlplane.release` (the finalizer);
-:mod:`~controllers.controlplane.options`, :mod:`~controllers.controlplane.metrics`, and the
-watches in :mod:`~controllers.controlplane.wiring`.
+The modules, along KubeadmControlPlane's lines (gather → decide → act → report):
+
+============================  =============================================================
+:mod:`.reconciler`            the controller: one pass, at most one create or delete
+:mod:`.facts`                 gather: owned Machines (adopting), Nodes, etcd, unwatched
+:mod:`.machines`              the row each rule reads of a Machine, and ownership
+:mod:`.etcdview`              the etcd members seen from the Machines, leadership moves
+:mod:`.unwatched`             Machines it controls that lost the control-plane role label
+:mod:`.placement`             failure domains, the desired Machine, its spec hash, outdated
+:mod:`.scale`                 the next step and the preflight checks
+:mod:`.rollout`               replacing outdated Machines, rebalancing, OnDelete
+:mod:`.step`                  the step value every decision returns
+:mod:`.remediation`           which marked Machine is replaced, and whether now
+:mod:`.remediation_record`    a remediation's record, so a crash is finished later
+:mod:`.healthcheck`           the MachineHealthCheck the ControlPlane owns
+:mod:`.inactive`              ``spec.state: Inactive``
+:mod:`.status`                the status: counts, phase, one function per condition
+:mod:`.plan`                  the plan's reasons, ``status.etcd``, the Event per decision
+:mod:`.machine_conditions`    ``UpToDate`` and ``OwnerRemediated`` on each Machine
+:mod:`.release`               the finalizer: releasing the Machines
+:mod:`.expectations`          creates and deletes not yet seen in the cache
+:mod:`.requeue`               when to look again
+:mod:`.options`               the options, their defaults resolved in one place
+:mod:`.metrics`               ``cpo_controlplane_*``
+:mod:`.wiring`                the watches, and ``setup_with_manager``
+============================  =============================================================
 """
 
 from api.failuredomains import FAILURE_DOMAIN_LABEL

@@ -3,8 +3,9 @@
 One reconcile does at most one create or one delete (plus adoption, the owned
 MachineHealthCheck and the status), so every step is re-decided from fresh facts:
 
-1. **gather** (:meth:`ControlPlaneReconciler._gather`): owned Machines (adopting the adoptable),
-   Nodes, the etcd members, as :class:`~controllers.controlplane.machines.MachineInfo` values;
+1. **gather** (:func:`~controllers.controlplane.facts.gather`): owned Machines (adopting the
+   adoptable), Nodes, the etcd members, as :class:`~controllers.controlplane.machines.MachineInfo`
+   values, and the Machines it controls but cannot see (:mod:`~controllers.controlplane.unwatched`);
 2. **remediate** (:meth:`ControlPlaneReconciler._remediate`): replace the Machine the health
    check marked, when :func:`~controllers.controlplane.remediation.remediation_decision` allows;
 3. **scale or roll out** (:meth:`ControlPlaneReconciler._scale_or_roll_out`), unless a
@@ -29,47 +30,41 @@ Wired into a manager by :func:`controllers.controlplane.wiring.setup_with_manage
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from api.controlplane import API_VERSION as CP_API_VERSION
-from api.controlplane import CONDITION_PROGRESSING, ControlPlane, ControlPlaneSpec
+from api.controlplane import CONDITION_PROGRESSING, ControlPlane
 from api.controlplane import KIND as CP_KIND
 from api.controlplane_reasons import (
     REASON_MACHINE_ADOPTED,
     REASON_MACHINE_CREATED,
     REASON_MACHINE_DELETED,
+    REASON_MACHINE_NOT_WATCHED,
     REASON_MACHINE_REMEDIATED,
     REASON_REMEDIATING,
 )
-from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.selector import selector_string
-from controllers.common import now, parse_time
+from controllers.common import now
 from controllers.conditions import find_condition
 from controllers.controlplane import remediation_record as records
-from controllers.controlplane.etcdview import EtcdView, forward_leadership, read_etcd_view
+from controllers.controlplane.etcdview import forward_leadership
 from controllers.controlplane.expectations import Expectations
+from controllers.controlplane.facts import Facts, gather
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.inactive import is_inactive
 from controllers.controlplane.machine_conditions import write_conditions
 from controllers.controlplane.machines import (
-    DELETE_MACHINE_ANNOTATION,
     MachineInfo,
-    classify_machines,
     controller_ref,
-    is_unmanaged_node,
     machine_name,
-    marked_for_remediation,
-    node_ready,
-    not_ready_since,
 )
 from controllers.controlplane.metrics import OPERATIONS, PREFLIGHT_FAILURES, label, observe_replicas
 from controllers.controlplane.options import ResolvedControlPlaneOptions
 from controllers.controlplane.placement import (
-    is_outdated,
     new_machine,
     seconds_until_rollout_after,
 )
@@ -86,6 +81,7 @@ from controllers.controlplane.status import (
     status_unchanged,
 )
 from controllers.controlplane.step import Step
+from controllers.controlplane.unwatched import unwatched_message, unwatched_news
 from controllers.etcd.pool import EtcdClientPool
 from runtime.cache import Cache
 from runtime.client import JSON, Client
@@ -95,18 +91,6 @@ from runtime.log import get_logger
 from runtime.reconcile import Request, Result, TerminalError
 
 _log = get_logger("controllers.controlplane")
-
-
-@dataclass
-class _Facts:
-    cp: JSON
-    spec: ControlPlaneSpec
-    owned: list[JSON]
-    infos: list[MachineInfo]
-    owned_by_others: list[str]
-    unmanaged_nodes: list[str]
-    etcd: EtcdView | None
-    marked: list[MachineInfo] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -181,79 +165,21 @@ class ControlPlaneReconciler:
             raise TerminalError(f"ControlPlane {request} does not parse: {err}") from err
         if not has_finalizer(cp):
             cp = await add_finalizer(self.client, cp)
-        facts = await self._gather(cp, spec)
+        facts = await gather(self.cache, self.client, self.etcd_clients, cp, spec, self._adopt)
         if is_inactive(spec):
             return await self._observe(facts)
         await sync_mhc(self.client, self.cache, cp, spec, facts.infos, self._event)
         return await self._act(facts)
 
-    # ------------------------------------------------------------------------------ facts
-
-    async def _gather(self, cp: JSON, spec: ControlPlaneSpec) -> _Facts:
-        namespace = cp["metadata"]["namespace"]
-        machines = await self.cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace)
-        ownership = classify_machines(cp["metadata"]["uid"], spec.selector.to_dict(), machines)
-        owned = list(ownership.owned)
-        for machine in ownership.adoptable:
-            # Inactive: counted as the Machines it would adopt, and left untouched.
-            adopted = machine if is_inactive(spec) else await self._adopt(cp, machine)
-            if adopted is not None:
-                owned.append(adopted)
-        nodes = await self.cache.list("v1", "Node")
-        by_name = {node["metadata"]["name"]: node for node in nodes}
-        known = {f"{namespace}/{m['metadata']['name']}" for m in machines}
-        unmanaged = sorted(
-            node["metadata"]["name"] for node in nodes if is_unmanaged_node(node, namespace, known)
-        )
-        deleting = {m["metadata"]["name"] for m in owned if m["metadata"].get("deletionTimestamp")}
-        view = await read_etcd_view(self.etcd_clients, cp, spec, owned, deleting)
-        infos = [self._info(spec, machine, by_name, view) for machine in owned]
-        return _Facts(
-            cp=cp,
-            spec=spec,
-            owned=owned,
-            infos=infos,
-            owned_by_others=sorted(m["metadata"]["name"] for m in ownership.owned_by_others),
-            unmanaged_nodes=unmanaged,
-            etcd=view,
-            marked=[info for info in infos if info.marked_unhealthy and not info.deleting],
-        )
-
-    @staticmethod
-    def _info(
-        spec: ControlPlaneSpec, machine: JSON, nodes: Mapping[str, JSON], view: EtcdView | None
-    ) -> MachineInfo:
-        metadata = machine["metadata"]
-        name = metadata["name"]
-        status = machine.get("status") or {}
-        node = nodes.get((status.get("nodeRef") or {}).get("name") or "")
-        created = parse_time(metadata.get("creationTimestamp")) or now()
-        return MachineInfo(
-            name=name,
-            created=created,
-            failure_domain=machine_domain(spec, machine),
-            outdated=is_outdated(spec, machine, now=now()) is not None,
-            deleting=bool(metadata.get("deletionTimestamp")),
-            delete_annotation=DELETE_MACHINE_ANNOTATION in (metadata.get("annotations") or {}),
-            phase=status.get("phase"),
-            node_ready=node_ready(node),
-            has_node=node is not None,
-            not_ready_since=not_ready_since(node),
-            marked_unhealthy=marked_for_remediation(machine),
-            etcd_voter=view is None or name in view.voters,
-            etcd_healthy=view is None or name in view.healthy,
-            etcd_learner=view is not None and name in view.with_member and name not in view.voters,
-        )
-
     # ------------------------------------------------------------------------------ decide and act
 
-    async def _observe(self, facts: _Facts) -> Result:
+    async def _observe(self, facts: Facts) -> Result:
         """spec.state Inactive: write the status, saying the step it would take, and nothing else."""
-        step = planned_step(facts.spec, facts.infos, [*facts.owned_by_others, *facts.unmanaged_nodes])
+        step = planned_step(facts.spec, facts.infos, facts.misconfigured)
         await self._report(facts, _Remediation(False), _Scaling(step))
         return Result(requeue_after=self.options.resync_period)
 
-    async def _act(self, facts: _Facts) -> Result:
+    async def _act(self, facts: Facts) -> Result:
         """Remediate, else scale or roll out; then report. At most one create or delete."""
         key = (facts.cp["metadata"]["namespace"], facts.cp["metadata"]["name"])
         if not self._expectations.caught_up(key, facts.infos):
@@ -272,7 +198,7 @@ class ControlPlaneReconciler:
             degraded_in=seconds_until_degraded(facts.spec.replicas, facts.infos, now=now()),
         )
 
-    async def _remediate(self, facts: _Facts, key: tuple[str, str]) -> _Remediation:
+    async def _remediate(self, facts: Facts, key: tuple[str, str]) -> _Remediation:
         """Delete the marked Machine :func:`~controllers.controlplane.remediation.pick_target`
         chooses (or the one a remediation recorded before a crash names), when the remediation
         rules allow it, after moving etcd leadership off it.
@@ -312,7 +238,7 @@ class ControlPlaneReconciler:
 
     @staticmethod
     def _remediation_decision(
-        facts: _Facts,
+        facts: Facts,
         target: MachineInfo,
         last_machine: str | None,
         resumed: records.RemediationRecord | None,
@@ -336,10 +262,10 @@ class ControlPlaneReconciler:
             paused=spec.paused,
         )
 
-    async def _scale_or_roll_out(self, facts: _Facts, key: tuple[str, str]) -> _Scaling:
+    async def _scale_or_roll_out(self, facts: Facts, key: tuple[str, str]) -> _Scaling:
         """Take the :func:`~controllers.controlplane.scale.next_step` once the preflight passes."""
         spec = facts.spec
-        step = planned_step(spec, facts.infos, [*facts.owned_by_others, *facts.unmanaged_nodes])
+        step = planned_step(spec, facts.infos, facts.misconfigured)
         if spec.paused:
             return _Scaling(step, result=Result())
         if step.action == "wait":
@@ -354,7 +280,7 @@ class ControlPlaneReconciler:
         return _Scaling(step, result=Result(requeue_after=self.options.wait_period))
 
     @staticmethod
-    def _preflight(facts: _Facts, step: Step) -> list[PreflightFailure]:
+    def _preflight(facts: Facts, step: Step) -> list[PreflightFailure]:
         hosting = sorted(
             (facts.etcd.with_member if facts.etcd else set())
             | {i.name for i in facts.infos if not i.deleting and i.running}
@@ -362,7 +288,7 @@ class ControlPlaneReconciler:
         etcd = facts.etcd.facts if facts.etcd is not None else None
         return preflight(facts.infos, etcd, hosting_etcd=hosting, desired=facts.spec.replicas, step=step)
 
-    async def _take(self, facts: _Facts, key: tuple[str, str], step: Step) -> None:
+    async def _take(self, facts: Facts, key: tuple[str, str], step: Step) -> None:
         """Carry out a create or delete step (a delete moves etcd leadership off the Machine first)."""
         cp = facts.cp
         if step.action == "create":
@@ -373,7 +299,7 @@ class ControlPlaneReconciler:
         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
         self._expectations.expect(key, "delete", step.machine)
 
-    async def _report(self, facts: _Facts, remediation: _Remediation, scaling: _Scaling | None) -> None:
+    async def _report(self, facts: Facts, remediation: _Remediation, scaling: _Scaling | None) -> None:
         """Write the status computed from the facts and what this reconcile decided, and the metrics."""
         cp, spec = facts.cp, facts.spec
         status = compute_status(
@@ -388,6 +314,7 @@ class ControlPlaneReconciler:
                 inactive=is_inactive(spec),
                 owned_by_others=facts.owned_by_others,
                 unmanaged_nodes=facts.unmanaged_nodes,
+                unwatched=facts.unwatched,
                 etcd=facts.etcd,
                 remediation=remediation.decision,
                 remediating=remediation.in_progress,
@@ -398,6 +325,8 @@ class ControlPlaneReconciler:
             status["lastRemediation"] = remediation.recorded
         observe_replicas(cp, spec.replicas, facts.infos)
         stored = find_condition((cp.get("status") or {}).get("conditions") or [], CONDITION_PROGRESSING)
+        if unwatched_news(cp, facts.unwatched):
+            self._event(cp, "Warning", REASON_MACHINE_NOT_WATCHED, unwatched_message(facts.unwatched))
         if await self._write_status(cp, status):
             announce = decision_event(
                 stored, find_condition(status["conditions"], CONDITION_PROGRESSING) or {}
@@ -440,7 +369,7 @@ class ControlPlaneReconciler:
         self._event(cp, "Normal", REASON_MACHINE_ADOPTED, f"Adopted Machine {metadata['name']}")
         return adopted
 
-    async def _create_machine(self, facts: _Facts, step: Step) -> str:
+    async def _create_machine(self, facts: Facts, step: Step) -> str:
         """Create the Machine ``step`` asks for; it carries the record of a remediation awaiting
         its replacement, if one is."""
         cp, present = facts.cp, [i.name for i in facts.infos if not i.deleting]
@@ -454,7 +383,7 @@ class ControlPlaneReconciler:
         self._event(cp, "Normal", REASON_MACHINE_CREATED, f"Created Machine {name}: {step.message}")
         return name
 
-    async def _forward_leadership(self, facts: _Facts, name: str) -> None:
+    async def _forward_leadership(self, facts: Facts, name: str) -> None:
         """Move etcd leadership off ``name``'s member before its deletion
         (:func:`~controllers.controlplane.etcdview.forward_leadership`)."""
         pool, cp = self.etcd_clients, facts.cp

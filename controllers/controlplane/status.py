@@ -35,6 +35,7 @@ from api.controlplane_reasons import (
     REASON_AS_EXPECTED,
     REASON_ETCD_QUORUM_LOST,
     REASON_MACHINE_FAILED,
+    REASON_MACHINE_NOT_WATCHED,
     REASON_MACHINES_ALREADY_OWNED,
     REASON_MACHINES_NOT_READY,
     REASON_MISSING_REPLICAS,
@@ -53,6 +54,7 @@ from controllers.controlplane.plan import blocked_progress, etcd_status
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import PreflightFailure
 from controllers.controlplane.step import UP_TO_DATE, Step
+from controllers.controlplane.unwatched import unwatched_message
 from runtime.jsoncodec import JSON
 
 NOT_READY_GRACE: Final = timedelta(minutes=5)
@@ -81,6 +83,8 @@ class StatusInputs:
     deleting: bool = False
     owned_by_others: Sequence[str] = ()
     unmanaged_nodes: Sequence[str] = ()
+    unwatched: Sequence[str] = ()
+    """Machines it controls that lost the control-plane role label (:mod:`.unwatched`)."""
     remediation: RemediationDecision | None = None
     """The decision about the Machine marked unhealthy, when there is one."""
     remediating: bool = False
@@ -370,6 +374,8 @@ def degraded_condition(inputs: StatusInputs, failure: tuple[str, str] | None) ->
                 "owns them; they are left alone",
             )
         )
+    if inputs.unwatched:
+        problems.append((REASON_MACHINE_NOT_WATCHED, unwatched_message(inputs.unwatched)))
     if inputs.unmanaged_nodes:
         problems.append(
             (

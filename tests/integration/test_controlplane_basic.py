@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from api.controlplane import API_VERSION as CP_API_VERSION
+from api.controlplane_reasons import REASON_MACHINE_NOT_WATCHED
 from api.machine import API_VERSION
 from controllers.controlplane import FAILURE_DOMAIN_LABEL, FINALIZER, SPEC_HASH_ANNOTATION
 from controllers.etcd.client import EtcdClient
@@ -519,6 +520,79 @@ async def test_an_owned_machine_whose_selector_labels_were_edited_keeps_its_hook
             await settled(kube, name, namespace, 3, within=60)
             assert monitor.low("voters", since=since) >= 3, "a voter was removed before its replacement voted"
             assert monitor.peak("voters", since=since) <= 4
+            monitor.assert_never_lost_quorum(since=since)
+
+
+async def test_a_machine_that_lost_the_role_label_is_reported_and_nothing_replaces_it(
+    kube: Client, namespace: str, provider_state_dir: Path
+) -> None:
+    """A Machine the ControlPlane owns whose control-plane role label is removed leaves the
+    operator's cache: the ControlPlane counts one Machine fewer (``status.replicas`` 2 of 3), says
+    so in ``Degraded`` (reason ``MachineNotWatched``, naming the Machine and the label to put
+    back) and with a Warning Event, and creates no replacement while that Machine's member still
+    votes. Once the label is back, the Machine is counted again and ``Degraded`` clears. Over the
+    whole run voters stay 3 and quorum is never lost."""
+    name = f"cp{secrets.token_hex(3)}"
+    labels = {**MASTER_LABELS, "cluster": name}
+    async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
+        await kube.create(
+            controlplane(
+                name,
+                namespace,
+                replicas=3,
+                selector={"matchLabels": labels},
+                template={
+                    "metadata": {"labels": labels},
+                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+                },
+            )
+        )
+        async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
+            await settled(kube, name, namespace, 3, within=90)
+            since = monitor.mark()
+            unwatched = (await machines_of(kube, namespace))[0]["metadata"]["name"]
+            role_key = next(iter(MASTER_LABELS))
+            await kube.patch(
+                API_VERSION, "Machine", unwatched, {"metadata": {"labels": {role_key: None}}}, namespace
+            )
+
+            async def reported() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                degraded = cp_condition(cp, "Degraded")
+                return (
+                    degraded.get("status") == "True"
+                    and degraded.get("reason") == REASON_MACHINE_NOT_WATCHED
+                    and unwatched in str(degraded.get("message"))
+                    and role_key in str(degraded.get("message"))
+                    and ((cp or {}).get("status") or {}).get("replicas") == 2
+                )
+
+            await eventually(reported, timeout=30, message=f"the ControlPlane reports {unwatched} unwatched")
+            events = await events_for(kube, namespace, name)
+            assert any(
+                e.get("reason") == REASON_MACHINE_NOT_WATCHED and e.get("type") == "Warning" for e in events
+            )
+
+            async def three_machines() -> bool:
+                return len(await machines_of(kube, namespace)) == 3
+
+            await holds_for(three_machines, duration=5, message="no replacement for the unwatched Machine")
+            await kube.patch(
+                API_VERSION,
+                "Machine",
+                unwatched,
+                {"metadata": {"labels": {role_key: MASTER_LABELS[role_key]}}},
+                namespace,
+            )
+
+            async def cleared() -> bool:
+                cp = await get_cp(kube, name, namespace)
+                return cp_condition(cp, "Degraded").get("status") == "False"
+
+            await eventually(cleared, timeout=30, message="Degraded cleared once the label is back")
+            await settled(kube, name, namespace, 3, within=60)
+            assert monitor.low("voters", since=since) >= 3
+            assert monitor.peak("voters", since=since) <= 3, "a replacement joined for the unwatched Machine"
             monitor.assert_never_lost_quorum(since=since)
 
 

@@ -316,6 +316,13 @@ def test_degraded_keeps_configuration_problems_first_and_names_every_one() -> No
     assert all(text in degraded["message"] for text in ("theirs", "stray", "mc since"))
 
 
+def test_an_unwatched_machine_makes_the_controlplane_degraded_before_its_node_is_judged() -> None:
+    degraded = condition(ABC[:2], "Degraded", unwatched=["mc"], unmanaged_nodes=["stray"])
+    assert (degraded["status"], degraded["reason"]) == ("True", "MachineNotWatched")
+    assert degraded["message"].startswith("Machine(s) mc belong to this ControlPlane but lack label ")
+    assert "stray" in degraded["message"]
+
+
 def test_the_reconciler_wakes_when_the_first_grace_ends() -> None:
     """No watch event marks the end of a grace: the reconciler requeues for it, so Degraded
     turns True when the grace ends, not up to a resync period later."""

@@ -1,12 +1,12 @@
-"""What the ControlPlane reconciler reads of a Machine and its Node
-(controllers/controlplane/reconciler.py): when the Node stopped being Ready."""
+"""What the ControlPlane controller reads of a Machine and its Node
+(controllers/controlplane/facts.py): when the Node stopped being Ready."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from api.controlplane import ControlPlaneSpec
-from controllers.controlplane.reconciler import ControlPlaneReconciler
+from controllers.controlplane.facts import machine_info
 from controllers.controlplane.status import (
     unready_beyond_grace,
 )
@@ -14,7 +14,7 @@ from controllers.controlplane.status import (
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
-def test_the_reconciler_reads_when_a_machines_node_stopped_being_ready() -> None:
+def test_the_controller_reads_when_a_machines_node_stopped_being_ready() -> None:
     spec = ControlPlaneSpec.model_validate(
         {
             "replicas": 3,
@@ -30,9 +30,9 @@ def test_the_reconciler_reads_when_a_machines_node_stopped_being_ready() -> None
             "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T11:58:00Z"}]
         }
     }
-    info = ControlPlaneReconciler._info(spec, machine, {"node-a": node}, None)
+    info = machine_info(spec, machine, {"node-a": node}, None)
     assert not info.ready and info.not_ready_since == datetime(2026, 1, 1, 11, 58, tzinfo=UTC)
     assert [u.name for u in unready_beyond_grace(1, [info], now=NOW)] == []
     assert [u.name for u in unready_beyond_grace(1, [info], now=NOW + timedelta(minutes=3))] == ["ma"]
-    gone = ControlPlaneReconciler._info(spec, machine, {}, None)
+    gone = machine_info(spec, machine, {}, None)
     assert gone.not_ready_since is None and gone.created == datetime(2026, 1, 1, 10, tzinfo=UTC)
