@@ -51,6 +51,7 @@ def machine(
     deleting: bool = False,
     zone: str | None = None,
     zone_label: str | None = None,
+    referenced_by: str | None = None,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": name,
@@ -69,6 +70,16 @@ def machine(
                 "controller": True,
             }
         ]
+    if referenced_by is not None:
+        # An ownerReference that is not the controller's (a tool's, or one a release left).
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "controlplane.cpo.dev/v1alpha1",
+                "kind": "ControlPlane",
+                "name": "cp",
+                "uid": referenced_by,
+            }
+        ]
     if deleting:
         metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     value = {**TEMPLATE, **({"zone": zone} if zone else {})}
@@ -83,6 +94,7 @@ MACHINES = [
     machine("unowned-deleting", deleting=True, zone="us-1c"),
     machine("adopted-unlabelled-zone", zone_label="us-1c"),
     machine("worker", labels={"machine.openshift.io/cluster-api-machine-role": "worker"}),
+    machine("referenced-not-controlled", referenced_by=UID, zone="us-1c"),
 ]
 
 
@@ -94,7 +106,7 @@ def test_every_machine_the_controlplane_manages_or_adopts_is_guarded_by_the_hook
     ownership = classify_machines(UID, SPEC.selector.to_dict(), MACHINES)
     guarded = names(guarded_machines(CP, SPEC, MACHINES))
     assert names(ownership.owned) == {"owned", "owned-relabelled", "owned-deleting"}
-    assert names(ownership.adoptable) == {"adopted-unlabelled-zone"}
+    assert names(ownership.adoptable) == {"adopted-unlabelled-zone", "referenced-not-controlled"}
     # A Machine whose selector labels were edited is still scaled and rolled by the ControlPlane:
     # its member must be guarded like the others, or its deletion would lose it unguarded.
     assert names(ownership.owned) | names(ownership.adoptable) <= guarded
@@ -108,14 +120,15 @@ def test_the_webhook_counts_and_refuses_what_the_controller_would_adopt_and_repo
     counted = set(existing_machines(CP["spec"], MACHINES))
     # What an Active ControlPlane would adopt is counted; so is every matched Machine it owns.
     assert names(ownership.adoptable) <= counted
-    assert counted == {"owned", "theirs", "adopted-unlabelled-zone"}
+    assert counted == {"owned", "theirs", "adopted-unlabelled-zone", "referenced-not-controlled"}
     foreign = {name for name, _ in controlled_elsewhere(CP["spec"], MACHINES, UID)}
     assert foreign == names(ownership.owned_by_others) == {"theirs"}
 
 
 def test_a_release_drops_the_reference_of_every_owned_machine_whatever_its_labels() -> None:
     ownership = classify_machines(UID, SPEC.selector.to_dict(), MACHINES)
-    assert names(released_machines(CP, MACHINES)) == names(ownership.owned)
+    # Every reference to the ControlPlane goes with it, a controller's or not.
+    assert names(released_machines(CP, MACHINES)) == names(ownership.owned) | {"referenced-not-controlled"}
 
 
 @pytest.mark.parametrize(
