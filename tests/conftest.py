@@ -17,6 +17,9 @@ Fixtures
 ``kube``            the ``client`` fixture with ``machine_crds`` installed.
 ``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
                     session-end leak check; afterwards every member recorded there is killed.
+``signals_left_as_found``  autouse: a test that leaves the process's stop-signal handling changed
+                    (a disposition, the blocked mask, the wakeup fd) fails by its name, and the
+                    handling is put back, so a later test in the same worker does not inherit it.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any etcd process that a
 test started (:func:`providers.localmachine.etcd_process.spawned_processes`, plus the members recorded in the
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +52,32 @@ from tests.support.kubehttp import KubeHTTP
 
 # Fixtures whose values belong to the session loop: a test using any of them must run in that loop.
 SESSION_LOOP_FIXTURES = frozenset({"env", "namespace", "api_client"})
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _signal_handling() -> tuple[object, ...]:
+    """The process's handling of the stop signals: dispositions, the main thread's blocked mask,
+    and the wakeup fd (read by setting it back at once; no loop runs between tests)."""
+    wakeup = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(wakeup)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return (*(signal.getsignal(s) for s in STOP_SIGNALS), frozenset(blocked) & set(STOP_SIGNALS), wakeup)
+
+
+@pytest.fixture(autouse=True)
+def signals_left_as_found() -> Iterator[None]:
+    before = _signal_handling()
+    handlers = [signal.getsignal(s) for s in STOP_SIGNALS]
+    yield
+    after = _signal_handling()
+    if after != before:
+        for signum, handler in zip(STOP_SIGNALS, handlers, strict=True):
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        signal.set_wakeup_fd(before[-1])  # type: ignore[arg-type]
+        pytest.fail(f"the test left the stop-signal handling changed: {before} -> {after}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

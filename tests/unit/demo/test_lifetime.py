@@ -19,6 +19,7 @@ import pytest
 
 from demo.lifetime import (
     OWNER_ENV,
+    STOP_SIGNALS,
     WORLD_ENV,
     Stopped,
     StopSignals,
@@ -72,6 +73,22 @@ def a_process_that_ended() -> ProcessIdentity:
 # ---------------------------------------------------------------------------------------------- signals
 
 
+@pytest.fixture
+def stop_signals_by_default() -> Iterator[None]:
+    """The stop signals at their default dispositions, as in a process started from a terminal.
+
+    A shell without job control starts a background command with SIGINT ignored, and StopSignals
+    rightly keeps an inherited ignore (the test after these pins that): the scenarios here are about
+    a process that does get the signal, whoever launched the test run."""
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("stop_signals_by_default")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 async def test_each_stop_signal_cancels_the_work_under_way_and_gives_the_shell_exit_code(
     signum: signal.Signals,
@@ -84,12 +101,14 @@ async def test_each_stop_signal_cancels_the_work_under_way_and_gives_the_shell_e
             await work.wait()
 
         with pytest.raises(Stopped) as stopped:
-            await signals.interruptible(wait_and_signal())
+            # A deadline, so that a signal that never arrives fails the test instead of hanging it.
+            await asyncio.wait_for(signals.interruptible(wait_and_signal()), DEADLINE)
     assert stopped.value.signum == signum
     assert signals.exit_code == 128 + signum
     assert str(stopped.value) == f"stopped by {signum.name}"
 
 
+@pytest.mark.usefixtures("stop_signals_by_default")
 async def test_a_signal_outside_interruptible_work_is_kept_for_the_next_and_later_ones_are_ignored() -> None:
     with StopSignals() as signals:
         os.kill(os.getpid(), signal.SIGTERM)
