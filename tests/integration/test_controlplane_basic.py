@@ -457,6 +457,22 @@ async def test_adopted_machines_are_replaced_in_their_own_zones_after_a_template
             monitor.assert_never_lost_quorum()
 
 
+def selected_controlplane(name: str, namespace: str) -> JSON:
+    """3 replicas whose selector (and template) adds a label of their own to the role label, so
+    that a Machine's selector labels can be edited while it stays a control-plane Machine."""
+    labels = {**MASTER_LABELS, "cluster": name}
+    return controlplane(
+        name,
+        namespace,
+        replicas=3,
+        selector={"matchLabels": labels},
+        template={
+            "metadata": {"labels": labels},
+            "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+        },
+    )
+
+
 async def test_an_owned_machine_whose_selector_labels_were_edited_keeps_its_hook_and_its_member_goes_safely(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
@@ -466,20 +482,8 @@ async def test_an_owned_machine_whose_selector_labels_were_edited_keeps_its_hook
     its replacement votes. Over the whole run voters never drop below 3 once bootstrapped, never
     exceed 4, and quorum is never lost."""
     name = f"cp{secrets.token_hex(3)}"
-    labels = {**MASTER_LABELS, "cluster": name}
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
-        await kube.create(
-            controlplane(
-                name,
-                namespace,
-                replicas=3,
-                selector={"matchLabels": labels},
-                template={
-                    "metadata": {"labels": labels},
-                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
-                },
-            )
-        )
+        await kube.create(selected_controlplane(name, namespace))
         async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
             await settled(kube, name, namespace, 3, within=90)
             since = monitor.mark()
@@ -533,20 +537,8 @@ async def test_a_machine_that_lost_the_role_label_is_reported_and_nothing_replac
     votes. Once the label is back, the Machine is counted again and ``Degraded`` clears. Over the
     whole run voters stay 3 and quorum is never lost."""
     name = f"cp{secrets.token_hex(3)}"
-    labels = {**MASTER_LABELS, "cluster": name}
     async with running_controlplane(kube, namespace, provider_options(provider_state_dir), hooks=True):
-        await kube.create(
-            controlplane(
-                name,
-                namespace,
-                replicas=3,
-                selector={"matchLabels": labels},
-                template={
-                    "metadata": {"labels": labels},
-                    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
-                },
-            )
-        )
+        await kube.create(selected_controlplane(name, namespace))
         async with QuorumMonitor([await first_client_url(kube, namespace)]) as monitor:
             await settled(kube, name, namespace, 3, within=90)
             since = monitor.mark()

@@ -3,28 +3,15 @@ what etcd can lose plus the Machines in transition, and it takes the ControlPlan
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from api.controlplane import ControlPlane
 from controllers.controlplane.healthcheck import desired_mhc
 from controllers.controlplane.machines import (
     MachineInfo,
     controller_ref,
 )
+from tests.support.controlplane_specs import CONTROLPLANE, spec_with
 from tests.support.machine_rows import cp_machine
-
-CP: dict[str, Any] = {
-    "apiVersion": "controlplane.cpo.dev/v1alpha1",
-    "kind": "ControlPlane",
-    "metadata": {"name": "cluster", "namespace": "ns", "uid": "u-1"},
-    "spec": {"template": {"spec": {"providerSpec": {"value": {}}}}},
-}
-
-
-def spec_with(**fields: Any) -> Any:
-    return ControlPlane.from_dict({**CP, "spec": {**CP["spec"], **fields}}).spec
 
 
 @pytest.mark.parametrize(
@@ -41,7 +28,7 @@ def spec_with(**fields: Any) -> Any:
 def test_the_mhc_tolerates_as_many_unhealthy_machines_as_etcd_can_lose(
     replicas: int, max_unhealthy: int
 ) -> None:
-    assert desired_mhc(CP, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
+    assert desired_mhc(CONTROLPLANE, spec_with(replicas=replicas))["spec"]["maxUnhealthy"] == max_unhealthy
 
 
 DEAD = cp_machine("dead", node_ready=False, etcd_healthy=False)
@@ -78,14 +65,14 @@ NEW = cp_machine("new", phase="Provisioning", node_ready=False, etcd_voter=False
 def test_the_mhc_budget_counts_the_members_there_and_no_transition_as_a_failure(
     replicas: int, machines: list[MachineInfo], max_unhealthy: int
 ) -> None:
-    mhc = desired_mhc(CP, spec_with(replicas=replicas), machines)
+    mhc = desired_mhc(CONTROLPLANE, spec_with(replicas=replicas), machines)
     assert mhc["spec"]["maxUnhealthy"] == max_unhealthy
 
 
 def test_the_mhc_takes_openshift_defaults_and_the_controlplane_settings() -> None:
-    mhc = desired_mhc(CP, spec_with())
+    mhc = desired_mhc(CONTROLPLANE, spec_with())
     assert mhc["metadata"]["name"] == "cluster-mhc" and mhc["metadata"]["ownerReferences"] == [
-        controller_ref(CP)
+        controller_ref(CONTROLPLANE)
     ]
     assert mhc["spec"]["unhealthyConditions"] == [
         {"type": "Ready", "status": "False", "timeout": "5m0s"},
@@ -96,7 +83,7 @@ def test_the_mhc_takes_openshift_defaults_and_the_controlplane_settings() -> Non
         "matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}
     }
     demo = desired_mhc(
-        CP,
+        CONTROLPLANE,
         spec_with(
             healthCheck={
                 "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "5s"}],

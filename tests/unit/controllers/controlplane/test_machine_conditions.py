@@ -30,6 +30,7 @@ from controllers.controlplane.placement import (
 )
 from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.remediation_record import REMEDIATION_FOR_ANNOTATION
+from tests.support.controlplane_specs import local_spec
 
 T1 = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
@@ -42,16 +43,6 @@ def of(wanted: Mapping[str, Wanted], name: str, type_: str) -> Mapping[str, Any]
 
 
 # -------------------------------------------------------------------------------------------------- UpToDate
-
-
-def cp_spec(**extra: Any) -> ControlPlaneSpec:
-    raw: dict[str, Any] = {
-        "replicas": 3,
-        "template": {"spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}}},
-        "failureDomains": [{"name": "a"}, {"name": "b"}],
-    }
-    raw.update(extra)
-    return ControlPlaneSpec.model_validate(raw)
 
 
 def created(s: ControlPlaneSpec, name: str = "cp-a", domain: str = "a", **meta: Any) -> dict[str, Any]:
@@ -99,7 +90,7 @@ def created(s: ControlPlaneSpec, name: str = "cp-a", domain: str = "a", **meta: 
 def test_up_to_date_says_why_a_machine_is_outdated(
     change: dict[str, Any], reason: str, words: str | None
 ) -> None:
-    got = up_to_date_condition(cp_spec(**change), created(cp_spec()), datetime(2026, 6, 1, tzinfo=UTC))
+    got = up_to_date_condition(local_spec(**change), created(local_spec()), datetime(2026, 6, 1, tzinfo=UTC))
     assert (got["type"], got["status"], got["reason"]) == (
         "UpToDate",
         "True" if words is None else "False",
@@ -182,7 +173,7 @@ def lineage(retry_count: int) -> dict[str, str]:
 def test_owner_remediated_carries_the_decision_and_the_retry_count(
     decision: RemediationDecision, annotations: dict[str, str], reason: str, words: str
 ) -> None:
-    s = cp_spec(remediation={"maxRetry": 3})
+    s = local_spec(remediation={"maxRetry": 3})
     machine = created(s, annotations=annotations)
     got = owner_remediated_condition(s, machine, "cp-a", decision)
     assert got is not None
@@ -191,18 +182,18 @@ def test_owner_remediated_carries_the_decision_and_the_retry_count(
 
 
 def test_owner_remediated_of_the_others_waiting_when_paused_and_when_nothing_was_decided() -> None:
-    s = cp_spec()
+    s = local_spec()
     decision = RemediationDecision(True, "Remediating", "Replacing unhealthy Machine cp-a")
     other = owner_remediated_condition(s, created(s, "cp-b"), "cp-a", decision)
     assert other is not None and other["reason"] == REASON_REMEDIATION_DEFERRED
     assert other["message"] == "OneRemediationAtATime: marked Machine cp-a is remediated first"
-    paused = owner_remediated_condition(cp_spec(paused=True), created(s), None, None)
+    paused = owner_remediated_condition(local_spec(paused=True), created(s), None, None)
     assert paused is not None and paused["message"].startswith("Paused: ")
     assert owner_remediated_condition(s, created(s), None, None) is None
 
 
 def test_retry_text_without_max_retry() -> None:
-    assert retry_text(created(cp_spec(), annotations=lineage(0)), 1, None) == (
+    assert retry_text(created(local_spec(), annotations=lineage(0)), 1, None) == (
         "retry 1 of no maxRetry along the lineage of Machine cp-old"
     )
 
@@ -219,7 +210,7 @@ def marks(owner_reason: str = "WaitingForRemediation") -> dict[str, Any]:
 def test_the_controlplane_writes_up_to_date_on_machines_that_stay_and_owner_remediated_only_on_marked() -> (
     None
 ):
-    s = cp_spec()
+    s = local_spec()
     owned = [
         {**created(s, "cp-a"), "status": marks()},
         {**created(s, "cp-b"), "status": marks()},

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from api.controlplane import ControlPlane, ControlPlaneSpec
+from api.controlplane import ControlPlaneSpec
 from api.failuredomains import FAILURE_DOMAIN_LABEL, machine_domain
 from api.machine import REASON_TEMPLATE_CHANGED
 from controllers.common import parse_time
@@ -33,6 +33,7 @@ from controllers.controlplane.scale import (
     next_step,
 )
 from controllers.controlplane.status import StatusInputs, compute_status
+from tests.support.controlplane_specs import CONTROLPLANE, spec_with
 from tests.support.machine_rows import cp_machine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -403,24 +404,15 @@ def test_select_for_scale_in(machines: list[MachineInfo], expected: str) -> None
     assert chosen is not None and chosen.name == expected
 
 
-CP: dict[str, Any] = {
-    "apiVersion": "controlplane.cpo.dev/v1alpha1",
-    "kind": "ControlPlane",
-    "metadata": {"name": "cluster", "namespace": "ns", "uid": "u-1"},
-    "spec": {"template": {"spec": {"providerSpec": {"value": {}}}}},
-}
-
-
-def spec_with(**fields: Any) -> Any:
-    return ControlPlane.from_dict({**CP, "spec": {**CP["spec"], **fields}}).spec
-
-
 def test_a_new_machine_carries_its_domain_hash_and_controller() -> None:
     spec = spec_with(failureDomains=[{"name": "a", "providerSpec": {"value": {"zone": "a"}}}])
-    machine = new_machine(spec, "a", name="cluster-x1y2z", owner=CP)
+    machine = new_machine(spec, "a", name="cluster-x1y2z", owner=CONTROLPLANE)
     assert machine["metadata"]["name"] == "cluster-x1y2z" and machine["metadata"]["namespace"] == "ns"
     assert machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "a"
     assert machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == template_hash(spec, "a")
-    assert machine["metadata"]["ownerReferences"] == [controller_ref(CP)]
+    assert machine["metadata"]["ownerReferences"] == [controller_ref(CONTROLPLANE)]
     assert machine["spec"]["providerSpec"] == {"value": {"zone": "a"}}
-    assert FAILURE_DOMAIN_LABEL not in new_machine(spec, None, name="n", owner=CP)["metadata"]["labels"]
+    assert (
+        FAILURE_DOMAIN_LABEL
+        not in new_machine(spec, None, name="n", owner=CONTROLPLANE)["metadata"]["labels"]
+    )

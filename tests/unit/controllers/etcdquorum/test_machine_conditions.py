@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from api.controlplane import ControlPlaneSpec
 from api.machine import ETCD_MEMBER_REASONS
 from controllers.conditions import Wanted
 from controllers.etcd.client import Member
@@ -27,6 +26,7 @@ from controllers.etcdquorum.rules import (
     GuardedMachine,
     Wait,
 )
+from tests.support.controlplane_specs import local_spec
 from tests.support.machine_rows import guarded_machine
 
 
@@ -39,16 +39,6 @@ def of(wanted: Mapping[str, Wanted], name: str, type_: str) -> Mapping[str, Any]
     found = wanted[name][type_]
     assert found is not None
     return found
-
-
-def cp_spec(**extra: Any) -> ControlPlaneSpec:
-    raw: dict[str, Any] = {
-        "replicas": 3,
-        "template": {"spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}}},
-        "failureDomains": [{"name": "a"}, {"name": "b"}],
-    }
-    raw.update(extra)
-    return ControlPlaneSpec.model_validate(raw)
 
 
 # ----------------------------------------------------------------------------------------- EtcdMemberHealthy
@@ -268,7 +258,7 @@ def etcd_pass(**fields: Any) -> Pass:
     defaults: dict[str, Any] = {
         "cp": {"metadata": {"name": "cp", "namespace": "ns"}},
         "key": "ns/cp",
-        "spec": cp_spec(),
+        "spec": local_spec(),
         "desired": 3,
         "machines": {name: {"metadata": {"name": name}} for name in infos},
         "infos": infos,
