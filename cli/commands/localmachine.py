@@ -41,6 +41,13 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="serve only the Machines of this namespace (default: every namespace)",
     )
+    parser.add_argument(
+        "--node-role-labels",
+        choices=["both", "control-plane", "master"],
+        default=None,
+        help="role labels of the Nodes: both node-role.kubernetes.io/master and .../control-plane "
+        "(as OpenShift 4), control-plane only (as kubeadm since 1.24), or master only (default: both)",
+    )
 
 
 def _add_timing_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             realistic=args.realistic,
             address_block=args.address_block,
             etcd_client_secret=args.etcd_client_secret,
+            node_role_labels=args.node_role_labels,
         ).with_defaults()
     except (ValueError, RuntimeError) as err:
         print(f"cpo localmachine: {err}", file=sys.stderr)

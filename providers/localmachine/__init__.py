@@ -127,8 +127,10 @@ Lifecycle
   own conditions (``EtcdMemberStarted``, ``NodeOwned``, ``Drainable``, ``Terminable``) are merged
   by type into the stored list under its resourceVersion, so another writer's Machine conditions
   (the health check's marks, the operator's) survive every status write.
-* **Node** ``<machine name>`` with labels ``node-role.kubernetes.io/master``,
-  ``node-role.kubernetes.io/control-plane``, ``kubernetes.io/hostname`` and
+* **Node** ``<machine name>`` with labels ``node-role.kubernetes.io/master`` and
+  ``node-role.kubernetes.io/control-plane`` (``node_role_labels``, ``--node-role-labels``:
+  ``control-plane`` for that one only, as kubeadm labels Nodes; ``master`` for that one only),
+  ``kubernetes.io/hostname`` and
   ``topology.kubernetes.io/zone`` (from ``providerSpec.value.failureDomain``, else ``.zone``;
   left out when neither is set), annotation ``machine.openshift.io/machine: <namespace>/<name>``.
   A Node of that name that belongs to another Machine is left alone (condition ``NodeOwned=False``).

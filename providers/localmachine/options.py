@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal, get_args
 
 from controllers.etcd.client import EtcdClientOptions
 from providers.localmachine.etcd_process import EtcdProcessOptions, ResolvedEtcdProcessOptions
@@ -27,6 +27,13 @@ DEFAULT_JOIN_BACKOFF_INITIAL: Final = 0.5
 DEFAULT_JOIN_BACKOFF_MAX: Final = 10.0
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 4
 MAX_DEFAULT_HEALTH_TIMEOUT: Final = 2.0
+
+NodeRoleLabels = Literal["both", "control-plane", "master"]
+"""Which role labels the provider puts on its Nodes: ``both`` (``node-role.kubernetes.io/master``
+and ``node-role.kubernetes.io/control-plane``, as OpenShift 4 labels its masters),
+``control-plane`` (that label only, as kubeadm labels control-plane Nodes since Kubernetes 1.24)
+or ``master`` (that label only, as OpenShift 3 and kubeadm before 1.20 did)."""
+NODE_ROLE_LABELS: Final[tuple[str, ...]] = get_args(NodeRoleLabels)
 
 
 @dataclass
@@ -65,6 +72,11 @@ class LocalMachineOptions:
     controller: ControllerOptions | None = None
     """Options of the Machine controller. Defaults to 4 concurrent reconciles, so that one slow
     member start does not delay the other machines' heartbeats."""
+
+    node_role_labels: NodeRoleLabels | None = None
+    """Which role labels its Nodes carry (see :data:`NodeRoleLabels`). Defaults to ``"both"``;
+    ``"control-plane"`` makes the Nodes a kubeadm cluster has, so tests run the operator both ways.
+    Labels are only ever added: a Node that already carries another role label keeps it."""
 
     realistic: bool | None = None
     """Show the operator only what a cloud shows it: each member on a loopback address of its own
@@ -137,6 +149,12 @@ class LocalMachineOptions:
                 controller, max_concurrent_reconciles=DEFAULT_MAX_CONCURRENT_RECONCILES
             )
         controller.with_defaults()  # checked now, not when the controller starts
+        role_labels = self.node_role_labels or "both"
+        if role_labels not in NODE_ROLE_LABELS:
+            raise ValueError(
+                f"LocalMachineOptions.node_role_labels {role_labels!r}: "
+                f"use one of {', '.join(NODE_ROLE_LABELS)}"
+            )
         realistic = bool(self.realistic)
         block: AddressBlock | None = None
         pki: EtcdPKI | None = None
@@ -167,6 +185,7 @@ class LocalMachineOptions:
             address_block=block,
             pki=pki,
             etcd_client_secret=self.etcd_client_secret or DEFAULT_CLIENT_SECRET,
+            node_role_labels=role_labels,
         )
 
 
@@ -190,6 +209,7 @@ class ResolvedLocalMachineOptions:
     pki: EtcdPKI | None = None
     """Realistic mode: the CA and certificates of the members; None in the default mode."""
     etcd_client_secret: str = DEFAULT_CLIENT_SECRET
+    node_role_labels: NodeRoleLabels = "both"
 
     @property
     def realistic(self) -> bool:

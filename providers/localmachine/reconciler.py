@@ -555,7 +555,11 @@ class LocalMachineReconciler:
         machine_name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
         name = self._node_name(machine, member)
         owner = f"{namespace}/{machine_name}"
-        labels = {LABEL_MASTER: "", LABEL_CONTROL_PLANE: "", LABEL_HOSTNAME: name}
+        labels = {LABEL_HOSTNAME: name}
+        if self.options.node_role_labels in ("both", "master"):
+            labels[LABEL_MASTER] = ""
+        if self.options.node_role_labels in ("both", "control-plane"):
+            labels[LABEL_CONTROL_PLANE] = ""
         if zone is not None:
             labels[LABEL_ZONE] = zone
         try:

@@ -24,6 +24,7 @@ def test_defaults_are_resolved_in_one_place(tmp_path: Path) -> None:
     # Members outlive a provider crash: the restarted provider re-attaches.
     assert resolved.etcd.die_with_parent is False
     assert resolved.controller.max_concurrent_reconciles == 4
+    assert resolved.node_role_labels == "both"
 
 
 def test_short_heartbeats_shorten_the_health_timeout_and_explicit_choices_win(tmp_path: Path) -> None:
@@ -49,6 +50,7 @@ def test_short_heartbeats_shorten_the_health_timeout_and_explicit_choices_win(tm
         ({"stop_grace_period": -1}, "stop_grace_period must be ≥ 0"),
         ({"join_backoff_initial": 5, "join_backoff_max": 1}, "at most join_backoff_max"),
         ({"controller": ControllerOptions(max_concurrent_reconciles=0)}, "max_concurrent_reconciles"),
+        ({"node_role_labels": "worker"}, "node_role_labels 'worker': use one of both, control-plane, master"),
     ],
 )
 def test_bad_options_say_what_to_change(tmp_path: Path, overrides: dict[str, object], message: str) -> None:
@@ -57,6 +59,11 @@ def test_bad_options_say_what_to_change(tmp_path: Path, overrides: dict[str, obj
         setattr(options, field, value)
     with pytest.raises(ValueError, match=message):
         options.with_defaults()
+
+
+def test_nodes_can_be_labelled_as_kubeadm_labels_them(tmp_path: Path) -> None:
+    resolved = LocalMachineOptions(state_dir=tmp_path, node_role_labels="control-plane").with_defaults()
+    assert resolved.node_role_labels == "control-plane"
 
 
 def test_only_local_machine_provider_specs_are_served() -> None:
