@@ -117,10 +117,20 @@ Scope
 :class:`CacheOptions` restricts what is cached, for every kind (``namespace``, ``label_selector``,
 ``field_selector``) or per kind (``by_object``), and sets the transform. Reads outside an
 informer's namespace raise :class:`ValueError` rather than answering "not found".
+
+A kind may be cached in **several scopes**: :class:`ByObject` ``namespaces`` (each namespace
+with its own selectors, as controller-runtime's ``ByObject.Namespaces``) and ``label_selectors``
+(the union of the objects any of them matches: "this label or that one", which one selector
+cannot say). Defaults resolve in :meth:`CacheOptions.with_defaults` (:meth:`ResolvedCacheOptions.scopes_for`).
+Each scope gets its own informer, listing and watching only its objects, so nothing outside the
+union is sent or kept; :meth:`Cache.informer_for` returns a :class:`MultiScopeInformer` that
+reads them as one: a get of an object two scopes hold answers one copy (its owner's), and an
+object that moves from one scope to another is an update to handlers, never a delete, while a
+delete comes once it has left every scope (the rules are in :mod:`runtime.cache.multiscope`).
 """
 
 from ..jsoncodec import JSON
-from .cache import Cache, CacheNotStarted
+from .cache import Cache, CacheNotStarted, KindInformer
 from .handlers import HandlerRegistration, ResourceEventHandler, ResourceEventHandlerFuncs
 from .indexers import (
     INDEX_NAMESPACE,
@@ -131,7 +141,9 @@ from .indexers import (
     owner_uid_index,
 )
 from .informer import Informer
+from .multiscope import MultiScopeInformer
 from .options import (
+    ByNamespace,
     ByObject,
     CacheOptions,
     InformerOptions,
@@ -150,6 +162,7 @@ __all__ = [
     "INDEX_NAMESPACE",
     "INDEX_OWNER_UID",
     "JSON",
+    "ByNamespace",
     "ByObject",
     "Cache",
     "CacheNotStarted",
@@ -159,7 +172,9 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "InformerOptions",
+    "KindInformer",
     "LabelSelectorLike",
+    "MultiScopeInformer",
     "Reflector",
     "ReflectorStore",
     "ResolvedCacheOptions",

@@ -12,7 +12,11 @@ from ..labels import as_selector
 from ..waiting import wait_for_any
 from .indexers import INDEX_NAMESPACE
 from .informer import Informer
+from .multiscope import MultiScopeInformer
 from .options import CacheOptions, LabelSelectorLike
+
+KindInformer = Informer | MultiScopeInformer
+"""What :meth:`Cache.informer_for` returns: one informer, or one per scope behind a merged reader."""
 
 
 class CacheNotStarted(RuntimeError):
@@ -21,6 +25,9 @@ class CacheNotStarted(RuntimeError):
 
 class Cache:
     """Informers on demand, one per ``(api_version, kind)``, and reads served from them.
+
+    A kind cached in several scopes (:class:`~runtime.cache.ByObject` ``namespaces`` or
+    ``label_selectors``) gets a :class:`MultiScopeInformer`: an informer per scope, read as one.
 
     A :class:`~runtime.runnable.Runnable` that needs no leader election: every replica keeps its
     cache warm so a new leader starts reconciling at once.
@@ -34,7 +41,7 @@ class Cache:
     def __init__(self, client: Client, options: CacheOptions | None = None) -> None:
         self.client = client
         self.options = (options or CacheOptions()).with_defaults()
-        self._informers: dict[tuple[str, str], Informer] = {}
+        self._informers: dict[tuple[str, str], KindInformer] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # The informers' own stop signal: set when the caller's is, or when an informer fails.
         self._stop: asyncio.Event | None = None
@@ -44,33 +51,37 @@ class Cache:
     def need_leader_election(self) -> bool:
         return False
 
-    def informer_for(self, api_version: str, kind: str) -> Informer:
+    def informer_for(self, api_version: str, kind: str) -> KindInformer:
         """The informer of a kind, created (and started, if the cache runs) on first call."""
         key = (api_version, kind)
         informer = self._informers.get(key)
         if informer is None:
-            scope = self.options.scope_for(api_version, kind)
-            informer = Informer(
-                self.client,
-                api_version,
-                kind,
-                namespace=scope.namespace,
-                label_selector=scope.label_selector,
-                field_selector=scope.field_selector,
-                transform=scope.transform,
-                options=self.options.informer,
-            )
+            scopes = self.options.scopes_for(api_version, kind)
+            if len(scopes) > 1:
+                informer = MultiScopeInformer(self.client, api_version, kind, scopes, self.options.informer)
+            else:
+                (scope,) = scopes
+                informer = Informer(
+                    self.client,
+                    api_version,
+                    kind,
+                    namespace=scope.namespace,
+                    label_selector=scope.label_selector,
+                    field_selector=scope.field_selector,
+                    transform=scope.transform,
+                    options=self.options.informer,
+                )
             self._informers[key] = informer
             if self._stop is not None:
                 self._run(informer)
         return informer
 
     @property
-    def informers(self) -> builtins.list[Informer]:
+    def informers(self) -> builtins.list[KindInformer]:
         """Every informer created so far."""
         return list(self._informers.values())
 
-    def _run(self, informer: Informer) -> None:
+    def _run(self, informer: KindInformer) -> None:
         assert self._stop is not None
         task = asyncio.create_task(informer.start(self._stop), name=f"informer {informer.kind}")
         self._tasks.add(task)
@@ -111,7 +122,7 @@ class Cache:
                 return
             await asyncio.gather(*(informer.wait_for_sync() for informer in pending))
 
-    async def _synced_informer(self, api_version: str, kind: str) -> Informer:
+    async def _synced_informer(self, api_version: str, kind: str) -> KindInformer:
         informer = self.informer_for(api_version, kind)
         if self._stop is None:
             raise CacheNotStarted(
@@ -122,10 +133,11 @@ class Cache:
         return informer
 
     @staticmethod
-    def _check_namespace(informer: Informer, namespace: str | None) -> None:
-        if informer.namespace and informer.namespaced and namespace and namespace != informer.namespace:
+    def _check_namespace(informer: KindInformer, namespace: str | None) -> None:
+        if not informer.covers_namespace(namespace):
+            held = informer.namespaces if isinstance(informer, MultiScopeInformer) else (informer.namespace,)
             raise ValueError(
-                f"the cache holds {informer.kind} of namespace {informer.namespace!r} only, not "
+                f"the cache holds {informer.kind} of namespace(s) {', '.join(map(repr, held))} only, not "
                 f"{namespace!r}: widen CacheOptions (namespace or by_object) or use the client"
             )
 

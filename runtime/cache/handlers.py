@@ -10,6 +10,7 @@ from ..jsoncodec import JSON
 
 if TYPE_CHECKING:
     from .informer import Informer
+    from .multiscope import MultiScopeInformer
 
 
 class ResourceEventHandler(Protocol):
@@ -64,7 +65,7 @@ class HandlerRegistration:
 
     __slots__ = ("_informer", "handler", "on_update_deferred")
 
-    def __init__(self, informer: Informer, handler: ResourceEventHandler) -> None:
+    def __init__(self, informer: Informer | MultiScopeInformer, handler: ResourceEventHandler) -> None:
         self._informer = informer
         self.handler = handler
         # A handler may take the old state as a function to call only if it needs it (the

@@ -291,6 +291,19 @@ class Informer:
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is cached (no copy made)."""
+        return key in self._items
+
+    def covers_namespace(self, namespace: str | None) -> bool:
+        """Whether a read of ``namespace`` (None or "": every namespace) is within what is cached."""
+        return not (self.namespace and self.namespaced and namespace and namespace != self.namespace)
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the store is at (of the last list, watch event or bookmark)."""
+        return self.reflector.last_sync_resource_version
+
     # -------------------------------------------------------------------------- store updates
 
     def _prepare(self, obj: JSON) -> JSON:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..jsoncodec import JSON
@@ -129,10 +129,28 @@ class ResolvedInformerOptions:
 
 
 @dataclass(frozen=True)
+class ByNamespace:
+    """The selectors of one namespace in :attr:`ByObject.namespaces` (controller-runtime's
+    ``cache.Config``). ``None`` inherits the kind's value (its :class:`ByObject` fields), which
+    inherits the cache-wide one."""
+
+    label_selector: LabelSelectorLike | None = None
+    """Cache only matching objects of this namespace ("" for all)."""
+
+    label_selectors: Sequence[LabelSelectorLike] | None = None
+    """Cache the objects of this namespace that match any of these (one informer each)."""
+
+    field_selector: str | None = None
+    """Server-side field selector of this namespace ("" for none)."""
+
+
+@dataclass(frozen=True)
 class ByObject:
     """Scope and transform of one kind, overriding :class:`CacheOptions`' defaults.
 
-    ``None`` inherits the cache-wide value; ``""`` lifts the restriction for this kind.
+    ``None`` inherits the cache-wide value; ``""`` lifts the restriction for this kind. A kind
+    whose fields name several scopes (:attr:`namespaces`, :attr:`label_selectors`) gets one
+    informer per scope behind one merged reader (see :class:`~runtime.cache.MultiScopeInformer`).
     """
 
     namespace: str | None = None
@@ -147,6 +165,14 @@ class ByObject:
     transform: Transform | None = None
     """Applied to every object before it is cached. Defaults to ``CacheOptions.transform``."""
 
+    namespaces: Mapping[str, ByNamespace] | None = None
+    """Cache these namespaces ("" for all), each with its own selectors, instead of
+    :attr:`namespace` (controller-runtime's ``ByObject.Namespaces``). Defaults to none."""
+
+    label_selectors: Sequence[LabelSelectorLike] | None = None
+    """Cache the union of the objects matching any of these, instead of :attr:`label_selector`:
+    a label selector ANDs its terms, so "this label or that one" takes two. Defaults to none."""
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -156,6 +182,16 @@ class Scope:
     label_selector: str | None
     field_selector: str | None
     transform: Transform
+
+    def covers(self, other: Scope) -> bool:
+        """True when every object ``other`` caches is one this scope caches too (so ``other``
+        would only hold copies): a wider or equal namespace, no label selector, and no field
+        selector or the same one."""
+        return (
+            (self.namespace is None or self.namespace == other.namespace)
+            and self.label_selector is None
+            and (self.field_selector is None or self.field_selector == other.field_selector)
+        )
 
 
 @dataclass(frozen=True)
@@ -198,7 +234,7 @@ class CacheOptions:
             informer=(self.informer or InformerOptions()).with_defaults(),
         )
         for key in by_object:
-            resolved.scope_for(*key)  # selector errors surface now, not when the kind is first read
+            resolved.scopes_for(*key)  # selector errors surface now, not when the kind is first read
         return resolved
 
 
@@ -214,17 +250,61 @@ class ResolvedCacheOptions:
     informer: ResolvedInformerOptions
 
     def scope_for(self, api_version: str, kind: str) -> Scope:
-        """The scope and transform of one kind: its ``by_object`` entry over the cache-wide values."""
+        """The one scope of a kind; raises ``ValueError`` for a kind with several (:meth:`scopes_for`)."""
+        scopes = self.scopes_for(api_version, kind)
+        if len(scopes) != 1:
+            raise ValueError(f"{api_version} {kind} is cached in {len(scopes)} scopes: use scopes_for")
+        return scopes[0]
+
+    def scopes_for(self, api_version: str, kind: str) -> tuple[Scope, ...]:
+        """The scopes of one kind, one informer each: its ``by_object`` entry over the cache-wide values.
+
+        Each namespace of :attr:`ByObject.namespaces` (else the one namespace) times each label
+        selector that applies there (the namespace's own, else the kind's, else the cache's), in
+        the order given. Equal scopes count once, and a scope another one covers
+        (:meth:`Scope.covers`) is dropped: a union never caches the same objects twice for nothing.
+        """
+        where = f"by_object[{api_version}, {kind}]"
         override = self.by_object.get((api_version, kind)) or ByObject()
-        namespace = self.namespace if override.namespace is None else override.namespace
-        label = (
-            self.label_selector
-            if override.label_selector is None
-            else _selector_text(override.label_selector, f"by_object[{api_version}, {kind}].label_selector")
-        )
-        fields = self.field_selector if override.field_selector is None else override.field_selector
         transform = self.transform if override.transform is None else override.transform
-        return Scope(namespace or None, label or None, fields or None, transform)
+        kind_labels = _selectors(override.label_selector, override.label_selectors, where)
+        kind_fields = self.field_selector if override.field_selector is None else override.field_selector
+        if override.namespaces is not None:
+            if override.namespace is not None:
+                raise ValueError(f"{where}: set namespace or namespaces, not both")
+            if not override.namespaces:
+                raise ValueError(f"{where}.namespaces: name at least one namespace")
+            entries = list(override.namespaces.items())
+        else:
+            namespace = self.namespace if override.namespace is None else override.namespace
+            entries = [(namespace or "", ByNamespace())]
+        scopes: list[Scope] = []
+        for namespace, config in entries:
+            if not isinstance(config, ByNamespace):
+                raise ValueError(f"{where}.namespaces[{namespace!r}] must be a ByNamespace, not {config!r}")
+            here = f"{where}.namespaces[{namespace!r}]"
+            labels = _selectors(config.label_selector, config.label_selectors, here)
+            if labels is None:
+                labels = kind_labels if kind_labels is not None else (self.label_selector,)
+            fields = kind_fields if config.field_selector is None else config.field_selector
+            for label in labels:
+                scope = Scope(namespace or None, label or None, fields or None, transform)
+                if scope not in scopes:
+                    scopes.append(scope)
+        return tuple(s for s in scopes if not any(o is not s and o.covers(s) for o in scopes))
+
+
+def _selectors(
+    one: LabelSelectorLike | None, several: Sequence[LabelSelectorLike] | None, where: str
+) -> tuple[str | None, ...] | None:
+    """The label selectors a level sets (None: it sets none, so the level above applies)."""
+    if several is None:
+        return None if one is None else (_selector_text(one, f"{where}.label_selector"),)
+    if one is not None:
+        raise ValueError(f"{where}: set label_selector or label_selectors, not both")
+    if isinstance(several, str | Mapping) or not several:
+        raise ValueError(f"{where}.label_selectors: give a list of at least one selector, not {several!r}")
+    return tuple(_selector_text(value, f"{where}.label_selectors[{i}]") for i, value in enumerate(several))
 
 
 def _selector_text(value: LabelSelectorLike | None, where: str) -> str | None:

@@ -61,6 +61,6 @@ class CachedClient:
         return {
             "apiVersion": api_version,
             "kind": f"{kind}List",
-            "metadata": {"resourceVersion": informer.reflector.last_sync_resource_version},
+            "metadata": {"resourceVersion": informer.last_sync_resource_version},
             "items": items,
         }

@@ -19,6 +19,7 @@ from runtime.cache import (
     INDEX_NAMESPACE,
     INDEX_OWNER_UID,
     JSON,
+    ByNamespace,
     ByObject,
     Cache,
     CachedClient,
@@ -26,6 +27,7 @@ from runtime.cache import (
     CacheOptions,
     Informer,
     InformerOptions,
+    MultiScopeInformer,
     ResourceEventHandlerFuncs,
     object_key,
 )
@@ -444,6 +446,97 @@ async def test_cache_scopes_by_label_and_namespace(client: Client, namespace: st
             await cache.list(WIDGET_API, "Widget", namespace=other_ns)
         with pytest.raises(ValueError, match="namespace"):
             await cache.get(WIDGET_API, "Widget", "red-elsewhere", other_ns)
+
+
+async def test_two_scopes_of_one_kind_read_and_watched_as_one(client: Client, namespace: str) -> None:
+    """Widgets labelled ``master`` or ``control-plane`` (two selectors, one informer each): one
+    list, one get, one stream of events; a relabel from one scope to the other is an update,
+    leaving both a delete, and an object in both is deleted once."""
+    scopes = ByObject(label_selectors=["master", "control-plane"])
+    cache = Cache(
+        client, CacheOptions(namespace=namespace, by_object={(WIDGET_API, "Widget"): scopes}, informer=FAST)
+    )
+    for name, labels in (
+        ("m", ("master",)),
+        ("cp", ("control-plane",)),
+        ("both", ("master", "control-plane")),
+    ):
+        await client.create(labelled(name, namespace, **dict.fromkeys(labels, "")))
+    await client.create(labelled("worker", namespace, worker=""))
+    informer = cache.informer_for(WIDGET_API, "Widget")
+    assert isinstance(informer, MultiScopeInformer) and len(informer.informers) == 2
+    recorder = Recorder()
+    informer.add_event_handler(recorder)
+    key = f"{namespace}/".__add__
+    async with running(cache):
+        await cache.wait_for_cache_sync()
+        assert sorted(recorder.state) == [key("both"), key("cp"), key("m")]
+        reader = CachedClient(client, cache)
+        listed = await reader.list(WIDGET_API, "Widget", namespace, label_selector="master")
+        assert sorted(w["metadata"]["name"] for w in listed["items"]) == ["both", "m"]
+        assert (await cache.get(WIDGET_API, "Widget", "both", namespace))["metadata"]["name"] == "both"
+        with pytest.raises(NotFound):
+            await cache.get(WIDGET_API, "Widget", "worker", namespace)
+
+        # From one scope to the other in one write: an update, never a delete.
+        moved = {"metadata": {"labels": {"master": None, "control-plane": ""}}}
+        await client.patch(WIDGET_API, "Widget", "m", moved, namespace)
+        await eventually(
+            lambda: "control-plane" in recorder.state[key("m")]["metadata"]["labels"],
+            timeout=20.0,
+            message="m's relabel seen as an update",
+        )
+        # Out of one of its two scopes: still in the union.
+        await client.patch(
+            WIDGET_API, "Widget", "both", {"metadata": {"labels": {"master": None}}}, namespace
+        )
+        await eventually(
+            lambda: "master" not in recorder.state[key("both")]["metadata"]["labels"],
+            timeout=20.0,
+            message="both's relabel seen as an update",
+        )
+        # Out of every scope, and deleted while in both: a delete each.
+        await client.patch(
+            WIDGET_API, "Widget", "cp", {"metadata": {"labels": {"control-plane": None}}}, namespace
+        )
+        await client.patch(WIDGET_API, "Widget", "m", {"metadata": {"labels": {"master": ""}}}, namespace)
+        await client.delete(WIDGET_API, "Widget", "m", namespace=namespace)
+        await eventually(
+            lambda: sorted(recorder.state) == [key("both")], timeout=20.0, message="cp and m to leave"
+        )
+        listed = await reader.list(WIDGET_API, "Widget", namespace)
+        assert [w["metadata"]["name"] for w in listed["items"]] == ["both"]
+    assert recorder.problems == []
+    deletes = [k for event, k in recorder.events if event == "delete"]
+    assert sorted(deletes) == [key("cp"), key("m")], recorder.events
+
+
+async def test_namespaces_each_with_their_own_selector(
+    client: Client, namespace: str, env: Environment
+) -> None:
+    """controller-runtime's ByObject.Namespaces: each namespace cached with its own selector."""
+    other_ns = namespace[:50] + "-scoped"
+    await env.create_namespace(other_ns)
+    scopes = ByObject(
+        namespaces={
+            namespace: ByNamespace(label_selector={"team": "red"}),
+            other_ns: ByNamespace(label_selector=""),
+        }
+    )
+    cache = Cache(client, CacheOptions(by_object={(WIDGET_API, "Widget"): scopes}, informer=FAST))
+    await client.create(labelled("red", namespace, team="red"))
+    await client.create(labelled("blue", namespace, team="blue"))
+    await client.create(labelled("any", other_ns, team="blue"))
+    cache.informer_for(WIDGET_API, "Widget")
+    async with running(cache):
+        await cache.wait_for_cache_sync()
+        listed = await cache.list(WIDGET_API, "Widget")
+        assert sorted(object_key(w) for w in listed) == sorted([f"{other_ns}/any", f"{namespace}/red"])
+        assert [
+            w["metadata"]["name"] for w in await cache.list(WIDGET_API, "Widget", namespace=other_ns)
+        ] == ["any"]
+        with pytest.raises(ValueError, match="namespace"):
+            await cache.list(WIDGET_API, "Widget", namespace="default")
 
 
 async def test_cache_reads_are_private_copies(client: Client, namespace: str) -> None:
