@@ -9,6 +9,8 @@
 * :mod:`api.selector` — label-selector matching and formatting.
 * :mod:`api.ownership` — which Machines are a ControlPlane's: the controller-owner rule and the
   one classification every controller and the webhook filter.
+* :mod:`api.nodes` — which Nodes are control-plane Nodes (either role label, or the selectors
+  ``cpo run --control-plane-node-selector`` gives): the operator's cache and every controller.
 * :mod:`api.quorum` — etcd's quorum arithmetic, shared by the controllers, the webhook and ``cpo explain``.
 * :mod:`api.failuredomains` — a ControlPlane's failure domains and the one reader of a Machine's.
 * :mod:`api.crdgen` — ``cpo manifests``: CRD YAML from the models, like controller-gen.

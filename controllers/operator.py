@@ -59,8 +59,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
+
+from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, control_plane_node_selectors
 
 if TYPE_CHECKING:
     from runtime.cache import CacheOptions
@@ -88,8 +91,8 @@ CONTROLPLANE_KIND: Final = "ControlPlane"
 MACHINE_ROLE_SELECTOR: Final = "machine.openshift.io/cluster-api-machine-role=master"
 """Which Machines the operator caches: control-plane ones only (server-side), so thousands of
 worker Machines cost it nothing. Every controller reads Machines through this one informer."""
-NODE_ROLE_SELECTOR: Final = "node-role.kubernetes.io/master"
-"""Which Nodes the operator caches: control-plane ones only (server-side), for the same reason."""
+# Which Nodes it caches: control-plane ones only (server-side), for the same reason; the selectors
+# that tell them are api.nodes' (OperatorOptions.control_plane_node_selectors).
 
 log = logging.getLogger("cpo.operator")
 
@@ -152,6 +155,10 @@ class OperatorOptions:
     ``"EtcdQuorumOperator"`` (see :class:`controllers.etcdquorum.EtcdQuorumOptions`)."""
     etcd_hook_owner: str | None = None
     """Owner written in that hook. Defaults to ``"clusteroperator/etcd"``."""
+    control_plane_node_selectors: tuple[str, ...] | None = None
+    """Label selectors of the control-plane Nodes: a Node any of them matches is one, and only
+    those are cached (one watch each). Defaults to ``node-role.kubernetes.io/control-plane`` and
+    ``node-role.kubernetes.io/master`` (:mod:`api.nodes`)."""
 
     def with_defaults(self) -> ResolvedOperatorOptions:
         """Every default filled in and checked; raises ``ValueError`` saying what to change."""
@@ -212,6 +219,7 @@ class OperatorOptions:
             controllers=enabled,
             etcd_hook_name=self.etcd_hook_name,
             etcd_hook_owner=self.etcd_hook_owner,
+            control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
         )
 
 
@@ -260,6 +268,7 @@ class ResolvedOperatorOptions:
     controllers: frozenset[str]
     etcd_hook_name: str | None
     etcd_hook_owner: str | None
+    control_plane_node_selectors: tuple[str, ...] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS
 
 
 def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = None) -> WebhookServer:
@@ -314,21 +323,32 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
     if "controlplane" in options.controllers:
         # Releasing a Machine removes the hook the etcd-quorum-hook controller places: the same one.
         guard_hook = etcd_quorum_options.with_defaults().hook
-        controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions(etcd_guard_hook=guard_hook))
+        controlplane.setup_with_manager(
+            manager,
+            controlplane.ControlPlaneOptions(
+                etcd_guard_hook=guard_hook, control_plane_node_selectors=options.control_plane_node_selectors
+            ),
+        )
     if "etcd-quorum-hook" in options.controllers:
         etcdquorum.setup_with_manager(manager, etcd_quorum_options)
     if "machinehealthcheck" in options.controllers:
         machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 
 
-def operator_cache_options() -> CacheOptions:
-    """The manager's cache scope: Machines and Nodes restricted to the control plane, the rest whole."""
+def operator_cache_options(
+    node_selectors: Sequence[str] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS,
+) -> CacheOptions:
+    """The manager's cache scope: Machines and Nodes restricted to the control plane, the rest whole.
+
+    Nodes: one scope per selector of ``node_selectors`` (by default the two role labels: a label
+    selector cannot say "this label or that one"), read as one; never every Node.
+    """
     from runtime.cache import ByObject, CacheOptions
 
     return CacheOptions(
         by_object={
             ("machine.openshift.io/v1beta1", "Machine"): ByObject(label_selector=MACHINE_ROLE_SELECTOR),
-            ("v1", "Node"): ByObject(label_selector=NODE_ROLE_SELECTOR),
+            ("v1", "Node"): ByObject(label_selectors=control_plane_node_selectors(node_selectors)),
         }
     )
 
@@ -340,7 +360,7 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
     manager = await Manager.create(
         ManagerOptions(
             kubeconfig=options.kubeconfig,
-            cache_options=operator_cache_options(),
+            cache_options=operator_cache_options(options.control_plane_node_selectors),
             metrics_bind_address=options.metrics_bind_address,
             metrics_secure=options.metrics_secure,
             metrics_cert_dir=options.metrics_cert_dir,

@@ -129,7 +129,8 @@ def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_controller_arguments(parser: argparse.ArgumentParser) -> None:
-    """Which controllers run, and the etcd-quorum-hook controller's hook."""
+    """Which controllers run, the etcd-quorum-hook controller's hook, and which Nodes are the
+    control plane's."""
     parser.add_argument(
         "--controllers",
         metavar="LIST",
@@ -147,6 +148,14 @@ def _add_controller_arguments(parser: argparse.ArgumentParser) -> None:
         "--etcd-hook-owner",
         metavar="OWNER",
         help="owner written in that hook (default: clusteroperator/etcd)",
+    )
+    parser.add_argument(
+        "--control-plane-node-selector",
+        action="append",
+        metavar="SELECTOR",
+        help="label selector of control-plane Nodes; repeat it: a Node any of them matches is one, "
+        "and only those are watched; given, it replaces the default (default: "
+        "node-role.kubernetes.io/control-plane and node-role.kubernetes.io/master)",
     )
 
 
@@ -183,5 +192,8 @@ def run(args: argparse.Namespace) -> int:
         controllers=args.controllers,
         etcd_hook_name=args.etcd_hook_name,
         etcd_hook_owner=args.etcd_hook_owner,
+        control_plane_node_selectors=(
+            tuple(args.control_plane_node_selector) if args.control_plane_node_selector else None
+        ),
     )
     return eventloop.run(run_operator(options), loop=args.event_loop)

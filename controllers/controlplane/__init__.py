@@ -46,7 +46,8 @@ What it does, in order, on every reconcile (Active)
    (whole, or, once the template changed, the domain's own keys), so its replacement goes to
    its zone.
    A matching Machine owned by another controller is left alone (``Degraded``, reason
-   ``MachinesAlreadyOwned``); a master Node without a Machine is reported (``UnmanagedNodes``).
+   ``MachinesAlreadyOwned``); a control-plane Node (:mod:`api.nodes`) without a Machine is
+   reported (``UnmanagedNodes``).
 2. Keeps the **MachineHealthCheck** ``<name>-mhc`` (with ``spec.enableAutorepair``, the default):
    the ControlPlane's selector, the unhealthy conditions and node startup timeout of
    ``spec.healthCheck`` (OpenShift's defaults: Ready False or Unknown for 5m0s, 10m), and

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from api.controlplane import ControlPlaneSpec
 from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
+from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS
 from controllers.common import now, parse_time
 from controllers.controlplane.etcdview import EtcdView, read_etcd_view
 from controllers.controlplane.inactive import is_inactive
@@ -93,15 +94,29 @@ def machine_info(
     )
 
 
-def _unmanaged(nodes: Sequence[JSON], namespace: str, machine_names: Sequence[str]) -> list[str]:
+def _unmanaged(
+    nodes: Sequence[JSON], namespace: str, machine_names: Sequence[str], selectors: Sequence[str]
+) -> list[str]:
     known = {f"{namespace}/{name}" for name in machine_names}
-    return sorted(node["metadata"]["name"] for node in nodes if is_unmanaged_node(node, namespace, known))
+    return sorted(
+        node["metadata"]["name"] for node in nodes if is_unmanaged_node(node, namespace, known, selectors)
+    )
 
 
 async def gather(
-    cache: Cache, client: Client, etcd_clients: EtcdClientPool, cp: JSON, spec: ControlPlaneSpec, adopt: Adopt
+    cache: Cache,
+    client: Client,
+    etcd_clients: EtcdClientPool,
+    cp: JSON,
+    spec: ControlPlaneSpec,
+    adopt: Adopt,
+    node_selectors: Sequence[str] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS,
 ) -> Facts:
-    """The :class:`Facts` of ``cp`` now; adoption is the only write (through ``adopt``)."""
+    """The :class:`Facts` of ``cp`` now; adoption is the only write (through ``adopt``).
+
+    ``node_selectors`` tell the control-plane Nodes (:mod:`api.nodes`): the cache holds only
+    those in ``cpo run``, and the unmanaged-Node rule counts only those whatever the cache holds.
+    """
     namespace = cp["metadata"]["namespace"]
     machines = await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace)
     ownership = classify_machines(cp["metadata"]["uid"], spec.selector.to_dict(), machines)
@@ -113,7 +128,7 @@ async def gather(
             owned.append(adopted)
     nodes = await cache.list("v1", "Node")
     cached_names = [m["metadata"]["name"] for m in machines]
-    unmanaged = _unmanaged(nodes, namespace, cached_names)
+    unmanaged = _unmanaged(nodes, namespace, cached_names, node_selectors)
     deleting = {m["metadata"]["name"] for m in owned if m["metadata"].get("deletionTimestamp")}
     view = await read_etcd_view(etcd_clients, cp, spec, owned, deleting)
     unwatched: list[str] = []
@@ -127,7 +142,7 @@ async def gather(
     if hinted:
         listed = await client.list(MACHINE_API_VERSION, "Machine", namespace)
         unwatched = unwatched_machines(cp["metadata"]["uid"], listed.get("items") or ())
-        unmanaged = _unmanaged(nodes, namespace, [*cached_names, *unwatched])
+        unmanaged = _unmanaged(nodes, namespace, [*cached_names, *unwatched], node_selectors)
     by_name = {node["metadata"]["name"]: node for node in nodes}
     infos = [machine_info(spec, machine, by_name, view) for machine in owned]
     return Facts(

@@ -21,6 +21,7 @@ from typing import Any, Final
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
+from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, is_control_plane_node
 from api.ownership import ControlPlaneMachines
 from controllers.common import parse_time
 from controllers.conditions import condition_status, conditions_of, find_condition
@@ -203,9 +204,18 @@ def not_ready_since(node: Mapping[str, Any] | None) -> datetime | None:
     return parse_time(ready.get("lastTransitionTime"))
 
 
-def is_unmanaged_node(node: Mapping[str, Any], namespace: str, known: set[str]) -> bool:
-    """A control-plane Node without a Machine: no Machine annotation, or one naming a Machine of
-    this namespace that does not exist (a Node of another namespace's Machine is not ours to judge)."""
+def is_unmanaged_node(
+    node: Mapping[str, Any],
+    namespace: str,
+    known: set[str],
+    selectors: Iterable[str] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS,
+) -> bool:
+    """A control-plane Node (:func:`api.nodes.is_control_plane_node` by ``selectors``) without a
+    Machine: no Machine annotation, or one naming a Machine of this namespace that does not exist
+    (a Node of another namespace's Machine is not ours to judge). A worker Node is never one,
+    even in a cache that holds every Node."""
+    if not is_control_plane_node(node, selectors):
+        return False
     ref = ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_MACHINE_ANNOTATION) or ""
     if not ref:
         return True

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from api.nodes import control_plane_node_selectors
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from runtime.controller import ControllerOptions
@@ -33,6 +35,10 @@ class ControlPlaneOptions:
     releasing a Machine removes exactly this hook, since the guard works per ControlPlane and
     nothing manages it once the ControlPlane is gone. Defaults to the etcd-quorum-hook
     controller's default hook."""
+    control_plane_node_selectors: Sequence[str] | None = None
+    """The label selectors that tell a control-plane Node (:mod:`api.nodes`), the same ones the
+    operator's cache selects Nodes by. Defaults to ``node-role.kubernetes.io/control-plane`` or
+    ``node-role.kubernetes.io/master``."""
 
     def with_defaults(self) -> ResolvedControlPlaneOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change."""
@@ -46,6 +52,7 @@ class ControlPlaneOptions:
             etcd=self.etcd or EtcdClientOptions(timeout=2.0),
             controller=self.controller or ControllerOptions(),
             etcd_guard_hook=self.etcd_guard_hook or DEFAULT_HOOK,
+            control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
@@ -70,3 +77,4 @@ class ResolvedControlPlaneOptions:
     etcd: EtcdClientOptions
     controller: ControllerOptions
     etcd_guard_hook: Hook
+    control_plane_node_selectors: tuple[str, ...]

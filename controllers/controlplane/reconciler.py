@@ -165,7 +165,15 @@ class ControlPlaneReconciler:
             raise TerminalError(f"ControlPlane {request} does not parse: {err}") from err
         if not has_finalizer(cp):
             cp = await add_finalizer(self.client, cp)
-        facts = await gather(self.cache, self.client, self.etcd_clients, cp, spec, self._adopt)
+        facts = await gather(
+            self.cache,
+            self.client,
+            self.etcd_clients,
+            cp,
+            spec,
+            self._adopt,
+            self.options.control_plane_node_selectors,
+        )
         if is_inactive(spec):
             return await self._observe(facts)
         await sync_mhc(self.client, self.cache, cp, spec, facts.infos, self._event)

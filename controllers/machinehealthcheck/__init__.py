@@ -95,9 +95,10 @@ MachineHealthCheck's series are removed.
 What the operator sees
 ----------------------
 ``cpo run`` caches control-plane Machines (label
-``machine.openshift.io/cluster-api-machine-role=master``) and Nodes
-(``node-role.kubernetes.io/master``) only, so its MachineHealthChecks act on control-plane
-Machines; worker MachineHealthChecks stay with the machine-api-operator.
+``machine.openshift.io/cluster-api-machine-role=master``) and Nodes (those :mod:`api.nodes`
+tells: ``node-role.kubernetes.io/control-plane`` or ``node-role.kubernetes.io/master`` by
+default, ``--control-plane-node-selector`` otherwise) only, so its MachineHealthChecks act on
+control-plane Machines; worker MachineHealthChecks stay with the machine-api-operator.
 
 Module map
 ----------

@@ -154,9 +154,9 @@ class MachineHealthCheckReconciler:
     async def _node_of(self, machine: JSON) -> JSON | None:
         """The Node of ``status.nodeRef``, or None when there is none or it does not exist.
 
-        The cache holds control-plane Nodes only; before calling a Node missing (which remediates
-        at once), the API server is asked, so a Node without the role label is not mistaken for
-        a deleted one.
+        The cache holds control-plane Nodes only (:mod:`api.nodes`); before calling a Node missing
+        (which remediates at once), the API server is asked, so a Node without a role label the
+        operator knows is not mistaken for a deleted one.
         """
         names = machine_node_name(machine)
         if not names:

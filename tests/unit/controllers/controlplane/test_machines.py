@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from controllers.controlplane.machines import (
+    NODE_MACHINE_ANNOTATION,
     classify_machines,
+    is_unmanaged_node,
     machine_name,
     marked_for_remediation,
     not_ready_since,
@@ -133,3 +135,41 @@ def test_not_ready_since_reads_the_nodes_ready_transition(
     node: dict[str, Any] | None, expected: datetime | None
 ) -> None:
     assert not_ready_since(node) == expected
+
+
+def role_node(*labels: str, machine: str | None = None) -> dict[str, Any]:
+    annotations = {} if machine is None else {NODE_MACHINE_ANNOTATION: machine}
+    return {"metadata": {"name": "n", "labels": dict.fromkeys(labels, ""), "annotations": annotations}}
+
+
+@pytest.mark.parametrize(
+    ("node", "selectors", "unmanaged"),
+    [
+        (role_node("node-role.kubernetes.io/control-plane"), None, True),
+        (role_node("node-role.kubernetes.io/master"), None, True),
+        (role_node("node-role.kubernetes.io/worker"), None, False),
+        (role_node("node-role.kubernetes.io/control-plane", machine="ns/m1"), None, False),
+        (role_node("node-role.kubernetes.io/control-plane", machine="ns/gone"), None, True),
+        (role_node("node-role.kubernetes.io/control-plane", machine="other/m1"), None, False),
+        (role_node("example.com/cp"), ("example.com/cp",), True),
+        (role_node("node-role.kubernetes.io/master"), ("example.com/cp",), False),
+    ],
+    ids=[
+        "a kubeadm control-plane Node without a Machine is unmanaged",
+        "an OpenShift master Node without a Machine is unmanaged",
+        "a worker Node is never one even when the cache holds it",
+        "a control-plane Node of a known Machine is managed",
+        "a control-plane Node naming a Machine that does not exist is unmanaged",
+        "a Node of another namespace's Machine is not ours to judge",
+        "configured selectors tell the control-plane Nodes",
+        "configured selectors replace the default role labels",
+    ],
+)
+def test_unmanaged_nodes_are_control_plane_nodes_without_a_machine(
+    node: dict[str, Any], selectors: tuple[str, ...] | None, unmanaged: bool
+) -> None:
+    known = {"ns/m1"}
+    if selectors is None:
+        assert is_unmanaged_node(node, "ns", known) is unmanaged
+    else:
+        assert is_unmanaged_node(node, "ns", known, selectors) is unmanaged
