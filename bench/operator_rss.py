@@ -4,7 +4,9 @@ Not part of the test run. ``cpo run`` caches only control-plane Machines and Nod
 label selectors, shared by every controller), so worker objects must cost it nothing. This starts
 ``cpo dev-apiserver`` with the project's CRDs, then ``cpo run --no-webhooks`` twice in its own
 process: once on an empty cluster, once after ``--workers`` worker Nodes and as many worker
-Machines were created (plus 3 control-plane Machines and Nodes each time). It reads each
+Machines were created (plus 3 control-plane Machines and Nodes each time, their Nodes labelled
+as kubeadm, OpenShift 4 and older clusters label them: both of the operator's Node scopes hold
+some). It reads each
 operator's RSS (``/proc/<pid>/status``) once ``/readyz`` passes and the process has idled for
 ``--settle`` seconds. Run::
 
@@ -88,9 +90,22 @@ def machine(name: str, role: str) -> JSON:
     }
 
 
-def node(name: str, master: bool) -> JSON:
+CONTROL_PLANE_ROLES = (
+    ("node-role.kubernetes.io/control-plane",),  # kubeadm since 1.24
+    ("node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane"),  # OpenShift 4
+    ("node-role.kubernetes.io/master",),  # older clusters
+)
+"""How the control-plane Nodes are labelled, one style each: the operator watches both role labels."""
+
+
+def node(name: str, master: bool, index: int = 0) -> JSON:
     labels = {"kubernetes.io/hostname": name}
-    labels["node-role.kubernetes.io/master" if master else "node-role.kubernetes.io/worker"] = ""
+    roles = (
+        CONTROL_PLANE_ROLES[index % len(CONTROL_PLANE_ROLES)]
+        if master
+        else ("node-role.kubernetes.io/worker",)
+    )
+    labels.update(dict.fromkeys(roles, ""))
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -175,7 +190,8 @@ async def main_async(workers: int, settle: float) -> None:
             await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
             masters = [f"master-{i}" for i in range(3)]
             await create_all(
-                client, [machine(n, "master") for n in masters] + [node(n, True) for n in masters]
+                client,
+                [machine(n, "master") for n in masters] + [node(n, True, i) for i, n in enumerate(masters)],
             )
             empty = await operator_rss(kubeconfig, workdir, settle, "empty")
             started = time.monotonic()
