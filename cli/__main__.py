@@ -75,7 +75,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         run=localmachine.run,
     ),
     "manifests": Subcommand(
-        help="generate the CRDs (config/crd/) from the API models in api/",
+        help="generate the CRDs (config/crd/, config/machine-api/) from the API models in api/",
         configure=manifests.configure,
         run=manifests.run,
     ),
