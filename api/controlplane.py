@@ -30,6 +30,7 @@ schema cannot say (odd replicas, immutable fields) are in :mod:`webhooks.control
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -46,6 +47,7 @@ from .meta import (
     StrictKubeModel,
     Time,
 )
+from .selector import selector_matches
 
 GROUP = "controlplane.cpo.dev"
 VERSION = "v1alpha1"
@@ -55,6 +57,38 @@ KIND = "ControlPlane"
 MASTER_ROLE_LABEL = "machine.openshift.io/cluster-api-machine-role"
 """The label OpenShift puts on control-plane Machines; the default selector matches ``master``."""
 DEFAULT_SELECTOR_LABELS = {MASTER_ROLE_LABEL: "master"}
+
+MHC_SCOPE_LABEL = "controlplane.cpo.dev/machinehealthcheck"
+"""The label that puts a MachineHealthCheck in this operator's hands, with the value
+:data:`MHC_SCOPE_VALUE`.
+
+A ControlPlane writes it on the MachineHealthCheck it owns (and adds it to one created before the
+label existed); a user may write it on any other MachineHealthCheck to have this operator check
+it. Only MachineHealthChecks carrying it are sent to the operator's admission webhook (the
+``objectSelector`` of ``config/machinehealthcheck``), judged by it, reconciled or written by the
+``machinehealthcheck`` controller: every other one (a worker check of the machine-api-operator,
+say) is left to whoever else serves it, untouched. :func:`in_health_check_scope` is the one
+statement of the rule."""
+MHC_SCOPE_VALUE = "true"
+MHC_SCOPE_SELECTOR: dict[str, Any] = {"matchLabels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE}}
+""":data:`MHC_SCOPE_LABEL` as a label selector, the form a webhook's ``objectSelector`` takes."""
+
+
+def in_health_check_scope(obj: Mapping[str, Any] | None) -> bool:
+    """Whether a MachineHealthCheck (the wire form) is this operator's to judge and reconcile.
+
+    True when its labels match :data:`MHC_SCOPE_SELECTOR`, exactly as the API server evaluates the
+    webhook's ``objectSelector``; a missing object or one without labels is out of scope.
+
+    >>> in_health_check_scope({"metadata": {"labels": {MHC_SCOPE_LABEL: "true"}}})
+    True
+    >>> in_health_check_scope({"metadata": {"name": "worker"}})
+    False
+    """
+    metadata = (obj or {}).get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return selector_matches(MHC_SCOPE_SELECTOR, labels if isinstance(labels, Mapping) else None)
+
 
 DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 

@@ -30,7 +30,8 @@ What it serves
   built-ins a controller uses -- namespaces, nodes, pods, events, secrets, configmaps, services,
   serviceaccounts, leases, poddisruptionbudgets, events.k8s.io events, CRDs, admission webhook
   configurations, RBAC Roles, ClusterRoles and their bindings, selfsubjectreviews, tokenreviews,
-  subjectaccessreviews -- and every installed CRD.
+  subjectaccessreviews; deployments and networkpolicies, stored so that an install can be applied
+  (nothing runs them) -- and every installed CRD.
 * create / get / update / patch (merge, JSON, strategic for built-ins, apply) / delete /
   deletecollection with uid, generateName, generation, one global resourceVersion, optimistic
   concurrency, finalizers and deletionTimestamp, preconditions, dryRun, fieldValidation and

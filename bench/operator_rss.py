@@ -58,6 +58,8 @@ async def apiserver(workdir: Path) -> AsyncIterator[Path]:
         str(kubeconfig),
         "--crd",
         str(ROOT / "config" / "crd"),
+        "--crd",
+        str(ROOT / "config" / "machine-api"),
         stdout=log,
         stderr=log,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -210,7 +210,7 @@ async def settled(client: Client, replicas: int, revision: str) -> None:
 
 async def one_run(heartbeat: float, member_change_interval: float) -> dict[str, Any]:
     async with Environment(EnvironmentOptions(embedded=EmbeddedServerOptions())) as env:
-        await env.install_crds([ROOT / "config" / "crd"])
+        await env.install_crds([ROOT / "config" / "crd", ROOT / "config" / "machine-api"])
         await env.create_namespace(NAMESPACE)
         async with (
             await Client.from_kubeconfig(env.kubeconfig) as client,

@@ -3,6 +3,7 @@
 ``cpo run`` is the operator itself (see :mod:`controllers.operator`). ``cpo dev-apiserver`` runs
 the embedded API server on its own, for kubectl sessions and for trying the operator by hand;
 ``cpo localmachine`` runs the local machine provider; ``cpo manifests`` writes the CRDs; ``cpo
+install-check`` says which install a cluster needs (:mod:`cli.commands.install_check`); ``cpo
 explain`` shows one ControlPlane as the operator sees it (:mod:`cli.explain`). The same table is
 installed a second time as ``kubectl-cpo`` (:func:`kubectl_main`), so ``kubectl cpo explain NAME``
 works once the package is on PATH. Every
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cli.commands import demo, dev_apiserver, localmachine, manifests, run
+from cli.commands import demo, dev_apiserver, install_check, localmachine, manifests, run
 
 
 @dataclass(frozen=True)
@@ -69,13 +70,19 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         configure=_configure_explain,
         run=_run_explain,
     ),
+    "install-check": Subcommand(
+        help="which install a cluster needs (OpenShift, a Machine API without it, an empty cluster), "
+        "read before installing; writes nothing",
+        configure=install_check.configure,
+        run=install_check.run,
+    ),
     "localmachine": Subcommand(
         help="run the localmachine provider: each Machine becomes a local etcd member and a Node",
         configure=localmachine.configure,
         run=localmachine.run,
     ),
     "manifests": Subcommand(
-        help="generate the CRDs (config/crd/) from the API models in api/",
+        help="generate the CRDs (config/crd/, config/machine-api/) from the API models in api/",
         configure=manifests.configure,
         run=manifests.run,
     ),

@@ -13,9 +13,9 @@ What runs, and on which ports (the defaults match ``config/manager/manager.yaml`
   ``--webhook-cert-dir`` and reloaded when they change): the ControlPlane validator at
   ``/validate-controlplane-cpo-dev-v1alpha1-controlplane`` (which also sees
   ``controlplanes/scale``), the defaulter at ``/mutate-controlplane-cpo-dev-v1alpha1-controlplane``
-  and the MachineHealthCheck validator at
+  and, only while the ``machinehealthcheck`` controller runs, the MachineHealthCheck validator at
   ``/validate-machine-openshift-io-v1beta1-machinehealthcheck``, the paths
-  ``config/webhook/manifests.yaml`` names;
+  ``config/webhook/manifests.yaml`` and ``config/machinehealthcheck/`` name;
 * leader election on the Lease ``controlplane-operator.cpo.dev``, on by default inside a cluster
   (in the pod's namespace), off elsewhere: only the leader runs controllers, every replica serves
   webhooks;
@@ -305,7 +305,9 @@ def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = N
     group, version = CONTROLPLANE_API_VERSION.split("/")
     server.register_validator(group, version, CONTROLPLANE_KIND, ControlPlaneValidator(getter, lister))
     server.register_defaulter(group, version, CONTROLPLANE_KIND, ControlPlaneDefaulter())
-    server.register_validator(MACHINE_GROUP, MACHINE_VERSION, MHC_KIND, MachineHealthCheckValidator())
+    if "machinehealthcheck" in options.controllers:
+        # The MachineHealthCheck rules are this controller's: without it, another one judges.
+        server.register_validator(MACHINE_GROUP, MACHINE_VERSION, MHC_KIND, MachineHealthCheckValidator())
     return server
 
 

@@ -37,8 +37,13 @@ from runtime.envtest.certs import CertificateAuthority
 from runtime.localproc import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-CRD_DIR = REPO / "config" / "crd"
-WEBHOOK_MANIFESTS = REPO / "config" / "webhook" / "manifests.yaml"
+CRD_DIRS = (REPO / "config" / "crd", REPO / "config" / "machine-api")
+"""The ControlPlane CRD and the Machine API component's: the demo's cluster starts empty."""
+WEBHOOK_MANIFESTS = (
+    REPO / "config" / "webhook" / "manifests.yaml",
+    REPO / "config" / "machinehealthcheck" / "manifests.yaml",
+)
+"""Every webhook configuration: the demo runs every controller, as config/install/standalone does."""
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 POLL = 0.1
@@ -168,7 +173,12 @@ class DemoWorld:
             self.kubeconfig_path.unlink(missing_ok=True)
             apiserver = await self._spawn(
                 "apiserver",
-                cpo("dev-apiserver", "--kubeconfig-out", str(self.kubeconfig_path), "--crd", str(CRD_DIR)),
+                cpo(
+                    "dev-apiserver",
+                    "--kubeconfig-out",
+                    str(self.kubeconfig_path),
+                    *(arg for folder in CRD_DIRS for arg in ("--crd", str(folder))),
+                ),
             )
             await self._wait_until(
                 apiserver,
@@ -332,9 +342,11 @@ class KubectlError(RuntimeError):
 
 
 def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
-    """``config/webhook/manifests.yaml`` with every webhook pointed at ``https://127.0.0.1:<port>``."""
+    """The webhook configurations of :data:`WEBHOOK_MANIFESTS` with every webhook pointed at
+    ``https://127.0.0.1:<port>``."""
     configurations = []
-    for document in yaml.safe_load_all(WEBHOOK_MANIFESTS.read_text()):
+    documents = [d for path in WEBHOOK_MANIFESTS for d in yaml.safe_load_all(path.read_text())]
+    for document in documents:
         if not document:
             continue
         configuration = copy.deepcopy(document)

@@ -12,8 +12,8 @@ Fixtures
 ``kubeconfig_path`` the kubeconfig file of ``env``, for kubectl and other subprocesses.
 ``kube_http``       a :class:`tests.support.kubehttp.KubeHTTP` (raw HTTP) for ``env``, closed after the test.
 ``widgets_installed``  the test-only Widget CRD (tests/support/crds.py) installed once per session.
-``machine_crds``    the project's CRDs (config/crd: Machine, MachineHealthCheck, ControlPlane)
-                    installed once per session.
+``machine_crds``    the project's CRDs (config/crd: ControlPlane; config/machine-api: Machine,
+                    MachineHealthCheck) installed once per session.
 ``kube``            the ``client`` fixture with ``machine_crds`` installed.
 ``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
                     session-end leak check; afterwards every member recorded there is killed.
@@ -145,9 +145,9 @@ async def widgets_installed(env: Environment) -> None:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def machine_crds(env: Environment) -> None:
-    from tests.support.localmachine import CRD_DIR  # imported on use: see pytest_sessionfinish
+    from tests.support.localmachine import CRD_DIRS  # imported on use: see pytest_sessionfinish
 
-    await env.install_crds([CRD_DIR])
+    await env.install_crds(CRD_DIRS)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -21,6 +21,13 @@ contract; a refusal is 422 with kube's Invalid message, e.g.
 ``MachineHealthCheck.machine.openshift.io "masters" is invalid: spec.maxUnhealthy: Invalid value:
 "foo%50": must be a count (e.g. 2) or a percentage from 0% to 100% (e.g. "40%")``.
 
+Only MachineHealthChecks in the operator's scope are judged: those labelled
+:data:`api.controlplane.MHC_SCOPE_LABEL` (:func:`api.controlplane.in_health_check_scope`). The
+webhook configuration's ``objectSelector`` (``config/machinehealthcheck``) already keeps the API
+server from calling for any other; should a call come anyway (a configuration edited by hand), a
+MachineHealthCheck whose stored form would lack the label is accepted unjudged, since the
+operator's controller will not act on it either.
+
 Updates are ratcheted as for ControlPlane: an update that leaves ``spec`` as it was is accepted,
 so an object stored before the webhook was installed can still lose its finalizers.
 """
@@ -31,6 +38,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from api.controlplane import in_health_check_scope
 from api.machine import GROUP
 from api.meta import parse_duration
 from api.selector import selector_problems
@@ -197,12 +205,17 @@ class AdmissionRequestLike(Protocol):
 
 
 class MachineHealthCheckValidator:
-    """``CustomValidator`` for MachineHealthCheck; refusals are 422 Invalid."""
+    """``CustomValidator`` for MachineHealthCheck; refusals are 422 Invalid. A MachineHealthCheck
+    out of the operator's scope is accepted without a look (see the module docstring)."""
 
     async def validate_create(self, obj: JSON, request: AdmissionRequestLike) -> list[str]:
+        if not in_health_check_scope(obj):
+            return []
         return _verdict(_name(obj, request), *validate_machinehealthcheck_create(obj))
 
     async def validate_update(self, old: JSON, new: JSON, request: AdmissionRequestLike) -> list[str]:
+        if not in_health_check_scope(new):
+            return []
         return _verdict(_name(new, request), *validate_machinehealthcheck_update(old, new))
 
     async def validate_delete(self, obj: JSON, request: AdmissionRequestLike) -> list[str]:

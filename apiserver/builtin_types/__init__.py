@@ -6,6 +6,7 @@ described by data, not by code paths in the handlers:
 
 * :mod:`~apiserver.builtin_types.structs` -- the Go struct layout of each type, in the
   description language of :mod:`apiserver.gostruct` (key order, omitempty, list semantics);
+  :mod:`~apiserver.builtin_types.workloads` -- Deployment and NetworkPolicy, stored for installs;
 * :mod:`~apiserver.builtin_types.validation` -- each type's validation, with kube's field errors;
 * :mod:`~apiserver.builtin_types.defaulting` -- scheme defaults, and what a type's strategy sets
   on create and update;

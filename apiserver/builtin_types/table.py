@@ -60,6 +60,7 @@ from .validation import (
     validate_service,
     webhook_configuration_validator,
 )
+from .workloads import DEPLOYMENT, NETWORK_POLICY
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SUBRESOURCE_VERBS = ["get", "patch", "update"]
@@ -317,6 +318,34 @@ def builtin_types() -> list[ResourceType]:
                 tracks_generation=False,
             ),
             SUBJECT_ACCESS_REVIEW,
+        ),
+        _register(
+            ResourceType(
+                "apps",
+                "v1",
+                "deployments",
+                "Deployment",
+                "deployment",
+                True,
+                short_names=["deploy"],
+                categories=["all"],
+                verbs=list(ALL_VERBS),
+            ),
+            DEPLOYMENT,
+            subresources=[_STATUS],
+        ),
+        _register(
+            ResourceType(
+                "networking.k8s.io",
+                "v1",
+                "networkpolicies",
+                "NetworkPolicy",
+                "networkpolicy",
+                True,
+                short_names=["netpol"],
+                verbs=list(ALL_VERBS),
+            ),
+            NETWORK_POLICY,
         ),
         _register(
             ResourceType(

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from api.controlplane import ControlPlaneSpec, HealthCheck
+from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE, ControlPlaneSpec, HealthCheck
 from api.controlplane_reasons import REASON_MACHINE_HEALTH_CHECK_CREATED, REASON_MACHINE_HEALTH_CHECK_DELETED
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import references
@@ -34,7 +34,8 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
 
     Same selector; unhealthy conditions and nodeStartupTimeout from ``spec.healthCheck``;
     maxUnhealthy :func:`~controllers.controlplane.remediation.health_check_budget` of the owned
-    ``machines``.
+    ``machines``; labelled :data:`~api.controlplane.MHC_SCOPE_LABEL`, so that the operator's
+    MachineHealthCheck webhook and controller take it (and no other unlabelled one).
     """
     health = spec.health_check or HealthCheck()
     metadata = cp["metadata"]
@@ -44,6 +45,7 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
         "metadata": {
             "name": metadata["name"] + MHC_SUFFIX,
             "namespace": metadata["namespace"],
+            "labels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE},
             "ownerReferences": [controller_ref(cp)],
         },
         "spec": {
@@ -103,16 +105,27 @@ async def sync_mhc(
             return  # created by our previous pass; the cache has not seen it yet
         event(cp, "Normal", REASON_MACHINE_HEALTH_CHECK_CREATED, f"Created MachineHealthCheck {name}")
         return
-    if any(current["spec"].get(k) != v for k, v in desired["spec"].items()):
+    patch = mhc_patch(current, desired)
+    if patch is not None:
         # A Conflict means the cache is behind our own last write: its event brings us back.
         with contextlib.suppress(Conflict):
-            await client.patch(
-                MACHINE_API_VERSION,
-                "MachineHealthCheck",
-                name,
-                {
-                    "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                    "spec": desired["spec"],
-                },
-                namespace,
-            )
+            await client.patch(MACHINE_API_VERSION, "MachineHealthCheck", name, patch, namespace)
+
+
+def mhc_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> JSON | None:
+    """The merge patch that brings the owned MachineHealthCheck to ``desired``; None when it is.
+
+    It sets the spec fields the ControlPlane decides and the scope label (added to a
+    MachineHealthCheck created before the label existed, so that an upgraded operator keeps
+    checking it); other labels and fields stay as they are. The ``resourceVersion`` makes it a
+    compare-and-swap against the copy it was computed from.
+    """
+    spec_differs = any(current["spec"].get(k) != v for k, v in desired["spec"].items())
+    labels = current["metadata"].get("labels") or {}
+    missing = {k: v for k, v in desired["metadata"]["labels"].items() if labels.get(k) != v}
+    if not spec_differs and not missing:
+        return None
+    metadata: JSON = {"resourceVersion": current["metadata"]["resourceVersion"]}
+    if missing:
+        metadata["labels"] = missing
+    return {"metadata": metadata, "spec": desired["spec"]}

@@ -8,7 +8,10 @@ Example::
 
     apiVersion: machine.openshift.io/v1beta1
     kind: MachineHealthCheck
-    metadata: {name: masters, namespace: openshift-machine-api}
+    metadata:
+      name: masters
+      namespace: openshift-machine-api
+      labels: {controlplane.cpo.dev/machinehealthcheck: "true"}   # this operator's to check
     spec:
       selector:
         matchLabels: {machine.openshift.io/cluster-api-machine-role: master}
@@ -91,6 +94,15 @@ machine-api-operator's names and labels (:mod:`controllers.machinehealthcheck.me
 ``mapi_machinehealthcheck_nodes_covered``, ``mapi_machinehealthcheck_remediation_success_total``
 and ``mapi_machinehealthcheck_short_circuit``, all ``{name, namespace}``; a deleted
 MachineHealthCheck's series are removed.
+
+Which MachineHealthChecks
+-------------------------
+Only those labelled ``controlplane.cpo.dev/machinehealthcheck: "true"``
+(:data:`api.controlplane.MHC_SCOPE_LABEL`): the one a ControlPlane owns carries it, and a user
+puts it on any other this operator should check. Every other MachineHealthCheck (the
+machine-api-operator's worker checks, say) is never reconciled, and its status is never written;
+the admission webhook is not even called for it (:func:`api.controlplane.in_health_check_scope`
+is the one rule both follow).
 
 What the operator sees
 ----------------------

@@ -1,6 +1,8 @@
 """The MachineHealthCheck reconciler and its wiring into a manager (controller ``machinehealthcheck``).
 
-One reconcile looks at one MachineHealthCheck, in four steps, and only the first and third do I/O:
+One reconcile looks at one MachineHealthCheck in the operator's scope (labelled
+:data:`api.controlplane.MHC_SCOPE_LABEL`; any other is neither enqueued nor written), in four
+steps, and only the first and third do I/O:
 
 1. gather: the Machines its selector matches (in its namespace, from the cache) and their Nodes,
    each judged with :func:`~controllers.machinehealthcheck.health.target_health`
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
+from api.controlplane import in_health_check_scope
 from api.machine import API_VERSION
 from api.selector import selector_matches
 from runtime.builder import ControllerBuilder
@@ -47,7 +50,15 @@ from .remediator import (
     Remediator,
 )
 from .status import EVENT_REMEDIATION_RESTRICTED, MhcStatus, mhc_status, restricted_event
-from .watches import MACHINE_KIND, MHC_KIND, NODE_NAME_INDEX, Mapper, NodeHealthChanged, machine_node_name
+from .watches import (
+    MACHINE_KIND,
+    MHC_KIND,
+    NODE_NAME_INDEX,
+    InHealthCheckScope,
+    Mapper,
+    NodeHealthChanged,
+    machine_node_name,
+)
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -102,6 +113,11 @@ class MachineHealthCheckReconciler:
         try:
             mhc = await self.cache.get(API_VERSION, MHC_KIND, request.name, request.namespace)
         except NotFound:
+            metrics.forget(request.name, request.namespace)
+            return Result()
+        if not in_health_check_scope(mhc):
+            # Another controller's MachineHealthCheck (or one whose scope label was just removed):
+            # nothing of it is read, judged or written here.
             metrics.forget(request.name, request.namespace)
             return Result()
         spec = mhc.get("spec") or {}
@@ -194,8 +210,9 @@ class MachineHealthCheckReconciler:
 def setup_with_manager(manager: Manager, options: MachineHealthCheckOptions | None = None) -> Controller:
     """Add the ``machinehealthcheck`` controller to ``manager`` and return it.
 
-    Watches MachineHealthChecks; Machines (mapped to every MachineHealthCheck of their namespace
-    whose selector matches them); Nodes (mapped through the Machine whose ``status.nodeRef``
+    Watches MachineHealthChecks in the operator's scope (:class:`.watches.InHealthCheckScope`);
+    Machines (mapped to every such MachineHealthCheck of their namespace whose selector matches
+    them); Nodes (mapped through the Machine whose ``status.nodeRef``
     names them, an index of the Machine informer), when their conditions change.
     """
     options = options or MachineHealthCheckOptions()
@@ -208,7 +225,7 @@ def setup_with_manager(manager: Manager, options: MachineHealthCheckOptions | No
     return (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)
-        .for_(API_VERSION, MHC_KIND)
+        .for_(API_VERSION, MHC_KIND, InHealthCheckScope())
         .watches(API_VERSION, MACHINE_KIND, EnqueueRequestsFromMapFunc(mapper.for_machine))
         .watches("v1", "Node", EnqueueRequestsFromMapFunc(mapper.for_node), NodeHealthChanged())
         .with_options(options.controller)

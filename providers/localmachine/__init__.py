@@ -3,7 +3,7 @@
 It plays a cloud's Machine API for tests, benchmarks and laptops. It reconciles the Machines whose
 ``spec.providerSpec.value.kind`` is ``LocalMachineProviderSpec`` and nothing else. Try it::
 
-    cpo dev-apiserver --kubeconfig-out /tmp/kc --crd config/crd &
+    cpo dev-apiserver --kubeconfig-out /tmp/kc --crd config/crd --crd config/machine-api &
     cpo localmachine --state-dir /tmp/cpo-machines --kubeconfig /tmp/kc &
     kubectl --kubeconfig /tmp/kc apply -f - <<EOF
     apiVersion: machine.openshift.io/v1beta1

@@ -20,6 +20,7 @@ import pytest_asyncio
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE
 from api.machine import API_VERSION
 from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
@@ -39,12 +40,12 @@ WITHIN = 30.0
 
 
 def shipped_mhc_webhook_path() -> str:
-    """The path config/webhook/manifests.yaml sends MachineHealthCheck admission to."""
-    for doc in yaml.safe_load_all((ROOT / "config" / "webhook" / "manifests.yaml").read_text()):
+    """The path config/machinehealthcheck/manifests.yaml sends MachineHealthCheck admission to."""
+    for doc in yaml.safe_load_all((ROOT / "config" / "machinehealthcheck" / "manifests.yaml").read_text()):
         for hook in (doc or {}).get("webhooks", ()):
             if "machinehealthchecks" in hook["rules"][0]["resources"]:
                 return str(hook["clientConfig"]["service"]["path"])
-    raise AssertionError("config/webhook/manifests.yaml has no MachineHealthCheck webhook")
+    raise AssertionError("config/machinehealthcheck/manifests.yaml has no MachineHealthCheck webhook")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -59,10 +60,11 @@ async def operator(
 
 
 def health_check(name: str, namespace: str, group: str, **spec: Any) -> JSON:
+    """A MachineHealthCheck carrying the scope label: the operator judges and checks only those."""
     return {
         "apiVersion": API_VERSION,
         "kind": "MachineHealthCheck",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE}},
         "spec": {
             "selector": {"matchLabels": {"mhc-test": group}},
             "unhealthyConditions": [{"type": "Ready", "status": "False", "timeout": "300s"}],

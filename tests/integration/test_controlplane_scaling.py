@@ -23,6 +23,7 @@ import pytest
 import pytest_asyncio
 
 from api.controlplane import API_VERSION as CP_API_VERSION
+from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE
 from api.machine import (
     API_VERSION,
 )
@@ -802,7 +803,12 @@ async def test_the_last_machine_marked_unhealthy_is_kept_and_the_controlplane_is
             {
                 "apiVersion": API_VERSION,
                 "kind": "MachineHealthCheck",
-                "metadata": {"name": f"{name}-users", "namespace": namespace},
+                # The scope label opts the user's check in to this operator's controller.
+                "metadata": {
+                    "name": f"{name}-users",
+                    "namespace": namespace,
+                    "labels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE},
+                },
                 "spec": {
                     "selector": {"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}},
                     "maxUnhealthy": "100%",

@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from api.controlplane import API_VERSION as CP_API_VERSION
+from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE
 from api.machine import (
     API_VERSION,
     CONDITION_EXTERNAL_REMEDIATION_REQUEST_AVAILABLE,
@@ -134,10 +135,12 @@ def control_plane_machine(name: str, namespace: str, owner: JSON | None, **label
 
 
 def health_check(name: str, namespace: str, group: str, **spec: Any) -> JSON:
+    """A MachineHealthCheck over the Machines labelled ``mhc-test: group``, carrying the scope
+    label that opts it in to this operator's controller (an unlabelled one is another's)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "MachineHealthCheck",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE}},
         "spec": {
             "selector": {"matchLabels": {"mhc-test": group}},
             "unhealthyConditions": [

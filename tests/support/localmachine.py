@@ -32,7 +32,9 @@ from tests.support.manager import running_manager
 from tests.support.poll import eventually
 
 REPO = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO / "config" / "crd"
+CRD_DIRS = (REPO / "config" / "crd", REPO / "config" / "machine-api")
+"""The project's CRDs: the ControlPlane's, and the Machine API component's (the tests' clusters have
+no Machine API of their own)."""
 HEARTBEAT = 0.4
 """Heartbeat period of the test providers (seconds)."""
 

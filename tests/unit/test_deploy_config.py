@@ -8,6 +8,7 @@ RBAC grants exactly what the manager does.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -103,6 +104,9 @@ def test_every_kustomization_names_resources_that_exist() -> None:
         for resource in resources:
             target = path.parent / resource
             assert target.is_file() or (target / "kustomization.yaml").is_file(), (path, resource)
+        for component in kustomization.get("components", []):
+            target = documents(path.parent / component / "kustomization.yaml")[0]
+            assert target["kind"] == "Component", (path, component)
         for file in generated:
             assert (path.parent / file).is_file(), (path, file)
 
@@ -137,14 +141,29 @@ def test_kubectl_kustomize_builds_config_default() -> None:
 # --- agreement with the server -------------------------------------------------------------------
 
 
-def test_webhook_configurations_call_the_paths_cpo_run_registers(in_cluster: None) -> None:
-    served = set(webhook_server(resolved_from_deployment()).paths)
-    configured = {
+WEBHOOK_MANIFESTS = (CONFIG / "webhook" / "manifests.yaml", CONFIG / "machinehealthcheck" / "manifests.yaml")
+"""The ControlPlane webhooks (config/default) and the opt-in MachineHealthCheck one."""
+
+
+def configured_paths(*paths: Path) -> set[str]:
+    return {
         hook["clientConfig"]["service"]["path"]
-        for doc in documents(CONFIG / "webhook" / "manifests.yaml")
+        for path in paths
+        for doc in documents(path)
         for hook in doc["webhooks"]
     }
-    assert configured == served
+
+
+def test_webhook_configurations_call_the_paths_cpo_run_registers(in_cluster: None) -> None:
+    served = set(webhook_server(resolved_from_deployment()).paths)
+    assert configured_paths(*WEBHOOK_MANIFESTS) == served
+
+
+def test_cpo_run_serves_the_machinehealthcheck_webhook_only_with_its_controller(in_cluster: None) -> None:
+    resolved = resolved_from_deployment()
+    without = dataclasses.replace(resolved, controllers=frozenset({"controlplane", "etcd-quorum-hook"}))
+    assert set(webhook_server(without).paths) == configured_paths(WEBHOOK_MANIFESTS[0])
+    assert configured_paths(WEBHOOK_MANIFESTS[1]) <= set(webhook_server(resolved).paths)
 
 
 def test_services_reach_the_ports_the_process_listens_on(in_cluster: None) -> None:
@@ -160,7 +179,7 @@ def test_services_reach_the_ports_the_process_listens_on(in_cluster: None) -> No
     (port,) = webhook_service["spec"]["ports"]
     assert port["targetPort"] == options.webhook_port and port["port"] == 443
     assert webhook_service["spec"]["selector"] == POD_LABELS
-    for doc in documents(CONFIG / "webhook" / "manifests.yaml"):
+    for doc in (d for path in WEBHOOK_MANIFESTS for d in documents(path)):
         for hook in doc["webhooks"]:
             ref = hook["clientConfig"]["service"]
             assert (ref["name"], ref["namespace"], ref["port"]) == (
@@ -229,7 +248,7 @@ def test_deployment_probes_certificate_and_security(in_cluster: None) -> None:
     service = one("Service", "webhook")
     name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
     assert f"{name}.{namespace}.svc" in certificate["spec"]["dnsNames"]
-    for doc in documents(CONFIG / "webhook" / "manifests.yaml"):
+    for doc in (d for path in WEBHOOK_MANIFESTS for d in documents(path)):
         annotation = doc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
         assert annotation == f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
 

@@ -21,14 +21,29 @@ from api.crdgen import (
 )
 from api.meta import KubeModel
 from cli.__main__ import main
+from cli.commands.manifests import crd_folders
 
 ROOT = Path(__file__).resolve().parents[3]
-CRD_DIR = ROOT / "config" / "crd"
 
 
 def test_committed_crds_match_the_models() -> None:
-    stale = stale_files(CRD_DIR)
-    assert stale == [], f"{stale} differ from the models: run `cpo manifests` and commit config/crd/"
+    for folder, crds in crd_folders(ROOT).items():
+        stale = stale_files(folder, crds)
+        assert stale == [], f"{stale} differ from the models: run `cpo manifests` and commit {folder}"
+
+
+def test_the_controlplane_crd_is_in_config_crd_and_the_machine_api_ones_in_their_component() -> None:
+    folders = {folder.relative_to(ROOT).as_posix(): crds for folder, crds in crd_folders(ROOT).items()}
+    assert folders == {
+        "config/crd": (CONTROLPLANE_CRD,),
+        "config/machine-api": (MACHINE_CRD, MACHINEHEALTHCHECK_CRD),
+    }
+    assert sorted(crd_filename(c) for crds in folders.values() for c in crds) == sorted(
+        crd_filename(c) for c in ALL_CRDS
+    )
+    for folder, crds in folders.items():
+        on_disk = sorted(p.name for p in (ROOT / folder).glob("*.yaml") if p.name != "kustomization.yaml")
+        assert on_disk == sorted(crd_filename(c) for c in crds), folder
 
 
 def test_stale_detection_catches_an_edited_file(tmp_path: Path) -> None:

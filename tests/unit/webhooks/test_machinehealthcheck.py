@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from api.controlplane import MHC_SCOPE_LABEL
 from runtime.webhook import Denied
 from webhooks.machinehealthcheck import (
     MachineHealthCheckValidator,
@@ -22,7 +23,7 @@ def mhc(**spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "apiVersion": "machine.openshift.io/v1beta1",
         "kind": "MachineHealthCheck",
-        "metadata": {"name": "masters", "namespace": "ns"},
+        "metadata": {"name": "masters", "namespace": "ns", "labels": {MHC_SCOPE_LABEL: "true"}},
         "spec": {
             "selector": {"matchLabels": {"machine.openshift.io/cluster-api-machine-role": "master"}},
             "unhealthyConditions": [dict(READY_FALSE)],
@@ -152,3 +153,22 @@ def test_the_validator_denies_with_kube_invalid_message() -> None:
     assert asyncio.run(validator.validate_create(mhc(selector={}), _Request())) == [
         "spec.selector is empty: every Machine of the namespace is checked and may be remediated"
     ]
+
+
+def unlabelled(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "labels"}}
+
+
+def test_a_machinehealthcheck_out_of_scope_is_accepted_unjudged() -> None:
+    validator = MachineHealthCheckValidator()
+    no_timeout = mhc(unhealthyConditions=[{"type": "Ready", "status": "False"}])
+    with pytest.raises(Denied):
+        asyncio.run(validator.validate_create(no_timeout, _Request()))
+    worker = unlabelled(no_timeout)
+    assert asyncio.run(validator.validate_create(worker, _Request())) == []
+    assert asyncio.run(validator.validate_update(unlabelled(mhc()), worker, _Request())) == []
+    # Taking the label off hands the check to someone else: the new form is no longer judged.
+    assert asyncio.run(validator.validate_update(mhc(), worker, _Request())) == []
+    # Putting it on with a new spec makes the operator responsible: the new form is judged.
+    with pytest.raises(Denied):
+        asyncio.run(validator.validate_update(unlabelled(mhc()), no_timeout, _Request()))

@@ -3,9 +3,12 @@ what etcd can lose plus the Machines in transition, and it takes the ControlPlan
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from controllers.controlplane.healthcheck import desired_mhc
+from api.controlplane import MHC_SCOPE_LABEL, in_health_check_scope
+from controllers.controlplane.healthcheck import desired_mhc, mhc_patch
 from controllers.controlplane.machines import (
     MachineInfo,
     controller_ref,
@@ -93,3 +96,47 @@ def test_the_mhc_takes_openshift_defaults_and_the_controlplane_settings() -> Non
     )
     assert demo["spec"]["unhealthyConditions"] == [{"type": "Ready", "status": "Unknown", "timeout": "5s"}]
     assert demo["spec"]["nodeStartupTimeout"] == "30s"
+
+
+def test_the_mhc_carries_the_scope_label_the_operator_checks_by() -> None:
+    mhc = desired_mhc(CONTROLPLANE, spec_with())
+    assert in_health_check_scope(mhc)
+    assert mhc["metadata"]["labels"] == {MHC_SCOPE_LABEL: "true"}
+
+
+def stored(labels: dict[str, str] | None, **spec: Any) -> dict[str, Any]:
+    desired = desired_mhc(CONTROLPLANE, spec_with())
+    metadata = {**desired["metadata"], "resourceVersion": "7"}
+    if labels is None:
+        metadata.pop("labels")
+    else:
+        metadata["labels"] = labels
+    return {**desired, "metadata": metadata, "spec": {**desired["spec"], **spec}}
+
+
+@pytest.mark.parametrize(
+    ("current", "patch_labels", "patches"),
+    [
+        (stored({MHC_SCOPE_LABEL: "true"}), None, False),
+        (stored(None), {MHC_SCOPE_LABEL: "true"}, True),
+        (stored({"team": "infra"}), {MHC_SCOPE_LABEL: "true"}, True),
+        (stored({MHC_SCOPE_LABEL: "true"}, maxUnhealthy=5), None, True),
+    ],
+    ids=[
+        "an mhc as desired is left alone",
+        "an mhc from before the label existed gets it on upgrade",
+        "the label is added beside a user's own labels without removing them",
+        "a spec drift is patched without touching the labels",
+    ],
+)
+def test_the_owned_mhc_is_patched_to_its_spec_and_scope_label(
+    current: dict[str, Any], patch_labels: dict[str, str] | None, patches: bool
+) -> None:
+    patch = mhc_patch(current, desired_mhc(CONTROLPLANE, spec_with()))
+    if not patches:
+        assert patch is None
+        return
+    assert patch is not None
+    assert patch["metadata"].get("labels") == patch_labels
+    assert patch["metadata"]["resourceVersion"] == "7"
+    assert patch["spec"] == desired_mhc(CONTROLPLANE, spec_with())["spec"]
