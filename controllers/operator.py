@@ -312,9 +312,15 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
         hook_name=options.etcd_hook_name, hook_owner=options.etcd_hook_owner
     )
     if "controlplane" in options.controllers:
-        # Releasing a Machine removes the hook the etcd-quorum-hook controller places: the same one.
-        guard_hook = etcd_quorum_options.with_defaults().hook
-        controlplane.setup_with_manager(manager, controlplane.ControlPlaneOptions(etcd_guard_hook=guard_hook))
+        # The operator's hook identity: the hook the etcd-quorum-hook controller places, its own
+        # when its name is, or while that controller runs (a release removes only such a hook).
+        controlplane.setup_with_manager(
+            manager,
+            controlplane.ControlPlaneOptions(
+                etcd_guard_hook=etcd_quorum_options.with_defaults().hook,
+                etcd_quorum_hook_runs="etcd-quorum-hook" in options.controllers,
+            ),
+        )
     if "etcd-quorum-hook" in options.controllers:
         etcdquorum.setup_with_manager(manager, etcd_quorum_options)
     if "machinehealthcheck" in options.controllers:

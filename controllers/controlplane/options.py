@@ -29,10 +29,17 @@ class ControlPlaneOptions:
     controller: ControllerOptions | None = None
     """Options of the controller. Defaults to ``ControllerOptions()``."""
     etcd_guard_hook: Hook | None = None
-    """The preDrain hook the etcd-quorum-hook controller places (its configured name and owner):
-    releasing a Machine removes exactly this hook, since the guard works per ControlPlane and
-    nothing manages it once the ControlPlane is gone. Defaults to the etcd-quorum-hook
-    controller's default hook."""
+    """This operator's hook identity: the preDrain hook its etcd-quorum-hook controller places
+    (the configured name and owner). Releasing a Machine removes a hook of exactly this identity
+    when the identity is the operator's own (:func:`controllers.controlplane.release.hook_at_release`).
+    Defaults to the etcd-quorum-hook controller's default hook, which is also OpenShift's etcd
+    operator's."""
+    etcd_quorum_hook_runs: bool | None = None
+    """Whether this operator's etcd-quorum-hook controller runs beside this controller. The default
+    identity (``EtcdQuorumOperator``) is the operator's own only then: otherwise it is
+    cluster-etcd-operator's, and a release leaves it. A name of the operator's own
+    (``--etcd-hook-name``) is its own either way. Defaults to False (a release then never removes
+    the default hook)."""
 
     def with_defaults(self) -> ResolvedControlPlaneOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change."""
@@ -46,6 +53,7 @@ class ControlPlaneOptions:
             etcd=self.etcd or EtcdClientOptions(timeout=2.0),
             controller=self.controller or ControllerOptions(),
             etcd_guard_hook=self.etcd_guard_hook or DEFAULT_HOOK,
+            etcd_quorum_hook_runs=bool(self.etcd_quorum_hook_runs),
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
@@ -70,3 +78,4 @@ class ResolvedControlPlaneOptions:
     etcd: EtcdClientOptions
     controller: ControllerOptions
     etcd_guard_hook: Hook
+    etcd_quorum_hook_runs: bool

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -64,6 +65,15 @@ def controlplane_options(**overrides: Any) -> ControlPlaneOptions:
     return options
 
 
+def with_hook_controller(options: ControlPlaneOptions | None, hooks: bool) -> ControlPlaneOptions:
+    """``options`` (or the test timings) told whether the etcd-quorum-hook controller runs beside,
+    unless they say so themselves: a release removes the default hook only while it does."""
+    chosen = options or controlplane_options()
+    if chosen.etcd_quorum_hook_runs is None:
+        chosen = dataclasses.replace(chosen, etcd_quorum_hook_runs=hooks)
+    return chosen
+
+
 def controlplane(
     name: str,
     namespace: str,
@@ -107,7 +117,7 @@ async def running_controlplane(
     MachineHealthCheck controller) until the block ends."""
     setups: list[Setup] = [
         lambda manager: setup_provider(manager, provider),
-        lambda manager: setup_controlplane(manager, options or controlplane_options()),
+        lambda manager: setup_controlplane(manager, with_hook_controller(options, hooks)),
     ]
     if hooks:
         setups.append(lambda manager: setup_hooks(manager, quick_options()))
