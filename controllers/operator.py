@@ -149,7 +149,10 @@ class OperatorOptions:
     ``-name`` (disable it); without ``*`` only the named ones run. Defaults to ``"*"``."""
     etcd_hook_name: str | None = None
     """Name of the preDrain hook the etcd-quorum-hook controller places. Defaults to
-    ``"EtcdQuorumOperator"`` (see :class:`controllers.etcdquorum.EtcdQuorumOptions`)."""
+    ``"EtcdQuorumOperator"`` (see :class:`controllers.etcdquorum.EtcdQuorumOptions`). With its
+    owner it is the operator's hook identity, which a ControlPlane's release also reads: a name of
+    its own is removed at release whichever controllers run; the default only while
+    ``etcd-quorum-hook`` runs (:func:`controllers.controlplane.release.hook_at_release`)."""
     etcd_hook_owner: str | None = None
     """Owner written in that hook. Defaults to ``"clusteroperator/etcd"``."""
 

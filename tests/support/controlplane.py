@@ -20,7 +20,7 @@ from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
-from controllers.etcdquorum.rules import DEFAULT_HOOK
+from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from controllers.machinehealthcheck import MachineHealthCheckOptions
 from controllers.machinehealthcheck import setup_with_manager as setup_health_checks
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
@@ -152,10 +152,11 @@ def owned_by(machine: JSON, cp: JSON) -> bool:
     )
 
 
-def our_hooks(machine: JSON) -> list[JSON]:
-    """The etcd-quorum-hook controller's (default) preDrain hook on ``machine``, if there."""
+def our_hooks(machine: JSON, hook: Hook = DEFAULT_HOOK) -> list[JSON]:
+    """The etcd-quorum-hook controller's preDrain hook ``hook`` (by default the default one) on
+    ``machine``, if there."""
     hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
-    return [h for h in hooks if (h.get("name"), h.get("owner")) == (DEFAULT_HOOK.name, DEFAULT_HOOK.owner)]
+    return [h for h in hooks if (h.get("name"), h.get("owner")) == (hook.name, hook.owner)]
 
 
 def cp_condition(cp: JSON | None, type_: str) -> JSON:
