@@ -157,3 +157,6 @@ REASON_MACHINE_RELEASED: Final = "MachineReleased"
 """The deleted ControlPlane dropped its ownerReference from a Machine, which stays."""
 REASON_ETCD_GUARD_RELEASED: Final = "EtcdGuardReleased"
 """On a Machine: its etcd-quorum hook was removed; deleting it no longer waits for etcd."""
+REASON_HOOK_KEPT_AT_RELEASE: Final = "LifecycleHookKept"
+"""On a released Machine: preDrain hooks of other writers (or the default identity, which is also
+OpenShift's etcd operator's, while the etcd-quorum-hook controller is off) stay in place."""

@@ -1,10 +1,13 @@
 """OpenShift's Machine API, ``machine.openshift.io/v1beta1``: Machine and MachineHealthCheck.
 
-Field names and JSON shapes follow OpenShift's types (``openshift/api`` ``machine/v1beta1``) for
-the fields this operator reads or writes; everything else a real cluster stores (``lastOperation``,
-``authoritativeAPI``, whatever a later release adds) is kept untouched, because these models allow
-extra keys and the generated CRD preserves unknown fields under ``spec`` and ``status``. The
-opaque ``providerSpec.value`` and ``providerStatus`` are plain dicts, never interpreted:
+Field names and JSON shapes follow OpenShift's types (``openshift/api`` ``machine/v1beta1``, the
+Default feature set). The models allow extra keys, so whatever a real cluster stores beyond them
+(``authoritativeAPI`` under a feature gate, whatever a later release adds) reads back untouched.
+The generated CRDs are as strict as OpenShift's: no unknown field is kept under a Machine's
+``spec`` or ``status`` (the API server prunes it, as OpenShift's does), status conditions are a
+list-map keyed by ``type`` with ``lastTransitionTime`` required, and a MachineHealthCheck's fields
+are optional where OpenShift's are. Only the opaque ``providerSpec.value`` and ``providerStatus``
+keep whatever they hold (plain dicts, never interpreted):
 
 >>> from api import Machine
 >>> obj = {
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 from pydantic.config import JsonDict
 
 from .meta import (
@@ -172,7 +175,10 @@ class MachineObjectMeta(KubeModel):
     """Labels added to the Node."""
     annotations: dict[str, str] | None = None
     """Annotations added to the Node."""
-    owner_references: list[OwnerReference] | None = None
+    owner_references: list[OwnerReference] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"]},
+    )
     """Owner references added to the Node."""
 
 
@@ -221,15 +227,13 @@ class ProviderSpec(KubeModel):
 
 
 class MachineSpec(KubeModel):
-    """Desired state of a Machine; unknown fields are preserved."""
-
-    model_config = ConfigDict(json_schema_extra=_PRESERVE)
+    """Desired state of a Machine; the API server prunes fields it does not know."""
 
     metadata: MachineObjectMeta | None = None
     """Labels, annotations and names given to the Node."""
     lifecycle_hooks: LifecycleHooks | None = None
     """Hooks that pause deletion before drain and before termination."""
-    taints: list[Taint] | None = None
+    taints: list[Taint] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
     """Taints added to the Node (never removed from it by the machine controller)."""
     provider_spec: ProviderSpec | None = None
     """Provider configuration of the instance."""
@@ -259,12 +263,13 @@ class LastOperation(KubeModel):
     """Create, Update, Delete, …"""
 
 
-class MachineCondition(KubeModel):
-    """An observation of a Machine API object (OpenShift's Condition, with severity)."""
+class Condition(KubeModel):
+    """An observation of a Machine API object (OpenShift's Condition, with severity); as a
+    MachineHealthCheck's status holds them: a plain list, nothing required."""
 
-    type: str
+    type: str | None = None
     """Condition type, CamelCase or ``example.com/CamelCase``."""
-    status: str
+    status: str | None = None
     """True, False or Unknown."""
     severity: str | None = None
     """Error, Warning or Info; only with status False."""
@@ -276,12 +281,31 @@ class MachineCondition(KubeModel):
     """Human-readable details."""
 
 
+class MachineCondition(KubeModel):
+    """An observation of a Machine (OpenShift's Condition, with severity), as a Machine's status
+    holds them: one per ``type`` (a list-map), with ``type``, ``status`` and ``lastTransitionTime``
+    required."""
+
+    type: str
+    """Condition type, CamelCase or ``example.com/CamelCase``."""
+    status: str
+    """True, False or Unknown."""
+    severity: str | None = None
+    """Error, Warning or Info; only with status False."""
+    last_transition_time: Time
+    """When status last changed."""
+    reason: str | None = None
+    """CamelCase cause of the last transition."""
+    message: str | None = None
+    """Human-readable details."""
+
+
 class MachineStatus(KubeModel):
-    """Observed state of a Machine; unknown fields are preserved."""
+    """Observed state of a Machine; the API server prunes fields it does not know."""
 
-    model_config = ConfigDict(json_schema_extra=_PRESERVE)
-
-    node_ref: ObjectReference | None = None
+    node_ref: ObjectReference | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-map-type": "atomic"}
+    )
     """The Node of this machine, once it has joined."""
     last_updated: Time | None = None
     """When the status was last observed."""
@@ -291,14 +315,19 @@ class MachineStatus(KubeModel):
     """Human-readable terminal problem."""
     provider_status: dict[str, Any] | None = Field(default=None, json_schema_extra=_PRESERVE)
     """Provider-specific status (e.g. AWSMachineProviderStatus), opaque to the Machine API."""
-    addresses: list[NodeAddress] | None = None
+    addresses: list[NodeAddress] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
     """Addresses of the instance, as the provider reports them."""
     last_operation: LastOperation | None = None
     """The last operation of the machine controller."""
     phase: str | None = None
     """Provisioning, Provisioned, Running, Deleting or Failed."""
-    conditions: list[MachineCondition] | None = None
-    """Current conditions."""
+    conditions: list[MachineCondition] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    """Current conditions, one per type."""
 
 
 class Machine(KubeObject):
@@ -317,29 +346,35 @@ class Machine(KubeObject):
 
 
 class UnhealthyCondition(KubeModel):
-    """A Node condition that, held for ``timeout``, makes the machine unhealthy."""
+    """A Node condition that, held for ``timeout``, makes the machine unhealthy. Every field is
+    optional in the schema, as in OpenShift's."""
 
-    type: str = Field(min_length=1)
+    type: str | None = Field(default=None, min_length=1)
     """Node condition type, e.g. Ready."""
-    status: str = Field(min_length=1)
+    status: str | None = Field(default=None, min_length=1)
     """Condition status that counts as unhealthy: True, False or Unknown."""
-    timeout: Duration
+    timeout: Duration | None = None
     """How long the condition must hold, e.g. ``300s``."""
 
 
 class MachineHealthCheckSpec(KubeModel):
-    """Which machines to check and when to remediate them."""
+    """Which machines to check and when to remediate them. Nothing is required, as in OpenShift's
+    schema."""
 
-    selector: LabelSelector
-    """Machines to check; an empty selector matches every machine in the namespace."""
-    unhealthy_conditions: list[UnhealthyCondition] = Field(min_length=1)
+    selector: LabelSelector | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-map-type": "atomic"}
+    )
+    """Machines to check; an empty or missing selector matches every machine in the namespace."""
+    unhealthy_conditions: list[UnhealthyCondition] | None = Field(default=None, min_length=1)
     """Node conditions that make a machine unhealthy (any of them)."""
     max_unhealthy: int | Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "100%"
     """Remediate only while at most this many selected machines (a count or a percentage) are
     unhealthy; 0 or 0% stops all remediation. Defaults to 100%."""
     node_startup_timeout: str = Field(default="10m", pattern=r"^0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
     """A machine without a Node after this long is unhealthy; ``0`` disables the check. Defaults to 10m."""
-    remediation_template: ObjectReference | None = None
+    remediation_template: ObjectReference | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-map-type": "atomic"}
+    )
     """A remediation template of an external remediator; when set, remediation is handed to it."""
 
 
@@ -352,7 +387,7 @@ class MachineHealthCheckStatus(KubeModel):
     """Matched machines that are healthy."""
     remediations_allowed: int | None = Field(default=None, ge=0)
     """Further remediations allowed before maxUnhealthy stops them."""
-    conditions: list[MachineCondition] | None = None
+    conditions: list[Condition] | None = None
     """Current conditions (RemediationAllowed)."""
 
 
@@ -365,7 +400,7 @@ class MachineHealthCheck(KubeObject):
     """Kind of this object: MachineHealthCheck."""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     """Standard object metadata."""
-    spec: MachineHealthCheckSpec
+    spec: MachineHealthCheckSpec | None = None
     """Health-check policy."""
     status: MachineHealthCheckStatus | None = None
     """Most recently observed status."""

@@ -249,6 +249,7 @@ async def one_run(heartbeat: float, member_change_interval: float) -> dict[str, 
                     resync_period=1.0,
                     etcd=EtcdClientOptions(timeout=1.0),
                     controller=quick,
+                    etcd_quorum_hook_runs=True,
                 ),
             )
             setup_hooks(

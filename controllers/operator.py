@@ -152,7 +152,10 @@ class OperatorOptions:
     ``-name`` (disable it); without ``*`` only the named ones run. Defaults to ``"*"``."""
     etcd_hook_name: str | None = None
     """Name of the preDrain hook the etcd-quorum-hook controller places. Defaults to
-    ``"EtcdQuorumOperator"`` (see :class:`controllers.etcdquorum.EtcdQuorumOptions`)."""
+    ``"EtcdQuorumOperator"`` (see :class:`controllers.etcdquorum.EtcdQuorumOptions`). With its
+    owner it is the operator's hook identity, which a ControlPlane's release also reads: a name of
+    its own is removed at release whichever controllers run; the default only while
+    ``etcd-quorum-hook`` runs (:func:`controllers.controlplane.release.hook_at_release`)."""
     etcd_hook_owner: str | None = None
     """Owner written in that hook. Defaults to ``"clusteroperator/etcd"``."""
     control_plane_node_selectors: tuple[str, ...] | None = None
@@ -323,12 +326,14 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
         hook_name=options.etcd_hook_name, hook_owner=options.etcd_hook_owner
     )
     if "controlplane" in options.controllers:
-        # Releasing a Machine removes the hook the etcd-quorum-hook controller places: the same one.
-        guard_hook = etcd_quorum_options.with_defaults().hook
+        # The operator's hook identity: the hook the etcd-quorum-hook controller places, its own
+        # when its name is, or while that controller runs (a release removes only such a hook).
         controlplane.setup_with_manager(
             manager,
             controlplane.ControlPlaneOptions(
-                etcd_guard_hook=guard_hook, control_plane_node_selectors=options.control_plane_node_selectors
+                etcd_guard_hook=etcd_quorum_options.with_defaults().hook,
+                etcd_quorum_hook_runs="etcd-quorum-hook" in options.controllers,
+                control_plane_node_selectors=options.control_plane_node_selectors,
             ),
         )
     if "etcd-quorum-hook" in options.controllers:

@@ -138,6 +138,8 @@ class DemoWorld:
     provider_all_namespaces: bool = False
     """Let the provider serve every namespace, not only :attr:`namespace` (one ControlPlane per
     namespace, as ``bench.fleet`` runs them)."""
+    operator_flags: tuple[str, ...] = ()
+    """Flags added to every ``cpo run`` of the world (e.g. ``--etcd-hook-name``)."""
     children: list[ChildProcess] = field(default_factory=list)
     kubeconfig_path: Path = field(init=False)
     state_dir: Path = field(init=False)
@@ -250,6 +252,7 @@ class DemoWorld:
                 "--health-probe-bind-address", f"127.0.0.1:{ports.probe}",
                 "--log-format", "console",
                 *election,
+                *self.operator_flags,
                 *([f"--controllers={controllers}"] if controllers else []),
             ),
         )  # fmt: skip

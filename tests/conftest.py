@@ -13,7 +13,10 @@ Fixtures
 ``kube_http``       a :class:`tests.support.kubehttp.KubeHTTP` (raw HTTP) for ``env``, closed after the test.
 ``widgets_installed``  the test-only Widget CRD (tests/support/crds.py) installed once per session.
 ``machine_crds``    the project's CRDs (config/crd: ControlPlane; config/machine-api: Machine,
-                    MachineHealthCheck) installed once per session.
+                    MachineHealthCheck) installed once per session; a CRD of the same name the
+                    harness did not create (an existing cluster's own) is used as it is, or the
+                    fixture stops saying which CRD and why (tests/support/crd_install.py). Never
+                    replaced.
 ``kube``            the ``client`` fixture with ``machine_crds`` installed.
 ``provider_state_dir``  a fresh state directory for a ``localmachine`` provider, registered for the
                     session-end leak check; afterwards every member recorded there is killed.
@@ -145,9 +148,13 @@ async def widgets_installed(env: Environment) -> None:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def machine_crds(env: Environment) -> None:
+    from tests.support.crd_install import ForeignCRD, install_own_crds
     from tests.support.localmachine import CRD_DIRS  # imported on use: see pytest_sessionfinish
 
-    await env.install_crds(CRD_DIRS)
+    try:
+        await install_own_crds(env, CRD_DIRS)
+    except ForeignCRD as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -142,7 +142,8 @@ def _add_controller_arguments(parser: argparse.ArgumentParser) -> None:
         "--etcd-hook-name",
         metavar="NAME",
         help="name of the preDrain hook the etcd-quorum-hook controller places; never another "
-        "operator's (default: EtcdQuorumOperator)",
+        "operator's. A ControlPlane's release removes a hook of this name of its own; the default "
+        "one only while etcd-quorum-hook runs (default: EtcdQuorumOperator)",
     )
     parser.add_argument(
         "--etcd-hook-owner",

@@ -199,11 +199,15 @@ Conditions
 
 Deleting a ControlPlane never deletes a Machine: the finalizer ``controlplane.cpo.dev/machines``
 drops the ControlPlane's ownerReference from each (event ``MachineReleased``) and deletes the
-MachineHealthCheck. It also removes the etcd-quorum-hook controller's preDrain hook from each
-released Machine (Machine event ``EtcdGuardReleased``): that guard works per ControlPlane (it
-needs the ControlPlane's etcd endpoints and TLS Secret), so a released Machine is no longer
-guarded and deleting it drains it at once, without waiting for etcd. Hooks of other names or
-owners stay. A replacement under way is finished first: the release waits until no Machine
+MachineHealthCheck. It also removes the operator's own preDrain hook from each released Machine
+(Machine event ``EtcdGuardReleased``): that guard works per ControlPlane (it needs the
+ControlPlane's etcd endpoints and TLS Secret), so a released Machine is no longer guarded by this
+operator and deleting it no longer waits for it. Which hook is the operator's own is decided by
+identity (:func:`.release.hook_at_release`): the configured name and owner, when the name is the
+operator's own (``--etcd-hook-name``) or is the default while the etcd-quorum-hook controller
+runs. Every other hook stays (Machine event ``LifecycleHookKept``), in particular
+cluster-etcd-operator's ``EtcdQuorumOperator`` when that controller is off.
+A replacement under way is finished first: the release waits until no Machine
 being deleted carries the hook (event ``ReleaseWaitsForEtcd`` names them), and meanwhile the
 etcd-quorum-hook controller still hooks the replacement so that its member can be promoted and
 the old one removed; after that it places no hook. A Machine deleted before its replacement was

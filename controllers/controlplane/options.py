@@ -31,10 +31,17 @@ class ControlPlaneOptions:
     controller: ControllerOptions | None = None
     """Options of the controller. Defaults to ``ControllerOptions()``."""
     etcd_guard_hook: Hook | None = None
-    """The preDrain hook the etcd-quorum-hook controller places (its configured name and owner):
-    releasing a Machine removes exactly this hook, since the guard works per ControlPlane and
-    nothing manages it once the ControlPlane is gone. Defaults to the etcd-quorum-hook
-    controller's default hook."""
+    """This operator's hook identity: the preDrain hook its etcd-quorum-hook controller places
+    (the configured name and owner). Releasing a Machine removes a hook of exactly this identity
+    when the identity is the operator's own (:func:`controllers.controlplane.release.hook_at_release`).
+    Defaults to the etcd-quorum-hook controller's default hook, which is also OpenShift's etcd
+    operator's."""
+    etcd_quorum_hook_runs: bool | None = None
+    """Whether this operator's etcd-quorum-hook controller runs beside this controller. The default
+    identity (``EtcdQuorumOperator``) is the operator's own only then: otherwise it is
+    cluster-etcd-operator's, and a release leaves it. A name of the operator's own
+    (``--etcd-hook-name``) is its own either way. Defaults to False (a release then never removes
+    the default hook)."""
     control_plane_node_selectors: Sequence[str] | None = None
     """The label selectors that tell a control-plane Node (:mod:`api.nodes`), the same ones the
     operator's cache selects Nodes by. Defaults to ``node-role.kubernetes.io/control-plane`` or
@@ -53,6 +60,7 @@ class ControlPlaneOptions:
             controller=self.controller or ControllerOptions(),
             etcd_guard_hook=self.etcd_guard_hook or DEFAULT_HOOK,
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
+            etcd_quorum_hook_runs=bool(self.etcd_quorum_hook_runs),
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
@@ -78,3 +86,4 @@ class ResolvedControlPlaneOptions:
     controller: ControllerOptions
     etcd_guard_hook: Hook
     control_plane_node_selectors: tuple[str, ...]
+    etcd_quorum_hook_runs: bool

@@ -69,7 +69,7 @@ from controllers.controlplane.placement import (
     seconds_until_rollout_after,
 )
 from controllers.controlplane.plan import decision_event
-from controllers.controlplane.release import add_finalizer, has_finalizer, release
+from controllers.controlplane.release import HookIdentity, add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
 from controllers.controlplane.requeue import next_look
 from controllers.controlplane.scale import PreflightFailure, planned_step, preflight
@@ -157,7 +157,8 @@ class ControlPlaneReconciler:
             await self.etcd_clients.forget(f"{request.namespace}/{request.name}")
             return Result()
         if cp["metadata"].get("deletionTimestamp"):
-            released = await release(self.client, self.cache, cp, self._event, self.options.etcd_guard_hook)
+            identity = HookIdentity(self.options.etcd_guard_hook, self.options.etcd_quorum_hook_runs)
+            released = await release(self.client, self.cache, cp, self._event, identity)
             return Result() if released else Result(requeue_after=self.options.wait_period)
         try:
             spec = ControlPlane.from_dict(cp).spec

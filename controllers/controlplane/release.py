@@ -4,13 +4,21 @@ The finalizer ``controlplane.cpo.dev/machines`` is held until every owned Machin
 ControlPlane's ownerReference (so the garbage collector cannot take the control plane with it)
 and the owned MachineHealthCheck is gone (so nothing remediates Machines nobody manages).
 
-Releasing a Machine also removes the etcd-quorum-hook controller's preDrain hook from it (the
-hook of :attr:`~controllers.controlplane.options.ControlPlaneOptions.etcd_guard_hook`: same name
-and same owner), with a Machine event ``EtcdGuardReleased``. The guard works per ControlPlane: it
-needs the ControlPlane's etcd endpoints and TLS Secret to remove a member, so once the
-ControlPlane is gone nothing would ever take that hook off and deleting the Machine would hang
-for ever. Without it, deleting a released Machine drains it at once, without waiting for etcd.
-Hooks of other names or other owners are never touched.
+Releasing a Machine also removes the operator's own preDrain hook from it, decided by the hook's
+identity alone (:func:`hook_at_release`): a hook of this operator's configured name and owner
+(:attr:`~controllers.controlplane.options.ControlPlaneOptions.etcd_guard_hook`) goes, with a
+Machine event ``EtcdGuardReleased``, when that identity is the operator's own: a name of its own
+(``--etcd-hook-name``), or the default ``EtcdQuorumOperator`` while the operator's
+etcd-quorum-hook controller runs. The guard works per ControlPlane: it needs the ControlPlane's
+etcd endpoints and TLS Secret to remove a member, so once the ControlPlane is gone nothing would
+ever take the hook off and deleting the Machine would hang for ever. Without it, deleting a
+released Machine drains it at once, without waiting for etcd.
+
+Every other preDrain hook stays, with a Machine event ``LifecycleHookKept`` naming it and why:
+another name, our name with another owner, or the default identity while the etcd-quorum-hook
+controller is off. That default is also the hook OpenShift's etcd operator (cluster-etcd-operator)
+keeps on every control-plane Machine; hooks are keyed by name, so a hook of that name is its
+hook whenever we do not write it ourselves, and its writer removes it when its own rules say so.
 
 A replacement under way when the ControlPlane is deleted is finished first: the release waits
 until no owned Machine being deleted carries our hook (its member removed, then the hook), and
@@ -28,12 +36,14 @@ promoted, deletion or not. Its hook then has to be taken off by hand (the escape
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
 from api.controlplane_reasons import (
     REASON_ETCD_GUARD_RELEASED,
+    REASON_HOOK_KEPT_AT_RELEASE,
     REASON_MACHINE_RELEASED,
     REASON_RELEASE_WAITS_FOR_ETCD,
 )
@@ -41,7 +51,7 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import ControlPlaneMachines, MachineT, references
 from controllers.controlplane.healthcheck import MHC_SUFFIX, EventFunc, delete_quietly
 from controllers.controlplane.metrics import OPERATIONS, forget_replicas, label
-from controllers.etcdquorum.rules import Hook, machine_info
+from controllers.etcdquorum.rules import DEFAULT_HOOK, HOOK_NAME, Hook, machine_info
 from runtime.cache import Cache
 from runtime.client import JSON, Client
 from runtime.errors import NotFound
@@ -68,25 +78,77 @@ async def add_finalizer(client: Client, cp: JSON) -> JSON:
     )
 
 
-def hooks_after_release(hooks: Sequence[Mapping[str, Any]], guard: Hook) -> list[dict[str, Any]]:
-    """A released Machine's preDrain hooks: ``hooks`` without the one ``guard`` names (same name
-    and same owner); every other hook, another name or another owner, kept as is."""
-    return [
-        dict(hook) for hook in hooks if (hook.get("name"), hook.get("owner")) != (guard.name, guard.owner)
-    ]
+@dataclass(frozen=True, slots=True)
+class HookIdentity:
+    """This operator's hook identity as a release sees it: the hook its etcd-quorum-hook controller
+    writes (name and owner) and whether that controller runs beside the ControlPlane controller."""
+
+    hook: Hook = DEFAULT_HOOK
+    hook_controller_runs: bool = False
+
+    @property
+    def own(self) -> bool:
+        """Whether the identity is the operator's alone: a name other than the default one (which
+        cluster-etcd-operator writes too, and hooks are keyed by name), or the default one while
+        the operator's own hook controller writes it."""
+        return self.hook.name != HOOK_NAME or self.hook_controller_runs
+
+
+@dataclass(frozen=True, slots=True)
+class HookVerdict:
+    """What a release does with one preDrain hook: remove it or keep it, and why (event text)."""
+
+    remove: bool
+    why: str
+
+
+def hook_at_release(hook: Mapping[str, Any], identity: HookIdentity) -> HookVerdict:
+    """THE rule for a preDrain hook on a Machine a ControlPlane releases.
+
+    It is removed only when it is exactly this operator's hook (the configured name and owner)
+    and that identity is the operator's own (:attr:`HookIdentity.own`). Every other hook is kept:
+    another writer placed it and removes it by its own rules; taking it away would let the
+    Machine drain without the guard that writer keeps (cluster-etcd-operator's
+    ``EtcdQuorumOperator``/``clusteroperator/etcd`` above all). The decision reads the hook's
+    identity and the configuration, never the Machine's state, so it cannot take a foreign hook
+    by mistake while that hook's writer is briefly away.
+    """
+    name, owner = hook.get("name"), hook.get("owner")
+    ours = identity.hook
+    if (name, owner) != (ours.name, ours.owner):
+        return HookVerdict(
+            False, f"preDrain hook {name} (owner {owner}) kept: not this operator's {ours.name}/{ours.owner}"
+        )
+    if not identity.own:
+        return HookVerdict(
+            False,
+            f"preDrain hook {name} (owner {owner}) kept: the default hook identity is also OpenShift's "
+            "etcd operator's, and this operator's etcd-quorum-hook controller does not run to own it",
+        )
+    return HookVerdict(True, f"preDrain hook {name} (owner {owner}) removed: it is this operator's")
+
+
+def hooks_after_release(hooks: Sequence[Mapping[str, Any]], identity: HookIdentity) -> list[dict[str, Any]]:
+    """A released Machine's preDrain hooks: ``hooks`` without those :func:`hook_at_release`
+    removes; every other hook kept as is."""
+    return [dict(hook) for hook in hooks if not hook_at_release(hook, identity).remove]
 
 
 def _pre_drain(machine: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or [])
 
 
-def guarded_deletions(machines: Sequence[Mapping[str, Any]], guard: Hook) -> list[str]:
-    """The Machines being deleted that still carry ``guard``'s hook: their etcd member removal is
-    under way, and the release waits for the etcd-quorum-hook controller to finish it. Read the
-    way that controller reads a Machine
+def guarded_deletions(machines: Sequence[Mapping[str, Any]], identity: HookIdentity) -> list[str]:
+    """The Machines being deleted that still carry the operator's own hook: their etcd member
+    removal is under way, and the release waits for the etcd-quorum-hook controller to finish it.
+    Read the way that controller reads a Machine
     (:attr:`~controllers.etcdquorum.rules.GuardedMachine.held_by_our_hook`), so that it places
-    hooks for exactly as long as the release waits."""
-    return [m["metadata"]["name"] for m in machines if machine_info(m, guard).held_by_our_hook]
+    hooks for exactly as long as the release waits. A hook that is not the operator's own
+    (:func:`hook_at_release` keeps it) is never waited for: no controller of this operator would
+    ever take it off."""
+    if not identity.own:
+        return []
+    return [m["metadata"]["name"] for m in machines if machine_info(m, identity.hook).held_by_our_hook]
 
 
 def released_machines(cp: Mapping[str, Any], machines: Iterable[MachineT]) -> list[MachineT]:
@@ -96,15 +158,16 @@ def released_machines(cp: Mapping[str, Any], machines: Iterable[MachineT]) -> li
     return ControlPlaneMachines.of(cp["metadata"]["uid"], {}, machines).referenced
 
 
-async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guard: Hook) -> bool:
-    """Release every owned Machine (drop our ownerReference and ``guard``'s hook), delete the MHC,
-    drop the finalizer. False (nothing done: look again later) while an owned Machine being
-    deleted still carries the hook."""
+async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, identity: HookIdentity) -> bool:
+    """Release every owned Machine (drop our ownerReference and the operator's own hook), delete
+    the MHC, drop the finalizer. False (nothing done: look again later) while an owned Machine
+    being deleted still carries the operator's own hook."""
     if not has_finalizer(cp):
         return True
     namespace = cp["metadata"]["namespace"]
     owned = released_machines(cp, await cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace))
-    waiting = guarded_deletions(owned, guard)
+    waiting = guarded_deletions(owned, identity)
+    guard = identity.hook
     if waiting:
         names = ", ".join(waiting)
         event(
@@ -118,7 +181,7 @@ async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guar
             "with etcdctl",
         )
         return False
-    await release_machines(client, owned, cp, event, guard)
+    await release_machines(client, owned, cp, event, identity)
     await delete_owned_mhc(client, cp)
     metadata = cp["metadata"]
     await client.patch(
@@ -138,17 +201,18 @@ async def release(client: Client, cache: Cache, cp: JSON, event: EventFunc, guar
 
 
 async def release_machines(
-    client: Client, machines: Sequence[JSON], cp: JSON, event: EventFunc, guard: Hook
+    client: Client, machines: Sequence[JSON], cp: JSON, event: EventFunc, identity: HookIdentity
 ) -> None:
-    """Drop the ControlPlane's ownerReference and ``guard``'s hook from each of ``machines`` (the
-    owned ones): events ``MachineReleased`` on the ControlPlane, ``EtcdGuardReleased`` on a
-    Machine that had the hook. One patch per Machine, guarded by its resourceVersion, so a hook
-    someone added meanwhile is never lost."""
+    """Drop the ControlPlane's ownerReference and the hooks :func:`hook_at_release` removes from
+    each of ``machines`` (the owned ones): events ``MachineReleased`` on the ControlPlane,
+    ``EtcdGuardReleased`` on a Machine that had our hook, ``LifecycleHookKept`` on one whose
+    preDrain hooks of another writer stay. One patch per Machine, guarded by its
+    resourceVersion, so a hook someone added meanwhile is never lost."""
     uid, namespace = cp["metadata"]["uid"], cp["metadata"]["namespace"]
     for machine in machines:
         kept = [ref for ref in machine["metadata"].get("ownerReferences") or [] if ref.get("uid") != uid]
         hooks = _pre_drain(machine)
-        kept_hooks = hooks_after_release(hooks, guard)
+        kept_hooks = hooks_after_release(hooks, identity)
         patch: JSON = {
             "metadata": {
                 "ownerReferences": kept or None,
@@ -167,9 +231,18 @@ async def release_machines(
                 patched,
                 "Normal",
                 REASON_ETCD_GUARD_RELEASED,
-                f"preDrain hook {guard.name} removed: ControlPlane {cp['metadata']['name']} released this "
-                "Machine and the operator no longer guards its etcd member; deleting the Machine now "
-                "drains it without waiting for etcd",
+                f"preDrain hook {identity.hook.name} removed: ControlPlane {cp['metadata']['name']} released "
+                "this Machine and the operator no longer guards its etcd member; deleting the Machine now "
+                "drains it without waiting for this operator",
+            )
+        if kept_hooks:
+            reasons = "; ".join(hook_at_release(hook, identity).why for hook in kept_hooks)
+            event(
+                patched,
+                "Normal",
+                REASON_HOOK_KEPT_AT_RELEASE,
+                f"ControlPlane {cp['metadata']['name']} released this Machine and left the hooks of other "
+                f"writers in place ({reasons}); each writer removes its own",
             )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
-from controllers.etcdquorum.rules import DEFAULT_HOOK
+from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from controllers.machinehealthcheck import MachineHealthCheckOptions
 from controllers.machinehealthcheck import setup_with_manager as setup_health_checks
 from providers.localmachine import PROVIDER_SPEC_KIND, LocalMachineOptions
@@ -62,6 +63,15 @@ def controlplane_options(**overrides: Any) -> ControlPlaneOptions:
     for name, value in overrides.items():
         setattr(options, name, value)
     return options
+
+
+def with_hook_controller(options: ControlPlaneOptions | None, hooks: bool) -> ControlPlaneOptions:
+    """``options`` (or the test timings) told whether the etcd-quorum-hook controller runs beside,
+    unless they say so themselves: a release removes the default hook only while it does."""
+    chosen = options or controlplane_options()
+    if chosen.etcd_quorum_hook_runs is None:
+        chosen = dataclasses.replace(chosen, etcd_quorum_hook_runs=hooks)
+    return chosen
 
 
 def controlplane(
@@ -107,7 +117,7 @@ async def running_controlplane(
     MachineHealthCheck controller) until the block ends."""
     setups: list[Setup] = [
         lambda manager: setup_provider(manager, provider),
-        lambda manager: setup_controlplane(manager, options or controlplane_options()),
+        lambda manager: setup_controlplane(manager, with_hook_controller(options, hooks)),
     ]
     if hooks:
         setups.append(lambda manager: setup_hooks(manager, quick_options()))
@@ -142,10 +152,11 @@ def owned_by(machine: JSON, cp: JSON) -> bool:
     )
 
 
-def our_hooks(machine: JSON) -> list[JSON]:
-    """The etcd-quorum-hook controller's (default) preDrain hook on ``machine``, if there."""
+def our_hooks(machine: JSON, hook: Hook = DEFAULT_HOOK) -> list[JSON]:
+    """The etcd-quorum-hook controller's preDrain hook ``hook`` (by default the default one) on
+    ``machine``, if there."""
     hooks = ((machine.get("spec") or {}).get("lifecycleHooks") or {}).get("preDrain") or []
-    return [h for h in hooks if (h.get("name"), h.get("owner")) == (DEFAULT_HOOK.name, DEFAULT_HOOK.owner)]
+    return [h for h in hooks if (h.get("name"), h.get("owner")) == (hook.name, hook.owner)]
 
 
 def cp_condition(cp: JSON | None, type_: str) -> JSON:
