@@ -20,7 +20,7 @@ from apiserver import EmbeddedServerOptions
 from runtime.client import JSON, Client
 from runtime.envtest import Environment, EnvironmentOptions
 from tests.support.crd_install import HARNESS_LABEL, ForeignCRD, install_own_crds
-from tests.support.localmachine import CRD_DIR
+from tests.support.localmachine import CRD_DIRS
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 MACHINES = "machines.machine.openshift.io"
@@ -39,11 +39,11 @@ async def fresh() -> AsyncIterator[tuple[Environment, Client]]:
 
 
 def _project_crd(name: str) -> dict[str, Any]:
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    for path in sorted(p for folder in CRD_DIRS for p in folder.glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):
             if document and (document.get("metadata") or {}).get("name") == name:
                 return dict(document)
-    raise AssertionError(f"no CRD {name} in {CRD_DIR}")
+    raise AssertionError(f"no CRD {name} in {CRD_DIRS}")
 
 
 def _foreign(name: str, *, version: str = "v1beta1") -> JSON:
@@ -70,7 +70,7 @@ async def _established(environment: Environment, client: Client, crd: JSON) -> J
 async def test_a_foreign_crd_of_the_same_name_is_used_as_it_is(fresh: tuple[Environment, Client]) -> None:
     environment, client = fresh
     before = await _established(environment, client, _foreign(MACHINES))
-    installed = await install_own_crds(environment, [CRD_DIR])
+    installed = await install_own_crds(environment, CRD_DIRS)
     assert MACHINES not in [c["metadata"]["name"] for c in installed]
     after = await client.get(*CRD, MACHINES)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
@@ -78,7 +78,7 @@ async def test_a_foreign_crd_of_the_same_name_is_used_as_it_is(fresh: tuple[Envi
     # The others were created, labelled as the harness's own, and may be updated on the next run.
     mhc = await client.get(*CRD, MHCS)
     assert mhc["metadata"]["labels"][HARNESS_LABEL] == "true"
-    again = await install_own_crds(environment, [CRD_DIR])
+    again = await install_own_crds(environment, CRD_DIRS)
     assert sorted(c["metadata"]["name"] for c in again) == sorted(c["metadata"]["name"] for c in installed)
     assert (await client.get(*CRD, MACHINES))["metadata"]["resourceVersion"] == before["metadata"][
         "resourceVersion"
@@ -91,7 +91,7 @@ async def test_a_foreign_crd_that_cannot_serve_the_tests_stops_them_naming_it_an
     environment, client = fresh
     before = await _established(environment, client, _foreign(MHCS, version="v1alpha1"))
     with pytest.raises(ForeignCRD) as stopped:
-        await install_own_crds(environment, [CRD_DIR])
+        await install_own_crds(environment, CRD_DIRS)
     message = str(stopped.value)
     assert MHCS in message and "did not create it" in message and "v1beta1" in message, message
     after = await client.get(*CRD, MHCS)
