@@ -11,7 +11,7 @@ import yaml
 
 import runtime.webhook as webhook
 from api import ControlPlane
-from api.controlplane import GROUP, KIND, VERSION
+from api.controlplane import GROUP, KIND, MHC_SCOPE_SELECTOR, VERSION
 from runtime.client import Client
 from webhooks.controlplane import default_controlplane, validate_controlplane_create
 
@@ -55,15 +55,19 @@ def test_webhook_configurations_name_our_paths_and_the_scale_subresource() -> No
     validating_hooks = {
         h["rules"][0]["resources"][0]: h for h in by_kind["ValidatingWebhookConfiguration"]["webhooks"]
     }
-    assert set(validating_hooks) == {"controlplanes", "machinehealthchecks"}
+    # The MachineHealthCheck validator moved to the opt-in component config/machinehealthcheck,
+    # scoped by an objectSelector to the MachineHealthChecks the operator checks.
+    assert set(validating_hooks) == {"controlplanes"}
     validating = validating_hooks["controlplanes"]
     (mutating,) = by_kind["MutatingWebhookConfiguration"]["webhooks"]
-    mhc = validating_hooks["machinehealthchecks"]
+    (mhc_configuration,) = _documents(CONFIG / "machinehealthcheck" / "manifests.yaml")
+    (mhc,) = mhc_configuration["webhooks"]
     assert mhc["clientConfig"]["service"]["path"] == webhook.validate_path(
         "machine.openshift.io", "v1beta1", "MachineHealthCheck"
     )
     assert mhc["rules"][0]["resources"] == ["machinehealthchecks"]
     assert mhc["failurePolicy"] == "Fail" and mhc["sideEffects"] == "None"
+    assert mhc["objectSelector"] == MHC_SCOPE_SELECTOR
     assert validating["clientConfig"]["service"]["path"] == _kubebuilder_path("validate")
     assert mutating["clientConfig"]["service"]["path"] == _kubebuilder_path("mutate")
     assert validating["rules"][0]["resources"] == ["controlplanes", "controlplanes/scale"]
@@ -83,7 +87,10 @@ def test_paths_agree_with_the_webhook_server() -> None:
 
 @pytest.mark.usefixtures("machine_crds")
 async def test_webhook_configurations_are_accepted_by_the_api_server(client: Client) -> None:
-    for doc in _documents(CONFIG / "webhook" / "manifests.yaml"):
+    for doc in [
+        *_documents(CONFIG / "webhook" / "manifests.yaml"),
+        *_documents(CONFIG / "machinehealthcheck" / "manifests.yaml"),
+    ]:
         # Dry run: stored for real they would send every ControlPlane write to a Service that is not there.
         accepted = await client.create(doc, dry_run=True)
         assert accepted["webhooks"][0]["rules"] == doc["webhooks"][0]["rules"]
