@@ -388,6 +388,7 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
 async def run_operator(options: OperatorOptions) -> int:
     """Configure logging, build the manager and run it until SIGTERM; the process exit code."""
     from runtime.client import ConfigException
+    from runtime.eventloop import loop_name
     from runtime.log import configure_logging
 
     try:
@@ -397,9 +398,12 @@ async def run_operator(options: OperatorOptions) -> int:
         log.error("cpo run: %s", err)
         return 1
     configure_logging(format=resolved.log_format, level=resolved.log_level)
+    # The event loop is named as the process found it (uvloop or asyncio's), not as configured:
+    # the image is meant to run on uvloop, and its check (hack/image) reads this line.
     log.info(
-        "starting controlplane-operator (controllers %s; metrics %s%s, probes %s, webhooks %s, "
-        "leader election %s)",
+        "starting controlplane-operator on the %s event loop (controllers %s; metrics %s%s, "
+        "probes %s, webhooks %s, leader election %s)",
+        loop_name(),
         ", ".join(name for name in CONTROLLER_NAMES if name in resolved.controllers) or "none",
         resolved.metrics_bind_address,
         " over HTTPS, authenticated" if resolved.metrics_secure else " over plain HTTP",

@@ -1,14 +1,21 @@
 """The operator's cache scope and its control-plane Node selectors (controllers/operator.py):
 Nodes are cached by the role labels, one scope each, never all of them; ``cpo run
---control-plane-node-selector`` replaces the labels."""
+--control-plane-node-selector`` replaces the labels. Its start line names the event loop the
+process runs on (hack/image reads it to check that the image runs on uvloop, rather than assuming
+it)."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import pytest
 
+import runtime.log
 from api.nodes import LABEL_CONTROL_PLANE, LABEL_MASTER
 from cli.__main__ import build_parser
-from controllers.operator import OperatorOptions, operator_cache_options
+from controllers.operator import OperatorOptions, operator_cache_options, run_operator
+from runtime.eventloop import LoopKind, run
 
 NODES = ("v1", "Node")
 
@@ -38,3 +45,37 @@ def test_cpo_run_takes_other_node_selectors_and_defaults_to_both_role_labels() -
 def test_a_selector_of_every_node_is_refused() -> None:
     with pytest.raises(ValueError, match="matches every Node"):
         OperatorOptions(kubeconfig="kc", control_plane_node_selectors=("",)).with_defaults()
+
+
+def start_line(caplog: pytest.LogCaptureFixture) -> str:
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("starting controlplane")]
+    assert lines, [r.getMessage() for r in caplog.records]
+    return lines[0]
+
+
+LOOPS: list[LoopKind] = ["asyncio", "uvloop"]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_start_line_names_the_running_event_loop(
+    loop: LoopKind, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kubeconfig that does not exist: the start line is logged, then the start fails (exit 1).
+    options = OperatorOptions(
+        kubeconfig=str(tmp_path / "missing-kubeconfig"),
+        leader_election=False,
+        webhooks=False,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        log_format="console",
+    )
+    # configure_logging replaces the root logger's handlers; caplog's handler is put back on it.
+    real_configure = runtime.log.configure_logging
+
+    def configure_and_capture(**kwargs: str) -> None:
+        real_configure(**kwargs)
+        logging.getLogger().addHandler(caplog.handler)
+
+    monkeypatch.setattr(runtime.log, "configure_logging", configure_and_capture)
+    assert run(run_operator(options), loop=loop) == 1
+    assert f"on the {loop} event loop" in start_line(caplog)
