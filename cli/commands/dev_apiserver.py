@@ -32,6 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="CRD file or folder to install before the kubeconfig is written (repeatable)",
     )
+    parser.add_argument(
+        "--enforce-rbac",
+        action="store_true",
+        help="authorize every request with the stored Roles, ClusterRoles and bindings, as "
+        "kube-apiserver's --authorization-mode=RBAC (default: every authenticated identity may "
+        "do everything); the admin kubeconfig's user is in system:masters either way, and the "
+        "tokens of `kubectl create token` act as their ServiceAccount",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +58,7 @@ async def _serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, stop.set)
     options = EnvironmentOptions(
         backend="embedded",
-        embedded=EmbeddedServerOptions(host=args.host, port=args.port),
+        embedded=EmbeddedServerOptions(host=args.host, port=args.port, enforce_rbac=args.enforce_rbac),
         # This process does nothing but serve, so the server can have the main loop to itself.
         embedded_in_thread=False,
         crd_paths=list(args.crd),

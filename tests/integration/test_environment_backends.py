@@ -437,3 +437,64 @@ def test_cpo_dev_apiserver_serves_kubectl_until_sigterm(tmp_path: Path) -> None:
         stdout, stderr = server.communicate(timeout=30)
     assert server.returncode == 0, stderr
     assert f"kubectl --kubeconfig {kubeconfig} get ns" in stdout
+
+
+@pytest.mark.kubectl
+def test_cpo_dev_apiserver_enforce_rbac_refuses_a_service_account_without_a_binding(tmp_path: Path) -> None:
+    """``--enforce-rbac``: a ``kubectl create token`` token acts as its ServiceAccount, refused
+    until a binding grants it (hack/image runs the image against this)."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    kubeconfig = tmp_path / "dev.kubeconfig"
+    argv = [
+        sys.executable,
+        "-m",
+        "cli",
+        "dev-apiserver",
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--enforce-rbac",
+    ]
+    server = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not kubeconfig.exists():
+            assert server.poll() is None, f"cpo dev-apiserver exited early: {server.communicate()}"
+            assert time.monotonic() < deadline, "no kubeconfig after 30s"
+            time.sleep(0.05)  # allow-sleep: poll interval inside a deadline loop
+
+        def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [str(KUBECTL), "--kubeconfig", str(kubeconfig), *args],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+
+        assert kubectl("create", "serviceaccount", "reader", "-n", "default").returncode == 0
+        minted = kubectl("create", "token", "reader", "-n", "default")
+        assert minted.returncode == 0, minted.stderr
+        as_reader = ("--token", minted.stdout.strip(), "get", "configmaps", "-n", "default")
+        refused = kubectl(*as_reader)
+        assert refused.returncode != 0 and "forbidden" in refused.stderr.lower(), refused
+        assert "system:serviceaccount:default:reader" in refused.stderr
+        for command in (
+            ("create", "role", "reader", "-n", "default", "--verb=list", "--resource=configmaps"),
+            (
+                "create",
+                "rolebinding",
+                "reader",
+                "-n",
+                "default",
+                "--role=reader",
+                "--serviceaccount=default:reader",
+            ),
+        ):
+            done = kubectl(*command)
+            assert done.returncode == 0, done.stderr
+        allowed = kubectl(*as_reader)
+        assert allowed.returncode == 0, allowed.stderr
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, stderr = server.communicate(timeout=30)
+    assert server.returncode == 0, stderr
