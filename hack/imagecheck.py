@@ -41,6 +41,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -283,6 +284,18 @@ class Container:
     async def log_tail(self, lines: int = 6) -> str:
         return "\n          ".join((await self.logs()).strip().splitlines()[-lines:])
 
+    async def complaints(self) -> str:
+        """The operator's first warnings and errors (what a failed start is about), else its log's end."""
+        found: list[str] = []
+        for line in (await self.logs()).splitlines():
+            line = re.sub(r'"ts": "[^"]*", ', "", line)  # without the timestamp, so repeats fold
+            if ('"level": "error"' in line or '"level": "warning"' in line) and line not in found:
+                found.append(line)
+        if not found:
+            return f"the operator's log ends:\n          {await self.log_tail()}"
+        lines = "\n          ".join(line[:300] for line in found[:3])
+        return f"the operator's warnings and errors ({len(found)} distinct) begin:\n          {lines}"
+
     async def running(self) -> bool:
         code, out, _ = await run("podman", "inspect", "--format", "{{.State.Running}}", self.name)
         return code == 0 and out.strip() == "true"
@@ -496,8 +509,9 @@ async def check_started(world: World, container: Container) -> str:
         if str(err):
             raise
         raise CheckFailed(
-            f"/readyz answered {last[0] or 'nothing'} for {READY_WITHIN:g} s ({last[1].strip()[:200]}); "
-            f"the operator's log ends:\n          {await container.log_tail()}"
+            f"/readyz answered {last[0] or 'nothing'} for {READY_WITHIN:g} s "
+            f"({' '.join(last[1].split())[:200]}); "
+            f"{await container.complaints()}"
         ) from None
     healthz = await get(f"{probes}/healthz")
     if healthz[0] != 200:
