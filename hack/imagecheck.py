@@ -59,7 +59,7 @@ import yaml
 from demo.monitor import quorum_losses
 from demo.observer import Observer
 from demo.tour import StepFailed, Tour
-from demo.world import KubectlError, kubectl, webhook_configurations
+from demo.world import CRD_DIRS, KubectlError, kubectl, webhook_configurations
 from providers.localmachine.etcd_process import recorded_processes
 from runtime.envtest.certs import CertificateAuthority
 from runtime.leaderelection import DEFAULT_RETRY_PERIOD
@@ -347,7 +347,7 @@ class World:
         self.kubeconfig = self.directory / "admin.kubeconfig"
         await self.spawn(
             "apiserver", "dev-apiserver", "--enforce-rbac", "--kubeconfig-out", str(self.kubeconfig),
-            "--crd", str(REPO / "config" / "crd"),
+            *(arg for folder in CRD_DIRS for arg in ("--crd", str(folder))),
         )  # fmt: skip
         await until(lambda: _true(self.kubeconfig.exists()), 60, "cpo dev-apiserver wrote no kubeconfig")
         config = yaml.safe_load(self.kubeconfig.read_text())
