@@ -44,9 +44,10 @@ RUN python3 -m venv --without-pip /opt/cpo \
 # link resolves.
 FROM ${RUNTIME_IMAGE}
 
-# The official image has pip, setuptools and wheel installed; a Debian python3-only base has none.
+# The official image has pip, setuptools and wheel installed, and ensurepip's bundled pip wheel;
+# a Debian python3-only base has none of them. No pip of any kind stays in the image.
 RUN if python3 -m pip --version >/dev/null 2>&1; then python3 -m pip uninstall --yes pip setuptools wheel; fi \
-    && rm -rf /root/.cache
+    && rm -rf /usr/local/lib/python3.*/ensurepip/_bundled /usr/lib/python3.*/ensurepip/_bundled /root/.cache
 
 COPY --from=build /opt/cpo /opt/cpo
 
