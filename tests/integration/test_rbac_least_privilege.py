@@ -112,6 +112,11 @@ NOT_REACHED: dict[Grant, str] = {
         _CONTROLPLANE + "sets blockOwnerDeletion on the Machines it owns "
         "(OwnerReferencesPermissionEnforcement checks this verb)"
     ),
+    ("get", "", "nodes"): (
+        "the MachineHealthCheck asks the API server for a Machine's Node the cache does not hold (one "
+        "labelled with neither control-plane role label) before calling it missing; every Node of "
+        "the scenarios carries a role label the cache selects"
+    ),
     ("patch", "", "events"): (
         "an Event repeated within the recorder's aggregation window is patched (count, lastTimestamp) "
         "instead of created again; no scenario repeats one"
