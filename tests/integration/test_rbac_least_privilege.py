@@ -112,17 +112,22 @@ NOT_REACHED: dict[Grant, str] = {
         _CONTROLPLANE + "sets blockOwnerDeletion on the Machines it owns "
         "(OwnerReferencesPermissionEnforcement checks this verb)"
     ),
-    ("get", "", "nodes"): (
-        "the MachineHealthCheck asks the API server for a Machine's Node the cache does not hold (one "
-        "labelled with neither control-plane role label) before calling it missing; every Node of "
-        "the scenarios carries a role label the cache selects"
-    ),
     ("patch", "", "events"): (
         "an Event repeated within the recorder's aggregation window is patched (count, lastTimestamp) "
         "instead of created again; no scenario repeats one"
     ),
 }
 """Grants of role.yaml no scenario uses, each with the path that needs it."""
+
+REACHED_BY_TIMING: dict[Grant, str] = {
+    ("get", "", "nodes"): (
+        "the MachineHealthCheck asks the API server for a Machine's Node the cache does not hold "
+        "before calling it missing: a Node labelled with neither control-plane role label, or one "
+        "created a moment before its watch event reached the cache; whether a scenario hits the "
+        "second depends on the order of two watch events"
+    ),
+}
+"""Grants a scenario uses in some runs and not in others: exempt from both checks below."""
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -271,7 +276,7 @@ async def test_role_yaml_grants_exactly_what_the_controllers_use(
     used_by_controllers = {as_grant(a) for a in used - lease}
     missing = used_by_controllers - granted
     assert not missing, f"role.yaml lacks {sorted(missing)}"
-    unused = granted - used_by_controllers - set(NOT_REACHED)
+    unused = granted - used_by_controllers - set(NOT_REACHED) - set(REACHED_BY_TIMING)
     assert not unused, f"role.yaml grants what no scenario uses: {sorted(unused)} (or list it in NOT_REACHED)"
     stale = set(NOT_REACHED) & used_by_controllers
     assert not stale, f"NOT_REACHED lists grants a scenario now uses: {sorted(stale)}"
