@@ -127,9 +127,8 @@ async def test_an_inherited_ignored_signal_stays_ignored() -> None:
     try:
         with StopSignals() as signals:
             os.kill(os.getpid(), signal.SIGHUP)
-            work = asyncio.sleep(
-                0.05, result="done"
-            )  # allow-sleep: the work the ignored signal must not stop
+            # The work the ignored signal must not stop.
+            work = asyncio.sleep(0.05, result="done")  # allow-sleep: the work under way
             assert await signals.interruptible(work) == "done"
         assert signals.received is None
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN

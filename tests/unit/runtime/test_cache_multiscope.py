@@ -81,7 +81,7 @@ class Server:
 
 
 async def no_wait(_: float) -> None:
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # allow-sleep: a backoff that waits for nothing, only yields
 
 
 def merged(client: Client, server: Server) -> tuple[MultiScopeInformer, Events]:
