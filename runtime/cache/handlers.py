@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..jsoncodec import JSON
+
+_log = logging.getLogger("runtime.cache")
 
 if TYPE_CHECKING:
     from .informer import Informer
@@ -78,6 +81,49 @@ class HandlerRegistration:
     def has_synced(self) -> bool:
         """True once the handler has been told about every object of the informer's first list."""
         return self._informer.has_synced()
+
+
+class EventHandlers:
+    """The handlers registered on one informer (a plain one, or a multi-scope view), told of every
+    change in the order they registered.
+
+    A handler that raises is logged and the next is still told: one controller's bug must not stop
+    the cache feeding the others, nor the informer that called it.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.registrations: tuple[HandlerRegistration, ...] = ()
+
+    def add(self, registration: HandlerRegistration, existing: Iterable[JSON]) -> HandlerRegistration:
+        """Register ``registration``, then replay ``existing`` to it as ``on_add(obj, True)``."""
+        self.registrations = (*self.registrations, registration)
+        for obj in existing:
+            self.call(registration, "on_add", obj, True)
+        return registration
+
+    def remove(self, registration: HandlerRegistration) -> None:
+        """Stop telling a handler; removing one twice is harmless."""
+        self.registrations = tuple(r for r in self.registrations if r is not registration)
+
+    def call(self, registration: HandlerRegistration, method: str, *args: object) -> None:
+        try:
+            getattr(registration.handler, method)(*args)
+        except Exception:
+            _log.exception("%s informer: handler %r raised in %s", self.kind, registration.handler, method)
+
+    def notify(self, method: str, *args: object) -> None:
+        for registration in self.registrations:
+            self.call(registration, method, *args)
+
+    def notify_update(self, load_old: Callable[[], JSON], new: JSON) -> None:
+        """``on_update(old, new)``, or ``on_update_deferred(load_old, new)`` to a handler that
+        takes the old state only if it needs it."""
+        for registration in self.registrations:
+            if registration.on_update_deferred is None:
+                self.call(registration, "on_update", load_old(), new)
+            else:
+                self.call(registration, "on_update_deferred", load_old, new)
 
 
 # ------------------------------------------------------------------------------------ options

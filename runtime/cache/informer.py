@@ -7,13 +7,12 @@ import builtins
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any
 
 from .. import jsoncodec
 from ..client import Client
 from ..jsoncodec import JSON
 from ..waiting import wait_for_any
-from .handlers import HandlerRegistration, ResourceEventHandler
+from .handlers import EventHandlers, HandlerRegistration, ResourceEventHandler
 from .indexers import (
     INDEX_NAMESPACE,
     INDEX_OWNER_UID,
@@ -93,7 +92,7 @@ class Informer:
             INDEX_OWNER_UID: owner_uid_index,
         }
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
-        self._handlers: tuple[HandlerRegistration, ...] = ()
+        self._events = EventHandlers(kind)
         # The decoded object of the last store change (key, dict), for the first read of that key
         # to take instead of decoding the text again; see _take_fresh.
         self._fresh_key: str | None = None
@@ -143,25 +142,12 @@ class Informer:
 
     def add_event_handler(self, handler: ResourceEventHandler) -> HandlerRegistration:
         """Register ``handler``; it first gets ``on_add(obj, True)`` for every object already cached."""
-        registration = HandlerRegistration(self, handler)
-        self._handlers = (*self._handlers, registration)
-        for key in sorted(self._items):
-            self._call(registration, "on_add", _decode(self._items[key]), True)
-        return registration
+        existing = (_decode(self._items[key]) for key in sorted(self._items))
+        return self._events.add(HandlerRegistration(self, handler), existing)
 
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
         """Stop notifying a handler; removing one twice is harmless."""
-        self._handlers = tuple(r for r in self._handlers if r is not registration)
-
-    def _call(self, registration: HandlerRegistration, method: str, *args: Any) -> None:
-        try:
-            getattr(registration.handler, method)(*args)
-        except Exception:
-            log.exception("%s informer: handler %r raised in %s", self.kind, registration.handler, method)
-
-    def _notify(self, method: str, *args: Any) -> None:
-        for registration in self._handlers:
-            self._call(registration, method, *args)
+        self._events.remove(registration)
 
     def _notify_update(self, old_text: bytes, new: JSON) -> None:
         decoded: builtins.list[JSON] = []
@@ -172,11 +158,7 @@ class Informer:
                 decoded.append(_decode(old_text))
             return decoded[0]
 
-        for registration in self._handlers:
-            if registration.on_update_deferred is None:
-                self._call(registration, "on_update", load_old(), new)
-            else:
-                self._call(registration, "on_update_deferred", load_old, new)
+        self._events.notify_update(load_old, new)
 
     # -------------------------------------------------------------------------- indexes
 
@@ -329,7 +311,7 @@ class Informer:
             self._versions[key] = versions
             self._index(key, obj, added=True)
             self._keep_fresh(key, obj)
-            self._notify("on_add", obj, initial)
+            self._events.notify("on_add", obj, initial)
             return
         if old_text == text:
             return
@@ -355,7 +337,7 @@ class Informer:
             return
         del self._versions[key]
         self._index(key, None)
-        self._notify("on_delete", last)
+        self._events.notify("on_delete", last)
 
     def replace(self, objects: builtins.list[JSON], resource_version: str) -> None:
         """LOW LEVEL: make the store equal to ``objects`` (a whole list), notifying the difference."""

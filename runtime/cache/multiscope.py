@@ -46,12 +46,11 @@ import asyncio
 import builtins
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from ..client import Client
 from ..jsoncodec import JSON
 from ..waiting import wait_for_any
-from .handlers import HandlerRegistration, ResourceEventHandler
+from .handlers import EventHandlers, HandlerRegistration, ResourceEventHandler
 from .indexers import IndexFunc, _resource_version, _uid, object_key
 from .informer import Informer
 from .options import ResolvedInformerOptions, Scope
@@ -125,7 +124,7 @@ class MultiScopeInformer:
         # The resourceVersion handlers were last told of, per key: the old state of a move is what
         # they saw (a scope's DELETED carries that content, stamped with the event's version).
         self._told: dict[str, str] = {}
-        self._handlers: tuple[HandlerRegistration, ...] = ()
+        self._events = EventHandlers(kind)
         self._confirming: set[asyncio.Task[None]] = set()
         self._held_on_server = held_on_server or self.scopes_hold_on_server
         self._started = False
@@ -188,50 +187,30 @@ class MultiScopeInformer:
 
     def add_event_handler(self, handler: ResourceEventHandler) -> HandlerRegistration:
         """Register ``handler``; it first gets ``on_add(obj, True)`` for every object in the view."""
-        registration = HandlerRegistration(self, handler)
-        self._handlers = (*self._handlers, registration)
-        for key in sorted(self._owner):
-            obj = self.get_by_key(key)
-            if obj is not None:
-                self._call(registration, "on_add", obj, True)
-        return registration
+        in_view = (self.get_by_key(key) for key in sorted(self._owner))
+        return self._events.add(
+            HandlerRegistration(self, handler), (obj for obj in in_view if obj is not None)
+        )
 
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
         """Stop notifying a handler; removing one twice is harmless."""
-        self._handlers = tuple(r for r in self._handlers if r is not registration)
-
-    def _call(self, registration: HandlerRegistration, method: str, *args: Any) -> None:
-        try:
-            getattr(registration.handler, method)(*args)
-        except Exception:
-            log.exception("%s informer: handler %r raised in %s", self.kind, registration.handler, method)
-
-    def _notify(self, method: str, *args: Any) -> None:
-        for registration in self._handlers:
-            self._call(registration, method, *args)
-
-    def _notify_update(self, load_old: Callable[[], JSON], new: JSON) -> None:
-        for registration in self._handlers:
-            if registration.on_update_deferred is None:
-                self._call(registration, "on_update", load_old(), new)
-            else:
-                self._call(registration, "on_update_deferred", load_old, new)
+        self._events.remove(registration)
 
     def _notify_change(self, last: JSON, now: JSON, initial: bool) -> None:
         """Handlers last saw ``last`` (a DELETED's state); the view now shows ``now`` (same key)."""
         key = object_key(now)
         if _uid(last) != _uid(now):  # deleted and recreated under the same name meanwhile
             self._told.pop(key, None)
-            self._notify("on_delete", last)
+            self._events.notify("on_delete", last)
             self._told_of(now)
-            self._notify("on_add", now, initial)
+            self._events.notify("on_add", now, initial)
         elif _without_version(last) != _without_version(now):
             told = self._told.get(key)
             old = last
             if told is not None:
                 old = {**last, "metadata": {**last["metadata"], "resourceVersion": told}}
             self._told_of(now)
-            self._notify_update(lambda: old, now)
+            self._events.notify_update(lambda: old, now)
 
     def _told_of(self, obj: JSON) -> None:
         self._told[object_key(obj)] = _resource_version(obj)
@@ -246,14 +225,14 @@ class MultiScopeInformer:
         last = self._leaving.pop(key, None)
         if last is None:
             self._told_of(obj)
-            self._notify("on_add", obj, initial)
+            self._events.notify("on_add", obj, initial)
         else:
             self._notify_change(last, obj, initial)  # moved from one scope to another
 
     def _updated(self, index: int, load_old: Callable[[], JSON], new: JSON) -> None:
         if self._owner.get(object_key(new)) == index:
             self._told_of(new)
-            self._notify_update(load_old, new)
+            self._events.notify_update(load_old, new)
 
     def _deleted(self, index: int, obj: JSON) -> None:
         key = object_key(obj)
@@ -272,7 +251,7 @@ class MultiScopeInformer:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # driven by hand, outside any loop: nothing to wait for
             self._told.pop(key, None)
-            self._notify("on_delete", self._leaving.pop(key))
+            self._events.notify("on_delete", self._leaving.pop(key))
             return
         task = loop.create_task(self._confirm_leaving(key), name=f"{self.kind} {key} left its scopes")
         self._confirming.add(task)
@@ -292,7 +271,7 @@ class MultiScopeInformer:
                 return
             if not held:
                 self._told.pop(key, None)
-                self._notify("on_delete", self._leaving.pop(key))
+                self._events.notify("on_delete", self._leaving.pop(key))
                 return
             await self._options.sleep(delay)
             delay = min(2 * delay, self._options.backoff_max)
