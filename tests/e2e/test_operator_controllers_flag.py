@@ -14,28 +14,17 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from controllers.etcdquorum import HOOK_NAME
 from runtime.client import JSON, Client
 from tests.support.poll import eventually, holds_for
-from tests.support.processes import START_WITHIN, cpo, running_process, start_process
+from tests.support.processes import (
+    START_WITHIN,
+    cpo_run_controllers_only,
+    running_process,
+    start_process,
+)
 
 CP = "controlplane.cpo.dev/v1alpha1"
 ROLE_LABEL = "machine.openshift.io/cluster-api-machine-role"
 QUIET_FOR = 5.0
 """Seconds a disabled controller's write must stay absent once the enabled ones have acted."""
-
-
-def _argv(kubeconfig: Path, controllers: str) -> list[str]:
-    return cpo(
-        "run",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--no-webhooks",
-        "--metrics-bind-address",
-        "0",
-        "--health-probe-bind-address",
-        "0",
-        "--log-format",
-        "json",
-        f"--controllers={controllers}",
-    )
 
 
 async def _machine(client: Client, name: str, namespace: str) -> JSON:
@@ -55,7 +44,9 @@ async def _health_check(client: Client, namespace: str) -> JSON | None:
 async def test_an_unknown_controller_is_refused_at_start_with_the_valid_names(
     kubeconfig_path: Path, tmp_path: Path
 ) -> None:
-    child = await start_process(_argv(kubeconfig_path, "*,-mhc"), log_path=tmp_path / "run.log")
+    child = await start_process(
+        cpo_run_controllers_only(kubeconfig_path, "--controllers=*,-mhc"), log_path=tmp_path / "run.log"
+    )
     assert await child.exited(within=START_WITHIN) == 1, child.log_tail()
     text = child.log()
     assert "unknown controller 'mhc'" in text, text
@@ -90,7 +81,9 @@ async def test_disabled_controllers_write_nothing_while_the_others_run(
     # Without the health-check controller: the hook is placed (the manager runs) and the
     # ControlPlane creates its MachineHealthCheck, whose status nobody writes.
     async with running_process(
-        _argv(kubeconfig_path, "*,-machinehealthcheck"), log_path=tmp_path / "a.log", stop_grace=10
+        cpo_run_controllers_only(kubeconfig_path, "--controllers=*,-machinehealthcheck"),
+        log_path=tmp_path / "a.log",
+        stop_grace=10,
     ) as run:
         await eventually(
             lambda: _hook_and_health_check(client, namespace),
@@ -118,7 +111,9 @@ async def test_disabled_controllers_write_nothing_while_the_others_run(
         namespace,
     )
     async with running_process(
-        _argv(kubeconfig_path, "*,-etcd-quorum-hook"), log_path=tmp_path / "b.log", stop_grace=10
+        cpo_run_controllers_only(kubeconfig_path, "--controllers=*,-etcd-quorum-hook"),
+        log_path=tmp_path / "b.log",
+        stop_grace=10,
     ) as run:
         await eventually(
             lambda: _health_check_status(client, namespace),

@@ -20,7 +20,7 @@ from runtime.client import JSON, Client
 from runtime.errors import NotFound
 from tests.support.controlplane import events_for
 from tests.support.poll import eventually
-from tests.support.processes import START_WITHIN, cpo, running_process
+from tests.support.processes import START_WITHIN, cpo_run_controllers_only, running_process
 
 ROLE_LABEL = "machine.openshift.io/cluster-api-machine-role"
 NAMES = ("m0", "m1", "m2")
@@ -29,22 +29,6 @@ SECOND_WRITER = {"name": "EtcdQuorumOperator", "owner": "clusteroperator/etcd"}
 OWN_HOOK = {"name": "cpo.dev/EtcdQuorum", "owner": "cpo/etcd"}
 """The operator's hook under a name of its own (``--etcd-hook-name``, ``--etcd-hook-owner``)."""
 RELEASE_WITHIN = 60.0
-
-
-def _argv(kubeconfig: Path, *flags: str) -> list[str]:
-    return cpo(
-        "run",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--no-webhooks",
-        "--metrics-bind-address",
-        "0",
-        "--health-probe-bind-address",
-        "0",
-        "--log-format",
-        "json",
-        *flags,
-    )
 
 
 def _pre_drain(machine: JSON) -> list[JSON]:
@@ -132,7 +116,9 @@ async def test_release_removes_our_own_named_hooks_and_leaves_the_second_writers
         f"--etcd-hook-name={OWN_HOOK['name']}",
         f"--etcd-hook-owner={OWN_HOOK['owner']}",
     )
-    async with running_process(_argv(kubeconfig_path, *flags), log_path=tmp_path / "run.log", stop_grace=10):
+    async with running_process(
+        cpo_run_controllers_only(kubeconfig_path, *flags), log_path=tmp_path / "run.log", stop_grace=10
+    ):
 
         async def adopted_and_both_hooked() -> bool:
             machines = await _machines(kube, namespace)
@@ -158,7 +144,7 @@ async def test_release_by_the_controlplane_controller_alone_leaves_the_default_h
 ) -> None:
     await _running_machines_with_second_writer_hook(kube, namespace)
     await kube.create(_controlplane(namespace))
-    argv = _argv(kubeconfig_path, "--controllers=controlplane")
+    argv = cpo_run_controllers_only(kubeconfig_path, "--controllers=controlplane")
     async with running_process(argv, log_path=tmp_path / "run.log", stop_grace=10):
 
         async def adopted() -> bool:

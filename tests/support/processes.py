@@ -50,6 +50,24 @@ def cpo(*args: str) -> list[str]:
     return [sys.executable, "-m", "cli", *args]
 
 
+def cpo_run_controllers_only(kubeconfig: Path, *flags: str) -> list[str]:
+    """``cpo run`` with its controllers only: no webhooks, no metrics or probe server, JSON logs;
+    ``flags`` added (``--controllers=...``, ``--etcd-hook-name ...``)."""
+    return cpo(
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--no-webhooks",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--log-format",
+        "json",
+        *flags,
+    )
+
+
 def cpo_run_argv(kubeconfig: Path, cert_dir: Path, lease_namespace: str | None = None) -> list[str]:
     """``cpo run`` on loopback with kernel-picked ports (read back from the JSON logs), webhooks
     served from ``cert_dir``; leader election on, in ``lease_namespace``, when one is given."""
