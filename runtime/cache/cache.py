@@ -61,16 +61,7 @@ class Cache:
                 informer = MultiScopeInformer(self.client, api_version, kind, scopes, self.options.informer)
             else:
                 (scope,) = scopes
-                informer = Informer(
-                    self.client,
-                    api_version,
-                    kind,
-                    namespace=scope.namespace,
-                    label_selector=scope.label_selector,
-                    field_selector=scope.field_selector,
-                    transform=scope.transform,
-                    options=self.options.informer,
-                )
+                informer = Informer.for_scope(self.client, api_version, kind, scope, self.options.informer)
             self._informers[key] = informer
             if self._stop is not None:
                 self._run(informer)

@@ -27,6 +27,7 @@ from .options import (
     InformerOptions,
     LabelSelectorLike,
     ResolvedInformerOptions,
+    Scope,
     Transform,
     _selector_text,
     strip_managed_fields,
@@ -48,6 +49,27 @@ class Informer:
     Usually made by :meth:`Cache.informer_for`. Standalone: build it, then run
     ``await informer.start(stop)`` in a task.
     """
+
+    @classmethod
+    def for_scope(
+        cls,
+        client: Client,
+        api_version: str,
+        kind: str,
+        scope: Scope,
+        options: InformerOptions | ResolvedInformerOptions | None = None,
+    ) -> Informer:
+        """The informer of one cache scope (its namespace, selectors and transform)."""
+        return cls(
+            client,
+            api_version,
+            kind,
+            namespace=scope.namespace,
+            label_selector=scope.label_selector,
+            field_selector=scope.field_selector,
+            transform=scope.transform,
+            options=options,
+        )
 
     def __init__(
         self,

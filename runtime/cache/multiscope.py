@@ -107,17 +107,7 @@ class MultiScopeInformer:
         self.scopes = scopes
         self._options = options
         self.informers = tuple(
-            Informer(
-                client,
-                api_version,
-                kind,
-                namespace=scope.namespace,
-                label_selector=scope.label_selector,
-                field_selector=scope.field_selector,
-                transform=scope.transform,
-                options=options,
-            )
-            for scope in scopes
+            Informer.for_scope(client, api_version, kind, scope, options) for scope in scopes
         )
         self._owner: dict[str, int] = {}
         self._leaving: dict[str, JSON] = {}
