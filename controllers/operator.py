@@ -158,6 +158,10 @@ class OperatorOptions:
     ``etcd-quorum-hook`` runs (:func:`controllers.controlplane.release.hook_at_release`)."""
     etcd_hook_owner: str | None = None
     """Owner written in that hook. Defaults to ``"clusteroperator/etcd"``."""
+    etcd_member_without_machine_grace: float | None = None
+    """Seconds a started etcd member of no Machine and no Node must have been unhealthy before the
+    etcd-quorum-hook controller removes it. Defaults to 120
+    (:attr:`controllers.etcdquorum.EtcdQuorumOptions.member_without_machine_grace`)."""
     control_plane_node_selectors: tuple[str, ...] | None = None
     """Label selectors of the control-plane Nodes: a Node any of them matches is one, and only
     those are cached (one watch each). Defaults to ``node-role.kubernetes.io/control-plane`` and
@@ -198,10 +202,13 @@ class OperatorOptions:
         if self.metrics_cert_dir and not metrics_secure:
             raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
         enabled = enabled_controllers(self.controllers or DEFAULT_CONTROLLERS)
-        if self.etcd_hook_name is not None or self.etcd_hook_owner is not None:
-            from controllers.etcdquorum.options import EtcdQuorumOptions
+        from controllers.etcdquorum.options import EtcdQuorumOptions
 
-            EtcdQuorumOptions(hook_name=self.etcd_hook_name, hook_owner=self.etcd_hook_owner).with_defaults()
+        EtcdQuorumOptions(
+            hook_name=self.etcd_hook_name,
+            hook_owner=self.etcd_hook_owner,
+            member_without_machine_grace=self.etcd_member_without_machine_grace,
+        ).with_defaults()
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
@@ -222,6 +229,7 @@ class OperatorOptions:
             controllers=enabled,
             etcd_hook_name=self.etcd_hook_name,
             etcd_hook_owner=self.etcd_hook_owner,
+            etcd_member_without_machine_grace=self.etcd_member_without_machine_grace,
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
         )
 
@@ -271,6 +279,7 @@ class ResolvedOperatorOptions:
     controllers: frozenset[str]
     etcd_hook_name: str | None
     etcd_hook_owner: str | None
+    etcd_member_without_machine_grace: float | None
     control_plane_node_selectors: tuple[str, ...] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS
 
 
@@ -323,7 +332,9 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
     from controllers import controlplane, etcdquorum, machinehealthcheck
 
     etcd_quorum_options = etcdquorum.EtcdQuorumOptions(
-        hook_name=options.etcd_hook_name, hook_owner=options.etcd_hook_owner
+        hook_name=options.etcd_hook_name,
+        hook_owner=options.etcd_hook_owner,
+        member_without_machine_grace=options.etcd_member_without_machine_grace,
     )
     if "controlplane" in options.controllers:
         # The operator's hook identity: the hook the etcd-quorum-hook controller places, its own

@@ -151,6 +151,13 @@ def _add_controller_arguments(parser: argparse.ArgumentParser) -> None:
         help="owner written in that hook (default: clusteroperator/etcd)",
     )
     parser.add_argument(
+        "--etcd-member-without-machine-grace",
+        type=float,
+        metavar="SECONDS",
+        help="how long a started etcd member of no Machine and no Node must have been unhealthy "
+        "before the etcd-quorum-hook controller removes it (default: 120)",
+    )
+    parser.add_argument(
         "--control-plane-node-selector",
         action="append",
         metavar="SELECTOR",
@@ -193,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         controllers=args.controllers,
         etcd_hook_name=args.etcd_hook_name,
         etcd_hook_owner=args.etcd_hook_owner,
+        etcd_member_without_machine_grace=args.etcd_member_without_machine_grace,
         control_plane_node_selectors=(
             tuple(args.control_plane_node_selector) if args.control_plane_node_selector else None
         ),

@@ -8,7 +8,8 @@ etcd through this module, so they cannot disagree about the same cluster. It ans
 1. **What the cluster is** (:class:`Membership`, read by :func:`read_membership`): every member
    (:class:`~controllers.etcd.client.Member`) with its raft role (voter or learner), whether it
    has started, whether it answers a health read, which member leads, and the active alarms.
-2. **Which Machine each member belongs to** (:func:`member_owner`, :func:`map_members`).
+2. **Which Machine each member belongs to** (:func:`member_owner`, :func:`map_members`), and
+   which Node speaks for a member of none (:func:`member_node`).
 3. **Where to reach etcd** (:func:`client_endpoints`, :func:`member_client_url`).
 
 What a Machine provider may tell the operator (the contract)
@@ -56,6 +57,14 @@ address. This follows OpenShift's etcd operator, which links a Machine to a memb
 member's peer-URL host among the Machine's InternalIP addresses; the exact annotations come
 first for providers that run several members on one address, and the name comes last for
 clusters whose members' peer URLs name hosts rather than addresses.
+
+Which Node speaks for a member
+------------------------------
+A member of no Machine may still have a host: :func:`member_node` names the Node whose name is
+the member's or whose InternalIP is its peer URL's host (ranks 2 to 4 above, a Node read by
+:func:`node_identity`), leaving out the Nodes of Machines whose own member is another one. The
+etcd-quorum-hook controller removes a dead member of no Machine only when no Node speaks for it
+(:mod:`controllers.etcdquorum.members_without_machine`).
 
 Endpoints
 ---------
@@ -219,6 +228,35 @@ def map_members(members: Iterable[Member], machines: Iterable[MachineIdentity]) 
     """Member id → the name of the Machine it belongs to (:func:`member_owner`), or None."""
     listed = list(machines)
     return {member.id: member_owner(member, listed) for member in members}
+
+
+def node_identity(node: Mapping[str, Any]) -> MachineIdentity:
+    """A Node read as what the ownership rule matches: its name (as both names) and its InternalIP
+    addresses; no annotation, so a member matches it by address or by name (:func:`ownership_rank`)."""
+    metadata = node.get("metadata") or {}
+    name = str(metadata.get("name") or "")
+    return MachineIdentity(
+        name=name,
+        node_name=name,
+        internal_ips=tuple(
+            str(address["address"])
+            for address in (node.get("status") or {}).get("addresses") or ()
+            if address.get("type") == "InternalIP" and address.get("address")
+        ),
+    )
+
+
+def member_node(
+    member: Member, nodes: Iterable[MachineIdentity], claimed: Collection[str] = ()
+) -> str | None:
+    """The Node that speaks for ``member`` (read with :func:`node_identity`), or None: one named as
+    the member, or whose InternalIP is its peer URL's host, first by name, except the Nodes in
+    ``claimed``: the Nodes of Machines whose own member is another one. (Where members share an
+    address, as on one test host, a Node of a living Machine says nothing of the others' hosts.)"""
+    matches = sorted(
+        node.name for node in nodes if node.name not in claimed and ownership_rank(member, node) is not None
+    )
+    return matches[0] if matches else None
 
 
 # ---------------------------------------------------------------------------------------------- endpoints
@@ -408,7 +446,9 @@ __all__ = [
     "map_members",
     "member_client_url",
     "member_endpoints",
+    "member_node",
     "member_owner",
+    "node_identity",
     "ownership_rank",
     "read_membership",
     "url_for_host",

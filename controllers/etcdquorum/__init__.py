@@ -71,20 +71,31 @@ a minute the Machine and the ControlPlane get a Warning event with the same text
 shows no member, voter or learner, belonging to it. Then the Machine API drains and terminates
 it. If etcd cannot be read, the hook stays.
 
-**Members of no Machine** are reported in the condition (``MembersWithoutMachine``) and left
-alone, with one exception: a learner that was added but never started (it has no name), belongs
-to no Machine and has been seen so for 5 minutes. That is what a provider leaves behind when it
-crashes between adding a member and starting it; it would block every later join.
+**Members of no Machine.** A started member that no Machine of the namespace maps to (its
+Machine went behind the controller's back: the escape hatch below, a finalizer stripped, a
+deletion while the operator was down) is removed when it is dead for good, with
+cluster-etcd-operator's guards and more (:mod:`controllers.etcdquorum.members_without_machine`):
+no Node speaks for it either, it has been unhealthy for ``member_without_machine_grace`` (120 s;
+``cpo run --etcd-member-without-machine-grace``) and is again by a read right before the removal,
+the Machine API works, the ControlPlane is Active and owns a Machine with a member, a list of the
+namespace's Machines read from the API server (not the cache) confirms it has none, and the quorum
+holds without it; one at a time, with a ``MemberWithoutMachineRemoved`` event. A **healthy**
+member of no Machine is never removed on its own (it may run outside the Machine API): the
+condition names it with why it stays, and so does ``cpo explain``. A learner that was added but
+never started (it has no name), belongs to no Machine and has been seen so for 5 minutes is
+removed too: that is what a provider leaves behind when it crashes between adding a member and
+starting it; it would block every later join.
 
 The escape hatch
 ----------------
 A member that can never be replaced (its data is gone, its replacement cannot join) holds its
 Machine's deletion forever. Remove the ``EtcdQuorumOperator`` hook from that deleting Machine by
 hand: the controller never puts it back on a Machine being deleted, says so in a
-``HookRemovedByOthers`` event, and the Machine is drained and terminated. Its member stays in
-the cluster: remove it with ``etcdctl member remove <id>`` once you are sure. (Before removing
-any member the controller reads its Machine from the API server, not from its cache, so a hook
-taken off a moment ago is seen even when the provider has already stopped the member.)
+``HookRemovedByOthers`` event, and the Machine is drained and terminated. Once the Machine and
+its Node are gone and the member has been dead for the grace period, the controller removes it
+(members of no Machine, above). (Before removing the member of a deleting Machine the controller
+reads that Machine from the API server, not from its cache, so a hook taken off a moment ago is
+seen even when the provider has already stopped the member.)
 
 What to watch
 -------------
@@ -101,11 +112,15 @@ What to watch
   ``Released``, ``HookRemovedByOthers``). ``cpo explain`` shows both.
 * Events (``kubectl describe machine``/``controlplane``): ``HookAdded``, ``HookRepaired``,
   ``LearnerPromoted``, ``MemberRemoved``, ``HookRemoved``, ``AbandonedLearnerRemoved``,
+  ``MemberWithoutMachineRemoved``,
   ``HookRemovedByOthers`` and, for waits longer than a minute, the wait's reason.
 * Metrics, labelled ``controlplane="<namespace>/<name>"``: ``cpo_etcd_members{role}``,
   ``cpo_etcd_healthy_voters``, ``cpo_etcd_quorum_margin`` (healthy voters − quorum; alert on
   ``< 1``), ``cpo_etcd_learner_promotions_total``, ``cpo_etcd_member_removals_total``,
-  ``cpo_etcd_hook_waits{reason}``; plus the controller's own ``controller_runtime_*`` and
+  ``cpo_etcd_hook_waits{reason}``, ``cpo_etcd_members_without_machine{reason}`` (why members of
+  no Machine stay: ``Healthy``, ``NodePresent``, ``GracePeriod``, ``ClusterNotReady``,
+  ``OneMemberChangeAtATime``; alert ``CPOEtcdMemberWithoutMachine``),
+  ``cpo_etcd_members_without_machine_removed_total``; plus the controller's own ``controller_runtime_*`` and
   ``workqueue_*`` series under ``controller="etcd-quorum-hook"``.
 
 Restarts
@@ -124,7 +139,8 @@ The hook's name and owner are options too (``hook_name``, ``hook_owner``; ``cpo 
 its own, or not at all (``cpo run --controllers=*,-etcd-quorum-hook``); never as a second writer
 of another operator's hook. ``docs/operations.md`` says which to choose.
 
-The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules`; the reconciler
+The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules` (members of no
+Machine in :mod:`controllers.etcdquorum.members_without_machine`); the reconciler
 (:mod:`controllers.etcdquorum.reconciler`) gathers, decides and acts, with its hook steps in
 :mod:`controllers.etcdquorum.hooks` and its condition, events and gauges in
 :mod:`controllers.etcdquorum.report` (what ``EtcdClusterHealthy`` says is

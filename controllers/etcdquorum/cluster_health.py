@@ -13,6 +13,7 @@ from typing import Literal
 
 from api.quorum import quorum
 from controllers.etcd.membership import MemberState
+from controllers.etcdquorum.members_without_machine import Kept
 from controllers.etcdquorum.rules import Wait, member_labels, quorum_lost, voters_of
 
 
@@ -26,11 +27,15 @@ class Health:
 
 
 def cluster_health(
-    members: Sequence[MemberState], alarms: Sequence[str], waits: Sequence[Wait] = ()
+    members: Sequence[MemberState],
+    alarms: Sequence[str],
+    waits: Sequence[Wait] = (),
+    kept: Sequence[Kept] = (),
 ) -> Health:
     """What ``EtcdClusterHealthy`` says: False when quorum is lost, a voter is unhealthy, an alarm
     is active or a member belongs to no Machine; True otherwise. The message always counts
-    members, voters and learners, names unhealthy endpoints and alarms, and adds every wait."""
+    members, voters and learners, names unhealthy endpoints and alarms, and adds every wait and,
+    for each member of no Machine that stays, why (``kept``)."""
     voters = voters_of(members)
     learners = [m for m in members if m.member.is_learner]
     healthy = [m for m in voters if m.healthy]
@@ -46,6 +51,8 @@ def cluster_health(
         parts.append(f"alarms: {', '.join(alarms)}")
     if unmapped:
         parts.append(f"no Machine for: {member_labels(unmapped)}")
+    # Before the waits: a member that stays outside the Machine API is the news; the waits follow.
+    parts.extend(f"no Machine, kept ({item.reason}): {item.message}" for item in kept)
     parts.extend(f"waiting ({wait.reason}): {wait.message}" for wait in waits)
     message = "; ".join(parts)
     if quorum_lost(members):
@@ -54,6 +61,6 @@ def cluster_health(
         return Health("False", "MembersUnhealthy", message)
     if alarms:
         return Health("False", "AlarmsActive", message)
-    if unmapped:
+    if unmapped or kept:
         return Health("False", "MembersWithoutMachine", message)
     return Health("True", "EtcdHealthy", message)

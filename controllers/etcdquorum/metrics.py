@@ -11,7 +11,11 @@ and workqueue families, so ``/metrics`` of ``cpo run`` serves them. Every family
 * ``cpo_etcd_learner_promotions_total{controlplane}`` and
   ``cpo_etcd_member_removals_total{controlplane}``: membership changes this process made;
 * ``cpo_etcd_hook_waits{controlplane,reason}``: Machines whose member change is waiting, by the
-  check that holds it (the reasons of :mod:`controllers.etcdquorum.rules`).
+  check that holds it (the reasons of :mod:`controllers.etcdquorum.rules`);
+* ``cpo_etcd_members_without_machine{controlplane,reason}``: members that belong to no Machine
+  and stay, by why (:data:`controllers.etcdquorum.members_without_machine.KEPT_REASONS`), and
+  ``cpo_etcd_members_without_machine_removed_total{controlplane}``: dead ones removed (also
+  counted in ``cpo_etcd_member_removals_total``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Final
 
 from prometheus_client import Counter, Gauge
 
+from controllers.etcdquorum.members_without_machine import KEPT_REASONS
 from controllers.etcdquorum.rules import WAIT_REASONS
 from runtime.metrics import registry
 
@@ -62,6 +67,19 @@ hook_waits: Final = Gauge(
     registry=registry,
 )
 
+members_without_machine: Final = Gauge(
+    "cpo_etcd_members_without_machine",
+    "etcd members that belong to no Machine and stay, by why they stay.",
+    ["controlplane", "reason"],
+    registry=registry,
+)
+members_without_machine_removed_total: Final = Counter(
+    "cpo_etcd_members_without_machine_removed_total",
+    "Dead etcd members of no Machine and no Node removed by the etcd-quorum-hook controller.",
+    ["controlplane"],
+    registry=registry,
+)
+
 
 def init(controlplane: str) -> None:
     """Create every series of ``controlplane`` at zero, so dashboards see it before the first change."""
@@ -73,6 +91,9 @@ def init(controlplane: str) -> None:
     member_removals_total.labels(controlplane)
     for reason in WAIT_REASONS:
         hook_waits.labels(controlplane, reason)
+    for reason in KEPT_REASONS:
+        members_without_machine.labels(controlplane, reason)
+    members_without_machine_removed_total.labels(controlplane)
 
 
 def forget(controlplane: str) -> None:
@@ -84,6 +105,8 @@ def forget(controlplane: str) -> None:
         (learner_promotions_total, [(controlplane,)]),
         (member_removals_total, [(controlplane,)]),
         (hook_waits, [(controlplane, reason) for reason in WAIT_REASONS]),
+        (members_without_machine, [(controlplane, reason) for reason in KEPT_REASONS]),
+        (members_without_machine_removed_total, [(controlplane,)]),
     ):
         for labels in label_sets:
             try:

@@ -29,6 +29,7 @@ from runtime.controller import ControllerOptions
 DEFAULT_RESYNC_PERIOD: Final = 15.0
 DEFAULT_BUSY_PERIOD: Final = 1.0
 DEFAULT_ABANDONED_LEARNER_GRACE: Final = 300.0
+DEFAULT_MEMBER_WITHOUT_MACHINE_GRACE: Final = 120.0
 DEFAULT_WAIT_EVENT_AFTER: Final = 60.0
 DEFAULT_ETCD_TIMEOUT: Final = 3.0
 DEFAULT_MEMBER_CHANGE_INTERVAL: Final = 2.0
@@ -46,6 +47,12 @@ class EtcdQuorumOptions:
     abandoned_learner_grace: float | None = None
     """Seconds a never-started learner that belongs to no Machine is left alone before it is
     removed (a provider adds a member and then starts it). Defaults to 300."""
+    member_without_machine_grace: float | None = None
+    """Seconds a started member that belongs to no Machine and no Node must have been unhealthy
+    before it is removed (:mod:`controllers.etcdquorum.members_without_machine`): long enough that
+    a member restarting, or a Machine the cache has not shown yet, is not taken for a dead one.
+    A restart of the controller starts the count over (a later removal, never an earlier one).
+    Defaults to 120."""
     wait_event_after: float | None = None
     """A change waiting longer than this many seconds gets a Warning event on the Machine and the
     ControlPlane, repeated at that interval. Defaults to 60."""
@@ -90,6 +97,12 @@ class EtcdQuorumOptions:
                 "abandoned_learner_grace",
                 zero=True,
             ),
+            member_without_machine_grace=positive(
+                self.member_without_machine_grace,
+                DEFAULT_MEMBER_WITHOUT_MACHINE_GRACE,
+                "member_without_machine_grace",
+                zero=True,
+            ),
             wait_event_after=positive(
                 self.wait_event_after, DEFAULT_WAIT_EVENT_AFTER, "wait_event_after", zero=True
             ),
@@ -112,6 +125,7 @@ class ResolvedEtcdQuorumOptions:
     resync_period: float
     busy_period: float
     abandoned_learner_grace: float
+    member_without_machine_grace: float
     wait_event_after: float
     etcd_timeout: float
     member_change_interval: float

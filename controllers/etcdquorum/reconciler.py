@@ -25,6 +25,7 @@ learner, which a restart starts over (later cleanup, never earlier).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -47,10 +48,23 @@ from controllers.etcd.client import (
     NotEnoughStartedMembers,
     UnhealthyCluster,
 )
-from controllers.etcd.membership import MachineIdentity, client_endpoints, read_membership
+from controllers.etcd.membership import (
+    MachineIdentity,
+    client_endpoints,
+    map_members,
+    member_node,
+    member_owner,
+    node_identity,
+    read_membership,
+)
 from controllers.etcd.pool import EtcdClientPool
 from controllers.etcd.tls import TLSSecretError
 from controllers.etcdquorum.hooks import HookKeeper
+from controllers.etcdquorum.members_without_machine import (
+    ClusterGuards,
+    MemberWithoutMachine,
+    orphan_decision,
+)
 from controllers.etcdquorum.options import EtcdQuorumOptions, ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.report import Pass, Reporter
 from controllers.etcdquorum.rules import (
@@ -60,6 +74,7 @@ from controllers.etcdquorum.rules import (
     Wait,
     hooks_placed_while_deleting,
     is_abandoned_learner,
+    machine_api_functional,
     machine_info,
     promotion_decision,
     quorum_lost,
@@ -112,6 +127,7 @@ class EtcdQuorumReconciler:
         )
         self.recorder = recorder
         self._unmapped_since: dict[tuple[str, int], float] = {}
+        self._orphan_unhealthy_since: dict[tuple[str, int], float] = {}
         self._reporter = Reporter(client, self.options, recorder)
         self._hooks = HookKeeper(client, self.options, self._reporter)
         self._promotion_attempts: dict[tuple[str, int], int] = {}
@@ -143,7 +159,10 @@ class EtcdQuorumReconciler:
             return Result(requeue=True)
 
     async def _reconcile(self, cp: JSON, spec: ControlPlaneSpec, key: str) -> Result:
-        machines = await self._machines(cp, spec)
+        namespace_machines = await self.cache.list(
+            MACHINE_API_VERSION, "Machine", namespace=cp["metadata"].get("namespace") or ""
+        )
+        machines = {obj["metadata"]["name"]: obj for obj in guarded_machines(cp, spec, namespace_machines)}
         infos = {name: machine_info(obj, self.options.hook, cp_spec=spec) for name, obj in machines.items()}
         state = Pass(
             cp=cp,
@@ -153,6 +172,8 @@ class EtcdQuorumReconciler:
             machines=machines,
             infos=infos,
             identities={name: MachineIdentity.from_machine(obj) for name, obj in machines.items()},
+            namespace_identities=[MachineIdentity.from_machine(obj) for obj in namespace_machines],
+            owned=[m["metadata"]["name"] for m in owned_machines(cp, spec, namespace_machines)],
             members=[],
             owners={},
             states=[],
@@ -187,12 +208,6 @@ class EtcdQuorumReconciler:
         # Jittered: ControlPlanes created together would otherwise poll etcd together for ever.
         resync = jittered(self.options.resync_period)
         return Result(requeue_after=self.options.busy_period if busy else resync)
-
-    async def _machines(self, cp: JSON, spec: ControlPlaneSpec) -> dict[str, JSON]:
-        """The Machines ``cp`` guards (:func:`guarded_machines`) among its namespace's."""
-        namespace = cp["metadata"].get("namespace") or ""
-        found = await self.cache.list(MACHINE_API_VERSION, "Machine", namespace=namespace)
-        return {obj["metadata"]["name"]: obj for obj in guarded_machines(cp, spec, found)}
 
     # ------------------------------------------------------------------------------ etcd
 
@@ -245,6 +260,8 @@ class EtcdQuorumReconciler:
             state.requeue_after = self.options.member_change_interval - since
         if await self._remove_abandoned_learner(state, etcd, act=not paced):
             return
+        if await self._remove_member_without_machine(state, etcd, act=not paced):
+            return
         removal = removal_decision(state.states, state.infos, state.desired)
         state.waits.extend(removal.waits)
         if removal.member is not None:
@@ -292,6 +309,95 @@ class EtcdQuorumReconciler:
             state.requeue_after = self.options.busy_period
             return True
         return False
+
+    async def _remove_member_without_machine(self, state: Pass, etcd: EtcdClient, *, act: bool) -> bool:
+        """Remove one dead member of no Machine and no Node when ``act`` and
+        :func:`~.members_without_machine.orphan_decision` allows it; True when one was chosen, so
+        that nothing else changes in this pass. Every member of no Machine that stays is recorded
+        in ``state.kept`` for the report.
+
+        Before the removal, two reads that do not trust this pass: the namespace's Machines listed
+        from the API server (a Machine the cache has not shown yet must not lose its member), and
+        the member's health read again (a member that came back stays).
+        """
+        now = time.monotonic()
+        orphans = [
+            m
+            for m in state.states
+            if m.member.started and member_owner(m.member, state.namespace_identities) is None
+        ]
+        seen = {(state.key, m.member.id) for m in orphans if not m.healthy}
+        for stale in [k for k in self._orphan_unhealthy_since if k[0] == state.key and k not in seen]:
+            del self._orphan_unhealthy_since[stale]
+        if not orphans:
+            return False
+        nodes = [node_identity(node) for node in await self.cache.list("v1", "Node")]
+        mapped = {machine for machine in state.owners.values() if machine is not None}
+        with_member = {m for m in map_members(state.members, state.namespace_identities).values() if m}
+        claimed = {
+            identity.node_name
+            for identity in state.namespace_identities
+            if identity.node_name and identity.name in with_member
+        }
+        described = [
+            MemberWithoutMachine(
+                m,
+                node=member_node(m.member, nodes, claimed),
+                unhealthy_for=0.0
+                if m.healthy
+                else now - self._orphan_unhealthy_since.setdefault((state.key, m.member.id), now),
+            )
+            for m in orphans
+        ]
+        guards = ClusterGuards(
+            machine_api_functional=machine_api_functional(list(state.infos.values())),
+            active=state.spec.state != STATE_INACTIVE,
+            owns_member_machine=any(name in mapped for name in state.owned),
+        )
+        decision = orphan_decision(state.states, described, guards, self.options.member_without_machine_grace)
+        state.kept.extend(decision.kept)
+        if any(not m.healthy for m in orphans):
+            state.busy = True  # the grace period is counted by passes
+        member = decision.remove
+        if member is None:
+            return False
+        if not act:
+            return True
+        namespace = state.cp["metadata"].get("namespace") or ""
+        try:
+            listed = await self.client.list(MACHINE_API_VERSION, "Machine", namespace)
+            fresh = [MachineIdentity.from_machine(obj) for obj in listed.get("items") or ()]
+        except (APIError, aiohttp.ClientError, OSError, TimeoutError) as err:
+            _log.info("member without Machine stays: Machines cannot be listed", error=str(err))
+            return True
+        owner = member_owner(member.member, fresh)
+        if owner is not None:
+            _log.info(
+                "member without Machine stays: the API server shows its Machine",
+                member=member.label,
+                machine=owner,
+            )
+            return True
+        if member.endpoint is not None:
+            with contextlib.suppress(ValueError):
+                (answer,) = await etcd.health([member.endpoint])
+                if answer.healthy:
+                    _log.info("member without Machine stays: it answers again", member=member.label)
+                    return True
+        try:
+            await etcd.remove(member.member.id)
+        except EtcdError as err:
+            _log.info("member without Machine: removal failed", member=member.label, error=str(err))
+            return True
+        etcd_metrics.member_removals_total.labels(state.key).inc()
+        etcd_metrics.members_without_machine_removed_total.labels(state.key).inc()
+        self._last_change[state.key] = time.monotonic()
+        self._orphan_unhealthy_since.pop((state.key, member.member.id), None)
+        message = f"removed etcd {decision.why}"
+        self._reporter.event(state.cp, "Warning", "MemberWithoutMachineRemoved", message)
+        _log.info(message)
+        state.requeue_after = self.options.busy_period
+        return True
 
     async def _remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> None:
         member = decision.member
@@ -377,7 +483,7 @@ class EtcdQuorumReconciler:
         await self.etcd_clients.forget(key)
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
-        for table in (self._unmapped_since, self._promotion_attempts):
+        for table in (self._unmapped_since, self._promotion_attempts, self._orphan_unhealthy_since):
             for k in [k for k in table if k[0] == key]:
                 del table[k]
         self._reporter.forget(key)
@@ -395,6 +501,14 @@ def guarded_machines(
     included (:attr:`api.ownership.ControlPlaneMachines.guarded`)."""
     uid = (cp.get("metadata") or {}).get("uid")
     return ControlPlaneMachines.of(uid, spec.selector.to_dict(), machines).guarded
+
+
+def owned_machines(
+    cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Iterable[MachineT]
+) -> list[MachineT]:
+    """The Machines ``cp`` owns (:attr:`api.ownership.ControlPlaneMachines.owned`)."""
+    uid = (cp.get("metadata") or {}).get("uid")
+    return ControlPlaneMachines.of(uid, spec.selector.to_dict(), machines).owned
 
 
 def controlplanes_for_machine(cache: Cache) -> EnqueueRequestsFromMapFunc:
@@ -422,6 +536,9 @@ def setup_with_manager(manager: Manager, options: EtcdQuorumOptions | None = Non
         manager.client, manager.cache, resolved, manager.get_event_recorder(CONTROLLER_NAME)
     )
     manager.add(reconciler.etcd_clients)
+    # The Nodes that may speak for a member of no Machine: the cache's control-plane Nodes,
+    # informed from the start so that the first such question does not wait for a sync.
+    manager.cache.informer_for("v1", "Node")
     return (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)

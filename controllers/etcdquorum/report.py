@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import controllers.etcdquorum.metrics as etcd_metrics
@@ -25,6 +25,7 @@ from controllers.etcd.client import Member
 from controllers.etcd.membership import MachineIdentity, MemberState
 from controllers.etcdquorum.cluster_health import cluster_health
 from controllers.etcdquorum.machine_conditions import write_conditions
+from controllers.etcdquorum.members_without_machine import Kept, kept_counts
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
@@ -48,6 +49,10 @@ class Pass:
     machines: dict[str, JSON]
     infos: dict[str, GuardedMachine]
     identities: dict[str, MachineIdentity]
+    namespace_identities: list[MachineIdentity]
+    """Every Machine of the namespace the cache holds (a member of any of them is not an orphan)."""
+    owned: list[str]
+    """The Machines the ControlPlane owns (by name)."""
     members: list[Member]
     owners: dict[int, str | None]
     states: list[MemberState]
@@ -57,6 +62,9 @@ class Pass:
     requeue_after: float | None = None
     leader: int = 0
     """Member id of the etcd leader; 0 when not known."""
+    kept: list[Kept] = field(default_factory=list)
+    """Members of no Machine that stay this pass, with why
+    (:func:`~controllers.etcdquorum.members_without_machine.orphan_decision`)."""
 
 
 class Reporter:
@@ -88,9 +96,11 @@ class Reporter:
         etcd_metrics.members.labels(state.key, "learner").set(len(state.states) - len(voters))
         etcd_metrics.healthy_voters.labels(state.key).set(healthy)
         etcd_metrics.quorum_margin.labels(state.key).set(healthy - quorum(len(voters)) if voters else 0)
+        for reason, count in kept_counts(state.kept).items():
+            etcd_metrics.members_without_machine.labels(state.key, reason).set(count)
         self._update_waits(state)
         await write_conditions(self.client, state)
-        health = cluster_health(state.states, state.alarms, state.waits)
+        health = cluster_health(state.states, state.alarms, state.waits, state.kept)
         await self._write_condition(state, health.status, health.reason, health.message)
 
     def _update_waits(self, state: Pass) -> None:

@@ -34,6 +34,7 @@ from tests.support.monitoring import (
 ALERTS = {
     "CPOEtcdQuorumAtRisk": "5m",
     "CPOEtcdHookWaitStuck": "30m",
+    "CPOEtcdMemberWithoutMachine": "15m",
     "CPOControlPlaneNotAvailable": "15m",
     "CPOControlPlaneDegraded": "15m",
     "CPOControlPlanePreflightFailing": "15m",

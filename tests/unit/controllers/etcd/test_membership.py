@@ -22,7 +22,9 @@ from controllers.etcd.membership import (
     client_endpoints,
     map_members,
     member_client_url,
+    member_node,
     member_owner,
+    node_identity,
     ownership_rank,
 )
 
@@ -212,3 +214,57 @@ def test_contract_annotation_names_are_the_products_own() -> None:
         "etcd.cpo.dev/peer-url",
         "etcd.cpo.dev/member-id",
     ]
+
+
+def node(name: str, *addresses: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {"addresses": [{"type": "InternalIP", "address": a} for a in addresses]},
+    }
+
+
+NODE_CASES = [
+    # (id, member name, member host, nodes, claimed, the Node that speaks for it)
+    ("a Node named as the member speaks for it", "m2", "10.0.0.2", [node("m2", "10.9.9.9")], (), "m2"),
+    (
+        "a Node at the member's address speaks for it",
+        "ip-10-0-0-2",
+        "10.0.0.2",
+        [node("n", "10.0.0.2")],
+        (),
+        "n",
+    ),
+    ("no Node of its name or address: none", "m2", "10.0.0.2", [node("m0", "10.0.0.0")], (), None),
+    (
+        "the Node of a Machine whose member is another one says nothing of a shared address",
+        "m2",
+        "127.0.0.1",
+        [node("m0", "127.0.0.1"), node("m1", "127.0.0.1")],
+        ("m0", "m1"),
+        None,
+    ),
+    (
+        "among shared-address Nodes the member's own unclaimed Node still speaks",
+        "m2",
+        "127.0.0.1",
+        [node("m0", "127.0.0.1"), node("m2", "127.0.0.1")],
+        ("m0",),
+        "m2",
+    ),
+    ("IPv6 addresses compare as addresses", "x", "fd00::2", [node("n", "fd00:0:0::0002")], (), "n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "host", "nodes", "claimed", "speaks"),
+    [c[1:] for c in NODE_CASES],
+    ids=[c[0] for c in NODE_CASES],
+)
+def test_which_node_speaks_for_a_member(
+    name: str, host: str, nodes: list[dict[str, Any]], claimed: tuple[str, ...], speaks: str | None
+) -> None:
+    literal = f"[{host}]" if ":" in host else host
+    assert (
+        member_node(member(7, name, f"https://{literal}:2380"), [node_identity(n) for n in nodes], claimed)
+        == speaks
+    )

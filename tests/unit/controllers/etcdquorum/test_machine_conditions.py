@@ -263,6 +263,8 @@ def etcd_pass(**fields: Any) -> Pass:
         "machines": {name: {"metadata": {"name": name}} for name in infos},
         "infos": infos,
         "identities": {},
+        "namespace_identities": [],
+        "owned": [],
         "members": [],
         "owners": {},
         "states": [state(1), state(2)],
