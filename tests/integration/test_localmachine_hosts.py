@@ -6,7 +6,8 @@ Machines in zone-a wait in ``Provisioning`` (reason ``WaitingForHost``, no membe
 still after a provider crash and restart; once zone-a's first Machine has its member removed
 (as the operator does) and is deleted, one of the two runs on the freed host (same address, same
 Node name) and the other waits for that one. In the default mode (a provider in this process)
-the cap counts the Machines without a failure domain as one pool.
+the cap counts the Machines without a failure domain as one pool, and a deleting Machine held by
+a lifecycle hook keeps its host until the hook goes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ import pytest
 
 from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, LearnerNotInSync, UnhealthyCluster
-from providers.localmachine import CONDITION_ETCD_MEMBER, ETCD_CLIENT_URL_ANNOTATION, REASON_WAITING_FOR_HOST
+from providers.localmachine import (
+    CONDITION_DRAINABLE,
+    CONDITION_ETCD_MEMBER,
+    ETCD_CLIENT_URL_ANNOTATION,
+    REASON_WAITING_FOR_HOST,
+)
+from providers.localmachine.hosts import HostPools
 from providers.localmachine.realistic import EtcdPKI
 from runtime.client import Client
 from runtime.jsoncodec import JSON
@@ -213,12 +220,12 @@ async def test_a_machine_waits_for_its_domains_host_and_takes_its_address_once_f
             await process.stop(grace=10)
 
 
-async def test_in_the_default_mode_the_cap_counts_the_machines_without_a_domain_as_one_pool(
+async def test_in_the_default_mode_the_cap_counts_the_machines_without_a_domain_and_hooks_hold_a_host(
     kube: Client, namespace: str, provider_state_dir: Path
 ) -> None:
     options = provider_options(provider_state_dir, etcd=etcd_options(), max_instances_per_domain=1)
     async with running_provider(kube, namespace, options):
-        await kube.create(machine_manifest("m0", namespace, zone=None))
+        await kube.create(machine_manifest("m0", namespace, zone=None, pre_drain=["tests.io/Hold"]))
         m0 = await running(kube, "m0", namespace)
         await kube.create(machine_manifest("z0", namespace, zone="zone-a"))
         urls = [m0["metadata"]["annotations"][ETCD_CLIENT_URL_ANNOTATION]]
@@ -248,7 +255,20 @@ async def test_in_the_default_mode_the_cap_counts_the_machines_without_a_domain_
 
         await eventually(remove_m0, timeout=30, message="m0's member removed")
         await kube.delete(API_VERSION, "Machine", "m0", namespace)
+
+        # Held by its hook, the deleting m0 is still an instance: it keeps its host.
+        async def held() -> bool:
+            m0 = await get_machine(kube, "m0", namespace)
+            return machine_condition(m0, CONDITION_DRAINABLE).get("reason") == "HookPresent"
+
+        await eventually(held, timeout=30, message="m0 held by its preDrain hook")
+        assert HostPools(provider_state_dir, cap=1).holders(namespace, None) == {"m0": None}
+        assert not (provider_state_dir / namespace / "m1").exists()
+        await kube.patch(
+            API_VERSION, "Machine", "m0", {"spec": {"lifecycleHooks": {"preDrain": None}}}, namespace
+        )
         await running(kube, "m1", namespace)
+        assert await get_machine(kube, "m0", namespace) is None
         for name in ("m1", "z0"):
             await kube.delete(API_VERSION, "Machine", name, namespace)
 
