@@ -219,22 +219,23 @@ class DemoWorld:
 
     async def start_provider(self) -> ChildProcess:
         """Start ``cpo localmachine`` on the world's state directory (again, after a crash)."""
-        return await self._spawn(
+        return await self._spawn("localmachine", self.provider_argv())
+
+    def provider_argv(self) -> list[str]:
+        """The command line of the world's ``cpo localmachine``."""
+        return cpo(
             "localmachine",
-            cpo(
-                "localmachine",
-                "--state-dir", str(self.state_dir),
-                "--kubeconfig", str(self.kubeconfig_path),
-                *([] if self.provider_all_namespaces else ["--namespace", self.namespace]),
-                "--heartbeat-period", str(self.heartbeat_period),
-                "--stop-grace-period", "3",
-                "--join-backoff-max", "1",
-                *(["--realistic"] if self.realistic else []),
-                *(
-                    ["--max-instances-per-domain", str(self.max_instances_per_domain)]
-                    if self.max_instances_per_domain is not None
-                    else []
-                ),
+            "--state-dir", str(self.state_dir),
+            "--kubeconfig", str(self.kubeconfig_path),
+            *([] if self.provider_all_namespaces else ["--namespace", self.namespace]),
+            "--heartbeat-period", str(self.heartbeat_period),
+            "--stop-grace-period", "3",
+            "--join-backoff-max", "1",
+            *(["--realistic"] if self.realistic else []),
+            *(
+                ["--max-instances-per-domain", str(self.max_instances_per_domain)]
+                if self.max_instances_per_domain is not None
+                else []
             ),
         )  # fmt: skip
 

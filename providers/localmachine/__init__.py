@@ -101,7 +101,8 @@ what a cloud shows it (see :mod:`providers.localmachine.realistic`):
   clients and 2380 for peers. The provider takes a block ``127.X.Y.0/24`` (``--address-block
   127.X.Y``; by default one drawn at random whose first addresses are free on both ports, so two
   providers run side by side), records it in ``<state_dir>/address-block.json`` and hands its
-  addresses out in turn; an address is handed out again only once no member record holds it.
+  addresses out in turn; an address is handed out again only once no member record holds it
+  (and, with host pools, below, only to the pool that holds it).
   Linux routes all of 127.0.0.0/8 to ``lo``: nothing to set up.
 * that address is the Machine's ``status.addresses`` InternalIP (written *before* the member
   add, as a cloud reports an instance's private address before anything runs on it) and its
@@ -133,8 +134,10 @@ the cap and the Machines holding its hosts); it asks again with the join backoff
 a Machine of its domain frees its host. In realistic mode each domain has a pool of N addresses
 of the block, taken as its Machines first need them: a new Machine takes the first address of its
 pool no Machine holds, so a **replacement takes the freed host's address** (its InternalIP, and
-its Node and member name, are the old Machine's), and no address of a pool goes to another. In
-the default mode the cap only limits the count.
+its Node and member name, are the old Machine's), and no address of a pool goes to another. etcd
+refuses to add a member at a peer URL it still lists, so such a replacement joins once the old
+member has been removed (the etcd-quorum hook's job; until then it waits as ``EtcdUnavailable``
+with etcd's answer). In the default mode the cap only limits the count.
 
 The claims live in ``<state_dir>/hosts.json`` (see :mod:`providers.localmachine.hosts`), so a
 restarted provider counts the hosts in use; an instance recorded without a claim is counted once

@@ -43,7 +43,8 @@ Client and peer ports are picked free on the host (port 0 probing). Another proc
 port between the probe and etcd's bind; a start that fails on "address already in use" is retried
 with new ports (a join first removes the member it added). With a :class:`MemberPlacement`
 (the provider's realistic mode) each member instead gets an address of its own at fixed ports,
-an etcd name and TLS flags from it, and a retry gets a new address. A member counts as started once its
+an etcd name and TLS flags from it, and a retry asks the placement again (a new address, or the
+same one when the member's host is fixed). A member counts as started once its
 client port answers ``/v3/maintenance/status`` and it knows a leader.
 
 Faults

@@ -556,7 +556,11 @@ class LocalMachineReconciler:
         for (waiting_cluster, _), waiting in self._waiting_for_host.items():
             if waiting_cluster == cluster:
                 waiting.discard(name)
-        if self.supervisor(cluster).get(name) is None:
+        try:
+            gone = self.supervisor(cluster).get(name) is None
+        except (EtcdProcessError, ValueError):
+            gone = False  # an unreadable record: its instance may still run, so it keeps the host
+        if gone:
             self._release_host(cluster, name)
 
     # ------------------------------------------------------------------------------ running
