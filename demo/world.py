@@ -138,6 +138,9 @@ class DemoWorld:
     provider_all_namespaces: bool = False
     """Let the provider serve every namespace, not only :attr:`namespace` (one ControlPlane per
     namespace, as ``bench.fleet`` runs them)."""
+    max_instances_per_domain: int | None = None
+    """Run the provider with ``--max-instances-per-domain``: that many hosts per failure domain,
+    as bare metal has (None: no limit)."""
     operator_flags: tuple[str, ...] = ()
     """Flags added to every ``cpo run`` of the world (e.g. ``--etcd-hook-name``)."""
     children: list[ChildProcess] = field(default_factory=list)
@@ -216,17 +219,23 @@ class DemoWorld:
 
     async def start_provider(self) -> ChildProcess:
         """Start ``cpo localmachine`` on the world's state directory (again, after a crash)."""
-        return await self._spawn(
+        return await self._spawn("localmachine", self.provider_argv())
+
+    def provider_argv(self) -> list[str]:
+        """The command line of the world's ``cpo localmachine``."""
+        return cpo(
             "localmachine",
-            cpo(
-                "localmachine",
-                "--state-dir", str(self.state_dir),
-                "--kubeconfig", str(self.kubeconfig_path),
-                *([] if self.provider_all_namespaces else ["--namespace", self.namespace]),
-                "--heartbeat-period", str(self.heartbeat_period),
-                "--stop-grace-period", "3",
-                "--join-backoff-max", "1",
-                *(["--realistic"] if self.realistic else []),
+            "--state-dir", str(self.state_dir),
+            "--kubeconfig", str(self.kubeconfig_path),
+            *([] if self.provider_all_namespaces else ["--namespace", self.namespace]),
+            "--heartbeat-period", str(self.heartbeat_period),
+            "--stop-grace-period", "3",
+            "--join-backoff-max", "1",
+            *(["--realistic"] if self.realistic else []),
+            *(
+                ["--max-instances-per-domain", str(self.max_instances_per_domain)]
+                if self.max_instances_per_domain is not None
+                else []
             ),
         )  # fmt: skip
 

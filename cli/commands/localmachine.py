@@ -42,6 +42,16 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve only the Machines of this namespace (default: every namespace)",
     )
     parser.add_argument(
+        "--max-instances-per-domain",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hosts per failure domain (providerSpec failureDomain, else zone; Machines without one "
+        "form a pool of their own) in each namespace: a Machine beyond N waits in Provisioning "
+        "(EtcdMemberStarted=False, reason WaitingForHost) until a host of its domain is freed; with "
+        "--realistic a replacement takes the freed host's address (default: no limit)",
+    )
+    parser.add_argument(
         "--node-role-labels",
         choices=["both", "control-plane", "master"],
         default=None,
@@ -147,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             address_block=args.address_block,
             etcd_client_secret=args.etcd_client_secret,
             node_role_labels=args.node_role_labels,
+            max_instances_per_domain=args.max_instances_per_domain,
         ).with_defaults()
     except (ValueError, RuntimeError) as err:
         print(f"cpo localmachine: {err}", file=sys.stderr)
@@ -177,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
             if options.address_block is not None
             else ""
         )
+        if options.max_instances_per_domain is not None:
+            where += f"; at most {options.max_instances_per_domain} hosts per failure domain"
         print(f"localmachine provider running; members under {options.state_dir}{where}", flush=True)
         return await manager.run()
 

@@ -101,7 +101,8 @@ what a cloud shows it (see :mod:`providers.localmachine.realistic`):
   clients and 2380 for peers. The provider takes a block ``127.X.Y.0/24`` (``--address-block
   127.X.Y``; by default one drawn at random whose first addresses are free on both ports, so two
   providers run side by side), records it in ``<state_dir>/address-block.json`` and hands its
-  addresses out in turn; an address is handed out again only once no member record holds it.
+  addresses out in turn; an address is handed out again only once no member record holds it
+  (and, with host pools, below, only to the pool that holds it).
   Linux routes all of 127.0.0.0/8 to ``lo``: nothing to set up.
 * that address is the Machine's ``status.addresses`` InternalIP (written *before* the member
   add, as a cloud reports an instance's private address before anything runs on it) and its
@@ -117,6 +118,32 @@ what a cloud shows it (see :mod:`providers.localmachine.realistic`):
 * **no annotation** says where a member is: the operator derives ``https://<InternalIP>:2379``
   and maps members to Machines by their peer URL's host. The fault annotation below stays: it is
   a test control, not a fact about the cluster.
+
+Host pools
+----------
+``cpo localmachine --max-instances-per-domain N`` (:attr:`LocalMachineOptions.max_instances_per_domain`)
+models bare metal with N hosts per failure domain: at most N instances at once in each domain
+(``providerSpec.value.failureDomain``, else ``.zone``; the Machines without either form a pool of
+their own) of each cluster (namespace: each is a cluster of its own, with its own hosts). A host
+is held from the moment a Machine is given it, before its member is added, until its instance is
+gone: the member process stopped, its data removed and its Node deleted, right before the
+finalizer is dropped. A deleting Machine held by lifecycle hooks keeps its host (its instance
+runs). A Machine beyond the cap stays ``Provisioning`` with no member added and no process, with
+condition ``EtcdMemberStarted=False``, reason ``WaitingForHost`` (the message names the domain,
+the cap and the Machines holding its hosts); it asks again with the join backoff, and at once when
+a Machine of its domain frees its host. In realistic mode each domain has a pool of N addresses
+of the block, taken as its Machines first need them: a new Machine takes the first address of its
+pool no Machine holds, so a **replacement takes the freed host's address** (its InternalIP, and
+its Node and member name, are the old Machine's), and no address of a pool goes to another. etcd
+refuses to add a member at a peer URL it still lists, so such a replacement joins once the old
+member has been removed (the etcd-quorum hook's job; until then it waits as ``EtcdUnavailable``
+with etcd's answer). In the default mode the cap only limits the count.
+
+The claims live in ``<state_dir>/hosts.json`` (see :mod:`providers.localmachine.hosts`), so a
+restarted provider counts the hosts in use; an instance recorded without a claim is counted once
+its Machine is reconciled. Reconciles run concurrently (4 by default), but a claim reads and writes
+the record with no await in between, so two Machines racing for a domain's last host never both
+get it. Without the option there is no limit (claims are still recorded).
 
 Lifecycle
 ---------
@@ -186,6 +213,7 @@ from providers.localmachine.reconciler import (
     FAULT_ANNOTATION,
     FINALIZER,
     PROVIDER_SPEC_KIND,
+    REASON_WAITING_FOR_HOST,
     REASON_WAITING_FOR_LEARNER,
     LocalMachineReconciler,
     is_local_machine,
@@ -202,6 +230,7 @@ __all__ = [
     "FAULT_ANNOTATION",
     "FINALIZER",
     "PROVIDER_SPEC_KIND",
+    "REASON_WAITING_FOR_HOST",
     "REASON_WAITING_FOR_LEARNER",
     "LocalMachineOptions",
     "LocalMachineReconciler",

@@ -43,7 +43,8 @@ Client and peer ports are picked free on the host (port 0 probing). Another proc
 port between the probe and etcd's bind; a start that fails on "address already in use" is retried
 with new ports (a join first removes the member it added). With a :class:`MemberPlacement`
 (the provider's realistic mode) each member instead gets an address of its own at fixed ports,
-an etcd name and TLS flags from it, and a retry gets a new address. A member counts as started once its
+an etcd name and TLS flags from it, and a retry asks the placement again (a new address, or the
+same one when the member's host is fixed). A member counts as started once its
 client port answers ``/v3/maintenance/status`` and it knows a leader.
 
 Faults
@@ -290,9 +291,10 @@ class MemberPlacement:
     """Where members listen when each gets an address of its own (the provider's realistic mode),
     instead of free ports on :attr:`EtcdProcessOptions.host`."""
 
-    allocate_host: Callable[[], str]
-    """A new member's address; called synchronously right before its record is written, so
-    within one event loop no two members get the same one."""
+    allocate_host: Callable[[str], str]
+    """The address of a new member of a name (the record's, see :meth:`EtcdSupervisor.join`);
+    called synchronously right before its record is written, so within one event loop no two
+    members get the same one."""
     member_name: Callable[[str], str]
     """The etcd member name of the member at an address (the provider names it after its Node)."""
     tls_flags: Callable[[Path, str, str], Mapping[str, list[str]]] | None = None
@@ -667,11 +669,11 @@ class EtcdSupervisor:
             flags[self.options.max_learners_flag.removeprefix("--")] = [str(self.options.max_learners)]
         return (str(self.options.binary), *render_flags(flags, self.options.extra_flags))
 
-    def _urls(self) -> tuple[str, str, str | None]:
+    def _urls(self, name: str) -> tuple[str, str, str | None]:
         """A new member's client URL, peer URL and etcd name (None: the record's name)."""
         placement = self.placement
         if placement is not None:
-            host = placement.allocate_host()
+            host = placement.allocate_host(name)
             scheme = "http" if placement.tls_flags is None else "https"
             return (
                 f"{scheme}://{url_host(host)}:{placement.client_port}",
@@ -701,7 +703,7 @@ class EtcdSupervisor:
         directory = self._directory(name)
         last_error: EtcdProcessError | None = None
         for _ in range(_START_ATTEMPTS):
-            client_url, peer_url, member_name = self._urls()
+            client_url, peer_url, member_name = self._urls(name)
             etcd_name = member_name or name
             argv = self._argv(etcd_name, directory, client_url, peer_url, f"{etcd_name}={peer_url}", "new")
             member = MemberProcess(
@@ -756,7 +758,7 @@ class EtcdSupervisor:
                     await cluster.remove(added_before.member.id)
             await self._forget(name)
         for _ in range(_START_ATTEMPTS):
-            client_url, peer_url, member_name = self._urls()
+            client_url, peer_url, member_name = self._urls(name)
             adding = MemberProcess(
                 name,
                 directory,

@@ -94,6 +94,15 @@ class LocalMachineOptions:
     certificate (``tls.crt``, ``tls.key``, ``ca.crt``); the ControlPlane names it in
     ``spec.etcd.tlsSecretRef``. Defaults to ``etcd-client-tls``."""
 
+    max_instances_per_domain: int | None = None
+    """Hosts per failure domain (``providerSpec.value.failureDomain``, else ``.zone``; the Machines
+    without one form a pool of their own) in each cluster (namespace): at most this many instances
+    at once, as on bare metal with a fixed set of hosts. A Machine beyond it stays
+    ``Provisioning`` with ``EtcdMemberStarted=False``, reason ``WaitingForHost``, until a host of
+    its domain is freed (its Machine deleted and its instance gone). In realistic mode each domain
+    has that many addresses and a replacement takes the freed one. Defaults to None: no limit
+    (see the package docstring, "Host pools")."""
+
     def with_defaults(self) -> ResolvedLocalMachineOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change.
 
@@ -155,6 +164,12 @@ class LocalMachineOptions:
                 f"LocalMachineOptions.node_role_labels {role_labels!r}: "
                 f"use one of {', '.join(NODE_ROLE_LABELS)}"
             )
+        cap = self.max_instances_per_domain
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(
+                f"LocalMachineOptions.max_instances_per_domain {cap!r}: give a whole number of hosts "
+                "per failure domain, at least 1 (or None for no limit)"
+            )
         realistic = bool(self.realistic)
         block: AddressBlock | None = None
         pki: EtcdPKI | None = None
@@ -186,6 +201,7 @@ class LocalMachineOptions:
             pki=pki,
             etcd_client_secret=self.etcd_client_secret or DEFAULT_CLIENT_SECRET,
             node_role_labels=role_labels,
+            max_instances_per_domain=cap,
         )
 
 
@@ -210,6 +226,8 @@ class ResolvedLocalMachineOptions:
     """Realistic mode: the CA and certificates of the members; None in the default mode."""
     etcd_client_secret: str = DEFAULT_CLIENT_SECRET
     node_role_labels: NodeRoleLabels = "both"
+    max_instances_per_domain: int | None = None
+    """Hosts per failure domain and cluster; None: no limit."""
 
     @property
     def realistic(self) -> bool:

@@ -8,7 +8,8 @@ docstring, "Realistic mode"). This module holds the two pieces that mode adds:
   keeps it. Every member gets an address of its own and listens on the standard ports, 2379 for
   clients and 2380 for peers. Linux routes the whole of 127.0.0.0/8 to ``lo``, so no setup is
   needed. Addresses are handed out in turn through the block, and an address is handed out again
-  only once no member record holds it (the record goes when the Machine's member is gone).
+  only once no member record holds it (the record goes when the Machine's member is gone) and no
+  host pool keeps it (:mod:`providers.localmachine.hosts`: a capped domain's addresses stay its own).
 * :class:`EtcdPKI`: the CA of the provider's etcd clusters (``<state_dir>/_pki/``), a certificate
   per member for its address (serving and peer, both ways authenticated), and the client
   certificate the provider itself and the operator use, handed to the operator in a Secret.

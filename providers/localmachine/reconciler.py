@@ -38,6 +38,7 @@ from providers.localmachine.etcd_process import (
     MemberPlacement,
     MemberProcess,
 )
+from providers.localmachine.hosts import NO_DOMAIN, HostPools, HostsFull
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
 from providers.localmachine.realistic import AddressAllocator, node_name, recorded_hosts
 from runtime.builder import ControllerBuilder
@@ -45,12 +46,15 @@ from runtime.cache import Cache
 from runtime.client import Client
 from runtime.controller import Controller
 from runtime.errors import AlreadyExists, Conflict, NotFound
+from runtime.event import GenericEvent
 from runtime.events import EventRecorder
+from runtime.handler import EnqueueRequestForObject
 from runtime.jsoncodec import JSON
 from runtime.log import get_logger
 from runtime.manager import Manager
 from runtime.predicate import new_predicate_funcs
 from runtime.reconcile import Request, Result
+from runtime.source import Channel
 
 PROVIDER_SPEC_KIND: Final = "LocalMachineProviderSpec"
 FINALIZER: Final = "local.cpo.dev/machine"
@@ -86,6 +90,8 @@ REASON_CLUSTER_SETTLING: Final = "WaitingForEtcdCluster"
 REASON_ETCD_UNAVAILABLE: Final = "EtcdUnavailable"
 REASON_START_FAILED: Final = "EtcdStartFailed"
 REASON_HOOK_PRESENT: Final = "HookPresent"
+REASON_WAITING_FOR_HOST: Final = "WaitingForHost"
+"""Every host of the Machine's failure domain is in use (``max_instances_per_domain``)."""
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -235,18 +241,37 @@ class LocalMachineReconciler:
         self._supervisors: dict[str, EtcdSupervisor] = {}
         self._cluster_locks: dict[str, asyncio.Lock] = {}
         self._join_attempts: dict[tuple[str, str], int] = {}
-        self._placement = self._member_placement()
         self._secrets_written: set[str] = set()
-
-    def _member_placement(self) -> MemberPlacement | None:
-        """Realistic mode: each member on an address of the block, named after its Node, with TLS."""
-        block, pki = self.options.address_block, self.options.pki
-        if block is None or pki is None:
-            return None
         state_dir = self.options.state_dir
-        allocator = AddressAllocator(state_dir, block, lambda: recorded_hosts(state_dir))
+        block = self.options.address_block
+        self._hosts = HostPools(state_dir, self.options.max_instances_per_domain)
+        self._allocator = (
+            None
+            if block is None
+            else AddressAllocator(
+                state_dir, block, lambda: [*recorded_hosts(state_dir), *self._hosts.reserved_addresses()]
+            )
+        )
+        if self._allocator is not None:
+            self._hosts.new_address = self._allocator.allocate
+        self._waiting_for_host: dict[tuple[str, str], set[str]] = {}
+        self.host_freed: asyncio.Queue[GenericEvent] = asyncio.Queue()
+        """Requests for the Machines waiting for a host of a domain where one was just freed
+        (:func:`setup_with_manager` feeds them to the controller through a Channel)."""
+
+    def _member_placement(self, cluster: str) -> MemberPlacement | None:
+        """Realistic mode: each member on an address of the block (its host's, when host pools
+        hold one for it), named after its Node, with TLS."""
+        allocator, pki = self._allocator, self.options.pki
+        if allocator is None or pki is None:
+            return None
+
+        def allocate_host(name: str) -> str:
+            claim = self._hosts.claim_of(cluster, name)
+            return claim.address if claim is not None and claim.address else allocator.allocate()
+
         return MemberPlacement(
-            allocate_host=allocator.allocate,
+            allocate_host=allocate_host,
             member_name=node_name,
             tls_flags=lambda directory, host, name: pki.member_certificate(directory, host, name).flags(),
         )
@@ -257,7 +282,9 @@ class LocalMachineReconciler:
         """The supervisor of one cluster's members (``<state_dir>/<cluster>/``)."""
         supervisor = self._supervisors.get(cluster)
         if supervisor is None:
-            supervisor = EtcdSupervisor(self.options.state_dir / cluster, self.options.etcd, self._placement)
+            supervisor = EtcdSupervisor(
+                self.options.state_dir / cluster, self.options.etcd, self._member_placement(cluster)
+            )
             self._supervisors[cluster] = supervisor
         return supervisor
 
@@ -273,6 +300,7 @@ class LocalMachineReconciler:
             machine = await self.cache.get(API_VERSION, "Machine", request.name, request.namespace)
         except NotFound:
             self._join_attempts.pop((request.namespace, request.name), None)
+            self._forget_gone(request.namespace or "default", request.name)
             return Result()
         if not is_local_machine(machine):
             return Result()
@@ -297,7 +325,7 @@ class LocalMachineReconciler:
             if (machine.get("status") or {}).get("phase") == PHASE_FAILED:
                 return Result()
         if not machine.get("spec", {}).get("providerID"):
-            outcome = await self._provision(machine)
+            outcome = await self._provision(machine, zone)
             if isinstance(outcome, Result):
                 return outcome
             machine = outcome
@@ -305,8 +333,9 @@ class LocalMachineReconciler:
 
     # ------------------------------------------------------------------------------ provisioning
 
-    async def _provision(self, machine: JSON) -> JSON | Result:
-        """Start (bootstrap or join) the member; returns the updated Machine, or a Result to wait."""
+    async def _provision(self, machine: JSON, zone: str | None) -> JSON | Result:
+        """Take a host of the Machine's domain, start (bootstrap or join) the member; returns the
+        updated Machine, or a Result to wait."""
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
         annotations = machine["metadata"].get("annotations") or {}
         supervisor = self.supervisor(namespace)
@@ -320,6 +349,9 @@ class LocalMachineReconciler:
         if (machine.get("status") or {}).get("phase") != PHASE_PROVISIONING:
             await self._patch_status(machine, {"phase": PHASE_PROVISIONING})
         await self._ensure_client_secret(namespace)
+        full = self._take_host(namespace, name, zone, supervisor.get(name))
+        if full is not None:
+            return await self._wait_to_join(machine, _Waiting(REASON_WAITING_FOR_HOST, full.message))
         try:
             member = await self._ensure_member(supervisor, name, announce=self._announcer(machine))
         except _Waiting as waiting:
@@ -489,6 +521,48 @@ class LocalMachineReconciler:
         )
         self._event(machine, "Warning", "FailedCreate", message)
 
+    # ------------------------------------------------------------------------------ host pools
+
+    def _take_host(
+        self, cluster: str, name: str, zone: str | None, member: MemberProcess | None
+    ) -> HostsFull | None:
+        """Give the Machine a host of its domain (see :mod:`providers.localmachine.hosts`); a
+        HostsFull when none is free. An instance that exists already holds its host whatever the
+        cap (one recorded before the state directory had host claims)."""
+        if member is not None:
+            if self._hosts.claim_of(cluster, name) is None:
+                self._hosts.adopt(cluster, name, zone, member.host if self.options.realistic else None)
+            return None
+        claim = self._hosts.claim(cluster, name, zone)
+        waiting = self._waiting_for_host.setdefault((cluster, zone or NO_DOMAIN), set())
+        if isinstance(claim, HostsFull):
+            waiting.add(name)
+            return claim
+        waiting.discard(name)
+        return None
+
+    def _release_host(self, cluster: str, name: str) -> None:
+        """Free the Machine's host and wake the Machines waiting for one in its domain."""
+        released = self._hosts.release(cluster, name)
+        if released is None:
+            return
+        for waiter in sorted(self._waiting_for_host.get((cluster, released.domain or NO_DOMAIN), ())):
+            self._join_attempts.pop((cluster, waiter), None)
+            self.host_freed.put_nowait(GenericEvent.for_request(Request(waiter, cluster)))
+
+    def _forget_gone(self, cluster: str, name: str) -> None:
+        """A Machine gone from the API server: stop waiting for it, and free its host if its
+        instance is gone too (its finalizer was dropped behind the provider's back otherwise)."""
+        for (waiting_cluster, _), waiting in self._waiting_for_host.items():
+            if waiting_cluster == cluster:
+                waiting.discard(name)
+        try:
+            gone = self.supervisor(cluster).get(name) is None
+        except (EtcdProcessError, ValueError):
+            gone = False  # an unreadable record: its instance may still run, so it keeps the host
+        if gone:
+            self._release_host(cluster, name)
+
     # ------------------------------------------------------------------------------ running
 
     async def _run(self, machine: JSON, zone: str | None) -> Result:
@@ -503,6 +577,7 @@ class LocalMachineReconciler:
                 "instance is gone (was the state directory removed?)",
             )
             return Result()
+        self._take_host(namespace, name, zone, member)
         await self._apply_faults(machine, supervisor, member)
         node = await self._ensure_node(machine, member, zone)
         if node is None:
@@ -724,6 +799,8 @@ class LocalMachineReconciler:
                 await self.client.delete("v1", "Node", node["metadata"]["name"])
             except NotFound:
                 pass
+        # The instance is gone (process, data, Node): its host may serve another Machine now.
+        self._release_host(namespace, name)
         await self._remove_finalizer(machine)
         self._join_attempts.pop((namespace, name), None)
         self._event(machine, "Normal", "Deleted", "etcd member process stopped, data and Node removed")
@@ -856,6 +933,7 @@ def setup_with_manager(
         ControllerBuilder(manager)
         .named("localmachine")
         .for_(API_VERSION, "Machine", new_predicate_funcs(is_local_machine))
+        .watches_source(Channel(reconciler.host_freed, EnqueueRequestForObject()))
         .with_options(resolved.controller)
         .complete(reconciler)
     )
