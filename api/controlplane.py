@@ -73,6 +73,15 @@ MHC_SCOPE_VALUE = "true"
 MHC_SCOPE_SELECTOR: dict[str, Any] = {"matchLabels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE}}
 """:data:`MHC_SCOPE_LABEL` as a label selector, the form a webhook's ``objectSelector`` takes."""
 
+REMOVE_MEMBER_FIRST_ANNOTATION = "controlplane.cpo.dev/remove-member-first"
+"""Written by the ControlPlane on a Machine right before it deletes it in a ``maxSurge: 0`` rollout
+or rebalance (the value is the step's reason, ``ReplacingOutdated`` or ``Rebalancing``): the
+etcd-quorum-hook controller may then remove the Machine's healthy voter *before* its replacement
+votes, so that the host it frees can take the replacement
+(:func:`controllers.etcdquorum.rules.early_removal_decision`). A Machine a user or a health check
+deletes never carries it, and the ControlPlane takes it off every Machine of its own that is not
+being deleted (a crash between the mark and the delete leaves nothing behind for long)."""
+
 
 def in_health_check_scope(obj: Mapping[str, Any] | None) -> bool:
     """Whether a MachineHealthCheck (the wire form) is this operator's to judge and reconcile.

@@ -29,6 +29,7 @@ Wired into a manager by :func:`controllers.controlplane.wiring.setup_with_manage
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.controlplane import API_VERSION as CP_API_VERSION
-from api.controlplane import CONDITION_PROGRESSING, ControlPlane
+from api.controlplane import CONDITION_PROGRESSING, REMOVE_MEMBER_FIRST_ANNOTATION, ControlPlane
 from api.controlplane import KIND as CP_KIND
 from api.controlplane_reasons import (
     REASON_MACHINE_ADOPTED,
@@ -177,6 +178,7 @@ class ControlPlaneReconciler:
         )
         if is_inactive(spec):
             return await self._observe(facts)
+        await self._unmark_remove_member_first(facts)
         await sync_mhc(self.client, self.cache, cp, spec, facts.infos, self._event)
         return await self._act(facts)
 
@@ -305,6 +307,8 @@ class ControlPlaneReconciler:
             return
         assert step.machine is not None
         await self._forward_leadership(facts, step.machine)
+        if step.remove_member_first:
+            await self._mark_remove_member_first(facts, step.machine, step.reason)
         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
         self._expectations.expect(key, "delete", step.machine)
 
@@ -399,6 +403,48 @@ class ControlPlaneReconciler:
         await forward_leadership(
             pool, cp, facts.spec, facts.owned, facts.infos, facts.etcd, name, self._event
         )
+
+    async def _mark_remove_member_first(self, facts: Facts, name: str, reason: str) -> None:
+        """Mark Machine ``name`` (:data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`) right
+        before a maxSurge-0 delete, under its resourceVersion: a Machine changed since the facts
+        were read is not marked (the 409 makes the pass run again, and nothing is deleted)."""
+        machine = next(m for m in facts.owned if m["metadata"]["name"] == name)
+        await self.client.patch(
+            MACHINE_API_VERSION,
+            "Machine",
+            name,
+            {
+                "metadata": {
+                    "resourceVersion": machine["metadata"].get("resourceVersion"),
+                    "annotations": {REMOVE_MEMBER_FIRST_ANNOTATION: reason},
+                }
+            },
+            facts.cp["metadata"]["namespace"],
+        )
+
+    async def _unmark_remove_member_first(self, facts: Facts) -> None:
+        """Take :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION` off every owned Machine that
+        is not being deleted: the mark is for one delete, and a crash between the mark and the
+        delete must not leave it for a user's later delete of that Machine."""
+        for machine in facts.owned:
+            metadata = machine["metadata"]
+            if metadata.get("deletionTimestamp") or REMOVE_MEMBER_FIRST_ANNOTATION not in (
+                metadata.get("annotations") or {}
+            ):
+                continue
+            with contextlib.suppress(NotFound):
+                await self.client.patch(
+                    MACHINE_API_VERSION,
+                    "Machine",
+                    metadata["name"],
+                    {
+                        "metadata": {
+                            "resourceVersion": metadata.get("resourceVersion"),
+                            "annotations": {REMOVE_MEMBER_FIRST_ANNOTATION: None},
+                        }
+                    },
+                    facts.cp["metadata"]["namespace"],
+                )
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
         try:

@@ -74,10 +74,12 @@ def replace_outdated_step(
     maxSurge 1 creates its replacement first (then the scale-in rule deletes it: it is the
     outdated one of replicas + 1); maxSurge 0 deletes it first (then the scale-up rule creates
     the replacement), which a cluster of 3 or more members survives since every other voter was
-    healthy at the preflight. Either way the replacement goes where
-    :func:`~controllers.controlplane.placement.choose_failure_domain` puts it with the outdated
-    Machine left out and its domain preferred on a tie: back into its domain in an even spread,
-    into the emptiest domain when its own is crowded or no longer configured.
+    healthy at the preflight. The maxSurge-0 delete marks the Machine ``remove_member_first``: its
+    member may go before the replacement votes, freeing the host for it where there is no spare
+    (:func:`controllers.etcdquorum.rules.early_removal_decision` says when). Either way the
+    replacement goes where :func:`~controllers.controlplane.placement.choose_failure_domain` puts
+    it with the outdated Machine left out and its domain preferred on a tie: back into its domain
+    in an even spread, into the emptiest domain when its own is crowded or no longer configured.
     """
     victim = select_for_scale_in(outdated)
     assert victim is not None
@@ -87,6 +89,7 @@ def replace_outdated_step(
             REASON_REPLACING_OUTDATED,
             replacing("outdated", victim.name, victim.failure_domain, None, "deleting it first (maxSurge 0)"),
             machine=victim.name,
+            remove_member_first=True,
         )
     staying = [m for m in active if m.name != victim.name]
     domain = choose_failure_domain(domains, staying, prefer=[victim.failure_domain])
@@ -118,6 +121,7 @@ def rebalance_step(surge: int, domains: Sequence[str], active: Sequence[MachineI
             REASON_REBALANCING,
             f"Failure domains are uneven: deleting Machine {victim.name} from {victim.failure_domain}",
             machine=victim.name,
+            remove_member_first=True,
         )
     domain = choose_failure_domain(domains, active)
     return Step(

@@ -24,6 +24,10 @@ class Step:
     machine: str | None = None
     needs_preflight: bool = True
     """A create or delete starts only after :func:`~controllers.controlplane.scale.preflight` passes."""
+    remove_member_first: bool = False
+    """A ``maxSurge: 0`` delete: the Machine is marked with
+    :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION` before it is deleted, so that its
+    etcd member may go before its replacement votes (the host it frees takes the replacement)."""
 
 
 UP_TO_DATE = Step("none", REASON_UP_TO_DATE, "All Machines are up to date", needs_preflight=False)

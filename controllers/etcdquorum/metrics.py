@@ -15,7 +15,11 @@ and workqueue families, so ``/metrics`` of ``cpo run`` serves them. Every family
 * ``cpo_etcd_members_without_machine{controlplane,reason}``: members that belong to no Machine
   and stay, by why (:data:`controllers.etcdquorum.members_without_machine.KEPT_REASONS`), and
   ``cpo_etcd_members_without_machine_removed_total{controlplane}``: dead ones removed (also
-  counted in ``cpo_etcd_member_removals_total``).
+  counted in ``cpo_etcd_member_removals_total``);
+* ``cpo_etcd_planned_voter_dip_seconds{controlplane}``: how long the cluster has had one voter
+  fewer than desired because a ``maxSurge: 0`` replacement removed the old member before the new
+  one votes (0 when it has not): the planned dip CPOEtcdQuorumAtRisk leaves to
+  CPOEtcdPlannedVoterDipTooLong.
 """
 
 from __future__ import annotations
@@ -79,6 +83,12 @@ members_without_machine_removed_total: Final = Counter(
     ["controlplane"],
     registry=registry,
 )
+planned_voter_dip_seconds: Final = Gauge(
+    "cpo_etcd_planned_voter_dip_seconds",
+    "Seconds since a maxSurge-0 replacement removed a member before its replacement votes; 0 when not.",
+    ["controlplane"],
+    registry=registry,
+)
 
 
 def init(controlplane: str) -> None:
@@ -94,6 +104,7 @@ def init(controlplane: str) -> None:
     for reason in KEPT_REASONS:
         members_without_machine.labels(controlplane, reason)
     members_without_machine_removed_total.labels(controlplane)
+    planned_voter_dip_seconds.labels(controlplane)
 
 
 def forget(controlplane: str) -> None:
@@ -107,6 +118,7 @@ def forget(controlplane: str) -> None:
         (hook_waits, [(controlplane, reason) for reason in WAIT_REASONS]),
         (members_without_machine, [(controlplane, reason) for reason in KEPT_REASONS]),
         (members_without_machine_removed_total, [(controlplane,)]),
+        (planned_voter_dip_seconds, [(controlplane,)]),
     ):
         for labels in label_sets:
             try:

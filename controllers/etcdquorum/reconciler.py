@@ -72,6 +72,7 @@ from controllers.etcdquorum.rules import (
     WAIT_LEARNER_NOT_IN_SYNC,
     Decision,
     Wait,
+    early_removal_decision,
     hooks_placed_while_deleting,
     is_abandoned_learner,
     machine_api_functional,
@@ -79,6 +80,7 @@ from controllers.etcdquorum.rules import (
     promotion_decision,
     quorum_lost,
     removal_decision,
+    removes_member_first,
 )
 from runtime.builder import ControllerBuilder
 from runtime.cache import INDEX_NAMESPACE, Cache
@@ -128,6 +130,7 @@ class EtcdQuorumReconciler:
         self.recorder = recorder
         self._unmapped_since: dict[tuple[str, int], float] = {}
         self._orphan_unhealthy_since: dict[tuple[str, int], float] = {}
+        self._early_removal_at: dict[str, float] = {}
         self._reporter = Reporter(client, self.options, recorder)
         self._hooks = HookKeeper(client, self.options, self._reporter)
         self._promotion_attempts: dict[tuple[str, int], int] = {}
@@ -201,6 +204,7 @@ class EtcdQuorumReconciler:
         except _EtcdUnreachable as err:
             await self._reporter.unreachable(state, str(err))
             return Result(requeue_after=self.options.busy_period)
+        self._report_planned_dip(state)
         await self._reporter.report(state)
         if state.requeue_after is not None:
             return Result(requeue_after=state.requeue_after)
@@ -263,10 +267,21 @@ class EtcdQuorumReconciler:
         if await self._remove_member_without_machine(state, etcd, act=not paced):
             return
         removal = removal_decision(state.states, state.infos, state.desired)
-        state.waits.extend(removal.waits)
         if removal.member is not None:
+            state.waits.extend(removal.waits)
             if not paced:
                 await self._remove(state, etcd, removal)
+            return
+        surge_zero = removes_member_first(state.spec)
+        early = early_removal_decision(state.states, state.infos, state.desired, surge_zero=surge_zero)
+        # For a marked Machine the early rule's wait is the one that says why (the add-then-remove
+        # order's HealthyVotersBelowDesired is what the mark exists to skip).
+        settled = {w.machine for w in early.waits} | {early.member.machine if early.member else None}
+        state.waits.extend(w for w in removal.waits if w.machine not in settled)
+        state.waits.extend(early.waits)
+        if early.member is not None:
+            if not paced:
+                await self._remove_early(state, etcd, early)
             return
         promotion = promotion_decision(state.states, state.infos, state.desired)
         state.waits.extend(promotion.waits)
@@ -399,7 +414,41 @@ class EtcdQuorumReconciler:
         state.requeue_after = self.options.busy_period
         return True
 
-    async def _remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> None:
+    async def _remove_early(self, state: Pass, etcd: EtcdClient, decision: Decision) -> None:
+        """A maxSurge-0 early removal (:func:`~.rules.early_removal_decision`), decided again from a
+        member list and health reads made right now: the pass's reads may be seconds old, and
+        every other voter must be healthy at the moment the cluster gives up one of them."""
+        assert decision.member is not None
+        try:
+            fresh = await read_membership(etcd, list(state.identities.values()))
+        except EtcdError as err:
+            state.waits.append(
+                Wait(decision.member.machine, WAIT_ETCD_UNREACHABLE, f"etcd re-read failed: {err}")
+            )
+            return
+        again = early_removal_decision(
+            list(fresh.members), state.infos, state.desired, surge_zero=removes_member_first(state.spec)
+        )
+        if again.member is None or again.member.member.id != decision.member.member.id:
+            state.waits.extend(again.waits)
+            state.requeue_after = self.options.busy_period
+            return
+        if await self._remove(state, etcd, again):
+            self._early_removal_at[state.key] = time.monotonic()
+
+    def _report_planned_dip(self, state: Pass) -> None:
+        """``cpo_etcd_planned_voter_dip_seconds``: since the last early removal, until the voters
+        are back to the desired count. Kept in memory: a restarted controller reports no dip (and
+        CPOEtcdQuorumAtRisk may then fire for the rest of it, which errs on the side of a page)."""
+        since = self._early_removal_at.get(state.key)
+        if since is not None and sum(m.voter for m in state.states) >= state.desired:
+            del self._early_removal_at[state.key]
+            since = None
+        dip = 0.0 if since is None else time.monotonic() - since
+        etcd_metrics.planned_voter_dip_seconds.labels(state.key).set(dip)
+
+    async def _remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> bool:
+        """Remove ``decision``'s member; whether it was removed."""
         member = decision.member
         assert member is not None
         if not await self._still_hooked(state, member.machine):
@@ -407,14 +456,14 @@ class EtcdQuorumReconciler:
             # escape hatch) while the provider, which saw that first, may already have stopped
             # the member. Not ours to remove any more; the next pass reports it.
             state.requeue_after = self.options.busy_period
-            return
+            return False
         try:
             await etcd.remove(member.member.id)
         except EtcdError as err:
             state.waits.append(
                 Wait(member.machine, WAIT_ETCD_UNREACHABLE, f"removing member {member.label} failed: {err}")
             )
-            return
+            return False
         etcd_metrics.member_removals_total.labels(state.key).inc()
         self._last_change[state.key] = time.monotonic()
         role = "learner" if member.member.is_learner else "voter"
@@ -424,6 +473,7 @@ class EtcdQuorumReconciler:
         _log.info(message, machine=member.machine)
         # The hook goes in a later pass, from a member list read after this change.
         state.requeue_after = self.options.busy_period
+        return True
 
     async def _still_hooked(self, state: Pass, machine: str | None) -> bool:
         """Whether Machine ``machine`` carries the hook as the API server has it now (not the cache).
@@ -483,6 +533,7 @@ class EtcdQuorumReconciler:
         await self.etcd_clients.forget(key)
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
+        self._early_removal_at.pop(key, None)
         for table in (self._unmapped_since, self._promotion_attempts, self._orphan_unhealthy_since):
             for k in [k for k in table if k[0] == key]:
                 del table[k]

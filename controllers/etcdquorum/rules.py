@@ -11,6 +11,8 @@ model's (:mod:`controllers.etcd.membership`); the rules here take its answers.
 * :func:`machine_api_functional` and :func:`hook_action`: where the preDrain hook goes;
 * :func:`promotion_decision`: which learner may become a voter now;
 * :func:`removal_decision`: which deleting Machine's member may be removed now, or why not;
+* :func:`early_removal_decision`: under ``maxSurge: 0``, which marked Machine's healthy voter may
+  go before its replacement votes (so that its host can take the replacement);
 * :func:`is_abandoned_learner`: the one kind of member that maps to no Machine and is cleaned up;
 * :func:`hook_removable`: when a deleting Machine's hook may go.
 
@@ -24,9 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from api.controlplane import ControlPlaneSpec
+from api.controlplane import REMOVE_MEMBER_FIRST_ANNOTATION, ControlPlaneSpec
 from api.failuredomains import machine_domain
-from api.quorum import quorum, quorum_kept_without
+from api.quorum import MIN_REPLICAS_FOR_NO_SURGE, quorum, quorum_kept_without
 from api.quorum import quorum_lost as _voters_lost_quorum
 from controllers.etcd.membership import MemberState
 
@@ -62,6 +64,8 @@ WAIT_HOOK_MISSING: Final = "HookMissing"
 WAIT_VOTERS_AT_MAXIMUM: Final = "VotersAtMaximum"
 WAIT_LEARNER_NOT_IN_SYNC: Final = "LearnerNotInSync"
 WAIT_MEMBERS_UNHEALTHY: Final = "MembersUnhealthy"
+WAIT_LEARNER_PENDING: Final = "LearnerPending"
+WAIT_OTHER_HOOKS: Final = "OtherLifecycleHooks"
 WAIT_REASONS: Final = (
     WAIT_QUORUM_LOST,
     WAIT_HEALTHY_VOTERS,
@@ -73,6 +77,8 @@ WAIT_REASONS: Final = (
     WAIT_VOTERS_AT_MAXIMUM,
     WAIT_LEARNER_NOT_IN_SYNC,
     WAIT_MEMBERS_UNHEALTHY,
+    WAIT_LEARNER_PENDING,
+    WAIT_OTHER_HOOKS,
 )
 
 
@@ -93,6 +99,11 @@ class GuardedMachine:
     hook: Hook = DEFAULT_HOOK
     """The hook the controller places (what :attr:`has_our_hook` compares with)."""
     failure_domain: str | None = None
+    remove_member_first: bool = False
+    """It carries :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`: the ControlPlane deleted
+    it in a ``maxSurge: 0`` rollout or rebalance (:func:`early_removal_decision`)."""
+    other_hooks: tuple[str, ...] = ()
+    """Its lifecycle hooks other than :attr:`hook` (``preDrain/<name>``, ``preTerminate/<name>``)."""
 
     @property
     def has_hook(self) -> bool:
@@ -122,8 +133,11 @@ def machine_info(
     metadata = machine.get("metadata") or {}
     spec = machine.get("spec") or {}
     status = machine.get("status") or {}
-    hooks = (spec.get("lifecycleHooks") or {}).get("preDrain") or []
+    lifecycle = spec.get("lifecycleHooks") or {}
+    hooks = lifecycle.get("preDrain") or []
     owner = next((str(h.get("owner") or "") for h in hooks if h.get("name") == hook.name), None)
+    others = [f"preDrain/{h.get('name')}" for h in hooks if h.get("name") != hook.name]
+    others += [f"preTerminate/{h.get('name')}" for h in lifecycle.get("preTerminate") or ()]
     return GuardedMachine(
         name=str(metadata.get("name") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
@@ -131,6 +145,8 @@ def machine_info(
         hook_owner=owner,
         hook=hook,
         failure_domain=machine_domain(cp_spec, machine) if cp_spec is not None else None,
+        remove_member_first=REMOVE_MEMBER_FIRST_ANNOTATION in (metadata.get("annotations") or {}),
+        other_hooks=tuple(others),
     )
 
 
@@ -443,6 +459,145 @@ def removal_decision(
         why=(
             f"{healthy_after} healthy of {len(voters) - 1} voters remain (desired {desired}, "
             f"quorum {quorum(len(voters) - 1)})"
+        ),
+        waits=(*waits, *_one_at_a_time(chosen, others)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- maxSurge 0
+
+
+def removes_member_first(spec: ControlPlaneSpec) -> bool:
+    """Whether the ControlPlane's rollouts delete first (``RollingUpdate`` with ``maxSurge: 0`` and
+    at least :data:`~api.quorum.MIN_REPLICAS_FOR_NO_SURGE` replicas; smaller ones always surge):
+    only then may a marked Machine's member go before its replacement votes."""
+    rolling = spec.strategy.rolling_update
+    return (
+        spec.strategy.type == "RollingUpdate"
+        and rolling is not None
+        and rolling.max_surge == 0
+        and spec.replicas >= MIN_REPLICAS_FOR_NO_SURGE
+    )
+
+
+def early_removal_decision(
+    members: Sequence[MemberState],
+    machines: Mapping[str, GuardedMachine],
+    desired: int,
+    *,
+    surge_zero: bool,
+) -> Decision:
+    """Which healthy voter of a Machine the ControlPlane deleted in a ``maxSurge: 0`` rollout or
+    rebalance may be removed *before* its replacement votes, or why it waits.
+
+    ``maxSurge: 0`` exists for clusters with exactly as many hosts as replicas (bare metal). The
+    ControlPlane deletes the old Machine first, but while this controller's hook keeps its member
+    (until the replacement is a voter: :func:`removal_decision`) the old instance keeps its host,
+    the replacement never provisions, and the rollout deadlocks. KCP lets the old member go first
+    when the rest of etcd is healthy: its pre-terminate hook removes the member once
+    ``targetEtcdClusterHealthy`` holds, forwarding leadership first. Here the same, for deletions
+    the ControlPlane marked (:data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`) only; a
+    user's or a health check's deletion keeps the add-then-remove order of :func:`removal_decision`.
+    The member goes when all of these hold:
+
+    * the ControlPlane still deletes first (``surge_zero``: :func:`removes_member_first`);
+    * its Machine is being deleted, carries the hook and the mark, and the member is a healthy
+      voter (a learner or a dead voter is :func:`removal_decision`'s);
+    * the voters are exactly ``desired`` and no learner is pending: the cluster is whole, and no
+      other replacement is under way;
+    * no other marked Machine's member is already gone early (its Machine still exists): one
+      early removal at a time;
+    * every other voter is healthy, and the quorum holds without the member (the reconciler
+      decides this again from a health read made right before the removal, not this pass's);
+    * our hook is the only lifecycle hook left on the Machine: another hook still holds the
+      instance, so removing the member would free no host and only cost a voter.
+
+    The arithmetic: with ``desired`` = n healthy voters, removing one leaves n - 1, all healthy,
+    with quorum ⌊(n - 1)/2⌋ + 1 ≤ n - 1 for n ≥ 2; voters never go below ``desired`` - 1, and the
+    cluster then survives ⌊(n - 2)/2⌋ failures instead of ⌊(n - 1)/2⌋: one voter of fault
+    tolerance is the price of each replacement (for 3 replicas, none is left until the
+    replacement votes). That is what the API field's documentation states.
+    """
+    candidates = [
+        m
+        for m in _removal_candidates(members, machines)
+        if m.voter and m.healthy and m.machine is not None and machines[m.machine].remove_member_first
+    ]
+    if not candidates or not surge_zero:
+        return Decision()
+    voters = voters_of(members)
+    if quorum_lost(members):
+        return Decision(waits=_quorum_lost_waits(voters, candidates))
+    with_member = {m.machine for m in members if m.machine is not None}
+    gone_early = sorted(
+        name
+        for name, machine in machines.items()
+        if machine.deleting and machine.remove_member_first and name not in with_member
+    )
+    learners = [m for m in members if m.member.is_learner]
+    unhealthy = [m for m in voters if not m.healthy]
+    waits: list[Wait] = []
+    allowed: list[MemberState] = []
+    for candidate in candidates:
+        machine = machines[candidate.machine or ""]
+        label = candidate.label
+        if len(voters) != desired:
+            why = f"{len(voters)} voters, not the {desired} desired: an early removal needs the cluster whole"
+            waits.append(Wait(machine.name, WAIT_HEALTHY_VOTERS, f"member {label} stays: {why}"))
+        elif learners:
+            waits.append(
+                Wait(
+                    machine.name,
+                    WAIT_LEARNER_PENDING,
+                    f"member {label} stays: learner {member_labels(learners)} is not a voter yet",
+                )
+            )
+        elif gone_early:
+            waits.append(
+                Wait(
+                    machine.name,
+                    WAIT_ONE_CHANGE_PER_PASS,
+                    f"member {label} stays: the member of {', '.join(gone_early)} went early, and its "
+                    "replacement does not vote yet",
+                )
+            )
+        elif unhealthy:
+            waits.append(
+                Wait(
+                    machine.name,
+                    WAIT_MEMBERS_UNHEALTHY,
+                    f"member {label} stays until its replacement votes: unhealthy voters "
+                    f"{member_labels(unhealthy)}",
+                )
+            )
+        elif not quorum_kept_without({m.member.id: m.healthy for m in voters}, candidate.member.id):
+            waits.append(
+                Wait(
+                    machine.name,
+                    WAIT_QUORUM_AFTER_REMOVAL,
+                    f"removing member {label} early would leave fewer healthy voters than their quorum",
+                )
+            )
+        elif machine.other_hooks:
+            waits.append(
+                Wait(
+                    machine.name,
+                    WAIT_OTHER_HOOKS,
+                    f"member {label} stays until its replacement votes: lifecycle hooks "
+                    f"{', '.join(machine.other_hooks)} still hold the Machine, so removing it frees no host",
+                )
+            )
+        else:
+            allowed.append(candidate)
+    if not allowed:
+        return Decision(waits=tuple(waits))
+    chosen, *others = _removal_preference(allowed, voters, machines)
+    return Decision(
+        member=chosen,
+        why=(
+            f"maxSurge 0: its Machine was deleted by the ControlPlane to free its host; "
+            f"{len(voters) - 1} healthy of {len(voters) - 1} voters remain (desired {desired}, quorum "
+            f"{quorum(len(voters) - 1)}) until the replacement votes"
         ),
         waits=(*waits, *_one_at_a_time(chosen, others)),
     )
