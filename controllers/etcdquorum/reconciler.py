@@ -25,6 +25,7 @@ learner, which a restart starts over (later cleanup, never earlier).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -40,6 +41,7 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import ControlPlaneMachines, MachineT, relate
 from controllers.common import jittered
 from controllers.etcd.client import (
+    EndpointStatus,
     EtcdClient,
     EtcdClientOptions,
     EtcdError,
@@ -47,19 +49,21 @@ from controllers.etcd.client import (
     NotEnoughStartedMembers,
     UnhealthyCluster,
 )
-from controllers.etcd.membership import MachineIdentity, client_endpoints, read_membership
+from controllers.etcd.membership import MachineIdentity, MemberState, client_endpoints, read_membership
 from controllers.etcd.pool import EtcdClientPool
 from controllers.etcd.tls import TLSSecretError
 from controllers.etcdquorum.hooks import HookKeeper
 from controllers.etcdquorum.options import EtcdQuorumOptions, ResolvedEtcdQuorumOptions
-from controllers.etcdquorum.report import Pass, Reporter
+from controllers.etcdquorum.report import Pass, Reporter, removal_leadership
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
+    WAIT_LEADERSHIP_NOT_MOVED,
     WAIT_LEARNER_NOT_IN_SYNC,
     Decision,
     Wait,
     hooks_placed_while_deleting,
     is_abandoned_learner,
+    leadership_handoff,
     machine_info,
     promotion_decision,
     quorum_lost,
@@ -115,6 +119,7 @@ class EtcdQuorumReconciler:
         self._reporter = Reporter(client, self.options, recorder)
         self._hooks = HookKeeper(client, self.options, self._reporter)
         self._promotion_attempts: dict[tuple[str, int], int] = {}
+        self._handoff_failures: dict[tuple[str, int], int] = {}
         self._last_change: dict[str, float] = {}
         self.etcd_clients = EtcdClientPool(client, EtcdClientOptions(timeout=self.options.etcd_timeout))
 
@@ -302,6 +307,50 @@ class EtcdQuorumReconciler:
             # the member. Not ours to remove any more; the next pass reports it.
             state.requeue_after = self.options.busy_period
             return
+        await self._hand_off_then_remove(state, etcd, decision)
+
+    async def _hand_off_then_remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> None:
+        """Remove ``decision.member``, moving etcd leadership off it first when it leads
+        (:func:`~.rules.leadership_handoff`).
+
+        The leader and its raft term are read (an endpoint status read) right before the removal,
+        and the term again right after it, for the ``MemberRemoved`` event. After a move the
+        leader is read again and the member is removed only once another one leads; a move that
+        fails, or a leader nobody reports, makes the removal wait this pass
+        (``LeadershipNotMoved``) and try again on the next.
+        """
+        member = decision.member
+        assert member is not None
+        attempt_key = (state.key, member.member.id)
+        before = await self._leader_status(state, etcd)
+        handoff = leadership_handoff(
+            member,
+            before.leader if before is not None else 0,
+            state.states,
+            state.infos,
+            failed_attempts=self._handoff_failures.get(attempt_key, 0),
+        )
+        if handoff.wait is not None:
+            self._handoff_failed(state, member, handoff.wait)
+            return
+        if handoff.target is not None:
+            assert member.endpoint is not None  # the rule moves only off a leader it can reach
+            failure = ""
+            try:
+                await etcd.move_leader(member.endpoint, handoff.target.member.id)
+            except EtcdError as err:
+                failure = str(err)
+            before = await self._leader_status(state, etcd)
+            if not failure and (before is None or before.leader in (0, member.member.id)):
+                failure = "it still leads" if before is not None and before.leader else "no leader reported"
+            if failure:
+                self._handoff_failed(
+                    state,
+                    member,
+                    f"leadership of member {member.label} not moved to {handoff.target.label}: {failure}",
+                )
+                return
+            _log.info("etcd leadership moved before a removal", member=member.label, to=handoff.target.label)
         try:
             await etcd.remove(member.member.id)
         except EtcdError as err:
@@ -309,15 +358,58 @@ class EtcdQuorumReconciler:
                 Wait(member.machine, WAIT_ETCD_UNREACHABLE, f"removing member {member.label} failed: {err}")
             )
             return
+        self._handoff_failures.pop(attempt_key, None)
+        after = await self._leader_status(state, etcd, removed=member.member.id)
         etcd_metrics.member_removals_total.labels(state.key).inc()
         self._last_change[state.key] = time.monotonic()
         role = "learner" if member.member.is_learner else "voter"
-        message = f"etcd {role} {member.label} removed: {decision.why}"
+        handed = f"; {handoff.why}" if handoff.target is not None or not member.member.is_learner else ""
+        message = (
+            f"etcd {role} {member.label} removed: {decision.why}{handed}; "
+            f"{removal_leadership(state.states, before, after)}"
+        )
         machine = state.machines.get(member.machine or "")
         self._reporter.event_both(state, machine, "Normal", "MemberRemoved", message)
         _log.info(message, machine=member.machine)
         # The hook goes in a later pass, from a member list read after this change.
         state.requeue_after = self.options.busy_period
+
+    def _handoff_failed(self, state: Pass, member: MemberState, message: str) -> None:
+        """The removal of ``member`` waits this pass for leadership to move (``LeadershipNotMoved``)."""
+        key = (state.key, member.member.id)
+        self._handoff_failures[key] = self._handoff_failures.get(key, 0) + 1
+        state.waits.append(Wait(member.machine, WAIT_LEADERSHIP_NOT_MOVED, message))
+        state.requeue_after = self.options.busy_period
+
+    async def _leader_status(
+        self, state: Pass, etcd: EtcdClient, *, removed: int | None = None
+    ) -> EndpointStatus | None:
+        """An endpoint status that names a leader, read now from the voters that answered this
+        pass's health read (those of Machines that stay first); None when none names one.
+
+        With ``removed`` (a member just removed), that member is not asked, and the answer must
+        name another leader: when the removed member led, its followers notice only after an
+        election timeout, so they are asked again for up to ``etcd_timeout`` seconds; the last
+        answer stands after that.
+        """
+        asked = sorted(
+            (m for m in state.states if m.voter and m.healthy and m.endpoint and m.member.id != removed),
+            key=lambda m: (state.infos[m.machine].deleting if m.machine in state.infos else True, m.label),
+        )
+        deadline = time.monotonic() + self.options.etcd_timeout
+        while True:
+            last: EndpointStatus | None = None
+            for m in asked:
+                try:
+                    status = await etcd.endpoint_status(m.endpoint or "")
+                except (EtcdError, ValueError):
+                    continue
+                last = status
+                if status.leader != 0 and status.leader != removed:
+                    return status
+            if removed is None or time.monotonic() >= deadline:
+                return last if last is not None and last.leader != 0 else None
+            await asyncio.sleep(0.1)  # allow-sleep: the pause between reads while an election runs
 
     async def _still_hooked(self, state: Pass, machine: str | None) -> bool:
         """Whether Machine ``machine`` carries the hook as the API server has it now (not the cache).
@@ -377,7 +469,7 @@ class EtcdQuorumReconciler:
         await self.etcd_clients.forget(key)
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
-        for table in (self._unmapped_since, self._promotion_attempts):
+        for table in (self._unmapped_since, self._promotion_attempts, self._handoff_failures):
             for k in [k for k in table if k[0] == key]:
                 del table[k]
         self._reporter.forget(key)
