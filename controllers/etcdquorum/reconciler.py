@@ -11,8 +11,9 @@ itself, then, in this order:
    cannot be read: a hook is never removed on a guess);
 3. removes the hook of each deleting Machine that no member belongs to any more;
 4. makes at most **one** membership change, and none within ``member_change_interval`` of the
-   previous one: an abandoned learner, else a deleting Machine's member, else a learner's
-   promotion;
+   previous one: an abandoned learner, else a deleting Machine's member (etcd leadership moved
+   off it first when it leads: :meth:`EtcdQuorumReconciler._hand_off_then_remove`), else a
+   learner's promotion;
 5. writes the ``EtcdClusterHealthy`` condition, each Machine's ``EtcdMemberHealthy`` and
    ``EtcdQuorumHookHolding`` (:mod:`.conditions`), the metrics and, for a wait older than
    ``wait_event_after``, an event.
