@@ -31,6 +31,7 @@ on OpenShift the cluster's own CRDs serve them and the same models read them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -68,6 +69,24 @@ MACHINE_PHASES = (PHASE_PROVISIONING, PHASE_PROVISIONED, PHASE_RUNNING, PHASE_DE
 CONDITION_HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
 CONDITION_OWNER_REMEDIATED = "OwnerRemediated"
 REASON_WAITING_FOR_REMEDIATION = "WaitingForRemediation"
+
+
+def marked_for_remediation(machine: Mapping[str, Any]) -> bool:
+    """The MachineHealthCheck hand-off: ``HealthCheckSucceeded=False`` and ``OwnerRemediated=False``.
+
+    The one reading of the mark: the ControlPlane remediates such a Machine, and the
+    etcd-quorum-hook controller hands etcd leadership to no member of one.
+    """
+    status = machine.get("status")
+    statuses: dict[str, str] = {}
+    for entry in (status.get("conditions") if isinstance(status, Mapping) else None) or ():
+        if isinstance(entry, Mapping):
+            statuses.setdefault(str(entry.get("type")), str(entry.get("status")))
+    return (
+        statuses.get(CONDITION_HEALTH_CHECK_SUCCEEDED) == "False"
+        and statuses.get(CONDITION_OWNER_REMEDIATED) == "False"
+    )
+
 
 # Reasons the ControlPlane writes into OwnerRemediated once it has decided about a marked Machine
 # (cluster-api's names for a control plane's remediation): deferred (a rule makes it wait),

@@ -191,6 +191,13 @@ async def forward_leadership(
     so a leader that joined a moment ago would hold up the removal of the old member. A
     refusal is reported (``event``) and the deletion goes on: an election is survivable, a
     scale-in stuck on it is not.
+
+    This runs before the ControlPlane deletes a Machine, and is the only hand-off with ``cpo run
+    --controllers=controlplane``. The etcd-quorum-hook controller, where it runs, moves leadership
+    again right before each member removal, whoever deleted the Machine
+    (:func:`controllers.etcdquorum.rules.leadership_handoff`): leadership may come back to the
+    member while its replacement joins, and a Machine a user or another health check deletes never
+    passes here.
     """
     if view is None or view.leader != name or name not in view.client_urls:
         return

@@ -5,8 +5,9 @@ rule in :mod:`~controllers.controlplane.placement`, :mod:`~controllers.controlpl
 :mod:`~controllers.controlplane.rollout`, :mod:`~controllers.controlplane.remediation` and
 :mod:`~controllers.controlplane.status` reads them and nothing else. Which Machines are the
 ControlPlane's at all is decided here too (:func:`classify_machines`), and so are the readings of
-Machines and Nodes these facts are made of (:func:`marked_for_remediation`, :func:`node_ready`,
-:func:`is_unmanaged_node`).
+Machines and Nodes these facts are made of (:func:`node_ready`, :func:`is_unmanaged_node`, and
+:func:`marked_for_remediation`, which is :func:`api.machine.marked_for_remediation`: the
+etcd-quorum-hook controller reads the mark too).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Final
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
-from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED, CONDITION_OWNER_REMEDIATED
+from api.machine import marked_for_remediation as marked_for_remediation
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, is_control_plane_node
 from api.ownership import ControlPlaneMachines
 from controllers.common import parse_time
@@ -175,14 +176,6 @@ def machine_name(cp_name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- readings
-
-
-def marked_for_remediation(machine: Mapping[str, Any]) -> bool:
-    """The MachineHealthCheck hand-off: HealthCheckSucceeded=False and OwnerRemediated=False."""
-    return (
-        condition_status(machine, CONDITION_HEALTH_CHECK_SUCCEEDED) == "False"
-        and condition_status(machine, CONDITION_OWNER_REMEDIATED) == "False"
-    )
 
 
 def node_ready(node: Mapping[str, Any] | None) -> bool:

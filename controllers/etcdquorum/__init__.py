@@ -67,6 +67,24 @@ another voter, then by name. A removal that must wait says why: the
 ``QuorumAfterRemoval``, ``QuorumLost``, ``EtcdUnreachable``...) and the members concerned; after
 a minute the Machine and the ControlPlane get a Warning event with the same text.
 
+**Leadership before a removal.** Removing the member that leads costs etcd an election: no
+leader, so no write, for about an election timeout. So right before removing a voter the
+controller reads the leader (an endpoint status read) and, when the voter leads, moves leadership
+to the oldest voter that answers its health read and whose Machine stays (not being deleted, not
+marked for remediation by a MachineHealthCheck), then reads the leader again and removes the
+member only once another one leads (:func:`~controllers.etcdquorum.rules.leadership_handoff`). A
+move that fails, or a leader nobody reports, makes the removal wait that pass
+(``LeadershipNotMoved``); after 3 such passes it goes on without, at the cost of one election. No
+hand-off is tried, and the removal goes on, for a learner (it never leads), for a leader that fails
+its health read (it cannot hand leadership on) or when no voter qualifies. This runs for every
+removal, whoever deleted the Machine (a scale-in, a rollout, a remediation, a user's ``kubectl
+delete machine``, another health check). The ControlPlane controller also moves leadership off a
+Machine's member before *it* deletes that Machine
+(:func:`controllers.controlplane.etcdview.forward_leadership`); that one is all there is with
+``cpo run --controllers=controlplane``, and this one catches what it cannot see: a Machine deleted
+by someone else, or leadership that came back while the replacement joined. cluster-api's
+KubeadmControlPlane does the same in its pre-terminate hook, right before removing the member.
+
 **Hook removal.** The hook comes off a deleting Machine only once a member list read from etcd
 shows no member, voter or learner, belonging to it. Then the Machine API drains and terminates
 it. If etcd cannot be read, the hook stays.
@@ -108,12 +126,18 @@ What to watch
   written only when they change: ``EtcdMemberHealthy`` (``Leader``, ``Voter``, ``Learner``;
   ``VoterUnhealthy``, ``LearnerUnhealthy``, ``MemberNotFound``; Unknown ``InspectionFailed``)
   and ``EtcdQuorumHookHolding`` (True with the check that holds a deleting Machine, e.g.
-  ``HealthyVotersBelowDesired``, or ``RemovingMember``; False ``Guarding``, ``HookNotPlaced``,
-  ``Released``, ``HookRemovedByOthers``). ``cpo explain`` shows both.
+  ``HealthyVotersBelowDesired`` or ``LeadershipNotMoved``, or ``RemovingMember``; False
+  ``Guarding``, ``HookNotPlaced``, ``Released``, ``HookRemovedByOthers``). ``cpo explain`` shows
+  both.
 * Events (``kubectl describe machine``/``controlplane``): ``HookAdded``, ``HookRepaired``,
   ``LearnerPromoted``, ``MemberRemoved``, ``HookRemoved``, ``AbandonedLearnerRemoved``,
   ``MemberWithoutMachineRemoved``,
   ``HookRemovedByOthers`` and, for waits longer than a minute, the wait's reason.
+  ``MemberRemoved`` reads ``etcd <voter|learner> <member> removed: <why it is safe>[; <what
+  happened to leadership>]; leader before: <member>, term <N> → <M>``: the leader and raft term
+  read right before the removal and the term read right after it (``?``: no member named a
+  leader). A removed member named as the leader before, or ``M`` above ``N``, means that removal
+  cost an election.
 * Metrics, labelled ``controlplane="<namespace>/<name>"``: ``cpo_etcd_members{role}``,
   ``cpo_etcd_healthy_voters``, ``cpo_etcd_quorum_margin`` (healthy voters − quorum; alert on
   ``< 1``), ``cpo_etcd_learner_promotions_total``, ``cpo_etcd_member_removals_total``,

@@ -11,8 +11,9 @@ itself, then, in this order:
    cannot be read: a hook is never removed on a guess);
 3. removes the hook of each deleting Machine that no member belongs to any more;
 4. makes at most **one** membership change, and none within ``member_change_interval`` of the
-   previous one: an abandoned learner, else a deleting Machine's member, else a learner's
-   promotion;
+   previous one: an abandoned learner, else a deleting Machine's member (etcd leadership moved
+   off it first when it leads: :meth:`EtcdQuorumReconciler._hand_off_then_remove`), else a
+   learner's promotion;
 5. writes the ``EtcdClusterHealthy`` condition, each Machine's ``EtcdMemberHealthy`` and
    ``EtcdQuorumHookHolding`` (:mod:`.conditions`), the metrics and, for a wait older than
    ``wait_event_after``, an event.
@@ -25,6 +26,7 @@ learner, which a restart starts over (later cleanup, never earlier).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Mapping
@@ -41,6 +43,7 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import ControlPlaneMachines, MachineT, relate
 from controllers.common import jittered
 from controllers.etcd.client import (
+    EndpointStatus,
     EtcdClient,
     EtcdClientOptions,
     EtcdError,
@@ -50,6 +53,7 @@ from controllers.etcd.client import (
 )
 from controllers.etcd.membership import (
     MachineIdentity,
+    MemberState,
     client_endpoints,
     map_members,
     member_node,
@@ -66,15 +70,17 @@ from controllers.etcdquorum.members_without_machine import (
     orphan_decision,
 )
 from controllers.etcdquorum.options import EtcdQuorumOptions, ResolvedEtcdQuorumOptions
-from controllers.etcdquorum.report import Pass, Reporter
+from controllers.etcdquorum.report import Pass, Reporter, removal_leadership
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
+    WAIT_LEADERSHIP_NOT_MOVED,
     WAIT_LEARNER_NOT_IN_SYNC,
     Decision,
     Wait,
     early_removal_decision,
     hooks_placed_while_deleting,
     is_abandoned_learner,
+    leadership_handoff,
     machine_api_functional,
     machine_info,
     promotion_decision,
@@ -134,6 +140,7 @@ class EtcdQuorumReconciler:
         self._reporter = Reporter(client, self.options, recorder)
         self._hooks = HookKeeper(client, self.options, self._reporter)
         self._promotion_attempts: dict[tuple[str, int], int] = {}
+        self._handoff_failures: dict[tuple[str, int], int] = {}
         self._last_change: dict[str, float] = {}
         self.etcd_clients = EtcdClientPool(client, EtcdClientOptions(timeout=self.options.etcd_timeout))
 
@@ -307,17 +314,20 @@ class EtcdQuorumReconciler:
                 continue
             if not act:
                 return True
+            before = await self._leader_status(state, etcd)
             try:
                 await etcd.remove(member.member.id)
             except EtcdError as err:
                 _log.info("abandoned learner removal failed", member=member.label, error=str(err))
                 return True
+            after = await self._leader_status(state, etcd, removed=member.member.id)
             etcd_metrics.member_removals_total.labels(state.key).inc()
             self._last_change[state.key] = time.monotonic()
             self._unmapped_since.pop((state.key, member.member.id), None)
             message = (
                 f"removed etcd learner {member.label}: added {now - first:.0f}s or more ago, never "
-                "started, and no Machine names it (a provider stopped between member add and start)"
+                "started, and no Machine names it (a provider stopped between member add and start); "
+                f"{removal_leadership(state.states, before, after)}"
             )
             self._reporter.event(state.cp, "Warning", "AbandonedLearnerRemoved", message)
             _log.info(message)
@@ -399,16 +409,20 @@ class EtcdQuorumReconciler:
                 if answer.healthy:
                     _log.info("member without Machine stays: it answers again", member=member.label)
                     return True
+        before = await self._leader_status(state, etcd)
         try:
             await etcd.remove(member.member.id)
         except EtcdError as err:
             _log.info("member without Machine: removal failed", member=member.label, error=str(err))
             return True
+        after = await self._leader_status(state, etcd, removed=member.member.id)
         etcd_metrics.member_removals_total.labels(state.key).inc()
         etcd_metrics.members_without_machine_removed_total.labels(state.key).inc()
         self._last_change[state.key] = time.monotonic()
         self._orphan_unhealthy_since.pop((state.key, member.member.id), None)
-        message = f"removed etcd {decision.why}"
+        # A dead member does not lead (it answers nothing): no hand-off, but the event still says
+        # whether the removal cost an election.
+        message = f"removed etcd {decision.why}; {removal_leadership(state.states, before, after)}"
         self._reporter.event(state.cp, "Warning", "MemberWithoutMachineRemoved", message)
         _log.info(message)
         state.requeue_after = self.options.busy_period
@@ -457,6 +471,50 @@ class EtcdQuorumReconciler:
             # the member. Not ours to remove any more; the next pass reports it.
             state.requeue_after = self.options.busy_period
             return False
+        return await self._hand_off_then_remove(state, etcd, decision)
+
+    async def _hand_off_then_remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> bool:
+        """Remove ``decision.member``, moving etcd leadership off it first when it leads
+        (:func:`~.rules.leadership_handoff`); whether it was removed.
+
+        The leader and its raft term are read (an endpoint status read) right before the removal,
+        and the term again right after it, for the ``MemberRemoved`` event. After a move the
+        leader is read again and the member is removed only once another one leads; a move that
+        fails, or a leader nobody reports, makes the removal wait this pass
+        (``LeadershipNotMoved``) and try again on the next.
+        """
+        member = decision.member
+        assert member is not None
+        attempt_key = (state.key, member.member.id)
+        before = await self._leader_status(state, etcd)
+        handoff = leadership_handoff(
+            member,
+            before.leader if before is not None else 0,
+            state.states,
+            state.infos,
+            failed_attempts=self._handoff_failures.get(attempt_key, 0),
+        )
+        if handoff.wait is not None:
+            self._handoff_failed(state, member, handoff.wait)
+            return False
+        if handoff.target is not None:
+            assert member.endpoint is not None  # the rule moves only off a leader it can reach
+            failure = ""
+            try:
+                await etcd.move_leader(member.endpoint, handoff.target.member.id)
+            except EtcdError as err:
+                failure = str(err)
+            before = await self._leader_status(state, etcd)
+            if not failure and (before is None or before.leader in (0, member.member.id)):
+                failure = "it still leads" if before is not None and before.leader else "no leader reported"
+            if failure:
+                self._handoff_failed(
+                    state,
+                    member,
+                    f"leadership of member {member.label} not moved to {handoff.target.label}: {failure}",
+                )
+                return False
+            _log.info("etcd leadership moved before a removal", member=member.label, to=handoff.target.label)
         try:
             await etcd.remove(member.member.id)
         except EtcdError as err:
@@ -464,16 +522,59 @@ class EtcdQuorumReconciler:
                 Wait(member.machine, WAIT_ETCD_UNREACHABLE, f"removing member {member.label} failed: {err}")
             )
             return False
+        self._handoff_failures.pop(attempt_key, None)
+        after = await self._leader_status(state, etcd, removed=member.member.id)
         etcd_metrics.member_removals_total.labels(state.key).inc()
         self._last_change[state.key] = time.monotonic()
         role = "learner" if member.member.is_learner else "voter"
-        message = f"etcd {role} {member.label} removed: {decision.why}"
+        handed = f"; {handoff.why}" if handoff.target is not None or not member.member.is_learner else ""
+        message = (
+            f"etcd {role} {member.label} removed: {decision.why}{handed}; "
+            f"{removal_leadership(state.states, before, after)}"
+        )
         machine = state.machines.get(member.machine or "")
         self._reporter.event_both(state, machine, "Normal", "MemberRemoved", message)
         _log.info(message, machine=member.machine)
         # The hook goes in a later pass, from a member list read after this change.
         state.requeue_after = self.options.busy_period
         return True
+
+    def _handoff_failed(self, state: Pass, member: MemberState, message: str) -> None:
+        """The removal of ``member`` waits this pass for leadership to move (``LeadershipNotMoved``)."""
+        key = (state.key, member.member.id)
+        self._handoff_failures[key] = self._handoff_failures.get(key, 0) + 1
+        state.waits.append(Wait(member.machine, WAIT_LEADERSHIP_NOT_MOVED, message))
+        state.requeue_after = self.options.busy_period
+
+    async def _leader_status(
+        self, state: Pass, etcd: EtcdClient, *, removed: int | None = None
+    ) -> EndpointStatus | None:
+        """An endpoint status that names a leader, read now from the voters that answered this
+        pass's health read (those of Machines that stay first); None when none names one.
+
+        With ``removed`` (a member just removed), that member is not asked, and the answer must
+        name another leader: when the removed member led, its followers notice only after an
+        election timeout, so they are asked again for up to ``etcd_timeout`` seconds; the last
+        answer stands after that.
+        """
+        asked = sorted(
+            (m for m in state.states if m.voter and m.healthy and m.endpoint and m.member.id != removed),
+            key=lambda m: (state.infos[m.machine].deleting if m.machine in state.infos else True, m.label),
+        )
+        deadline = time.monotonic() + self.options.etcd_timeout
+        while True:
+            last: EndpointStatus | None = None
+            for m in asked:
+                try:
+                    status = await etcd.endpoint_status(m.endpoint or "")
+                except (EtcdError, ValueError):
+                    continue
+                last = status
+                if status.leader != 0 and status.leader != removed:
+                    return status
+            if removed is None or time.monotonic() >= deadline:
+                return last if last is not None and last.leader != 0 else None
+            await asyncio.sleep(0.1)  # allow-sleep: the pause between reads while an election runs
 
     async def _still_hooked(self, state: Pass, machine: str | None) -> bool:
         """Whether Machine ``machine`` carries the hook as the API server has it now (not the cache).
@@ -534,7 +635,12 @@ class EtcdQuorumReconciler:
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
         self._early_removal_at.pop(key, None)
-        for table in (self._unmapped_since, self._promotion_attempts, self._orphan_unhealthy_since):
+        for table in (
+            self._unmapped_since,
+            self._promotion_attempts,
+            self._orphan_unhealthy_since,
+            self._handoff_failures,
+        ):
             for k in [k for k in table if k[0] == key]:
                 del table[k]
         self._reporter.forget(key)

@@ -5,12 +5,13 @@ Machine's ``EtcdMemberHealthy`` and ``EtcdQuorumHookHolding`` (:mod:`.conditions
 :class:`Pass` is what one pass learnt, shared by the reconciler's steps; :class:`Reporter` turns
 it into the conditions, the metrics and, for a wait older than ``wait_event_after``, a Warning
 event repeated at that interval. Every condition is written only when it changed.
+:func:`removal_leadership` is what a ``MemberRemoved`` event says about etcd leadership.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from api.controlplane import KIND as CP_KIND
 from api.quorum import quorum
 from controllers.common import now
 from controllers.conditions import changes, condition, conditions_of, set_conditions
-from controllers.etcd.client import Member
+from controllers.etcd.client import EndpointStatus, Member
 from controllers.etcd.membership import MachineIdentity, MemberState
 from controllers.etcdquorum.cluster_health import cluster_health
 from controllers.etcdquorum.machine_conditions import write_conditions
@@ -170,3 +171,17 @@ class Reporter:
         for waits in (self._wait_since, self._wait_evented):
             for wait_key in [k for k in waits if k[0] == key]:
                 del waits[wait_key]
+
+
+def removal_leadership(
+    members: Iterable[MemberState], before: EndpointStatus | None, after: EndpointStatus | None
+) -> str:
+    """What a ``MemberRemoved`` event says about etcd leadership: ``leader before: <label>, term
+    <before> → <after>``, the leader and raft term read right before the removal and the term
+    read right after it (``?`` for a read that named no leader). The same term on both sides
+    means the removal cost no election."""
+    labels = {m.member.id: m.label for m in members}
+    leader = "unknown" if before is None else labels.get(before.leader, f"{before.leader:x}")
+    term_before = str(before.raft_term) if before is not None else "?"
+    term_after = str(after.raft_term) if after is not None else "?"
+    return f"leader before: {leader}, term {term_before} → {term_after}"

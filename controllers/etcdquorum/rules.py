@@ -13,6 +13,7 @@ model's (:mod:`controllers.etcd.membership`); the rules here take its answers.
 * :func:`removal_decision`: which deleting Machine's member may be removed now, or why not;
 * :func:`early_removal_decision`: under ``maxSurge: 0``, which marked Machine's healthy voter may
   go before its replacement votes (so that its host can take the replacement);
+* :func:`leadership_handoff`: whether leadership moves off that member first, and to whom;
 * :func:`is_abandoned_learner`: the one kind of member that maps to no Machine and is cleaned up;
 * :func:`hook_removable`: when a deleting Machine's hook may go.
 
@@ -28,6 +29,7 @@ from typing import Any, Final, Literal
 
 from api.controlplane import REMOVE_MEMBER_FIRST_ANNOTATION, ControlPlaneSpec
 from api.failuredomains import machine_domain
+from api.machine import marked_for_remediation
 from api.quorum import MIN_REPLICAS_FOR_NO_SURGE, quorum, quorum_kept_without
 from api.quorum import quorum_lost as _voters_lost_quorum
 from controllers.etcd.membership import MemberState
@@ -66,6 +68,7 @@ WAIT_LEARNER_NOT_IN_SYNC: Final = "LearnerNotInSync"
 WAIT_MEMBERS_UNHEALTHY: Final = "MembersUnhealthy"
 WAIT_LEARNER_PENDING: Final = "LearnerPending"
 WAIT_OTHER_HOOKS: Final = "OtherLifecycleHooks"
+WAIT_LEADERSHIP_NOT_MOVED: Final = "LeadershipNotMoved"
 WAIT_REASONS: Final = (
     WAIT_QUORUM_LOST,
     WAIT_HEALTHY_VOTERS,
@@ -79,6 +82,7 @@ WAIT_REASONS: Final = (
     WAIT_MEMBERS_UNHEALTHY,
     WAIT_LEARNER_PENDING,
     WAIT_OTHER_HOOKS,
+    WAIT_LEADERSHIP_NOT_MOVED,
 )
 
 
@@ -104,6 +108,11 @@ class GuardedMachine:
     it in a ``maxSurge: 0`` rollout or rebalance (:func:`early_removal_decision`)."""
     other_hooks: tuple[str, ...] = ()
     """Its lifecycle hooks other than :attr:`hook` (``preDrain/<name>``, ``preTerminate/<name>``)."""
+    created: str = ""
+    """``metadata.creationTimestamp`` (RFC 3339 UTC, so it sorts as time); empty when unknown."""
+    remediation_marked: bool = False
+    """A MachineHealthCheck marked it for its ControlPlane to replace
+    (:func:`api.machine.marked_for_remediation`)."""
 
     @property
     def has_hook(self) -> bool:
@@ -147,6 +156,8 @@ def machine_info(
         failure_domain=machine_domain(cp_spec, machine) if cp_spec is not None else None,
         remove_member_first=REMOVE_MEMBER_FIRST_ANNOTATION in (metadata.get("annotations") or {}),
         other_hooks=tuple(others),
+        created=str(metadata.get("creationTimestamp") or ""),
+        remediation_marked=marked_for_remediation(machine),
     )
 
 
@@ -601,6 +612,98 @@ def early_removal_decision(
         ),
         waits=(*waits, *_one_at_a_time(chosen, others)),
     )
+
+
+MAX_HANDOFF_ATTEMPTS: Final = 3
+"""Passes in a row a removal waits for leadership to move off its member before it goes on
+without (one election), so that a hand-off etcd keeps refusing never holds a Machine for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandOff:
+    """What happens to etcd leadership before a member is removed (:func:`leadership_handoff`)."""
+
+    target: MemberState | None = None
+    """Move leadership to this voter first; None: remove the member as it is."""
+    wait: str | None = None
+    """When set, the removal waits this pass (``LeadershipNotMoved``) and this says why."""
+    why: str = ""
+    """What was decided, for the log and the ``MemberRemoved`` event."""
+
+
+def leadership_handoff(
+    leaving: MemberState,
+    leader: int,
+    members: Sequence[MemberState],
+    machines: Mapping[str, GuardedMachine],
+    *,
+    failed_attempts: int = 0,
+) -> HandOff:
+    """Whether leadership must move off ``leaving`` before it is removed, and to which voter.
+
+    ``leader`` is the leader's member id as an endpoint status read just now reports it (0: no
+    member named one). Removing the leading member costs the cluster an election: no leader, so
+    no write, for about an election timeout. So when ``leaving`` leads, leadership goes first to
+    a voter that answers its health read, whose Machine exists, is not being deleted (it would
+    be next to go) and is not marked for remediation (:attr:`GuardedMachine.remediation_marked`:
+    its replacement is coming); the oldest such Machine, then by name, because etcd refuses
+    membership changes until its leader has been connected to a quorum for 5 seconds, so a
+    leader that joined a moment ago would hold up the very removal it was moved for.
+
+    No move is needed, and the removal goes on, when ``leaving`` is a learner (it never leads),
+    when another member leads, or when ``leaving`` leads but fails its health read (it cannot
+    hand leadership on; an election follows either way). When ``leaving`` leads and no voter
+    qualifies, the removal goes on too: removal_decision has already found the voters left
+    enough for a quorum, and an election is what a removal without a hand-off costs.
+
+    The removal waits (``LeadershipNotMoved``) only when the leader cannot be told (no member
+    reports one: an election is under way) or a hand-off was tried and failed
+    (``failed_attempts`` passes in a row); after :data:`MAX_HANDOFF_ATTEMPTS` such passes it goes
+    on without, so a hand-off etcd keeps refusing costs an election, never a stuck Machine.
+
+    This follows cluster-api's KubeadmControlPlane, whose pre-terminate hook forwards leadership
+    off a deleting Machine's member right before removing it, whoever deleted the Machine; it
+    skips the hand-off when no Machine without a deletion timestamp is left, and a failed move
+    returns an error, so the removal is retried on its next reconcile. Unlike it, the target is
+    the oldest qualifying voter, not the newest, healthy and not marked for remediation, and a
+    refusal that persists gives way after a bound.
+    """
+    if leaving.member.is_learner:
+        return HandOff(why="a learner never leads")
+    if leader != 0 and leader != leaving.member.id:
+        return HandOff(why="it does not lead")
+    gave_up = failed_attempts >= MAX_HANDOFF_ATTEMPTS
+    if leader == 0:
+        if gave_up:
+            return HandOff(why=f"no member reported a leader in {failed_attempts} passes: removed as is")
+        return HandOff(wait=f"no member reports a leader: member {leaving.label} waits for one")
+    if not leaving.healthy or not leaving.endpoint:
+        return HandOff(why="it leads but fails its health read: it cannot hand leadership on")
+    if gave_up:
+        return HandOff(
+            why=f"leadership could not be moved off it in {failed_attempts} passes: removed as is "
+            "(an election)"
+        )
+    candidates = sorted(
+        (
+            m
+            for m in voters_of(members)
+            if m is not leaving
+            and m.healthy
+            and m.machine is not None
+            and m.machine in machines
+            and not machines[m.machine].deleting
+            and not machines[m.machine].remediation_marked
+        ),
+        key=lambda m: (machines[m.machine or ""].created or "~", m.machine or ""),
+    )
+    if not candidates:
+        return HandOff(
+            why="it leads and no healthy voter of a Machine that stays is left to lead: removed as is "
+            "(an election)"
+        )
+    target = candidates[0]
+    return HandOff(target=target, why=f"leadership handed to {target.label} first")
 
 
 def is_abandoned_learner(member: MemberState, first_seen: float, now: float, grace: float) -> bool:

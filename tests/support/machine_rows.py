@@ -74,17 +74,26 @@ class MemberRow:
     deleting: bool = False
     hook: bool = True
     zone: str | None = None
+    created: str = ""
+    """Its Machine's ``creationTimestamp`` (RFC 3339); empty: unknown."""
+    marked: bool = False
+    """Its Machine is marked for remediation by a MachineHealthCheck."""
 
 
 def quorum_cluster(*rows: MemberRow) -> tuple[list[MemberState], dict[str, GuardedMachine]]:
     """The members and the Machines (by name) of ``rows``, as the etcd-quorum rules take them."""
-    members = [MemberState(etcd_member(r.index, learner=r.learner), f"m{r.index}", r.healthy) for r in rows]
+    members = []
+    for r in rows:
+        member = etcd_member(r.index, learner=r.learner)
+        members.append(MemberState(member, f"m{r.index}", r.healthy, endpoint=member.client_urls[0]))
     machines = {
         f"m{r.index}": guarded_machine(
             f"m{r.index}",
             deleting=r.deleting,
             hook_owner=HOOK_OWNER if r.hook else None,
             failure_domain=r.zone,
+            created=r.created,
+            remediation_marked=r.marked,
         )
         for r in rows
     }
