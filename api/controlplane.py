@@ -78,7 +78,7 @@ REMOVE_MEMBER_FIRST_ANNOTATION = "controlplane.cpo.dev/remove-member-first"
 or rebalance (the value is the step's reason, ``ReplacingOutdated`` or ``Rebalancing``): the
 etcd-quorum-hook controller may then remove the Machine's healthy voter *before* its replacement
 votes, so that the host it frees can take the replacement
-(:func:`controllers.etcdquorum.rules.early_removal_decision`). A Machine a user or a health check
+(:func:`controllers.etcdquorum.early_removal.early_removal_decision`). A Machine a user or a health check
 deletes never carries it, and the ControlPlane takes it off every Machine of its own that is not
 being deleted (a crash between the mark and the delete leaves nothing behind for long)."""
 
@@ -151,8 +151,12 @@ class RollingUpdate(StrictKubeModel):
 
     max_surge: int = Field(default=1, ge=0, le=1)
     """Machines allowed above spec.replicas during a replacement: 1 creates the replacement
-    before deleting the outdated machine (the safe default), 0 deletes first and so needs at
-    least 3 replicas to keep etcd quorum. Defaults to 1."""
+    before deleting the outdated machine (the safe default; it needs one spare host), 0 deletes
+    first, for clusters with exactly as many hosts as replicas (bare metal). With 0 the old etcd
+    member is removed before its replacement votes, so that its host can take the replacement:
+    each replacement costs one voter of fault tolerance until the new member votes (3 replicas
+    survive no further failure meanwhile); only rollouts and rebalancing do this, never a Machine
+    a user or a health check deletes. Below 3 replicas a replacement always surges. Defaults to 1."""
 
 
 def _default_rolling_update() -> RollingUpdate:

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, control_plane_node_selectors
 
 if TYPE_CHECKING:
+    from controllers.etcdquorum.options import EtcdQuorumOptions
     from runtime.cache import CacheOptions
     from runtime.manager import Manager
     from runtime.webhook import WebhookServer
@@ -167,6 +168,16 @@ class OperatorOptions:
     those are cached (one watch each). Defaults to ``node-role.kubernetes.io/control-plane`` and
     ``node-role.kubernetes.io/master`` (:mod:`api.nodes`)."""
 
+    def etcd_quorum_options(self) -> EtcdQuorumOptions:
+        """The etcd-quorum-hook controller's options these name (the rest its defaults)."""
+        from controllers.etcdquorum.options import EtcdQuorumOptions
+
+        return EtcdQuorumOptions(
+            hook_name=self.etcd_hook_name,
+            hook_owner=self.etcd_hook_owner,
+            member_without_machine_grace=self.etcd_member_without_machine_grace,
+        )
+
     def with_defaults(self) -> ResolvedOperatorOptions:
         """Every default filled in and checked; raises ``ValueError`` saying what to change."""
         cluster = in_cluster()
@@ -202,13 +213,7 @@ class OperatorOptions:
         if self.metrics_cert_dir and not metrics_secure:
             raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
         enabled = enabled_controllers(self.controllers or DEFAULT_CONTROLLERS)
-        from controllers.etcdquorum.options import EtcdQuorumOptions
-
-        EtcdQuorumOptions(
-            hook_name=self.etcd_hook_name,
-            hook_owner=self.etcd_hook_owner,
-            member_without_machine_grace=self.etcd_member_without_machine_grace,
-        ).with_defaults()
+        self.etcd_quorum_options().with_defaults()  # raises ValueError saying what to change
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,

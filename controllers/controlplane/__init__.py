@@ -89,10 +89,13 @@ What it does, in order, on every reconcile (Active)
    ``machine.openshift.io/delete-machine``, that annotation, outdated and unhealthy, outdated,
    any; then the most populated domain; then the oldest), or replace an outdated one
    (``RollingUpdate``: maxSurge 1 creates the replacement first, maxSurge 0 deletes first;
-   ``OnDelete``: only Machines you delete are replaced). Under maxSurge 0, a replacement that
-   never became an etcd voter and is outdated again (you put the previous template back) is
-   deleted while the old Machine's deletion waits for a voting replacement
-   (``ReplacingOutdated``); it changes no voter. Uneven failure domains are rebalanced
+   ``OnDelete``: only Machines you delete are replaced). Under maxSurge 0 the Machine is marked
+   (``controlplane.cpo.dev/remove-member-first``) right before its delete, so that its healthy
+   voter may go before the replacement votes and free the host
+   (:func:`controllers.etcdquorum.early_removal.early_removal_decision`); a replacement that never became
+   an etcd voter and is outdated again (you put the previous template back) is deleted, whether
+   the old Machine's member already went or its deletion waits (``ReplacingOutdated``); it
+   changes no voter. Uneven failure domains are rebalanced
    through the same replacement (under maxSurge 0: delete from the fullest, recreate in the
    emptiest, never more than replicas Machines not being deleted; once the domains differ by at
    most one, nothing moves). Never more than replicas + 1 Machines exist. Before deleting

@@ -195,7 +195,7 @@ async def forward_leadership(
     This runs before the ControlPlane deletes a Machine, and is the only hand-off with ``cpo run
     --controllers=controlplane``. The etcd-quorum-hook controller, where it runs, moves leadership
     again right before each member removal, whoever deleted the Machine
-    (:func:`controllers.etcdquorum.rules.leadership_handoff`): leadership may come back to the
+    (:func:`controllers.etcdquorum.handoff.leadership_handoff`): leadership may come back to the
     member while its replacement joins, and a Machine a user or another health check deletes never
     passes here.
     """

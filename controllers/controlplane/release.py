@@ -28,9 +28,13 @@ learner can be promoted and the old member removed
 hook, so none comes back after the release. While it waits, the ControlPlane gets a
 ``ReleaseWaitsForEtcd`` event naming those Machines. If no replacement exists (the old Machine
 was deleted first, under maxSurge 0, and the ControlPlane deleted before its replacement was
-created), the old member is never removed: a healthy voter goes only once a replacement is
-promoted, deletion or not. Its hook then has to be taken off by hand (the escape hatch of
-:mod:`controllers.etcdquorum`), and the Machines are released.
+created), the old member goes as a maxSurge-0 deletion's does: the Machine carries the
+ControlPlane's mark, so its healthy voter is removed early when every other voter is healthy
+(:func:`controllers.etcdquorum.early_removal.early_removal_decision`), its hook comes off and the
+Machines are released. When that cannot happen (a member unhealthy elsewhere; ``cpo run``
+without the etcd-quorum-hook controller), the hook has to be taken off by hand (the escape
+hatch of :mod:`controllers.etcdquorum`, after which the dead member is removed once its Machine
+and Node are gone), and the Machines are released.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def replace_outdated_step(
     the replacement), which a cluster of 3 or more members survives since every other voter was
     healthy at the preflight. The maxSurge-0 delete marks the Machine ``remove_member_first``: its
     member may go before the replacement votes, freeing the host for it where there is no spare
-    (:func:`controllers.etcdquorum.rules.early_removal_decision` says when). Either way the
+    (:func:`controllers.etcdquorum.early_removal.early_removal_decision` says when). Either way the
     replacement goes where :func:`~controllers.controlplane.placement.choose_failure_domain` puts
     it with the outdated Machine left out and its domain preferred on a tie: back into its domain
     in an even spread, into the emptiest domain when its own is crowded or no longer configured.

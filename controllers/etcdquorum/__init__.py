@@ -58,6 +58,16 @@ across the whole cluster, and only if that is safe:
 * nothing while the cluster has lost quorum: the controller never tries to repair a cluster that
   has lost quorum; it reports it and waits for a human (restore members, or recover from backup).
 
+**maxSurge 0.** The one exception to "a replacement votes first": a Machine the ControlPlane
+deleted in a ``maxSurge: 0`` rollout or rebalance (it marks it first,
+``controlplane.cpo.dev/remove-member-first``), on clusters with no spare host. Its healthy voter
+is removed before the replacement votes, so that the host it frees can take the replacement,
+when the ControlPlane still deletes first, the voters are exactly *desired*, no learner is
+pending, no other marked Machine's member went early, every other voter is healthy by reads made
+right before the removal, the quorum holds without it and our hook is the only lifecycle hook
+left on the Machine (:func:`~controllers.etcdquorum.early_removal.early_removal_decision`).
+Voters never go below *desired* − 1; a user's or a health check's deletion is never treated so.
+
 Membership changes (promotions and removals) are made one at a time and at least 2 seconds
 apart, each decided from a fresh member list and fresh health reads. When several deleting
 Machines qualify, an unhealthy member goes first (removing it never lowers the failures etcd
@@ -72,7 +82,7 @@ leader, so no write, for about an election timeout. So right before removing a v
 controller reads the leader (an endpoint status read) and, when the voter leads, moves leadership
 to the oldest voter that answers its health read and whose Machine stays (not being deleted, not
 marked for remediation by a MachineHealthCheck), then reads the leader again and removes the
-member only once another one leads (:func:`~controllers.etcdquorum.rules.leadership_handoff`). A
+member only once another one leads (:func:`~controllers.etcdquorum.handoff.leadership_handoff`). A
 move that fails, or a leader nobody reports, makes the removal wait that pass
 (``LeadershipNotMoved``); after 3 such passes it goes on without, at the cost of one election. No
 hand-off is tried, and the removal goes on, for a learner (it never leads), for a leader that fails
@@ -144,8 +154,9 @@ What to watch
   ``cpo_etcd_hook_waits{reason}``, ``cpo_etcd_members_without_machine{reason}`` (why members of
   no Machine stay: ``Healthy``, ``NodePresent``, ``GracePeriod``, ``ClusterNotReady``,
   ``OneMemberChangeAtATime``; alert ``CPOEtcdMemberWithoutMachine``),
-  ``cpo_etcd_members_without_machine_removed_total``; plus the controller's own ``controller_runtime_*`` and
-  ``workqueue_*`` series under ``controller="etcd-quorum-hook"``.
+  ``cpo_etcd_members_without_machine_removed_total``, ``cpo_etcd_planned_voter_dip_seconds`` (a
+  maxSurge-0 replacement's dip; alert ``CPOEtcdPlannedVoterDipTooLong``); plus the controller's
+  own ``controller_runtime_*`` and ``workqueue_*`` series under ``controller="etcd-quorum-hook"``.
 
 Restarts
 --------
@@ -163,10 +174,14 @@ The hook's name and owner are options too (``hook_name``, ``hook_owner``; ``cpo 
 its own, or not at all (``cpo run --controllers=*,-etcd-quorum-hook``); never as a second writer
 of another operator's hook. ``docs/operations.md`` says which to choose.
 
-The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules` (members of no
-Machine in :mod:`controllers.etcdquorum.members_without_machine`); the reconciler
+The rules themselves are pure functions in :mod:`controllers.etcdquorum.rules`, with three of
+their own modules: members of no Machine (:mod:`controllers.etcdquorum.members_without_machine`),
+the maxSurge-0 early removal (:mod:`controllers.etcdquorum.early_removal`) and the leadership
+hand-off (:mod:`controllers.etcdquorum.handoff`). The reconciler
 (:mod:`controllers.etcdquorum.reconciler`) gathers, decides and acts, with its hook steps in
-:mod:`controllers.etcdquorum.hooks` and its condition, events and gauges in
+:mod:`controllers.etcdquorum.hooks`, its removals in :mod:`controllers.etcdquorum.removals`
+(hand-off, removal, event) and :mod:`controllers.etcdquorum.strays` (members of no Machine), and
+its condition, events and gauges in
 :mod:`controllers.etcdquorum.report` (what ``EtcdClusterHealthy`` says is
 :mod:`controllers.etcdquorum.cluster_health`'s); the options in :mod:`controllers.etcdquorum.options`, the
 metrics in :mod:`controllers.etcdquorum.metrics`.

@@ -115,6 +115,34 @@ class OrphanDecision:
     kept: tuple[Kept, ...] = ()
 
 
+def _kept_for_itself(orphan: MemberWithoutMachine, grace: float) -> Kept | None:
+    """Why ``orphan`` stays whatever the cluster: healthy, a Node speaks for it, or within its grace
+    period; None when it is dead for good."""
+    label = orphan.state.label
+    if orphan.state.healthy:
+        return Kept(
+            orphan.state,
+            KEPT_HEALTHY,
+            f"member {label} has no Machine but is healthy: it may run outside the Machine API; "
+            "remove it with etcdctl member remove if it should not be there",
+        )
+    if orphan.node is not None:
+        return Kept(
+            orphan.state,
+            KEPT_NODE_PRESENT,
+            f"member {label} has no Machine and is unhealthy, but Node {orphan.node} still "
+            "speaks for it: delete the Node if its host is gone",
+        )
+    if orphan.unhealthy_for < grace:
+        return Kept(
+            orphan.state,
+            KEPT_GRACE_PERIOD,
+            f"member {label} has no Machine and no Node and has been unhealthy for "
+            f"{orphan.unhealthy_for:.0f}s; it is removed after {grace:.0f}s",
+        )
+    return None
+
+
 def _cluster_guard(guards: ClusterGuards, members: Sequence[MemberState]) -> str | None:
     """Why no member of no Machine may go this pass, or None."""
     if not guards.machine_api_functional:
@@ -144,36 +172,11 @@ def orphan_decision(
     kept: list[Kept] = []
     eligible: list[MemberWithoutMachine] = []
     for orphan in sorted(orphans, key=lambda o: o.state.label):
-        label = orphan.state.label
-        if orphan.state.healthy:
-            kept.append(
-                Kept(
-                    orphan.state,
-                    KEPT_HEALTHY,
-                    f"member {label} has no Machine but is healthy: it may run outside the Machine API; "
-                    "remove it with etcdctl member remove if it should not be there",
-                )
-            )
-        elif orphan.node is not None:
-            kept.append(
-                Kept(
-                    orphan.state,
-                    KEPT_NODE_PRESENT,
-                    f"member {label} has no Machine and is unhealthy, but Node {orphan.node} still "
-                    "speaks for it: delete the Node if its host is gone",
-                )
-            )
-        elif orphan.unhealthy_for < grace:
-            kept.append(
-                Kept(
-                    orphan.state,
-                    KEPT_GRACE_PERIOD,
-                    f"member {label} has no Machine and no Node and has been unhealthy for "
-                    f"{orphan.unhealthy_for:.0f}s; it is removed after {grace:.0f}s",
-                )
-            )
-        else:
+        stays = _kept_for_itself(orphan, grace)
+        if stays is None:
             eligible.append(orphan)
+        else:
+            kept.append(stays)
     if not eligible:
         return OrphanDecision(kept=tuple(kept))
     blocked = _cluster_guard(guards, members)

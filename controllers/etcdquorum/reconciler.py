@@ -12,7 +12,7 @@ itself, then, in this order:
 3. removes the hook of each deleting Machine that no member belongs to any more;
 4. makes at most **one** membership change, and none within ``member_change_interval`` of the
    previous one: an abandoned learner, else a deleting Machine's member (etcd leadership moved
-   off it first when it leads: :meth:`EtcdQuorumReconciler._hand_off_then_remove`), else a
+   off it first when it leads: :class:`~.removals.MemberRemover`), else a
    learner's promotion;
 5. writes the ``EtcdClusterHealthy`` condition, each Machine's ``EtcdMemberHealthy`` and
    ``EtcdQuorumHookHolding`` (:mod:`.conditions`), the metrics and, for a wait older than
@@ -26,13 +26,10 @@ learner, which a restart starts over (later cleanup, never earlier).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-import aiohttp
 from pydantic import ValidationError
 
 import controllers.etcdquorum.metrics as etcd_metrics
@@ -43,7 +40,6 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import ControlPlaneMachines, MachineT, relate
 from controllers.common import jittered
 from controllers.etcd.client import (
-    EndpointStatus,
     EtcdClient,
     EtcdClientOptions,
     EtcdError,
@@ -53,46 +49,32 @@ from controllers.etcd.client import (
 )
 from controllers.etcd.membership import (
     MachineIdentity,
-    MemberState,
     client_endpoints,
-    map_members,
-    member_node,
-    member_owner,
-    node_identity,
     read_membership,
 )
 from controllers.etcd.pool import EtcdClientPool
 from controllers.etcd.tls import TLSSecretError
+from controllers.etcdquorum.early_removal import early_removal_decision, removes_member_first
 from controllers.etcdquorum.hooks import HookKeeper
-from controllers.etcdquorum.members_without_machine import (
-    ClusterGuards,
-    MemberWithoutMachine,
-    orphan_decision,
-)
 from controllers.etcdquorum.options import EtcdQuorumOptions, ResolvedEtcdQuorumOptions
-from controllers.etcdquorum.report import Pass, Reporter, removal_leadership
+from controllers.etcdquorum.removals import MemberRemover
+from controllers.etcdquorum.report import Pass, Reporter
 from controllers.etcdquorum.rules import (
     WAIT_ETCD_UNREACHABLE,
-    WAIT_LEADERSHIP_NOT_MOVED,
     WAIT_LEARNER_NOT_IN_SYNC,
     Decision,
     Wait,
-    early_removal_decision,
     hooks_placed_while_deleting,
-    is_abandoned_learner,
-    leadership_handoff,
-    machine_api_functional,
     machine_info,
     promotion_decision,
-    quorum_lost,
     removal_decision,
-    removes_member_first,
 )
+from controllers.etcdquorum.strays import StrayMembers
 from runtime.builder import ControllerBuilder
 from runtime.cache import INDEX_NAMESPACE, Cache
 from runtime.client import JSON, Client
 from runtime.controller import Controller
-from runtime.errors import APIError, Conflict, NotFound
+from runtime.errors import Conflict, NotFound
 from runtime.events import EventRecorder
 from runtime.handler import EnqueueRequestsFromMapFunc
 from runtime.log import get_logger
@@ -134,14 +116,12 @@ class EtcdQuorumReconciler:
             else (options or EtcdQuorumOptions()).with_defaults()
         )
         self.recorder = recorder
-        self._unmapped_since: dict[tuple[str, int], float] = {}
-        self._orphan_unhealthy_since: dict[tuple[str, int], float] = {}
-        self._early_removal_at: dict[str, float] = {}
         self._reporter = Reporter(client, self.options, recorder)
         self._hooks = HookKeeper(client, self.options, self._reporter)
         self._promotion_attempts: dict[tuple[str, int], int] = {}
-        self._handoff_failures: dict[tuple[str, int], int] = {}
         self._last_change: dict[str, float] = {}
+        self._remover = MemberRemover(client, self.options, self._reporter, self._last_change)
+        self._strays = StrayMembers(client, cache, self.options, self._reporter, self._remover)
         self.etcd_clients = EtcdClientPool(client, EtcdClientOptions(timeout=self.options.etcd_timeout))
 
     # ------------------------------------------------------------------------------ entry
@@ -211,7 +191,7 @@ class EtcdQuorumReconciler:
         except _EtcdUnreachable as err:
             await self._reporter.unreachable(state, str(err))
             return Result(requeue_after=self.options.busy_period)
-        self._report_planned_dip(state)
+        self._remover.report_planned_dip(state)
         await self._reporter.report(state)
         if state.requeue_after is not None:
             return Result(requeue_after=state.requeue_after)
@@ -269,15 +249,15 @@ class EtcdQuorumReconciler:
         if paced:
             state.busy = True
             state.requeue_after = self.options.member_change_interval - since
-        if await self._remove_abandoned_learner(state, etcd, act=not paced):
+        if await self._strays.remove_abandoned_learner(state, etcd, act=not paced):
             return
-        if await self._remove_member_without_machine(state, etcd, act=not paced):
+        if await self._strays.remove_member_without_machine(state, etcd, act=not paced):
             return
         removal = removal_decision(state.states, state.infos, state.desired)
         if removal.member is not None:
             state.waits.extend(removal.waits)
             if not paced:
-                await self._remove(state, etcd, removal)
+                await self._remover.remove(state, etcd, removal)
             return
         surge_zero = removes_member_first(state.spec)
         early = early_removal_decision(state.states, state.infos, state.desired, surge_zero=surge_zero)
@@ -288,312 +268,12 @@ class EtcdQuorumReconciler:
         state.waits.extend(early.waits)
         if early.member is not None:
             if not paced:
-                await self._remove_early(state, etcd, early)
+                await self._remover.remove_early(state, etcd, early)
             return
         promotion = promotion_decision(state.states, state.infos, state.desired)
         state.waits.extend(promotion.waits)
         if promotion.member is not None and not paced:
             await self._promote(state, etcd, promotion)
-
-    async def _remove_abandoned_learner(self, state: Pass, etcd: EtcdClient, *, act: bool) -> bool:
-        """Remove one abandoned learner (:func:`~.rules.is_abandoned_learner`) when ``act``; True
-        when one was found, so that nothing else changes in this pass."""
-        now = time.monotonic()
-        listed = {(state.key, m.member.id) for m in state.states}
-        for stale in [k for k in self._unmapped_since if k[0] == state.key and k not in listed]:
-            del self._unmapped_since[stale]
-        if quorum_lost(state.states):
-            return False
-        for member in state.states:
-            if not (member.member.is_learner and not member.member.started and member.machine is None):
-                self._unmapped_since.pop((state.key, member.member.id), None)
-                continue
-            first = self._unmapped_since.setdefault((state.key, member.member.id), now)
-            state.busy = True
-            if not is_abandoned_learner(member, first, now, self.options.abandoned_learner_grace):
-                continue
-            if not act:
-                return True
-            before = await self._leader_status(state, etcd)
-            try:
-                await etcd.remove(member.member.id)
-            except EtcdError as err:
-                _log.info("abandoned learner removal failed", member=member.label, error=str(err))
-                return True
-            after = await self._leader_status(state, etcd, removed=member.member.id)
-            etcd_metrics.member_removals_total.labels(state.key).inc()
-            self._last_change[state.key] = time.monotonic()
-            self._unmapped_since.pop((state.key, member.member.id), None)
-            message = (
-                f"removed etcd learner {member.label}: added {now - first:.0f}s or more ago, never "
-                "started, and no Machine names it (a provider stopped between member add and start); "
-                f"{removal_leadership(state.states, before, after)}"
-            )
-            self._reporter.event(state.cp, "Warning", "AbandonedLearnerRemoved", message)
-            _log.info(message)
-            state.requeue_after = self.options.busy_period
-            return True
-        return False
-
-    async def _remove_member_without_machine(self, state: Pass, etcd: EtcdClient, *, act: bool) -> bool:
-        """Remove one dead member of no Machine and no Node when ``act`` and
-        :func:`~.members_without_machine.orphan_decision` allows it; True when one was chosen, so
-        that nothing else changes in this pass. Every member of no Machine that stays is recorded
-        in ``state.kept`` for the report.
-
-        Before the removal, two reads that do not trust this pass: the namespace's Machines listed
-        from the API server (a Machine the cache has not shown yet must not lose its member), and
-        the member's health read again (a member that came back stays).
-        """
-        now = time.monotonic()
-        orphans = [
-            m
-            for m in state.states
-            if m.member.started and member_owner(m.member, state.namespace_identities) is None
-        ]
-        seen = {(state.key, m.member.id) for m in orphans if not m.healthy}
-        for stale in [k for k in self._orphan_unhealthy_since if k[0] == state.key and k not in seen]:
-            del self._orphan_unhealthy_since[stale]
-        if not orphans:
-            return False
-        nodes = [node_identity(node) for node in await self.cache.list("v1", "Node")]
-        mapped = {machine for machine in state.owners.values() if machine is not None}
-        with_member = {m for m in map_members(state.members, state.namespace_identities).values() if m}
-        claimed = {
-            identity.node_name
-            for identity in state.namespace_identities
-            if identity.node_name and identity.name in with_member
-        }
-        described = [
-            MemberWithoutMachine(
-                m,
-                node=member_node(m.member, nodes, claimed),
-                unhealthy_for=0.0
-                if m.healthy
-                else now - self._orphan_unhealthy_since.setdefault((state.key, m.member.id), now),
-            )
-            for m in orphans
-        ]
-        guards = ClusterGuards(
-            machine_api_functional=machine_api_functional(list(state.infos.values())),
-            active=state.spec.state != STATE_INACTIVE,
-            owns_member_machine=any(name in mapped for name in state.owned),
-        )
-        decision = orphan_decision(state.states, described, guards, self.options.member_without_machine_grace)
-        state.kept.extend(decision.kept)
-        if any(not m.healthy for m in orphans):
-            state.busy = True  # the grace period is counted by passes
-        member = decision.remove
-        if member is None:
-            return False
-        if not act:
-            return True
-        namespace = state.cp["metadata"].get("namespace") or ""
-        try:
-            listed = await self.client.list(MACHINE_API_VERSION, "Machine", namespace)
-            fresh = [MachineIdentity.from_machine(obj) for obj in listed.get("items") or ()]
-        except (APIError, aiohttp.ClientError, OSError, TimeoutError) as err:
-            _log.info("member without Machine stays: Machines cannot be listed", error=str(err))
-            return True
-        owner = member_owner(member.member, fresh)
-        if owner is not None:
-            _log.info(
-                "member without Machine stays: the API server shows its Machine",
-                member=member.label,
-                machine=owner,
-            )
-            return True
-        if member.endpoint is not None:
-            with contextlib.suppress(ValueError):
-                (answer,) = await etcd.health([member.endpoint])
-                if answer.healthy:
-                    _log.info("member without Machine stays: it answers again", member=member.label)
-                    return True
-        before = await self._leader_status(state, etcd)
-        try:
-            await etcd.remove(member.member.id)
-        except EtcdError as err:
-            _log.info("member without Machine: removal failed", member=member.label, error=str(err))
-            return True
-        after = await self._leader_status(state, etcd, removed=member.member.id)
-        etcd_metrics.member_removals_total.labels(state.key).inc()
-        etcd_metrics.members_without_machine_removed_total.labels(state.key).inc()
-        self._last_change[state.key] = time.monotonic()
-        self._orphan_unhealthy_since.pop((state.key, member.member.id), None)
-        # A dead member does not lead (it answers nothing): no hand-off, but the event still says
-        # whether the removal cost an election.
-        message = f"removed etcd {decision.why}; {removal_leadership(state.states, before, after)}"
-        self._reporter.event(state.cp, "Warning", "MemberWithoutMachineRemoved", message)
-        _log.info(message)
-        state.requeue_after = self.options.busy_period
-        return True
-
-    async def _remove_early(self, state: Pass, etcd: EtcdClient, decision: Decision) -> None:
-        """A maxSurge-0 early removal (:func:`~.rules.early_removal_decision`), decided again from a
-        member list and health reads made right now: the pass's reads may be seconds old, and
-        every other voter must be healthy at the moment the cluster gives up one of them."""
-        assert decision.member is not None
-        try:
-            fresh = await read_membership(etcd, list(state.identities.values()))
-        except EtcdError as err:
-            state.waits.append(
-                Wait(decision.member.machine, WAIT_ETCD_UNREACHABLE, f"etcd re-read failed: {err}")
-            )
-            return
-        again = early_removal_decision(
-            list(fresh.members), state.infos, state.desired, surge_zero=removes_member_first(state.spec)
-        )
-        if again.member is None or again.member.member.id != decision.member.member.id:
-            state.waits.extend(again.waits)
-            state.requeue_after = self.options.busy_period
-            return
-        if await self._remove(state, etcd, again):
-            self._early_removal_at[state.key] = time.monotonic()
-
-    def _report_planned_dip(self, state: Pass) -> None:
-        """``cpo_etcd_planned_voter_dip_seconds``: since the last early removal, until the voters
-        are back to the desired count. Kept in memory: a restarted controller reports no dip (and
-        CPOEtcdQuorumAtRisk may then fire for the rest of it, which errs on the side of a page)."""
-        since = self._early_removal_at.get(state.key)
-        if since is not None and sum(m.voter for m in state.states) >= state.desired:
-            del self._early_removal_at[state.key]
-            since = None
-        dip = 0.0 if since is None else time.monotonic() - since
-        etcd_metrics.planned_voter_dip_seconds.labels(state.key).set(dip)
-
-    async def _remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> bool:
-        """Remove ``decision``'s member; whether it was removed."""
-        member = decision.member
-        assert member is not None
-        if not await self._still_hooked(state, member.machine):
-            # The cache showed the hook, the API server no longer does: a human took it off (the
-            # escape hatch) while the provider, which saw that first, may already have stopped
-            # the member. Not ours to remove any more; the next pass reports it.
-            state.requeue_after = self.options.busy_period
-            return False
-        return await self._hand_off_then_remove(state, etcd, decision)
-
-    async def _hand_off_then_remove(self, state: Pass, etcd: EtcdClient, decision: Decision) -> bool:
-        """Remove ``decision.member``, moving etcd leadership off it first when it leads
-        (:func:`~.rules.leadership_handoff`); whether it was removed.
-
-        The leader and its raft term are read (an endpoint status read) right before the removal,
-        and the term again right after it, for the ``MemberRemoved`` event. After a move the
-        leader is read again and the member is removed only once another one leads; a move that
-        fails, or a leader nobody reports, makes the removal wait this pass
-        (``LeadershipNotMoved``) and try again on the next.
-        """
-        member = decision.member
-        assert member is not None
-        attempt_key = (state.key, member.member.id)
-        before = await self._leader_status(state, etcd)
-        handoff = leadership_handoff(
-            member,
-            before.leader if before is not None else 0,
-            state.states,
-            state.infos,
-            failed_attempts=self._handoff_failures.get(attempt_key, 0),
-        )
-        if handoff.wait is not None:
-            self._handoff_failed(state, member, handoff.wait)
-            return False
-        if handoff.target is not None:
-            assert member.endpoint is not None  # the rule moves only off a leader it can reach
-            failure = ""
-            try:
-                await etcd.move_leader(member.endpoint, handoff.target.member.id)
-            except EtcdError as err:
-                failure = str(err)
-            before = await self._leader_status(state, etcd)
-            if not failure and (before is None or before.leader in (0, member.member.id)):
-                failure = "it still leads" if before is not None and before.leader else "no leader reported"
-            if failure:
-                self._handoff_failed(
-                    state,
-                    member,
-                    f"leadership of member {member.label} not moved to {handoff.target.label}: {failure}",
-                )
-                return False
-            _log.info("etcd leadership moved before a removal", member=member.label, to=handoff.target.label)
-        try:
-            await etcd.remove(member.member.id)
-        except EtcdError as err:
-            state.waits.append(
-                Wait(member.machine, WAIT_ETCD_UNREACHABLE, f"removing member {member.label} failed: {err}")
-            )
-            return False
-        self._handoff_failures.pop(attempt_key, None)
-        after = await self._leader_status(state, etcd, removed=member.member.id)
-        etcd_metrics.member_removals_total.labels(state.key).inc()
-        self._last_change[state.key] = time.monotonic()
-        role = "learner" if member.member.is_learner else "voter"
-        handed = f"; {handoff.why}" if handoff.target is not None or not member.member.is_learner else ""
-        message = (
-            f"etcd {role} {member.label} removed: {decision.why}{handed}; "
-            f"{removal_leadership(state.states, before, after)}"
-        )
-        machine = state.machines.get(member.machine or "")
-        self._reporter.event_both(state, machine, "Normal", "MemberRemoved", message)
-        _log.info(message, machine=member.machine)
-        # The hook goes in a later pass, from a member list read after this change.
-        state.requeue_after = self.options.busy_period
-        return True
-
-    def _handoff_failed(self, state: Pass, member: MemberState, message: str) -> None:
-        """The removal of ``member`` waits this pass for leadership to move (``LeadershipNotMoved``)."""
-        key = (state.key, member.member.id)
-        self._handoff_failures[key] = self._handoff_failures.get(key, 0) + 1
-        state.waits.append(Wait(member.machine, WAIT_LEADERSHIP_NOT_MOVED, message))
-        state.requeue_after = self.options.busy_period
-
-    async def _leader_status(
-        self, state: Pass, etcd: EtcdClient, *, removed: int | None = None
-    ) -> EndpointStatus | None:
-        """An endpoint status that names a leader, read now from the voters that answered this
-        pass's health read (those of Machines that stay first); None when none names one.
-
-        With ``removed`` (a member just removed), that member is not asked, and the answer must
-        name another leader: when the removed member led, its followers notice only after an
-        election timeout, so they are asked again for up to ``etcd_timeout`` seconds; the last
-        answer stands after that.
-        """
-        asked = sorted(
-            (m for m in state.states if m.voter and m.healthy and m.endpoint and m.member.id != removed),
-            key=lambda m: (state.infos[m.machine].deleting if m.machine in state.infos else True, m.label),
-        )
-        deadline = time.monotonic() + self.options.etcd_timeout
-        while True:
-            last: EndpointStatus | None = None
-            for m in asked:
-                try:
-                    status = await etcd.endpoint_status(m.endpoint or "")
-                except (EtcdError, ValueError):
-                    continue
-                last = status
-                if status.leader != 0 and status.leader != removed:
-                    return status
-            if removed is None or time.monotonic() >= deadline:
-                return last if last is not None and last.leader != 0 else None
-            await asyncio.sleep(0.1)  # allow-sleep: the pause between reads while an election runs
-
-    async def _still_hooked(self, state: Pass, machine: str | None) -> bool:
-        """Whether Machine ``machine`` carries the hook as the API server has it now (not the cache).
-
-        When the API server cannot be asked, the cache's answer stands: the removal is gated on
-        etcd's state, and a controller cut off from the API server must still be able to finish
-        a replacement it has started (the hook then waits for the API server to come back).
-        """
-        if machine is None:
-            return False
-        try:
-            fresh = await self.client.get(
-                MACHINE_API_VERSION, "Machine", machine, state.cp["metadata"].get("namespace")
-            )
-        except NotFound:
-            return False
-        except (APIError, aiohttp.ClientError, OSError, TimeoutError):
-            return True
-        return machine_info(fresh, self.options.hook).has_hook
 
     async def _promote(self, state: Pass, etcd: EtcdClient, decision: Decision) -> None:
         member = decision.member
@@ -634,15 +314,10 @@ class EtcdQuorumReconciler:
         await self.etcd_clients.forget(key)
         etcd_metrics.forget(key)
         self._last_change.pop(key, None)
-        self._early_removal_at.pop(key, None)
-        for table in (
-            self._unmapped_since,
-            self._promotion_attempts,
-            self._orphan_unhealthy_since,
-            self._handoff_failures,
-        ):
-            for k in [k for k in table if k[0] == key]:
-                del table[k]
+        self._remover.forget(key)
+        self._strays.forget(key)
+        for k in [k for k in self._promotion_attempts if k[0] == key]:
+            del self._promotion_attempts[k]
         self._reporter.forget(key)
 
 

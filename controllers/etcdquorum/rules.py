@@ -11,11 +11,13 @@ model's (:mod:`controllers.etcd.membership`); the rules here take its answers.
 * :func:`machine_api_functional` and :func:`hook_action`: where the preDrain hook goes;
 * :func:`promotion_decision`: which learner may become a voter now;
 * :func:`removal_decision`: which deleting Machine's member may be removed now, or why not;
-* :func:`early_removal_decision`: under ``maxSurge: 0``, which marked Machine's healthy voter may
-  go before its replacement votes (so that its host can take the replacement);
-* :func:`leadership_handoff`: whether leadership moves off that member first, and to whom;
 * :func:`is_abandoned_learner`: the one kind of member that maps to no Machine and is cleaned up;
 * :func:`hook_removable`: when a deleting Machine's hook may go.
+
+Three rules have modules of their own, built on these: the maxSurge-0 early removal
+(:mod:`controllers.etcdquorum.early_removal`), the leadership hand-off before a removal
+(:mod:`controllers.etcdquorum.handoff`) and members of no Machine
+(:mod:`controllers.etcdquorum.members_without_machine`).
 
 What the ``EtcdClusterHealthy`` condition says is :mod:`controllers.etcdquorum.cluster_health`'s.
 """
@@ -30,7 +32,7 @@ from typing import Any, Final, Literal
 from api.controlplane import REMOVE_MEMBER_FIRST_ANNOTATION, ControlPlaneSpec
 from api.failuredomains import machine_domain
 from api.machine import marked_for_remediation
-from api.quorum import MIN_REPLICAS_FOR_NO_SURGE, quorum, quorum_kept_without
+from api.quorum import quorum, quorum_kept_without
 from api.quorum import quorum_lost as _voters_lost_quorum
 from controllers.etcd.membership import MemberState
 
@@ -105,7 +107,8 @@ class GuardedMachine:
     failure_domain: str | None = None
     remove_member_first: bool = False
     """It carries :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`: the ControlPlane deleted
-    it in a ``maxSurge: 0`` rollout or rebalance (:func:`early_removal_decision`)."""
+    it in a ``maxSurge: 0`` rollout or rebalance
+    (:func:`~controllers.etcdquorum.early_removal.early_removal_decision`)."""
     other_hooks: tuple[str, ...] = ()
     """Its lifecycle hooks other than :attr:`hook` (``preDrain/<name>``, ``preTerminate/<name>``)."""
     created: str = ""
@@ -365,7 +368,7 @@ def _removal_check(candidate: MemberState, voters: Sequence[MemberState], desire
     return None
 
 
-def _removal_candidates(
+def removal_candidates(
     members: Sequence[MemberState], machines: Mapping[str, GuardedMachine]
 ) -> list[MemberState]:
     """Members of Machines being deleted that carry the hook, by label (without the hook, a human
@@ -383,7 +386,7 @@ def _removal_candidates(
     )
 
 
-def _one_at_a_time(chosen: MemberState, others: Iterable[MemberState]) -> tuple[Wait, ...]:
+def one_at_a_time(chosen: MemberState, others: Iterable[MemberState]) -> tuple[Wait, ...]:
     return tuple(
         Wait(m.machine, WAIT_ONE_CHANGE_PER_PASS, f"member {chosen.label} is removed first")
         for m in others
@@ -391,7 +394,7 @@ def _one_at_a_time(chosen: MemberState, others: Iterable[MemberState]) -> tuple[
     )
 
 
-def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[MemberState]) -> tuple[Wait, ...]:
+def quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[MemberState]) -> tuple[Wait, ...]:
     healthy = sum(m.healthy for m in voters)
     message = (
         f"etcd has lost quorum ({healthy} healthy of {len(voters)} voters, quorum "
@@ -401,7 +404,7 @@ def _quorum_lost_waits(voters: Sequence[MemberState], candidates: Sequence[Membe
     return tuple(Wait(m.machine, WAIT_QUORUM_LOST, message) for m in candidates)
 
 
-def _removal_preference(
+def removal_preference(
     allowed: Sequence[MemberState], voters: Sequence[MemberState], machines: Mapping[str, GuardedMachine]
 ) -> list[MemberState]:
     """``allowed`` in the order they go: one whose failure domain keeps another voter, then by
@@ -445,7 +448,7 @@ def removal_decision(
     Several allowed: first the one whose failure domain hosts another voter too, then by name.
     The others wait with reason ``OneMemberChangeAtATime``.
     """
-    candidates = _removal_candidates(members, machines)
+    candidates = removal_candidates(members, machines)
     if not candidates:
         return Decision()
     learners = [m for m in candidates if m.member.is_learner]
@@ -453,17 +456,17 @@ def removal_decision(
         return Decision(
             member=learners[0],
             why="it is a learner of a deleting Machine: it holds no vote",
-            waits=_one_at_a_time(learners[0], candidates),
+            waits=one_at_a_time(learners[0], candidates),
         )
     voters = voters_of(members)
     if quorum_lost(members):
-        return Decision(waits=_quorum_lost_waits(voters, candidates))
+        return Decision(waits=quorum_lost_waits(voters, candidates))
     checks = [(candidate, _removal_check(candidate, voters, desired)) for candidate in candidates]
     allowed = [candidate for candidate, wait in checks if wait is None]
     waits = [wait for _, wait in checks if wait is not None]
     if not allowed:
         return Decision(waits=tuple(waits))
-    chosen, *others = _removal_preference(allowed, voters, machines)
+    chosen, *others = removal_preference(allowed, voters, machines)
     healthy_after = sum(m.healthy for m in voters if m is not chosen)
     return Decision(
         member=chosen,
@@ -471,239 +474,8 @@ def removal_decision(
             f"{healthy_after} healthy of {len(voters) - 1} voters remain (desired {desired}, "
             f"quorum {quorum(len(voters) - 1)})"
         ),
-        waits=(*waits, *_one_at_a_time(chosen, others)),
+        waits=(*waits, *one_at_a_time(chosen, others)),
     )
-
-
-# ---------------------------------------------------------------------------------------------- maxSurge 0
-
-
-def removes_member_first(spec: ControlPlaneSpec) -> bool:
-    """Whether the ControlPlane's rollouts delete first (``RollingUpdate`` with ``maxSurge: 0`` and
-    at least :data:`~api.quorum.MIN_REPLICAS_FOR_NO_SURGE` replicas; smaller ones always surge):
-    only then may a marked Machine's member go before its replacement votes."""
-    rolling = spec.strategy.rolling_update
-    return (
-        spec.strategy.type == "RollingUpdate"
-        and rolling is not None
-        and rolling.max_surge == 0
-        and spec.replicas >= MIN_REPLICAS_FOR_NO_SURGE
-    )
-
-
-def early_removal_decision(
-    members: Sequence[MemberState],
-    machines: Mapping[str, GuardedMachine],
-    desired: int,
-    *,
-    surge_zero: bool,
-) -> Decision:
-    """Which healthy voter of a Machine the ControlPlane deleted in a ``maxSurge: 0`` rollout or
-    rebalance may be removed *before* its replacement votes, or why it waits.
-
-    ``maxSurge: 0`` exists for clusters with exactly as many hosts as replicas (bare metal). The
-    ControlPlane deletes the old Machine first, but while this controller's hook keeps its member
-    (until the replacement is a voter: :func:`removal_decision`) the old instance keeps its host,
-    the replacement never provisions, and the rollout deadlocks. KCP lets the old member go first
-    when the rest of etcd is healthy: its pre-terminate hook removes the member once
-    ``targetEtcdClusterHealthy`` holds, forwarding leadership first. Here the same, for deletions
-    the ControlPlane marked (:data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`) only; a
-    user's or a health check's deletion keeps the add-then-remove order of :func:`removal_decision`.
-    The member goes when all of these hold:
-
-    * the ControlPlane still deletes first (``surge_zero``: :func:`removes_member_first`);
-    * its Machine is being deleted, carries the hook and the mark, and the member is a healthy
-      voter (a learner or a dead voter is :func:`removal_decision`'s);
-    * the voters are exactly ``desired`` and no learner is pending: the cluster is whole, and no
-      other replacement is under way;
-    * no other marked Machine's member is already gone early (its Machine still exists): one
-      early removal at a time;
-    * every other voter is healthy, and the quorum holds without the member (the reconciler
-      decides this again from a health read made right before the removal, not this pass's);
-    * our hook is the only lifecycle hook left on the Machine: another hook still holds the
-      instance, so removing the member would free no host and only cost a voter.
-
-    The arithmetic: with ``desired`` = n healthy voters, removing one leaves n - 1, all healthy,
-    with quorum ⌊(n - 1)/2⌋ + 1 ≤ n - 1 for n ≥ 2; voters never go below ``desired`` - 1, and the
-    cluster then survives ⌊(n - 2)/2⌋ failures instead of ⌊(n - 1)/2⌋: one voter of fault
-    tolerance is the price of each replacement (for 3 replicas, none is left until the
-    replacement votes). That is what the API field's documentation states.
-    """
-    candidates = [
-        m
-        for m in _removal_candidates(members, machines)
-        if m.voter and m.healthy and m.machine is not None and machines[m.machine].remove_member_first
-    ]
-    if not candidates or not surge_zero:
-        return Decision()
-    voters = voters_of(members)
-    if quorum_lost(members):
-        return Decision(waits=_quorum_lost_waits(voters, candidates))
-    with_member = {m.machine for m in members if m.machine is not None}
-    gone_early = sorted(
-        name
-        for name, machine in machines.items()
-        if machine.deleting and machine.remove_member_first and name not in with_member
-    )
-    learners = [m for m in members if m.member.is_learner]
-    unhealthy = [m for m in voters if not m.healthy]
-    waits: list[Wait] = []
-    allowed: list[MemberState] = []
-    for candidate in candidates:
-        machine = machines[candidate.machine or ""]
-        label = candidate.label
-        if len(voters) != desired:
-            why = f"{len(voters)} voters, not the {desired} desired: an early removal needs the cluster whole"
-            waits.append(Wait(machine.name, WAIT_HEALTHY_VOTERS, f"member {label} stays: {why}"))
-        elif learners:
-            waits.append(
-                Wait(
-                    machine.name,
-                    WAIT_LEARNER_PENDING,
-                    f"member {label} stays: learner {member_labels(learners)} is not a voter yet",
-                )
-            )
-        elif gone_early:
-            waits.append(
-                Wait(
-                    machine.name,
-                    WAIT_ONE_CHANGE_PER_PASS,
-                    f"member {label} stays: the member of {', '.join(gone_early)} went early, and its "
-                    "replacement does not vote yet",
-                )
-            )
-        elif unhealthy:
-            waits.append(
-                Wait(
-                    machine.name,
-                    WAIT_MEMBERS_UNHEALTHY,
-                    f"member {label} stays until its replacement votes: unhealthy voters "
-                    f"{member_labels(unhealthy)}",
-                )
-            )
-        elif not quorum_kept_without({m.member.id: m.healthy for m in voters}, candidate.member.id):
-            waits.append(
-                Wait(
-                    machine.name,
-                    WAIT_QUORUM_AFTER_REMOVAL,
-                    f"removing member {label} early would leave fewer healthy voters than their quorum",
-                )
-            )
-        elif machine.other_hooks:
-            waits.append(
-                Wait(
-                    machine.name,
-                    WAIT_OTHER_HOOKS,
-                    f"member {label} stays until its replacement votes: lifecycle hooks "
-                    f"{', '.join(machine.other_hooks)} still hold the Machine, so removing it frees no host",
-                )
-            )
-        else:
-            allowed.append(candidate)
-    if not allowed:
-        return Decision(waits=tuple(waits))
-    chosen, *others = _removal_preference(allowed, voters, machines)
-    return Decision(
-        member=chosen,
-        why=(
-            f"maxSurge 0: its Machine was deleted by the ControlPlane to free its host; "
-            f"{len(voters) - 1} healthy of {len(voters) - 1} voters remain (desired {desired}, quorum "
-            f"{quorum(len(voters) - 1)}) until the replacement votes"
-        ),
-        waits=(*waits, *_one_at_a_time(chosen, others)),
-    )
-
-
-MAX_HANDOFF_ATTEMPTS: Final = 3
-"""Passes in a row a removal waits for leadership to move off its member before it goes on
-without (one election), so that a hand-off etcd keeps refusing never holds a Machine for ever."""
-
-
-@dataclass(frozen=True, slots=True)
-class HandOff:
-    """What happens to etcd leadership before a member is removed (:func:`leadership_handoff`)."""
-
-    target: MemberState | None = None
-    """Move leadership to this voter first; None: remove the member as it is."""
-    wait: str | None = None
-    """When set, the removal waits this pass (``LeadershipNotMoved``) and this says why."""
-    why: str = ""
-    """What was decided, for the log and the ``MemberRemoved`` event."""
-
-
-def leadership_handoff(
-    leaving: MemberState,
-    leader: int,
-    members: Sequence[MemberState],
-    machines: Mapping[str, GuardedMachine],
-    *,
-    failed_attempts: int = 0,
-) -> HandOff:
-    """Whether leadership must move off ``leaving`` before it is removed, and to which voter.
-
-    ``leader`` is the leader's member id as an endpoint status read just now reports it (0: no
-    member named one). Removing the leading member costs the cluster an election: no leader, so
-    no write, for about an election timeout. So when ``leaving`` leads, leadership goes first to
-    a voter that answers its health read, whose Machine exists, is not being deleted (it would
-    be next to go) and is not marked for remediation (:attr:`GuardedMachine.remediation_marked`:
-    its replacement is coming); the oldest such Machine, then by name, because etcd refuses
-    membership changes until its leader has been connected to a quorum for 5 seconds, so a
-    leader that joined a moment ago would hold up the very removal it was moved for.
-
-    No move is needed, and the removal goes on, when ``leaving`` is a learner (it never leads),
-    when another member leads, or when ``leaving`` leads but fails its health read (it cannot
-    hand leadership on; an election follows either way). When ``leaving`` leads and no voter
-    qualifies, the removal goes on too: removal_decision has already found the voters left
-    enough for a quorum, and an election is what a removal without a hand-off costs.
-
-    The removal waits (``LeadershipNotMoved``) only when the leader cannot be told (no member
-    reports one: an election is under way) or a hand-off was tried and failed
-    (``failed_attempts`` passes in a row); after :data:`MAX_HANDOFF_ATTEMPTS` such passes it goes
-    on without, so a hand-off etcd keeps refusing costs an election, never a stuck Machine.
-
-    This follows cluster-api's KubeadmControlPlane, whose pre-terminate hook forwards leadership
-    off a deleting Machine's member right before removing it, whoever deleted the Machine; it
-    skips the hand-off when no Machine without a deletion timestamp is left, and a failed move
-    returns an error, so the removal is retried on its next reconcile. Unlike it, the target is
-    the oldest qualifying voter, not the newest, healthy and not marked for remediation, and a
-    refusal that persists gives way after a bound.
-    """
-    if leaving.member.is_learner:
-        return HandOff(why="a learner never leads")
-    if leader != 0 and leader != leaving.member.id:
-        return HandOff(why="it does not lead")
-    gave_up = failed_attempts >= MAX_HANDOFF_ATTEMPTS
-    if leader == 0:
-        if gave_up:
-            return HandOff(why=f"no member reported a leader in {failed_attempts} passes: removed as is")
-        return HandOff(wait=f"no member reports a leader: member {leaving.label} waits for one")
-    if not leaving.healthy or not leaving.endpoint:
-        return HandOff(why="it leads but fails its health read: it cannot hand leadership on")
-    if gave_up:
-        return HandOff(
-            why=f"leadership could not be moved off it in {failed_attempts} passes: removed as is "
-            "(an election)"
-        )
-    candidates = sorted(
-        (
-            m
-            for m in voters_of(members)
-            if m is not leaving
-            and m.healthy
-            and m.machine is not None
-            and m.machine in machines
-            and not machines[m.machine].deleting
-            and not machines[m.machine].remediation_marked
-        ),
-        key=lambda m: (machines[m.machine or ""].created or "~", m.machine or ""),
-    )
-    if not candidates:
-        return HandOff(
-            why="it leads and no healthy voter of a Machine that stays is left to lead: removed as is "
-            "(an election)"
-        )
-    target = candidates[0]
-    return HandOff(target=target, why=f"leadership handed to {target.label} first")
 
 
 def is_abandoned_learner(member: MemberState, first_seen: float, now: float, grace: float) -> bool:

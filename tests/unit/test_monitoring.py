@@ -33,6 +33,7 @@ from tests.support.monitoring import (
 
 ALERTS = {
     "CPOEtcdQuorumAtRisk": "5m",
+    "CPOEtcdPlannedVoterDipTooLong": "1m",
     "CPOEtcdHookWaitStuck": "30m",
     "CPOEtcdMemberWithoutMachine": "15m",
     "CPOControlPlaneNotAvailable": "15m",

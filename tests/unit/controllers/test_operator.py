@@ -77,5 +77,12 @@ def test_the_start_line_names_the_running_event_loop(
         logging.getLogger().addHandler(caplog.handler)
 
     monkeypatch.setattr(runtime.log, "configure_logging", configure_and_capture)
-    assert run(run_operator(options), loop=loop) == 1
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        assert run(run_operator(options), loop=loop) == 1
+    finally:
+        # The root logger as the test found it: later tests in this process read its handlers.
+        root.handlers[:] = handlers
+        root.setLevel(level)
     assert f"on the {loop} event loop" in start_line(caplog)
