@@ -178,7 +178,13 @@ Lifecycle
 
 Faults
 ------
-Annotation ``local.cpo.dev/fault`` on a provisioned Machine:
+A fault is state, not an order: in force while it is set. Two places set one: the annotation
+``local.cpo.dev/fault`` (one fault, set and removed on a live Machine), and the providerSpec's
+``faults`` list (``providerSpec.value.faults: [notready]``), fixed for the Machine's life and in
+force from the moment its instance starts: how a ControlPlane template faults every *new* Machine
+without touching the existing ones (a fault in the template's metadata could be copied onto
+existing Machines in place). An unknown fault in the list fails the Machine with
+``errorReason: InvalidConfiguration``; an unknown annotation value is ignored (logged). The faults:
 
 ``kill``            SIGKILL the member once: a crash. The process stays dead (removing the
                     annotation does not bring it back); the Node turns ``Ready=Unknown``.

@@ -117,6 +117,22 @@ def is_local_machine(obj: Mapping[str, Any]) -> bool:
     return isinstance(value, Mapping) and value.get("kind") == PROVIDER_SPEC_KIND
 
 
+def machine_faults(machine: Mapping[str, Any]) -> frozenset[str]:
+    """The faults in force on ``machine``: its ``local.cpo.dev/fault`` annotation (one fault, set
+    and removed on a live Machine) and its ``providerSpec.value.faults`` (a list, fixed for the
+    Machine's life: the template's way to fault every new Machine, applied from the moment its
+    instance starts). Raises :class:`_InvalidConfiguration` for a providerSpec fault not in
+    :data:`FAULTS` (an unknown annotation value is logged and ignored, as before)."""
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    listed = value.get("faults") or []
+    if not isinstance(listed, list) or any(f not in FAULTS for f in listed):
+        raise _InvalidConfiguration(
+            f"providerSpec.value.faults {listed!r}: give a list of faults among {', '.join(FAULTS)}"
+        )
+    annotated = (machine.get("metadata", {}).get("annotations") or {}).get(FAULT_ANNOTATION)
+    return frozenset([*listed, *([annotated] if annotated else [])])
+
+
 def failure_domain(machine: Mapping[str, Any]) -> str | None:
     """The zone of ``machine``: ``providerSpec.value.failureDomain``, else ``.zone``, else None."""
     value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
@@ -313,6 +329,7 @@ class LocalMachineReconciler:
             return Result()  # terminal, as with OpenShift's machine controller: delete the Machine
         try:
             zone = failure_domain(machine)
+            machine_faults(machine)
         except _InvalidConfiguration as err:
             await self._fail(machine, "InvalidConfiguration", str(err))
             return Result()
@@ -337,14 +354,9 @@ class LocalMachineReconciler:
         """Take a host of the Machine's domain, start (bootstrap or join) the member; returns the
         updated Machine, or a Result to wait."""
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
-        annotations = machine["metadata"].get("annotations") or {}
         supervisor = self.supervisor(namespace)
-        if annotations.get(FAULT_ANNOTATION) == "fail-provision" and supervisor.get(name) is None:
-            await self._fail(
-                machine,
-                "CreateError",
-                f"provisioning failed on purpose: annotation {FAULT_ANNOTATION}=fail-provision",
-            )
+        if "fail-provision" in machine_faults(machine) and supervisor.get(name) is None:
+            await self._fail(machine, "CreateError", "provisioning failed on purpose: fault fail-provision")
             return Result()
         if (machine.get("status") or {}).get("phase") != PHASE_PROVISIONING:
             await self._patch_status(machine, {"phase": PHASE_PROVISIONING})
@@ -597,23 +609,24 @@ class LocalMachineReconciler:
         return Result(requeue_after=self.options.heartbeat_period)
 
     async def _apply_faults(self, machine: JSON, supervisor: EtcdSupervisor, member: MemberProcess) -> None:
-        """Act on ``local.cpo.dev/fault`` (see the package docstring); a fault is state, not an order."""
+        """Act on the Machine's faults (:func:`machine_faults`, the package docstring); a fault is
+        state, not an order."""
         name = member.name
-        fault = (machine["metadata"].get("annotations") or {}).get(FAULT_ANNOTATION)
-        if fault == "kill":
+        faults = machine_faults(machine)
+        if "kill" in faults:
             if member.running and await supervisor.kill(name):
                 self._event(
                     machine, "Warning", "FaultInjected", f"etcd member process {member.pid} SIGKILLed"
                 )
-        elif fault in ("stop", "stop-member"):
+        elif faults & {"stop", "stop-member"}:
             if member.running and not member.paused and await supervisor.pause(name):
                 self._event(
                     machine, "Warning", "FaultInjected", f"etcd member process {member.pid} SIGSTOPped"
                 )
         elif member.paused and await supervisor.resume(name):
             self._event(machine, "Normal", "FaultCleared", f"etcd member process {member.pid} SIGCONTed")
-        if fault is not None and fault not in FAULTS:
-            _log.info("unknown fault ignored", fault=fault, known=list(FAULTS))
+        if unknown := faults - set(FAULTS):
+            _log.info("unknown fault ignored", fault=sorted(unknown), known=list(FAULTS))
 
     def _node_name(self, machine: Mapping[str, Any], member: MemberProcess | None) -> str:
         """The Machine's Node name: the Machine's own name, or in realistic mode the one a cloud
@@ -677,7 +690,7 @@ class LocalMachineReconciler:
     async def _readiness(self, machine: JSON, supervisor: EtcdSupervisor) -> _Readiness:
         name = machine["metadata"]["name"]
         member = supervisor.get(name)
-        fault = (machine["metadata"].get("annotations") or {}).get(FAULT_ANNOTATION)
+        faults = machine_faults(machine)
         if member is None or not member.running:
             return _Readiness(
                 "Unknown",
@@ -685,12 +698,12 @@ class LocalMachineReconciler:
                 "etcd member process is not running (crashed or killed)",
                 False,
             )
-        if member.paused and fault == "stop-member":
+        if member.paused and "stop-member" in faults:
             return _Readiness(
                 "True",
                 "KubeletReady",
                 f"kubelet posts Ready; etcd member process {member.pid} is stopped "
-                f"(fault injected: {FAULT_ANNOTATION}=stop-member)",
+                "(fault injected: stop-member)",
                 True,
             )
         if member.paused:
@@ -700,10 +713,8 @@ class LocalMachineReconciler:
                 f"etcd member process {member.pid} is stopped (SIGSTOP) and answers nothing",
                 False,
             )
-        if fault == "notready":
-            return _Readiness(
-                "False", "KubeletNotReady", f"fault injected: {FAULT_ANNOTATION}=notready", True
-            )
+        if "notready" in faults:
+            return _Readiness("False", "KubeletNotReady", "fault injected: notready", True)
         options = dataclasses.replace(self.options.client_options, timeout=self.options.health_timeout)
         async with EtcdClient([member.client_url], options) as etcd:
             (health,) = await etcd.health()

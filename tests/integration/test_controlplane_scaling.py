@@ -52,7 +52,6 @@ from tests.support.controlplane import (
 )
 from tests.support.explain import ExplainWatch
 from tests.support.localmachine import (
-    FAULT_ANNOTATION,
     get_machine,
     machine_condition,
     provider_options,
@@ -848,24 +847,21 @@ async def test_the_last_machine_marked_unhealthy_is_kept_and_the_controlplane_is
 
 FAILING_TEMPLATE = {
     "template": {
-        "metadata": {
-            "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
-            "annotations": {FAULT_ANNOTATION: "fail-provision"},
-        },
-        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+        "spec": {
+            "providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "faults": ["fail-provision"]}}
+        }
     }
 }
-"""A template whose Machines never provision (the provider's ``fail-provision`` fault)."""
+"""A template whose new Machines never provision (the provider's ``fail-provision`` fault, in the
+providerSpec: it applies to the Machines made from it, never to the existing ones)."""
 FAULTY_TEMPLATE = {
     "template": {
-        "metadata": {
-            "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
-            "annotations": {FAULT_ANNOTATION: "notready"},
-        },
-        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "faults": ["notready"]}}}
     }
 }
-"""A template whose Machines never get a Ready Node (the local provider's fault annotation)."""
+"""A template whose new Machines never get a Ready Node (the provider's ``notready`` fault)."""
+ROLLED_BACK = {"template": {"spec": {"providerSpec": {"value": {"faults": None}}}}}
+"""The template as it was before a faulty one (a merge patch: null removes the faults)."""
 
 
 async def rebalance_scenario(kube: Client, namespace: str, provider_state_dir: Path) -> None:
@@ -930,8 +926,8 @@ async def rebalance_scenario(kube: Client, namespace: str, provider_state_dir: P
                 timeout=60,
                 message="the rollout waits on its NotReady replacement",
             )
-            # The rollback: the template as it was (a merge patch: null removes the annotations).
-            await set_spec(kube, name, namespace, {"template": {"metadata": {"annotations": None}}})
+            # The rollback: the template as it was.
+            await set_spec(kube, name, namespace, ROLLED_BACK)
 
             async def failing_replacement_gone() -> bool:
                 names = sorted(m["metadata"]["name"] for m in await machines_of(kube, namespace))
@@ -954,7 +950,7 @@ async def rebalance_scenario(kube: Client, namespace: str, provider_state_dir: P
                 return failed[0]["metadata"]["name"] if len(failed) == 1 else None
 
             stalled = await eventually(a_failed_replacement, timeout=60, message="a failed replacement")
-            await set_spec(kube, name, namespace, {"template": {"metadata": {"annotations": None}}})
+            await set_spec(kube, name, namespace, ROLLED_BACK)
 
             async def replaced_by_a_working_one() -> bool:
                 names = [m["metadata"]["name"] for m in await machines_of(kube, namespace)]

@@ -244,6 +244,26 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
         assert not (provider_state_dir / namespace / doomed).exists(), "no member may be started"
         assert await get_node(kube, doomed) is None
 
+        # The same fault from the providerSpec: how a template faults every new Machine.
+        await kube.create(machine(f"{doomed}-spec", namespace, faults=["fail-provision"]))
+        doomed_by_spec = f"{doomed}-spec"
+
+        async def failed_by_spec() -> bool:
+            status = ((await get_machine(kube, doomed_by_spec, namespace)) or {}).get("status") or {}
+            return status.get("phase") == "Failed" and status.get("errorReason") == "CreateError"
+
+        await eventually(failed_by_spec, timeout=10, message=f"{doomed_by_spec} Failed by its providerSpec")
+        assert not (provider_state_dir / namespace / doomed_by_spec).exists()
+        await kube.create(machine(f"{invalid}-faults", namespace, faults=["crash"]))
+
+        async def bad_fault_refused() -> bool:
+            status = ((await get_machine(kube, f"{invalid}-faults", namespace)) or {}).get("status") or {}
+            return status.get("errorReason") == "InvalidConfiguration" and "faults ['crash']" in status.get(
+                "errorMessage", ""
+            )
+
+        await eventually(bad_fault_refused, timeout=10, message="an unknown providerSpec fault is refused")
+
         # Bad input fails the Machine with a message that says what to change.
         await kube.create(machine(invalid, namespace, zone="zone a!"))
 
@@ -262,6 +282,8 @@ async def test_the_kill_fault_is_a_crash_that_stays_and_fail_provision_fails_the
         # A Failed machine can still be deleted: its finalizer is released.
         await kube.delete(API_VERSION, "Machine", doomed, namespace)
         await kube.delete(API_VERSION, "Machine", invalid, namespace)
+        await kube.delete(API_VERSION, "Machine", doomed_by_spec, namespace)
+        await kube.delete(API_VERSION, "Machine", f"{invalid}-faults", namespace)
         await kube.delete(API_VERSION, "Machine", name, namespace)
 
         async def all_gone() -> bool:

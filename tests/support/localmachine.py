@@ -72,10 +72,13 @@ def machine(
     annotations: dict[str, str] | None = None,
     pre_drain: list[str] | None = None,
     pre_terminate: list[str] | None = None,
+    faults: list[str] | None = None,
 ) -> JSON:
     value: JSON = {"kind": PROVIDER_SPEC_KIND}
     if zone is not None:
         value["failureDomain"] = zone
+    if faults is not None:
+        value["faults"] = faults
     spec: JSON = {"providerSpec": {"value": value}}
     hooks: JSON = {}
     if pre_drain:
