@@ -175,6 +175,21 @@ class MemberRemover:
         state.requeue_after = self.options.busy_period
         return True
 
+    async def remove_as_is(self, state: Pass, etcd: EtcdClient, member: MemberState, what: str) -> str | None:
+        """Remove ``member`` without a hand-off (one that leads nothing: a learner, a dead member),
+        counted and paced like every change; what its event says of leadership
+        (:func:`~.report.removal_leadership`), or None when etcd refused (logged as ``what``)."""
+        before = await self.leader_status(state, etcd)
+        try:
+            await etcd.remove(member.member.id)
+        except EtcdError as err:
+            _log.info(f"{what} removal failed", member=member.label, error=str(err))
+            return None
+        after = await self.leader_status(state, etcd, removed=member.member.id)
+        etcd_metrics.member_removals_total.labels(state.key).inc()
+        self.last_change[state.key] = time.monotonic()
+        return removal_leadership(state.states, before, after)
+
     def _handoff_failed(self, state: Pass, member: MemberState, message: str) -> None:
         """The removal of ``member`` waits this pass for leadership to move (``LeadershipNotMoved``)."""
         key = (state.key, member.member.id)

@@ -18,7 +18,7 @@ import aiohttp
 import controllers.etcdquorum.metrics as etcd_metrics
 from api.controlplane import STATE_INACTIVE
 from api.machine import API_VERSION as MACHINE_API_VERSION
-from controllers.etcd.client import EtcdClient, EtcdError
+from controllers.etcd.client import EtcdClient
 from controllers.etcd.membership import (
     MachineIdentity,
     MemberState,
@@ -34,7 +34,7 @@ from controllers.etcdquorum.members_without_machine import (
 )
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
 from controllers.etcdquorum.removals import MemberRemover
-from controllers.etcdquorum.report import Pass, Reporter, removal_leadership
+from controllers.etcdquorum.report import Pass, Reporter
 from controllers.etcdquorum.rules import is_abandoned_learner, machine_api_functional, quorum_lost
 from runtime.cache import Cache
 from runtime.client import Client
@@ -89,20 +89,14 @@ class StrayMembers:
                 continue
             if not act:
                 return True
-            before = await self.remover.leader_status(state, etcd)
-            try:
-                await etcd.remove(member.member.id)
-            except EtcdError as err:
-                _log.info("abandoned learner removal failed", member=member.label, error=str(err))
+            leadership = await self.remover.remove_as_is(state, etcd, member, "abandoned learner")
+            if leadership is None:
                 return True
-            after = await self.remover.leader_status(state, etcd, removed=member.member.id)
-            etcd_metrics.member_removals_total.labels(state.key).inc()
-            self.last_change[state.key] = time.monotonic()
             self._unmapped_since.pop((state.key, member.member.id), None)
             message = (
                 f"removed etcd learner {member.label}: added {now - first:.0f}s or more ago, never "
                 "started, and no Machine names it (a provider stopped between member add and start); "
-                f"{removal_leadership(state.states, before, after)}"
+                f"{leadership}"
             )
             self.reporter.event(state.cp, "Warning", "AbandonedLearnerRemoved", message)
             _log.info(message)
@@ -144,20 +138,13 @@ class StrayMembers:
             return False
         if not act or not await self._still_dead_and_alone(state, etcd, member):
             return True
-        before = await self.remover.leader_status(state, etcd)
-        try:
-            await etcd.remove(member.member.id)
-        except EtcdError as err:
-            _log.info("member without Machine: removal failed", member=member.label, error=str(err))
+        # A dead member does not lead (it answers nothing): no hand-off.
+        leadership = await self.remover.remove_as_is(state, etcd, member, "member without Machine")
+        if leadership is None:
             return True
-        after = await self.remover.leader_status(state, etcd, removed=member.member.id)
-        etcd_metrics.member_removals_total.labels(state.key).inc()
         etcd_metrics.members_without_machine_removed_total.labels(state.key).inc()
-        self.last_change[state.key] = time.monotonic()
         self._orphan_unhealthy_since.pop((state.key, member.member.id), None)
-        # A dead member does not lead (it answers nothing): no hand-off, but the event still says
-        # whether the removal cost an election.
-        message = f"removed etcd {decision.why}; {removal_leadership(state.states, before, after)}"
+        message = f"removed etcd {decision.why}; {leadership}"
         self.reporter.event(state.cp, "Warning", "MemberWithoutMachineRemoved", message)
         _log.info(message)
         state.requeue_after = self.options.busy_period

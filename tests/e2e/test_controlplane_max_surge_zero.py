@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -30,30 +29,23 @@ import pytest_asyncio
 from api.controlplane import REMOVE_MEMBER_FIRST_ANNOTATION
 from api.machine import API_VERSION
 from demo.monitor import QuorumSample
-from demo.observer import Observer, Sample
-from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, settled
+from demo.observer import Sample
+from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
 from demo.writer import EtcdWriter
 from runtime.client import Client
 from runtime.jsoncodec import JSON
 from tests.support.controlplane import cp_condition
-from tests.support.localmachine import track_state_dir
 from tests.support.poll import eventually
+from tests.support.tour_world import TourWorld as World
+from tests.support.tour_world import tour_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
 NAMESPACE = "metal"
 CP = "controlplane.cpo.dev/v1alpha1"
 NO_SURGE = {"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}}}
-
-
-@dataclass
-class World:
-    world: DemoWorld
-    client: Client
-    observer: Observer
-    tour: Tour
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -64,31 +56,12 @@ async def metal(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         realistic=True,
         max_instances_per_domain=1,
     )
-    track_state_dir(world.state_dir)
-    try:
-        await world.start()
-        async with (
-            await Client.from_kubeconfig(str(world.kubeconfig_path)) as client,
-            Observer(
-                client, NAMESPACE, controlplane=CONTROLPLANE, tls_secret=world.etcd_client_secret
-            ) as observer,
-        ):
-            tour = Tour(
-                world.kubeconfig_path,
-                NAMESPACE,
-                observer,
-                replicas=3,
-                fast=True,
-                step_budget=240.0,
-                tls_secret=world.etcd_client_secret,
-            )
-            await bootstrap_step(tour)
-            await tour.kubectl(
-                "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(NO_SURGE)
-            )
-            yield World(world, client, observer, tour)
-    finally:
-        await world.stop()
+    async with tour_world(world, step_budget=240.0) as started:
+        await bootstrap_step(started.tour)
+        await started.tour.kubectl(
+            "patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", json.dumps(NO_SURGE)
+        )
+        yield started
 
 
 async def machines(client: Client) -> list[JSON]:

@@ -27,8 +27,8 @@ from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
 from controllers.etcdquorum.rules import Hook
 from demo.monitor import quorum_losses
-from demo.observer import Observer, Sample
-from demo.tour import CONTROLPLANE, Tour, kill, rollout, scale_out, settled
+from demo.observer import Sample
+from demo.tour import CONTROLPLANE, kill, rollout, scale_out, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
 from providers.localmachine.realistic import PKI_DIR
@@ -36,8 +36,8 @@ from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
 from tests.support.controlplane import our_hooks
-from tests.support.localmachine import track_state_dir
 from tests.support.poll import eventually
+from tests.support.tour_world import TourWorld, tour_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -53,11 +53,7 @@ DELETE_MACHINE_ANNOTATION = "machine.openshift.io/delete-machine"
 
 
 @dataclass
-class World:
-    world: DemoWorld
-    client: Client
-    observer: Observer
-    tour: Tour
+class World(TourWorld):
     scale_in_started: float | None = None
     """When the scale from 5 to 3 began, on the quorum monitor's clock."""
     deletion_started: float | None = None
@@ -72,27 +68,8 @@ async def realistic(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[W
         realistic=True,
         operator_flags=(f"--etcd-hook-name={OWN_HOOK.name}", f"--etcd-hook-owner={OWN_HOOK.owner}"),
     )
-    track_state_dir(world.state_dir)
-    try:
-        await world.start()
-        async with (
-            await Client.from_kubeconfig(str(world.kubeconfig_path)) as client,
-            Observer(
-                client, NAMESPACE, controlplane=CONTROLPLANE, tls_secret=world.etcd_client_secret
-            ) as observer,
-        ):
-            tour = Tour(
-                world.kubeconfig_path,
-                NAMESPACE,
-                observer,
-                replicas=3,
-                fast=True,
-                step_budget=180.0,
-                tls_secret=world.etcd_client_secret,
-            )
-            yield World(world, client, observer, tour)
-    finally:
-        await world.stop()
+    async with tour_world(world) as started:
+        yield World(started.world, started.client, started.observer, started.tour)
 
 
 async def machines(client: Client) -> list[JSON]:

@@ -23,13 +23,13 @@ import pytest_asyncio
 
 from api.machine import API_VERSION
 from demo.monitor import quorum_losses
-from demo.observer import Observer, Sample
-from demo.tour import CONTROLPLANE, Tour, rollout, settled
+from demo.observer import Sample
+from demo.tour import CONTROLPLANE, rollout, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
 from runtime.client import Client
-from tests.support.localmachine import track_state_dir
 from tests.support.poll import eventually
+from tests.support.tour_world import TourWorld, tour_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -45,11 +45,7 @@ REMOVED = re.compile(
 
 
 @dataclass
-class World:
-    world: DemoWorld
-    client: Client
-    observer: Observer
-    tour: Tour
+class World(TourWorld):
     deleted_leader: str | None = None
     """The leader's Machine a user deleted."""
     scaled_in_leader: str | None = None
@@ -59,17 +55,8 @@ class World:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def handoff(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     world = DemoWorld(tmp_path_factory.mktemp("handoff-world"), namespace=NAMESPACE)
-    track_state_dir(world.state_dir)
-    try:
-        await world.start()
-        async with (
-            await Client.from_kubeconfig(str(world.kubeconfig_path)) as client,
-            Observer(client, NAMESPACE, controlplane=CONTROLPLANE) as observer,
-        ):
-            tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=REPLICAS, fast=True)
-            yield World(world, client, observer, tour)
-    finally:
-        await world.stop()
+    async with tour_world(world, replicas=REPLICAS, step_budget=240.0) as started:
+        yield World(started.world, started.client, started.observer, started.tour)
 
 
 async def machine_names(client: Client) -> set[str]:

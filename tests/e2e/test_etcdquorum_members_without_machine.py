@@ -24,7 +24,6 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
@@ -32,8 +31,7 @@ import pytest_asyncio
 from api.machine import API_VERSION
 from controllers.etcdquorum.members_without_machine import KEPT_HEALTHY, KEPT_NODE_PRESENT
 from demo.lifetime import end_processes
-from demo.observer import Observer
-from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, settled
+from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
 from providers.localmachine.etcd_process import recorded_processes
@@ -42,8 +40,9 @@ from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
 from tests.support.controlplane import cp_condition
 from tests.support.explain import CPO
-from tests.support.localmachine import track_state_dir
 from tests.support.poll import eventually
+from tests.support.tour_world import TourWorld as World
+from tests.support.tour_world import tour_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -51,14 +50,6 @@ NAMESPACE = "orphans"
 CP = "controlplane.cpo.dev/v1alpha1"
 GRACE = 10.0
 """``cpo run --etcd-member-without-machine-grace``: seconds a dead member of no Machine waits."""
-
-
-@dataclass
-class World:
-    world: DemoWorld
-    client: Client
-    observer: Observer
-    tour: Tour
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -69,28 +60,9 @@ async def orphans(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Wor
         realistic=True,
         operator_flags=(f"--etcd-member-without-machine-grace={GRACE:g}",),
     )
-    track_state_dir(world.state_dir)
-    try:
-        await world.start()
-        async with (
-            await Client.from_kubeconfig(str(world.kubeconfig_path)) as client,
-            Observer(
-                client, NAMESPACE, controlplane=CONTROLPLANE, tls_secret=world.etcd_client_secret
-            ) as observer,
-        ):
-            tour = Tour(
-                world.kubeconfig_path,
-                NAMESPACE,
-                observer,
-                replicas=3,
-                fast=True,
-                step_budget=180.0,
-                tls_secret=world.etcd_client_secret,
-            )
-            await bootstrap_step(tour)
-            yield World(world, client, observer, tour)
-    finally:
-        await world.stop()
+    async with tour_world(world) as started:
+        await bootstrap_step(started.tour)
+        yield started
 
 
 async def machines(client: Client) -> list[JSON]:

@@ -531,13 +531,15 @@ async def test_max_surge_zero_deletes_first_then_replaces(
             assert rollout[:2] == ["MachineDeleted", "MachineCreated"], rollout
             assert first_new > 0 and count.peak <= 4
             # The down member went at once (it held no quorum up); its replacement then voted, and
-            # from then on each healthy voter went early, one at a time: 3 -> 2 -> 3, never lower.
+            # from then on each healthy voter went early (3 -> 2 -> 3) or, when its replacement's
+            # learner joined first (an early removal waits for a pending learner), after it voted
+            # (3 -> 4 -> 3): never below desired - 1, never above desired + 1.
             gone = monitor.first(lambda s: s.at >= since and s.voters == 2)
             assert gone is not None, monitor.changes()
             back = monitor.first(lambda s: s.at > gone.at and s.voters == 3)
             assert back is not None, monitor.changes()
             assert monitor.low("voters", since=back.at) >= 2, monitor.changes()
-            assert monitor.peak("voters", since=since) <= 3, monitor.changes()
+            assert monitor.peak("voters", since=since) <= 4, monitor.changes()
             monitor.assert_never_lost_quorum()
         finally:
             await monitor.__aexit__(None, None, None)
