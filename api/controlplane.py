@@ -153,7 +153,8 @@ class RollingUpdate(StrictKubeModel):
     """Machines allowed above spec.replicas during a replacement: 1 creates the replacement
     before deleting the outdated machine (the safe default; it needs one spare host), 0 deletes
     first, for clusters with exactly as many hosts as replicas (bare metal). With 0 the old etcd
-    member is removed before its replacement votes, so that its host can take the replacement:
+    member is removed before its replacement votes, so that its host can take the replacement,
+    once every other voter is healthy, the voters are spec.replicas and no learner is pending:
     each replacement costs one voter of fault tolerance until the new member votes (3 replicas
     survive no further failure meanwhile); only rollouts and rebalancing do this, never a Machine
     a user or a health check deletes. Below 3 replicas a replacement always surges. Defaults to 1."""
@@ -331,7 +332,13 @@ class ControlPlaneSpec(StrictKubeModel):
     etcd: EtcdSpec | None = None
     """The etcd cluster; stacked on the control-plane machines unless etcd.external is set."""
     paused: bool = False
-    """Stop reconciling: no machine is created or deleted while true. Defaults to false."""
+    """Hold the ControlPlane's own Machine changes: while true it creates and deletes no Machine
+    (no scale-out or scale-in, rollout, rebalance or remediation: a Machine a health check marks
+    waits, its OwnerRemediated condition saying why) and leaves its MachineHealthCheck as it is.
+    The rest goes on: Machines are adopted, status, conditions and metrics are written, the
+    MachineHealthCheck still marks unhealthy Machines, and the etcd-quorum hook still hooks the
+    Machines, promotes learners and removes the members of Machines others delete. Defaults to
+    false."""
 
 
 class Condition(StrictKubeModel):

@@ -154,6 +154,18 @@ Lifecycle
   own conditions (``EtcdMemberStarted``, ``NodeOwned``, ``Drainable``, ``Terminable``) are merged
   by type into the stored list under its resourceVersion, so another writer's Machine conditions
   (the health check's marks, the operator's) survive every status write.
+* **Machine labels**, as a Machine API provider puts them on a Machine whose instance exists
+  (machine-api-operator's actuators write them on each update of a running instance: region
+  from the providerSpec, zone and instance type from the instance): ``machine.openshift.io/region``
+  from ``providerSpec.value.region`` (default ``local``), ``machine.openshift.io/zone`` from
+  ``.failureDomain``, else ``.zone`` (left out when neither is set) and
+  ``machine.openshift.io/instance-type`` from ``.instanceType`` (default ``local``); ``kubectl
+  get machines`` prints them as REGION, ZONE and TYPE. They are written with ``spec.providerID``
+  and put back on each later reconcile when missing or different (a merge patch of those keys
+  alone). A value that cannot be a label value fails the Machine (``InvalidConfiguration``). The
+  operator does not hash them (a Machine's spec hash covers the template's labels only), and it
+  reads the zone label only through a configured domain whose providerSpec names that zone
+  (:func:`api.failuredomains.machine_domain`), so adding them replaces no Machine.
 * **Node** ``<machine name>`` with labels ``node-role.kubernetes.io/master`` and
   ``node-role.kubernetes.io/control-plane`` (``node_role_labels``, ``--node-role-labels``:
   ``control-plane`` for that one only, as kubeadm labels Nodes; ``master`` for that one only),

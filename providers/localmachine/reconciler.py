@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from api.failuredomains import ZONE_LABEL
 from api.machine import (
     API_VERSION,
     PHASE_DELETING,
@@ -71,6 +72,17 @@ LABEL_MASTER: Final = "node-role.kubernetes.io/master"
 LABEL_CONTROL_PLANE: Final = "node-role.kubernetes.io/control-plane"
 LABEL_ZONE: Final = "topology.kubernetes.io/zone"
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+LABEL_MACHINE_REGION: Final = "machine.openshift.io/region"
+"""On the Machine: its region (``kubectl get machines`` prints it as REGION)."""
+LABEL_MACHINE_ZONE: Final = ZONE_LABEL
+"""On the Machine: its zone (the ZONE column); the operator maps it onto a configured failure
+domain only through that domain's providerSpec (:func:`api.failuredomains.machine_domain`)."""
+LABEL_MACHINE_INSTANCE_TYPE: Final = "machine.openshift.io/instance-type"
+"""On the Machine: its instance type (the TYPE column)."""
+DEFAULT_REGION: Final = "local"
+"""The region of a Machine whose providerSpec names none: every instance runs on this host."""
+DEFAULT_INSTANCE_TYPE: Final = "local"
+"""The instance type of a Machine whose providerSpec names none: one etcd process."""
 
 CONDITION_ETCD_MEMBER: Final = "EtcdMemberStarted"
 CONDITION_DRAINABLE: Final = "Drainable"
@@ -123,8 +135,7 @@ def machine_faults(machine: Mapping[str, Any]) -> frozenset[str]:
     Machine's life: the template's way to fault every new Machine, applied from the moment its
     instance starts). Raises :class:`_InvalidConfiguration` for a providerSpec fault not in
     :data:`FAULTS` (an unknown annotation value is logged and ignored, as before)."""
-    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
-    listed = value.get("faults") or []
+    listed = _provider_spec_value(machine).get("faults") or []
     if not isinstance(listed, list) or any(f not in FAULTS for f in listed):
         raise _InvalidConfiguration(
             f"providerSpec.value.faults {listed!r}: give a list of faults among {', '.join(FAULTS)}"
@@ -133,20 +144,62 @@ def machine_faults(machine: Mapping[str, Any]) -> frozenset[str]:
     return frozenset([*listed, *([annotated] if annotated else [])])
 
 
+def _provider_spec_value(machine: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def _label_field(value: Mapping[str, Any], key: str, *, what: str = "a label value") -> str | None:
+    """``providerSpec.value[key]`` when set (None when absent or empty); a value that cannot be a
+    label value fails the Machine with InvalidConfiguration, as it would land in a label."""
+    found = value.get(key)
+    if found is None:
+        return None
+    if not isinstance(found, str) or len(found) > 63 or not _LABEL_VALUE.match(found):
+        raise _InvalidConfiguration(
+            f"providerSpec.value.{key} {found!r} cannot be {what}: use at most 63 letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    return found or None
+
+
 def failure_domain(machine: Mapping[str, Any]) -> str | None:
     """The zone of ``machine``: ``providerSpec.value.failureDomain``, else ``.zone``, else None."""
-    value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    value = _provider_spec_value(machine)
     for key in ("failureDomain", "zone"):
-        domain = value.get(key)
-        if domain is None:
-            continue
-        if not isinstance(domain, str) or len(domain) > 63 or not _LABEL_VALUE.match(domain):
-            raise _InvalidConfiguration(
-                f"providerSpec.value.{key} {domain!r} cannot be a Node label value: use at most 63 letters, "
-                "digits, '-', '_' or '.', starting and ending with a letter or digit"
-            )
-        return domain or None
+        if value.get(key) is not None:
+            return _label_field(value, key, what="a Node label value")
     return None
+
+
+def instance_labels(machine: Mapping[str, Any]) -> dict[str, str]:
+    """The labels this provider puts on a Machine whose instance exists, as a Machine API
+    provider does: :data:`LABEL_MACHINE_REGION` from ``providerSpec.value.region`` (default
+    :data:`DEFAULT_REGION`), :data:`LABEL_MACHINE_ZONE` from :func:`failure_domain` (left out when
+    the providerSpec names no zone) and :data:`LABEL_MACHINE_INSTANCE_TYPE` from
+    ``.instanceType`` (default :data:`DEFAULT_INSTANCE_TYPE`).
+
+    A value that cannot be a label value raises the provider's InvalidConfiguration.
+
+    >>> labels = instance_labels({"spec": {"providerSpec": {"value": {"failureDomain": "zone-a"}}}})
+    >>> labels[LABEL_MACHINE_REGION], labels[LABEL_MACHINE_ZONE], labels[LABEL_MACHINE_INSTANCE_TYPE]
+    ('local', 'zone-a', 'local')
+    """
+    value = _provider_spec_value(machine)
+    labels = {
+        LABEL_MACHINE_REGION: _label_field(value, "region") or DEFAULT_REGION,
+        LABEL_MACHINE_INSTANCE_TYPE: _label_field(value, "instanceType") or DEFAULT_INSTANCE_TYPE,
+    }
+    zone = failure_domain(machine)
+    if zone is not None:
+        labels[LABEL_MACHINE_ZONE] = zone
+    return labels
+
+
+def missing_labels(machine: Mapping[str, Any], wanted: Mapping[str, str]) -> dict[str, str]:
+    """The entries of ``wanted`` that ``machine``'s labels lack or hold another value for."""
+    labels = (machine.get("metadata") or {}).get("labels") or {}
+    return {key: value for key, value in wanted.items() if labels.get(key) != value}
 
 
 def _now() -> str:
@@ -330,6 +383,7 @@ class LocalMachineReconciler:
         try:
             zone = failure_domain(machine)
             machine_faults(machine)
+            labels = instance_labels(machine)
         except _InvalidConfiguration as err:
             await self._fail(machine, "InvalidConfiguration", str(err))
             return Result()
@@ -342,17 +396,18 @@ class LocalMachineReconciler:
             if (machine.get("status") or {}).get("phase") == PHASE_FAILED:
                 return Result()
         if not machine.get("spec", {}).get("providerID"):
-            outcome = await self._provision(machine, zone)
+            outcome = await self._provision(machine, zone, labels)
             if isinstance(outcome, Result):
                 return outcome
             machine = outcome
-        return await self._run(machine, zone)
+        return await self._run(machine, zone, labels)
 
     # ------------------------------------------------------------------------------ provisioning
 
-    async def _provision(self, machine: JSON, zone: str | None) -> JSON | Result:
+    async def _provision(self, machine: JSON, zone: str | None, labels: Mapping[str, str]) -> JSON | Result:
         """Take a host of the Machine's domain, start (bootstrap or join) the member; returns the
-        updated Machine, or a Result to wait."""
+        updated Machine, or a Result to wait. The write that records the instance
+        (``spec.providerID``) puts :func:`instance_labels` on the Machine with it."""
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
         supervisor = self.supervisor(namespace)
         if "fail-provision" in machine_faults(machine) and supervisor.get(name) is None:
@@ -370,10 +425,10 @@ class LocalMachineReconciler:
             return await self._wait_to_join(machine, waiting)
         self._join_attempts.pop((namespace, name), None)
         provider_id = f"local:///{name}"
-        patch: JSON = {"spec": {"providerID": provider_id}}
+        patch: JSON = {"spec": {"providerID": provider_id}, "metadata": {"labels": dict(labels)}}
         if not self.options.realistic:
             # All members share 127.0.0.1 here, so the address alone names none of them.
-            patch["metadata"] = {
+            patch["metadata"] |= {
                 "annotations": {
                     ETCD_CLIENT_URL_ANNOTATION: member.client_url,
                     ETCD_PEER_URL_ANNOTATION: member.peer_url,
@@ -577,7 +632,10 @@ class LocalMachineReconciler:
 
     # ------------------------------------------------------------------------------ running
 
-    async def _run(self, machine: JSON, zone: str | None) -> Result:
+    async def _run(self, machine: JSON, zone: str | None, labels: Mapping[str, str]) -> Result:
+        """Keep a provisioned Machine's instance, Node and status in step; its
+        :func:`instance_labels` are put back whenever they are missing or differ (a merge patch
+        of those keys alone: other labels are left as they are)."""
         name, namespace = machine["metadata"]["name"], self.cluster_of(machine)
         supervisor = self.supervisor(namespace)
         member = supervisor.get(name)
@@ -590,6 +648,11 @@ class LocalMachineReconciler:
             )
             return Result()
         self._take_host(namespace, name, zone, member)
+        missing = missing_labels(machine, labels)
+        if missing:
+            machine = await self.client.patch(
+                API_VERSION, "Machine", name, {"metadata": {"labels": missing}}, namespace
+            )
         await self._apply_faults(machine, supervisor, member)
         node = await self._ensure_node(machine, member, zone)
         if node is None:

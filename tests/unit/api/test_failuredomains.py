@@ -30,6 +30,8 @@ def spec(*domains: tuple[str, dict[str, Any]], template: dict[str, Any] | None =
 
 
 ZONES = spec(("a", {"zone": "us-1a"}), ("b", {"zone": "us-1b"}), ("c", {"zone": "us-1c"}))
+LOCAL = spec(("a", {"failureDomain": "zone-a"}), ("b", {"failureDomain": "zone-b"}))
+"""Domains as the local provider's users write them: the zone under ``failureDomain``."""
 
 
 def machine(value: dict[str, Any] | None = None, **labels: str) -> dict[str, Any]:
@@ -74,6 +76,24 @@ def machine(value: dict[str, Any] | None = None, **labels: str) -> dict[str, Any
             machine(TEMPLATE, **{ZONE_LABEL: "eu-2a"}),
             None,
             id="when the zone label names a zone no domain names there is no domain (never a raw zone)",
+        ),
+        pytest.param(
+            ZONES,
+            machine({**TEMPLATE, "zone": "us-1a"}, **{FAILURE_DOMAIN_LABEL: "a", ZONE_LABEL: "us-1c"}),
+            "a",
+            id="when the ControlPlane's label is there the provider's zone label is not asked",
+        ),
+        pytest.param(
+            LOCAL,
+            machine({"kind": "Old"}, **{ZONE_LABEL: "zone-b"}),
+            "b",
+            id="when the zone label names the zone a domain's failureDomain names that domain is it",
+        ),
+        pytest.param(
+            ZONES,
+            machine({"kind": "Old"}, **{ZONE_LABEL: "b"}),
+            None,
+            id="when the zone label equals a domain's name but no domain names that zone there is none",
         ),
         pytest.param(
             ZONES,

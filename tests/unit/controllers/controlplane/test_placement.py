@@ -272,6 +272,37 @@ def test_an_adopted_machine_without_the_annotation_is_compared_by_content() -> N
     assert is_outdated(s, machine, now=T0) is not None
 
 
+PROVIDER_LABELS = {
+    "machine.openshift.io/region": "local",
+    "machine.openshift.io/zone": "b",
+    "machine.openshift.io/instance-type": "local",
+}
+"""What a Machine API provider (the local one among them) labels a running Machine with."""
+
+
+@pytest.mark.parametrize(
+    "adopted",
+    [
+        pytest.param(False, id="when the ControlPlane created the Machine (spec-hash annotation)"),
+        pytest.param(True, id="when the Machine was adopted (no annotation, no domain label)"),
+    ],
+)
+def test_the_providers_region_zone_and_type_labels_outdate_nothing(adopted: bool) -> None:
+    """The spec hash covers the template's labels only (an adopted Machine's observed hash reads
+    only the keys the template sets), so the labels a provider adds never make a Machine outdated."""
+    template = {"metadata": {"labels": MASTER}, "spec": spec().model_dump(by_alias=True)["template"]["spec"]}
+    s = spec(template=template)
+    assert s.template.metadata is not None and s.template.metadata.labels == MASTER
+    machine = created_machine(s, "b")
+    if adopted:
+        del machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+        del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
+    assert is_outdated(s, machine, now=T0) is None
+    machine["metadata"]["labels"] |= PROVIDER_LABELS
+    assert machine_domain(s, machine) == "b"
+    assert is_outdated(s, machine, now=T0) is None
+
+
 def test_an_adopted_machine_keeps_its_domain_after_the_template_changes() -> None:
     """Without the label, the domain whose own providerSpec the Machine carries names it, once
     the whole providerSpec no longer matches the template; a Machine that fits two domains has none."""
