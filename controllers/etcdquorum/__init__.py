@@ -116,14 +116,16 @@ starting it; it would block every later join.
 
 The escape hatch
 ----------------
-A member that can never be replaced (its data is gone, its replacement cannot join) holds its
-Machine's deletion forever. Remove the ``EtcdQuorumOperator`` hook from that deleting Machine by
-hand: the controller never puts it back on a Machine being deleted, says so in a
-``HookRemovedByOthers`` event, and the Machine is drained and terminated. Once the Machine and
-its Node are gone and the member has been dead for the grace period, the controller removes it
-(members of no Machine, above). (Before removing the member of a deleting Machine the controller
-reads that Machine from the API server, not from its cache, so a hook taken off a moment ago is
-seen even when the provider has already stopped the member.)
+A dead member needs no hatch: it is removed as soon as the voters left keep a quorum. A healthy
+voter whose replacement can never vote (the replacement cannot join or never provisions) holds
+its Machine's deletion for as long (``HealthyVotersBelowDesired``). To let that Machine go
+anyway, accepting one voter fewer, remove the ``EtcdQuorumOperator`` hook from it by hand: the
+controller never puts it back on a Machine being deleted, says so in a ``HookRemovedByOthers``
+event, and the Machine is drained and terminated. Once the Machine and its Node are gone and the
+member has been dead for the grace period, the controller removes it (members of no Machine,
+above). (Before removing the member of a deleting Machine the controller reads that Machine from
+the API server, not from its cache, so a hook taken off a moment ago is seen even when the
+provider has already stopped the member.)
 
 What to watch
 -------------
