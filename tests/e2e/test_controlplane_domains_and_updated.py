@@ -27,6 +27,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import API_VERSION
 from demo.observer import Observer, Sample
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, settled
@@ -103,9 +104,7 @@ async def refusal(tour: Tour, *args: str, input_text: str | None = None) -> str:
 async def test_adopting_machines_in_an_unlisted_zone_is_refused_with_both_lists(intent: World) -> None:
     before = {m["metadata"]["name"]: m for m in await machines(intent.client)}
     zone_c = next(
-        name
-        for name, m in before.items()
-        if m["metadata"]["labels"].get("controlplane.cpo.dev/failure-domain") == "zone-c"
+        name for name, m in before.items() if m["metadata"]["labels"].get(FAILURE_DOMAIN_LABEL) == "zone-c"
     )
     await intent.tour.kubectl("delete", "controlplane", CONTROLPLANE)
 
