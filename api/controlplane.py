@@ -394,7 +394,9 @@ class ControlPlaneStatus(StrictKubeModel):
     replicas: int | None = Field(default=None, ge=0)
     """Machines the control plane currently owns (including ones being deleted)."""
     updated_replicas: int | None = Field(default=None, ge=0)
-    """Owned machines that match the current template and rolloutAfter."""
+    """Owned machines not being deleted that match the current template, failure domains and
+    rolloutAfter, and are ready (as readyReplicas counts them): equal to spec.replicas once a
+    rollout is done, and below it while a replacement is not yet ready."""
     ready_replicas: int | None = Field(default=None, ge=0)
     """Owned machines whose Node is Ready."""
     available_replicas: int | None = Field(default=None, ge=0)
@@ -454,7 +456,7 @@ CONTROLPLANE_CRD = CRDInfo(
         PrinterColumn("Current", "integer", ".status.replicas", "Machines owned, deleting ones included"),
         PrinterColumn("Ready", "integer", ".status.readyReplicas", "Machines whose node is Ready"),
         PrinterColumn(
-            "Updated", "integer", ".status.updatedReplicas", "Machines matching the current template"
+            "Updated", "integer", ".status.updatedReplicas", "Ready machines matching the current template"
         ),
         PrinterColumn(
             "Available", "integer", ".status.availableReplicas", "Ready machines with a healthy etcd voter"

@@ -20,6 +20,11 @@ Machines its selector matches and at once makes their number ``spec.replicas``: 
   ControlPlane, whatever the count: the controller never adopts them
   (:attr:`api.ownership.ControlPlaneMachines.foreign`), so it would create Machines of
   its own beside them (etcd members it cannot count). See :func:`controlled_elsewhere_errors`.
+* **Machines in a failure domain the ControlPlane does not list** are refused at creation and
+  activation of an Active ControlPlane that lists failure domains: it would replace them at once
+  (a Machine outside ``spec.failureDomains`` is rebalanced). The message gives both lists, the
+  domains listed and the domains the Machines run in, and names each Machine it would replace,
+  one whose domain cannot be told included. See :func:`unlisted_domain_errors`.
 * **Active → Inactive** is refused: an Active ControlPlane owns its Machines and may be in the
   middle of a replacement; stopping half-way is not a state to leave a control plane in. Delete
   the ControlPlane to make the controller stop acting (its Machines are released and stay).
@@ -50,9 +55,17 @@ them as they are, or create the ControlPlane with spec.state Inactive to see fir
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
-from api.controlplane import DEFAULT_STATE, KIND, STATE_ACTIVE, STATE_INACTIVE, STATES
+from api.controlplane import DEFAULT_STATE, KIND, STATE_ACTIVE, STATE_INACTIVE, STATES, ControlPlaneSpec
+from api.failuredomains import (
+    FAILURE_DOMAIN_LABEL,
+    ZONE_LABEL,
+    domain_names,
+    machine_domain,
+    provider_spec_zone,
+)
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.ownership import ControlPlaneMachines, Relation, controller_owner, relate
 from runtime.jsoncodec import JSON
@@ -116,12 +129,18 @@ def activates(old_spec: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -
     return old_spec is None or state_of(old_spec) == STATE_INACTIVE
 
 
+def counted_machines(
+    spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The ``machines`` (one namespace's) the webhook counts: those ``spec.selector`` matches that
+    are not being deleted, which an Active ControlPlane would adopt or be refused over
+    (:attr:`api.ownership.ControlPlaneMachines.counted`)."""
+    return ControlPlaneMachines.of(None, _mapping(spec.get("selector")), machines).counted
+
+
 def existing_machines(spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Names of the ``machines`` (one namespace's) the webhook counts: those ``spec.selector``
-    matches that are not being deleted, which an Active ControlPlane would adopt or be refused
-    over (:attr:`api.ownership.ControlPlaneMachines.counted`)."""
-    classified = ControlPlaneMachines.of(None, _mapping(spec.get("selector")), machines)
-    return classified.names(classified.counted)
+    """Names of the :func:`counted_machines`."""
+    return ControlPlaneMachines.names(counted_machines(spec, machines))
 
 
 def controlled_elsewhere(
@@ -226,5 +245,129 @@ def adoption_errors(
             replicas,
             f"{count} control-plane Machine(s) matching spec.selector exist and spec.replicas is "
             f"{replicas}: an Active ControlPlane {effect}; {advice}{other}",
+        )
+    ]
+
+
+# ------------------------------------------------------------------- failure domains at adoption
+
+UNKNOWN_PLACE: Final = "unknown"
+"""What :func:`machine_places` says of a Machine whose failure domain cannot be told."""
+
+
+@dataclass(frozen=True)
+class MachinePlace:
+    """Where one counted Machine runs, as :func:`unlisted_domain_errors` reports it."""
+
+    machine: str
+    place: str
+    """A failure domain's name, ``zone <zone>`` (a zone no listed domain was found for), or
+    :data:`UNKNOWN_PLACE`."""
+    listed: bool
+    """Its failure domain is one of ``spec.failureDomains``: adopting it replaces nothing."""
+
+
+def _spec_model(spec: Mapping[str, Any]) -> ControlPlaneSpec | None:
+    try:
+        return ControlPlaneSpec.model_validate(spec)
+    except ValueError:
+        return None  # the schema refuses it before this rule could matter
+
+
+def machine_places(
+    spec: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]
+) -> list[MachinePlace] | None:
+    """Where each of ``machines`` (the :func:`counted_machines`) runs, sorted by name; None when
+    ``spec`` configures no failure domain (one implicit domain: there is nothing to compare).
+
+    A Machine's domain is read by the controllers' one reader,
+    :func:`api.failuredomains.machine_domain`, so the webhook and the controller cannot disagree
+    about which Machines an Active ControlPlane would replace (the controller replaces a Machine
+    whose domain is not listed: ``FailureDomainNotConfigured``). A Machine it places in no listed
+    domain is described by what it carries: its ``FAILURE_DOMAIN_LABEL`` (a domain this or an
+    earlier ControlPlane created it in), else its zone (the ``ZONE_LABEL`` label, else the zone
+    its providerSpec names), else :data:`UNKNOWN_PLACE`: its failure domain cannot be told.
+    """
+    model = _spec_model(spec)
+    if model is None or not model.failure_domains:
+        return None
+    listed = domain_names(model)
+    places = []
+    for machine in machines:
+        metadata = _mapping(machine.get("metadata"))
+        name = str(metadata.get("name", ""))
+        domain = machine_domain(model, machine)
+        if domain is not None and domain in listed:
+            places.append(MachinePlace(name, domain, True))
+            continue
+        labels = _mapping(metadata.get("labels"))
+        value = _mapping(_mapping(_mapping(machine.get("spec")).get("providerSpec")).get("value"))
+        zone = labels.get(ZONE_LABEL) or provider_spec_zone(value)
+        if labels.get(FAILURE_DOMAIN_LABEL):
+            place = str(labels[FAILURE_DOMAIN_LABEL])
+        elif zone:
+            place = f"zone {zone}"
+        else:
+            place = UNKNOWN_PLACE
+        places.append(MachinePlace(name, place, False))
+    return sorted(places, key=lambda p: p.machine)
+
+
+def _seen(listed: Sequence[str], places: Sequence[MachinePlace]) -> list[str]:
+    """The places the Machines run in: listed domains in spec order, then the others by name,
+    :data:`UNKNOWN_PLACE` last."""
+    found = {p.place for p in places}
+    others = sorted(found - set(listed) - {UNKNOWN_PLACE})
+    return [d for d in listed if d in found] + others + ([UNKNOWN_PLACE] if UNKNOWN_PLACE in found else [])
+
+
+def unlisted_domain_errors(
+    spec: Mapping[str, Any], places: Sequence[MachinePlace] | None, *, activating: bool
+) -> list[FieldError]:
+    """Refuse an Active ControlPlane whose ``spec.failureDomains`` leave out a failure domain a
+    Machine it would adopt runs in (``places``: :func:`machine_places`; None: nothing to compare).
+
+    An Active ControlPlane replaces every Machine outside the listed domains at once
+    (:func:`controllers.controlplane.placement.outdated_reason`, ``FailureDomainNotConfigured``):
+    created over a healthy control plane with a domain forgotten, it would start replacing
+    Machines nobody asked to replace. The refusal names both lists (the listed domains, and the
+    domains the Machines run in) and each Machine it would replace with where it runs; a Machine
+    whose domain cannot be told (:data:`UNKNOWN_PLACE`) is one of them, since the controller
+    replaces it too.
+
+    This is the ControlPlaneMachineSet webhook's create-time rule (``validateSpecOnCreate``: its
+    Machines' failure domains, read from their providerSpecs, must all be among the set's, else
+    "control plane machines are using unspecified failure domain(s)"), with our differences: it
+    is checked when the ControlPlane becomes Active (created Active, or Inactive → Active), not at
+    the creation of an Inactive one, which acts on nothing and is how a user sees first what the
+    ControlPlane would do; it is taken over the Machines this ControlPlane's selector matches in
+    its namespace (:func:`counted_machines`), not every control-plane Machine of the cluster; and
+    CPMS's other direction (a listed domain no Machine uses) is not refused: a ControlPlane
+    spreads its next Machines into such a domain and replaces none for it.
+    """
+    if places is None:
+        return []
+    unlisted = [p for p in places if not p.listed]
+    if not unlisted:
+        return []
+    listed = [str(_mapping(d).get("name")) for d in spec.get("failureDomains") or ()]
+    replaced = ", ".join(
+        f"{p.machine} (its failure domain cannot be told)"
+        if p.place == UNKNOWN_PLACE
+        else f"{p.machine} ({p.place})"
+        for p in unlisted
+    )
+    other = (
+        ", or keep spec.state Inactive"
+        if activating
+        else ", or create the ControlPlane with spec.state Inactive to see first what it would do"
+    )
+    return [
+        forbidden(
+            "spec.failureDomains",
+            f"spec.failureDomains lists [{', '.join(listed)}] and the control-plane Machines matching "
+            f"spec.selector run in [{', '.join(_seen(listed, places))}]: an Active ControlPlane would "
+            f"replace {replaced} at once; add a failure domain for each place they run in (its "
+            f"providerSpec naming their zone) to adopt them as they are{other}",
         )
     ]

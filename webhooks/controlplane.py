@@ -16,7 +16,8 @@ field-error form):
 * ``spec.state`` is Active or Inactive and never goes from Active back to Inactive; an Active
   ControlPlane created over existing Machines (or an Inactive one made Active) must have as many
   replicas as there are such Machines, none of them controlled by another controller (another
-  ControlPlane's Machines are never adopted): :mod:`webhooks.adoption`.
+  ControlPlane's Machines are never adopted), and each in a failure domain it lists (else it would
+  replace them at once): :mod:`webhooks.adoption`.
 * The same replica rules apply to ``controlplanes/scale`` (``kubectl scale --replicas 4``).
 
 Pure functions do the work and return ``(errors, warnings)``, so they are tested without a server:

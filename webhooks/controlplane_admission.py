@@ -37,7 +37,10 @@ from .adoption import (
     adoption_errors,
     controlled_elsewhere,
     controlled_elsewhere_errors,
+    counted_machines,
     existing_machines,
+    machine_places,
+    unlisted_domain_errors,
 )
 from .controlplane import (
     _mapping,
@@ -117,7 +120,9 @@ class ControlPlaneValidator:
         """The adoption rules, checked only on a request otherwise valid (its selector well formed)
         that makes the ControlPlane Active (:func:`webhooks.adoption.activates`): no matched Machine
         controlled by another controller (:func:`webhooks.adoption.controlled_elsewhere_errors`),
-        then replicas equal to the matched Machines (:func:`webhooks.adoption.adoption_errors`)."""
+        then replicas equal to the matched Machines (:func:`webhooks.adoption.adoption_errors`)
+        and every matched Machine in a listed failure domain
+        (:func:`webhooks.adoption.unlisted_domain_errors`), both reported when both fail."""
         spec = _mapping(new.get("spec"))
         old_spec = None if old is None else _mapping(old.get("spec"))
         if self.list_machines is None or errors or not activates(old_spec, spec):
@@ -125,12 +130,16 @@ class ControlPlaneValidator:
         metadata = _mapping(new.get("metadata"))
         namespace = metadata.get("namespace") or request.namespace
         machines = await self.list_machines(namespace)
+        counted = counted_machines(spec, machines)
         existing = existing_machines(spec, machines)
         foreign = controlled_elsewhere(spec, machines, metadata.get("uid") or None)
+        activating = old is not None
         if foreign:
             adoptable = len(existing) - len(foreign)
-            return controlled_elsewhere_errors(spec, foreign, adoptable, activating=old is not None)
-        return adoption_errors(spec, existing, activating=old is not None)
+            return controlled_elsewhere_errors(spec, foreign, adoptable, activating=activating)
+        return adoption_errors(spec, existing, activating=activating) + unlisted_domain_errors(
+            spec, machine_places(spec, counted), activating=activating
+        )
 
     async def validate_update(self, old: JSON, new: JSON, request: AdmissionRequestLike) -> list[str]:
         if request.sub_resource == "scale" or new.get("kind") == "Scale":

@@ -105,8 +105,8 @@ What it does, in order, on every reconcile (Active)
    the template's (template labels/annotations and providerSpec merged with its domain's), its
    domain was removed, or ``spec.rolloutAfter`` has passed and the Machine was created before
    it (KubeadmControlPlane's rule, at whole seconds). So ``rolloutAfter`` schedules one
-   replacement of every Machine: while it is in the future nothing is replaced, every Machine
-   counts in ``updatedReplicas`` and the controller looks again at that moment; once it has
+   replacement of every Machine: while it is in the future nothing is replaced, every ready
+   Machine counts in ``updatedReplicas`` and the controller looks again at that moment; once it has
    passed, each older Machine is replaced once (one step at a time, as for a template change);
    the replacements, created after it, are up to date, so the rollout ends. Setting it to
    now asks for a fresh set of Machines now.

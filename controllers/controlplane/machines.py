@@ -77,6 +77,15 @@ class MachineInfo:
         return self.running and self.node_ready
 
     @property
+    def updated(self) -> bool:
+        """Counted in ``status.updatedReplicas``: not being deleted, not outdated, and
+        :attr:`ready`. A replacement counts only once it is ready, so ``updatedReplicas`` equal
+        to ``spec.replicas`` means the rollout is done, not merely that every Machine was created
+        (the ControlPlaneMachineSet counts so: a Machine is updated when it is Ready and needs no
+        update)."""
+        return not self.deleting and not self.outdated and self.ready
+
+    @property
     def available(self) -> bool:
         """Not being deleted, ready, and its etcd member is a healthy voter."""
         return not self.deleting and self.ready and self.etcd_voter and self.etcd_healthy

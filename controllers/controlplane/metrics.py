@@ -44,7 +44,7 @@ def observe_replicas(cp: Mapping[str, Any], desired: int, machines: Sequence[Mac
     name = label(cp)
     REPLICAS.labels(name, "desired").set(desired)
     REPLICAS.labels(name, "current").set(len(machines))
-    REPLICAS.labels(name, "updated").set(sum(1 for m in machines if not m.outdated and not m.deleting))
+    REPLICAS.labels(name, "updated").set(sum(1 for m in machines if m.updated))
     REPLICAS.labels(name, "ready").set(sum(1 for m in machines if m.ready))
     REPLICAS.labels(name, "available").set(sum(1 for m in machines if m.available))
 

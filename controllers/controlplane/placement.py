@@ -144,8 +144,8 @@ def rollout_after_due(spec: ControlPlaneSpec, created: datetime | None, *, now: 
     moment itself already counts as passed, so the rollout starts on the requeue that lands on
     it rather than one pass later. Consequences a user sees:
 
-    - a ``rolloutAfter`` in the future replaces nothing and counts every Machine as updated
-      (``status.updatedReplicas``); the controller looks again when it passes
+    - a ``rolloutAfter`` in the future replaces nothing and leaves every Machine up to date
+      (each ready one counts in ``status.updatedReplicas``); the controller looks again when it passes
       (:func:`seconds_until_rollout_after`);
     - once it has passed, every Machine older than it is replaced once; each replacement is
       created after it, so it is not outdated, and the rollout ends instead of churning;

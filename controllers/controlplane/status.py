@@ -115,9 +115,12 @@ class StatusInputs:
 def compute_status(inputs: StatusInputs) -> JSON:
     """The ControlPlane's status, without lastTransitionTime (see :mod:`controllers.conditions`).
 
-    Counts: ``replicas`` (owned Machines, deleting included), ``updatedReplicas`` (not outdated,
-    not deleting), ``readyReplicas`` (Running with a Ready Node), ``availableReplicas`` (not deleting,
-    ready and a healthy etcd voter), ``unavailableReplicas`` (spec.replicas − available, never negative).
+    Counts: ``replicas`` (owned Machines, deleting included), ``updatedReplicas`` (not deleting,
+    not outdated and ready: :attr:`~controllers.controlplane.machines.MachineInfo.updated`, the
+    ControlPlaneMachineSet's count, so ``updatedReplicas == spec.replicas`` says the rollout is
+    done; the same readiness as ``readyReplicas``), ``readyReplicas`` (Running with a Ready
+    Node), ``availableReplicas`` (not deleting, ready and a healthy etcd voter),
+    ``unavailableReplicas`` (spec.replicas − available, never negative).
     Phase: :func:`phase`. Conditions: one function each. ``etcd``:
     :func:`~controllers.controlplane.plan.etcd_status` (absent without a readable stacked etcd).
     """
@@ -126,7 +129,7 @@ def compute_status(inputs: StatusInputs) -> JSON:
     remediating = is_remediating(inputs)
     return {
         "replicas": len(machines),
-        "updatedReplicas": sum(not m.outdated for m in inputs.active),
+        "updatedReplicas": sum(m.updated for m in machines),
         "readyReplicas": sum(m.ready for m in machines),
         "availableReplicas": sum(m.available for m in machines),
         "unavailableReplicas": inputs.missing,

@@ -319,9 +319,11 @@ async def adopt_inactive_then_activate(
 ) -> None:
     """Issue 26, case 4, on three running, unowned Machines (one per zone of ``zones``): a
     ControlPlane without replicas is refused (it would delete two); created Inactive, it writes
-    nothing on them while reporting what it would do; it cannot be activated with 1 replica, is
-    activated with 3, adopts them and replaces the one in the zone it no longer lists; it cannot
-    go back to Inactive; deleted, it releases them."""
+    nothing on them while reporting what it would do; it cannot be activated with 1 replica, nor
+    with 3 while it leaves out the zone one of them runs in (it would replace that one at once);
+    listing all three it is activated and adopts them as they are; then the user swaps that zone
+    for another and the Machine in it is replaced; it cannot go back to Inactive; deleted, it
+    releases them."""
     name = f"cp{secrets.token_hex(3)}"
     body = controlplane(name, namespace, domains=[zones[0], zones[1], "zone-d"])
     del body["spec"]["replicas"]
@@ -366,10 +368,35 @@ async def adopt_inactive_then_activate(
         refused.value
     )
 
+    with pytest.raises(Invalid) as refused:
+        await kube.patch(
+            CP_API_VERSION, "ControlPlane", name, {"spec": {"state": "Active", "replicas": 3}}, namespace
+        )
+    assert (
+        f"spec.failureDomains: Forbidden: spec.failureDomains lists [{zones[0]}, {zones[1]}, zone-d] and "
+        "the control-plane Machines matching spec.selector run in "
+        f"[{zones[0]}, {zones[1]}, zone {zones[2]}]: an Active ControlPlane would replace {names[2]} "
+        f"(zone {zones[2]}) at once"
+    ) in str(refused.value), refused.value
+
     since = monitor.mark()
-    await kube.patch(
-        CP_API_VERSION, "ControlPlane", name, {"spec": {"state": "Active", "replicas": 3}}, namespace
-    )
+    listed = controlplane(name, namespace, domains=zones)["spec"]["failureDomains"]
+    activate = {"spec": {"state": "Active", "replicas": 3, "failureDomains": listed}}
+    await kube.patch(CP_API_VERSION, "ControlPlane", name, activate, namespace)
+
+    async def adopted() -> bool:
+        cp = await get_cp(kube, name, namespace)
+        machines = await machines_of(kube, namespace)
+        status = (cp or {}).get("status") or {}
+        return (
+            [m["metadata"]["name"] for m in machines] == names
+            and all(owned_by(m, cp) for m in machines)
+            and status.get("updatedReplicas") == 3
+        )
+
+    await eventually(adopted, timeout=30, message="activated: the three Machines adopted as they are")
+    swapped = controlplane(name, namespace, domains=[zones[0], zones[1], "zone-d"])["spec"]["failureDomains"]
+    await kube.patch(CP_API_VERSION, "ControlPlane", name, {"spec": {"failureDomains": swapped}}, namespace)
 
     async def rolled() -> dict | None:
         cp = await get_cp(kube, name, namespace)

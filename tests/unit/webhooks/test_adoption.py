@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import runtime.webhook as webhook
+from api.failuredomains import FAILURE_DOMAIN_LABEL, ZONE_LABEL
 from tests.unit.webhooks.test_controlplane import MASTER, cp
 from tests.unit.webhooks.test_controlplane_adapters import request
 from webhooks.adoption import (
@@ -16,10 +17,13 @@ from webhooks.adoption import (
     adoption_errors,
     controlled_elsewhere,
     controlled_elsewhere_errors,
+    counted_machines,
     existing_machines,
+    machine_places,
     machines_from_reader,
     state_errors,
     state_transition_errors,
+    unlisted_domain_errors,
 )
 from webhooks.controlplane import validate_controlplane_create, validate_controlplane_update
 from webhooks.controlplane_admission import ControlPlaneDefaulter, ControlPlaneValidator
@@ -326,3 +330,147 @@ def test_machines_of_another_kind_of_controller_are_released_with_an_orphan_dele
     )
     assert "release them first (delete MachineSet masters with --cascade=orphan)" in str(errors[0])
     assert controlled_elsewhere(cp()["spec"], by_machineset, "uid-ms") == []
+
+
+# ------------------------------------- round two of "does what its user means", case 3: domains
+
+ZONES = [
+    {"name": "zone-a", "providerSpec": {"value": {"failureDomain": "us-1a"}}},
+    {"name": "zone-b", "providerSpec": {"value": {"failureDomain": "us-1b"}}},
+]
+ZONE_C = {"name": "zone-c", "providerSpec": {"value": {"failureDomain": "us-1c"}}}
+
+
+def placed(name: str, *, domain: str | None = None, zone: str | None = None, spec_zone: str | None = None,
+           deleting: bool = False) -> dict[str, Any]:  # fmt: skip
+    """A master Machine with the ControlPlane's domain label ``domain``, the provider's zone label
+    ``zone``, and/or a providerSpec naming ``spec_zone``."""
+    obj = machine(name, deleting=deleting)
+    if domain is not None:
+        obj["metadata"]["labels"][FAILURE_DOMAIN_LABEL] = domain
+    if zone is not None:
+        obj["metadata"]["labels"][ZONE_LABEL] = zone
+    value = {} if spec_zone is None else {"failureDomain": spec_zone}
+    obj["spec"] = {"providerSpec": {"value": value}}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("machines", "places"),
+    [
+        ([placed("m0", domain="zone-a"), placed("m1", domain="zone-b")], None),
+        (
+            [placed("m0", domain="zone-a"), placed("m1", spec_zone="us-1b"), placed("m2", zone="us-1a")],
+            [("m0", "zone-a", True), ("m1", "zone-b", True), ("m2", "zone-a", True)],
+        ),
+        ([placed("m2", domain="zone-c")], [("m2", "zone-c", False)]),
+        ([placed("m3", zone="us-1d")], [("m3", "zone us-1d", False)]),
+        ([placed("m3", spec_zone="us-1d")], [("m3", "zone us-1d", False)]),
+        ([placed("m4")], [("m4", "unknown", False)]),
+    ],
+    ids=[
+        "case3-no-failure-domains-nothing-to-compare",
+        "case3-label-providerspec-and-zone-label-all-listed",
+        "case3-labelled-with-an-unlisted-domain",
+        "case3-zone-label-no-listed-domain-names",
+        "case3-providerspec-zone-no-listed-domain-names",
+        "case3-domain-cannot-be-told",
+    ],
+)
+def test_case3_machine_places(
+    machines: list[dict[str, Any]], places: list[tuple[str, str, bool]] | None
+) -> None:
+    spec = cp(failureDomains=None if places is None else ZONES)["spec"]
+    found = machine_places(spec, counted_machines(spec, machines))
+    assert (None if found is None else [(p.machine, p.place, p.listed) for p in found]) == places
+
+
+@pytest.mark.parametrize(
+    ("domains", "machines", "refused"),
+    [
+        (ZONES, [placed("m0", domain="zone-a"), placed("m1", domain="zone-b")], None),
+        (None, [placed("m0", domain="zone-a"), placed("m2", domain="zone-c")], None),
+        ([*ZONES, ZONE_C], [placed("m0", domain="zone-a")], None),  # a listed domain no Machine uses
+        (ZONES, [placed("m0", domain="zone-a"), placed("m2", domain="zone-c", deleting=True)], None),
+        (
+            ZONES,
+            [placed("m0", domain="zone-a"), placed("m1", domain="zone-b"), placed("m2", domain="zone-c")],
+            "spec.failureDomains lists [zone-a, zone-b] and the control-plane Machines matching "
+            "spec.selector run in [zone-a, zone-b, zone-c]: an Active ControlPlane would replace m2 "
+            "(zone-c) at once",
+        ),
+        (
+            ZONES,
+            [placed("m0", domain="zone-a"), placed("m3", zone="us-1d"), placed("m4")],
+            "run in [zone-a, zone us-1d, unknown]: an Active ControlPlane would replace m3 (zone us-1d), "
+            "m4 (its failure domain cannot be told) at once",
+        ),
+    ],
+    ids=[
+        "case3-every-machine-in-a-listed-domain",
+        "case3-no-failure-domains-configured",
+        "case3-a-listed-domain-without-machines-is-fine",
+        "case3-a-machine-being-deleted-is-not-adopted",
+        "case3-unlisted-domain-refused-with-both-lists",
+        "case3-unlisted-zone-and-unknown-domain-named",
+    ],
+)
+def test_case3_machines_in_unlisted_domains_are_refused(
+    domains: list[dict[str, Any]] | None, machines: list[dict[str, Any]], refused: str | None
+) -> None:
+    spec = cp(failureDomains=domains)["spec"]
+    errors = unlisted_domain_errors(
+        spec, machine_places(spec, counted_machines(spec, machines)), activating=False
+    )
+    if refused is None:
+        assert errors == []
+        return
+    assert [str(e) for e in errors] == [str(errors[0])] and str(errors[0]).startswith(
+        "spec.failureDomains: Forbidden: "
+    )
+    assert refused in str(errors[0]), errors[0]
+    assert str(errors[0]).endswith(
+        "or create the ControlPlane with spec.state Inactive to see first what it would do"
+    )
+
+
+THREE_ZONES = [placed("m0", domain="zone-a"), placed("m1", domain="zone-b"), placed("m2", domain="zone-c")]
+
+
+def test_case3_create_is_refused_inactive_create_accepted_and_activation_refused() -> None:
+    validator = ControlPlaneValidator(list_machines=Lister(THREE_ZONES))
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_create(defaulted(failureDomains=ZONES), request("CREATE")))
+    assert denied.value.code == 422
+    assert str(denied.value).startswith(
+        'ControlPlane.controlplane.cpo.dev "cluster" is invalid: spec.failureDomains: Forbidden: '
+        "spec.failureDomains lists [zone-a, zone-b] and the control-plane Machines matching spec.selector "
+        "run in [zone-a, zone-b, zone-c]"
+    ), denied.value
+    inactive = defaulted(failureDomains=ZONES, state="Inactive")
+    assert run(validator.validate_create(inactive, request("CREATE"))) == []
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_update(inactive, cp(failureDomains=ZONES, state="Active"), request("UPDATE")))
+    assert "run in [zone-a, zone-b, zone-c]" in str(denied.value)
+    assert "or keep spec.state Inactive" in str(denied.value)
+    listed = cp(failureDomains=[*ZONES, ZONE_C], state="Active")
+    assert run(validator.validate_update(inactive, listed, request("UPDATE"))) == []
+    assert run(validator.validate_create(defaulted(failureDomains=[*ZONES, ZONE_C]), request("CREATE"))) == []
+
+
+def test_case3_a_wrong_count_and_an_unlisted_domain_are_both_reported() -> None:
+    validator = ControlPlaneValidator(list_machines=Lister(THREE_ZONES))
+    with pytest.raises(webhook.Denied) as denied:
+        run(validator.validate_create(defaulted(replicas=1, failureDomains=ZONES), request("CREATE")))
+    message = str(denied.value)
+    assert "spec.replicas: Invalid value: 1: 3 control-plane Machine(s)" in message
+    assert "spec.failureDomains: Forbidden: spec.failureDomains lists [zone-a, zone-b]" in message
+
+
+def test_case3_later_domain_changes_of_an_active_controlplane_are_not_compared() -> None:
+    """Removing a domain from an Active ControlPlane is a rebalance the user asks for."""
+    validator = ControlPlaneValidator(list_machines=Lister(THREE_ZONES))
+    old = cp(failureDomains=[*ZONES, ZONE_C], state="Active")
+    assert (
+        run(validator.validate_update(old, cp(failureDomains=ZONES, state="Active"), request("UPDATE"))) == []
+    )

@@ -17,6 +17,7 @@ from controllers.controlplane.machines import (
     marked_for_remediation,
     not_ready_since,
 )
+from tests.support.machine_rows import cp_machine
 
 UID = "cp-uid"
 
@@ -173,3 +174,30 @@ def test_unmanaged_nodes_are_control_plane_nodes_without_a_machine(
         assert is_unmanaged_node(node, "ns", known) is unmanaged
     else:
         assert is_unmanaged_node(node, "ns", known, selectors) is unmanaged
+
+
+@pytest.mark.parametrize(
+    ("fields", "updated"),
+    [
+        ({}, True),
+        ({"node_ready": False}, False),
+        ({"phase": "Provisioned"}, False),
+        ({"outdated": True}, False),
+        ({"deleting": True}, False),
+        ({"etcd_voter": False, "etcd_healthy": False}, True),
+    ],
+    ids=[
+        "case4-ready-up-to-date",
+        "case4-node-not-ready",
+        "case4-not-running",
+        "case4-outdated",
+        "case4-deleting",
+        "case4-no-voter-yet-still-updated",
+    ],
+)
+def test_case4_a_machine_is_updated_when_up_to_date_not_deleting_and_ready(
+    fields: dict[str, Any], updated: bool
+) -> None:
+    """Readiness is :attr:`MachineInfo.ready`'s, the one ``readyReplicas`` counts; etcd is not
+    asked (that is ``availableReplicas``)."""
+    assert cp_machine("m", **fields).updated is updated

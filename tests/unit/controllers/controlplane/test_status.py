@@ -111,6 +111,56 @@ def test_status_counts_and_running_phase() -> None:
     assert status_condition(status, "Degraded")["status"] == "False"
 
 
+# Round two of "the ControlPlane does what its user means", case 4: updatedReplicas counts a
+# Machine only when it is up to date and ready (the ControlPlaneMachineSet's count), so
+# UPDATED == DESIRED means the rollout is done.
+@pytest.mark.parametrize(
+    ("machines", "updated", "ready"),
+    [
+        (abc(), 3, 3),
+        ([*abc()[:2], in_a("new-c", failure_domain="c", node_ready=False)], 2, 2),
+        ([*abc()[:2], in_a("new-c", failure_domain="c", phase="Provisioning", node_ready=False)], 2, 2),
+        ([*abc()[:2], in_a("new-c", failure_domain="c", has_node=False, node_ready=False)], 2, 2),
+        ([*abc()[:2], in_a("old-c", failure_domain="c", outdated=True)], 2, 3),
+        (
+            [
+                *abc()[:2],
+                in_a("old-c", failure_domain="c", outdated=True),
+                in_a("new-c", failure_domain="c", node_ready=False),
+            ],
+            2,
+            3,
+        ),
+        ([*abc(), in_a("old-c", failure_domain="c", deleting=True)], 3, 4),
+        ([*abc()[:2], in_a("gone-c", failure_domain="c", deleting=True)], 2, 3),
+    ],
+    ids=[
+        "case4-all-ready-and-up-to-date",
+        "case4-replacement-node-not-ready",
+        "case4-replacement-not-running",
+        "case4-replacement-without-node",
+        "case4-outdated-ready",
+        "case4-outdated-beside-unready-replacement",
+        "case4-ready-replacement-old-one-deleting",
+        "case4-deleting-never-counts",
+    ],
+)
+def test_case4_updated_replicas_counts_up_to_date_machines_only_once_ready(
+    machines: list[MachineInfo], updated: int, ready: int
+) -> None:
+    status = status_of(machines)
+    assert (status["updatedReplicas"], status["readyReplicas"]) == (updated, ready)
+    assert status["updatedReplicas"] == sum(m.updated for m in machines)
+
+
+def test_case4_updated_equals_desired_only_when_the_rollout_is_done() -> None:
+    """The rollout's last replacement exists (the old Machine is gone) but its Node is not Ready:
+    UPDATED stays below DESIRED; once Ready, it equals it."""
+    waiting = [*abc()[:2], in_a("new-c", failure_domain="c", node_ready=False)]
+    assert status_of(waiting)["updatedReplicas"] == 2 < 3
+    assert status_of([*abc()[:2], in_a("new-c", failure_domain="c")])["updatedReplicas"] == 3
+
+
 def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> None:
     machines = [*abc()[:2], in_a("mc", failure_domain="c", etcd_voter=False)]
     status = status_of(machines)
