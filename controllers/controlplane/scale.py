@@ -224,18 +224,26 @@ def wait_for_deletion_step(deleting: Sequence[MachineInfo], active: Sequence[Mac
     A deletion in flight is a membership change in flight (the etcd-quorum hook removes the
     member before the Machine goes): starting another one now could take two members at once.
     The reason says what the deletion waits for: ``WaitingForLearner`` (a new member, named, is
-    a learner not yet promoted: the hook keeps the old member until it votes),
+    a learner not yet promoted: the hook keeps a healthy old member until it votes; a dead one, or
+    a maxSurge-0 deletion's, may be gone already, and the message says which),
     ``RemovingMember`` (the deleting Machine still has its member), else ``WaitingForDeletion``
     (the member is gone; the Machine's drain and the provider remain).
     """
     names = ", ".join(m.name for m in deleting)
     learners = sorted(m.name for m in active if m.etcd_learner)
     if learners:
+        # The old member may be gone already: a dead one is removed first, and a maxSurge-0
+        # deletion's before its replacement votes.
+        holding = ", ".join(m.name for m in deleting if m.has_etcd_member)
+        after = (
+            f"the member of Machine(s) {holding} is removed once it votes"
+            if holding
+            else f"the member of Machine(s) {names} is already removed"
+        )
         return Step(
             "wait",
             REASON_WAITING_FOR_LEARNER,
-            f"Machine(s) {', '.join(learners)}: etcd learner not promoted yet; the member of Machine(s) "
-            f"{names} is removed once it votes",
+            f"Machine(s) {', '.join(learners)}: etcd learner not promoted yet; {after}",
             needs_preflight=False,
         )
     if any(m.has_etcd_member for m in deleting):

@@ -158,6 +158,19 @@ def progressing(machines: list[MachineInfo], step: Step | None, **kw: Any) -> di
             "removed once it votes",
         ),
         (
+            # the old member already went (it was dead, or a maxSurge-0 deletion freed its host)
+            [
+                m("demo-a"),
+                m("demo-b", outdated=True, deleting=True, etcd_voter=False, etcd_healthy=False),
+                m("demo-c"),
+                m("demo-n", etcd_voter=False, etcd_learner=True),
+            ],
+            {},
+            "WaitingForLearner",
+            "Machine(s) demo-n: etcd learner not promoted yet; the member of Machine(s) demo-b is "
+            "already removed",
+        ),
+        (
             [m("demo-a"), m("demo-b", deleting=True), m("demo-c", deleting=True), m("demo-d")],
             {},
             "WaitingForDeletion",
@@ -197,6 +210,7 @@ def progressing(machines: list[MachineInfo], step: Step | None, **kw: Any) -> di
         "a deleting voter waits for the removal of its etcd member",
         "a deleting Machine without a member is waited for",
         "a learner catching up holds the old member until it votes",
+        "a learner catching up after the old member already went says so",
         "two deletions at the Machine limit are waited for before creating more",
         "uneven failure domains are rebalanced",
         "under OnDelete outdated Machines wait for a manual deletion",
