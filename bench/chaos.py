@@ -181,6 +181,8 @@ HOOK_OFF_EVERY = 60.0
 MEMBERSHIP_ACTIONS = ("surge-zero-rollout", "hook-off")
 """User actions that exercise the membership rules of ``maxSurge: 0`` and of members of no
 Machine (see :func:`plan`); drawn from generators of their own."""
+HOOK_OFF_PATIENCE = 20.0
+"""Seconds a ``hook-off`` keeps looking for a dead member, or a fault budget for a live one."""
 HOST_CAP = 2
 """Hosts per failure domain of a run given a host pool (:func:`host_cap`)."""
 HOST_CAP_CHANCE = 0.5
@@ -275,6 +277,8 @@ class RunResult:
     error: str | None = None
     host_cap: int | None = None
     """Hosts per failure domain of its world (:func:`host_cap`), None for no limit."""
+    early_removals: int = 0
+    """``maxSurge: 0`` early removals seen (:func:`early_removals`)."""
     realistic: bool = False
     """Its provider ran with ``--realistic``."""
 
@@ -286,7 +290,7 @@ class RunResult:
             f"{self.acknowledged_writes} acknowledged / {self.lost_writes} lost, converged "
             f"{'yes' if self.converged else 'NO'} ({settle}), peak voters {self.peak_voters}, "
             f"peak Machines {self.peak_machines}, faults {sum(self.faults.values())}, "
-            f"hosts per domain {self.host_cap or 'unlimited'}"
+            f"hosts per domain {self.host_cap or 'unlimited'}, early removals {self.early_removals}"
         )
         if self.error:
             text += f"; error: {self.error}"
@@ -528,10 +532,32 @@ class Injector:
 
         Preferably a Machine whose member is a dead voter (killed by the injector, or shown
         unhealthy); else a healthy voter's, inside the fault budget (its instance stops with the
-        hook gone: a member taken down, counted as a kill)."""
+        hook gone: a member taken down, counted as a kill). When neither is there (a rollout
+        under way uses the budget up), it tries again every second in the background, for up to
+        :data:`HOOK_OFF_PATIENCE` seconds, while the schedule goes on."""
+        if await self.try_hook_off(intent):
+            return
+
+        async def retry() -> None:
+            deadline = time.monotonic() + HOOK_OFF_PATIENCE
+            while time.monotonic() < deadline:
+                await asyncio.sleep(1.0)  # allow-sleep: the retry period of a deadline loop
+                try:
+                    if await self.try_hook_off(intent):
+                        return
+                except KubectlError as err:
+                    return self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
+            self.record(intent.kind, f"skipped: no dead member nor fault budget for {HOOK_OFF_PATIENCE:g}s")
+
+        task = asyncio.create_task(retry())
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def try_hook_off(self, intent: Intent) -> bool:
+        """One attempt of :meth:`hook_off`: whether it found a Machine and acted."""
         sample = self.observer.latest
         if sample is None:
-            return self.record(intent.kind, "skipped: no sample yet")
+            return False
         dead = sorted(
             (
                 m
@@ -543,26 +569,20 @@ class Injector:
         if dead:
             victim, how = self.choose(dead, intent.pick), "dead member"
         else:
-            budget = self.budget()
             live = self.voters_to_fault()
-            if budget < 1 or not live:
-                return self.record(intent.kind, f"skipped: no dead member, fault budget {budget}")
+            if self.budget() < 1 or not live:
+                return False
             victim, how = self.choose(live, intent.pick), "healthy member"
             self.killed[victim.name] = time.monotonic()
             self.result.faults[intent.kind] += 1
         if not victim.deleting:
             await self.tour.kubectl("delete", "machine", victim.name, "--wait=false")
-        await self.tour.kubectl(
-            "patch",
-            "machine",
-            victim.name,
-            "--type=merge",
-            "-p",
-            '{"spec":{"lifecycleHooks":{"preDrain":null}}}',
-        )
+        no_hooks = '{"spec":{"lifecycleHooks":{"preDrain":null}}}'
+        await self.tour.kubectl("patch", "machine", victim.name, "--type=merge", "-p", no_hooks)
         members = tuple(sorted({victim.name, *([victim.node] if victim.node else [])}))
         self.hooks_off.append(HookOff(self.now(), victim.name, members))
         self.record(intent.kind, f"{victim.name} ({how}) deleted, hook taken off")
+        return True
 
     async def merge_patch(self, patch: dict[str, Any]) -> None:
         await self.tour.kubectl(
@@ -1052,8 +1072,28 @@ def healthy_voter_removals(
     exactly desired − 1. Still flagged: a marked removal that leaves fewer, and an early removal
     while the Machine of the previous one is still there (one early removal at a time: the
     operator waits for it to go, :data:`CACHE_GRACE` allowed for its cache)."""
+    return _voter_removals(samples, desired_history, machines)[0]
+
+
+def early_removals(
+    samples: Sequence[QuorumSample],
+    desired_history: Sequence[tuple[float, int]],
+    machines: Sequence[Sample] = (),
+) -> list[str]:
+    """The ``maxSurge: 0`` early removals :func:`healthy_voter_removals` accepted, as
+    ``t=<at>s <member> (<Machine>)``: the campaign counts them, to show the exception was used."""
+    return _voter_removals(samples, desired_history, machines)[1]
+
+
+def _voter_removals(
+    samples: Sequence[QuorumSample],
+    desired_history: Sequence[tuple[float, int]],
+    machines: Sequence[Sample],
+) -> tuple[list[str], list[str]]:
+    """:func:`healthy_voter_removals`'s findings, and the early removals it accepted."""
     found: list[str] = []
     early: list[str] = []
+    accepted: list[str] = []
 
     def desired_at(at: float) -> int:
         return min(desired_values(desired_history, at - SCALE_GRACE, at + 1.0))
@@ -1083,13 +1123,14 @@ def healthy_voter_removals(
                     f"the previous one, {', '.join(previous)}, was still there"
                 )
             early.append(machine)
+            accepted.append(f"t={after.at:.1f}s {removed[0]} ({machine})")
             continue
         how = " (an early removal may leave desired − 1, no fewer)" if set(removed) & marked.keys() else ""
         found.append(
             f"t={after.at:.1f}s healthy voter(s) {', '.join(removed)} removed while all "
             f"{before.voters} voters were healthy: {left} left, desired {desired}{how}"
         )
-    return found
+    return found, accepted
 
 
 ORPHAN_SLACK = 60.0
@@ -1208,9 +1249,9 @@ async def one_run(seed: int, duration: float, out: Path, *, realistic: bool = Fa
                     f"quorum lost from t={monitor.samples[start].at:.1f}s to t={last.at:.1f}s"
                 )
             result.violations.extend(timeline_violations(observer.samples, injector.desired_history))
-            result.violations.extend(
-                healthy_voter_removals(monitor.samples, injector.desired_history, observer.samples)
-            )
+            removals, early = _voter_removals(monitor.samples, injector.desired_history, observer.samples)
+            result.violations.extend(removals)
+            result.early_removals = len(early)
             result.violations.extend(
                 members_left_without_machine(
                     injector.hooks_off, observer.samples, monitor.samples, MEMBER_WITHOUT_MACHINE_GRACE
@@ -1303,6 +1344,7 @@ def summary(results: Sequence[RunResult]) -> str:
         ("peak Machines", str(max((r.peak_machines for r in results), default=0))),
         ("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"),
         ("runs with a host pool", str(sum(r.host_cap is not None for r in results))),
+        ("maxSurge 0 early removals", str(sum(r.early_removals for r in results))),
     ]
     if settles:
         rows.append(("convergence mean", f"{statistics.mean(settles):.1f}s"))

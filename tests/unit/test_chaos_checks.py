@@ -19,6 +19,7 @@ from bench.chaos import (
     Injector,
     Intent,
     RunResult,
+    early_removals,
     fault_budget,
     healthy_voter_removals,
     host_cap,
@@ -409,6 +410,7 @@ def test_a_marked_early_removal_to_desired_minus_one_is_accepted_and_an_unmarked
     removal = [members(1.0, ["a", "b", "c"]), members(1.1, ["a", "b"])]
     seen_marked = [marking(0.5, "c", ["a", "b", "c"])]
     assert healthy_voter_removals(removal, DESIRED_3, seen_marked) == []
+    assert early_removals(removal, DESIRED_3, seen_marked) == ["t=1.1s c (c)"]
     # Unmarked (a user's deletion, a remediation): the replacement must vote first.
     [found] = healthy_voter_removals(removal, DESIRED_3, [marking(0.5, None, ["a", "b", "c"])])
     assert "c removed while all 3 voters were healthy: 2 left, desired 3" in found
