@@ -321,6 +321,12 @@ def fault_budget(sample: Sample | None, desired: int, held: Collection[str]) -> 
     injector still counting 3 would kill one of the 2 left. The operator changes membership at
     most once per 2 s, so one is enough.
 
+    So does a healthy voter no Machine of the sample maps to: the sample joins the Machines, read
+    every 100 ms, with the quorum monitor's last member list, which may be older (a member list
+    and a health read of every voter take a while). A Machine gone means its member was removed
+    first (the hook's order), so the list may still show a member etcd has already dropped: a
+    scale-in's removal of the third of 3 voters, and a kill of one of the 2 left.
+
     That includes the healthy voter of a Machine the ControlPlane marked to lose its member first
     (``maxSurge: 0``; :attr:`~demo.observer.MachineView.remove_member_first`, counted from the
     mark, which comes right before the deletion): the operator removes it before its replacement
@@ -338,6 +344,9 @@ def fault_budget(sample: Sample | None, desired: int, held: Collection[str]) -> 
         voters -= 1
     down_by_name = {m.name for m in sample.machines if m.etcd_role == "voter" and not m.etcd_healthy}
     down_without_machine = max(0, sample.voters - sample.healthy_voters - len(down_by_name))
+    mapped = {m.node or m.name for m in sample.machines if m.etcd_role == "voter"}
+    healthy_without_machine = max(0, sample.voters - len(mapped) - down_without_machine)
+    voters -= healthy_without_machine
     return (voters - 1) // 2 - len(down_by_name | set(held)) - down_without_machine
 
 
@@ -406,10 +415,14 @@ class Injector:
         return sorted((m for m in sample.machines if not m.deleting), key=lambda m: m.name) if sample else []
 
     def budget(self) -> int:
-        """How many more members the injector may take down now (:func:`fault_budget`)."""
+        """How many more members the injector may take down now (:func:`fault_budget`), against
+        the smallest replica count in effect within :data:`SCALE_GRACE`: the operator may still
+        act on a count the user has just raised (a scale-in's removal landing after a scale-out)."""
         sample = self.observer.latest
         unseen = unseen_kills(sample, self.killed, time.monotonic())
-        return fault_budget(sample, self.desired, self.paused.keys() | self.notready | unseen)
+        now = self.now()
+        desired = min(desired_values(self.desired_history, now - SCALE_GRACE, now))
+        return fault_budget(sample, desired, self.paused.keys() | self.notready | unseen)
 
     @staticmethod
     def choose(items: Sequence[Any], pick: float) -> Any:

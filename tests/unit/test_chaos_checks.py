@@ -318,12 +318,46 @@ def test_a_kill_counts_until_the_sample_shows_the_member_down() -> None:
 def test_the_injector_counts_its_own_kill_before_the_sample_shows_it() -> None:
     steady = voting_world(["a", "b", "c"])
     tour = cast(Tour, SimpleNamespace(replicas=3))
-    injector = Injector(
-        cast(DemoWorld, None), tour, cast(Observer, SimpleNamespace(latest=steady)), RunResult(30)
-    )
+    observer = SimpleNamespace(latest=steady, started=time.monotonic())
+    injector = Injector(cast(DemoWorld, None), tour, cast(Observer, observer), RunResult(30))
     assert injector.budget() == 1
     injector.killed["a"] = time.monotonic()
     assert injector.budget() == 0
+
+
+def test_the_injector_budgets_against_a_replica_count_just_raised() -> None:
+    # Scaled to 1 and, a moment later, back to 3: the operator may still remove a voter on 1.
+    tour = cast(Tour, SimpleNamespace(replicas=3))
+    observer = SimpleNamespace(latest=voting_world(["a", "b", "c"]), started=time.monotonic() - 10.0)
+    injector = Injector(cast(DemoWorld, None), tour, cast(Observer, observer), RunResult(18))
+    injector.desired_history += [(8.5, 1), (9.5, 3)]
+    injector.desired = 3
+    assert injector.budget() == 0
+    injector.desired_history[1:] = [(5.0, 1), (7.0, 3)]
+    assert injector.budget() == 1
+
+
+def test_the_fault_budget_counts_a_healthy_voter_of_no_machine_as_removed() -> None:
+    # A scale-in: the Machine is gone (its member removed first), the monitor's older member
+    # list still shows 3 healthy voters; etcd has 2, and neither may be killed.
+    stale = voting_world(["a", "b", "c"])
+    stale = Sample(stale.at, stale.machines[:2], 3, 0, 3, True, 0, desired=None)
+    assert fault_budget(stale, desired=3, held=()) == 0
+    # A dead one of no Machine is counted once, as down.
+    dead = Sample(stale.at, stale.machines, 3, 0, 2, True, 0, desired=None)
+    assert fault_budget(dead, desired=3, held=()) == 0
+    five = voting_world(["a", "b", "c", "d", "e"])
+    assert (
+        fault_budget(Sample(1.0, five.machines[:4], 5, 0, 5, True, 0, desired=None), desired=5, held=()) == 1
+    )
+    assert (
+        fault_budget(Sample(1.0, five.machines[:4], 5, 0, 4, True, 0, desired=None), desired=5, held=()) == 1
+    )
+    # The realistic provider's replacement may take the old member's Node name: one member, two Machines.
+    nodes = {"a": "ip-1", "b": "ip-2", "c": "ip-3", "d": "ip-3"}
+    shared = voting_world(["a", "b", "c", "d"], nodes=nodes)
+    shared = Sample(1.0, shared.machines, 3, 0, 3, True, 0, desired=None)
+    assert fault_budget(shared, desired=3, held=()) == 1
 
 
 def remediating_c(c_member: str, *others: str) -> list[Sample]:
