@@ -388,6 +388,9 @@ class Injector:
         self.on_delete = False
         self.max_surge = 1
         self.hooks_off: list[HookOff] = []
+        self.acting = asyncio.Lock()
+        """Held while an action chooses and acts: a background retry (``hook-off``) and the
+        schedule's next action must not both spend the same fault budget."""
 
     def record(self, kind: str, detail: str) -> None:
         self.result.applied.append(
@@ -400,7 +403,8 @@ class Injector:
             if delay > 0:
                 await asyncio.sleep(delay)  # allow-sleep: the schedule's own clock
             try:
-                await self.apply(intent)
+                async with self.acting:
+                    await self.apply(intent)
             except KubectlError as err:
                 self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
             except Exception as err:  # the injector's own failure: said, and the schedule goes on
@@ -547,7 +551,8 @@ class Injector:
         unhealthy); else a healthy voter's, inside the fault budget (its instance stops with the
         hook gone: a member taken down, counted as a kill). When neither is there (a rollout
         under way uses the budget up), it tries again every second in the background, for up to
-        :data:`HOOK_OFF_PATIENCE` seconds, while the schedule goes on."""
+        :data:`HOOK_OFF_PATIENCE` seconds, while the schedule goes on; each attempt holds
+        :attr:`acting`, as the schedule's actions do, so two never spend one fault budget."""
         if await self.try_hook_off(intent):
             return
 
@@ -556,8 +561,9 @@ class Injector:
             while time.monotonic() < deadline:
                 await asyncio.sleep(1.0)  # allow-sleep: the retry period of a deadline loop
                 try:
-                    if await self.try_hook_off(intent):
-                        return
+                    async with self.acting:
+                        if await self.try_hook_off(intent):
+                            return
                 except KubectlError as err:
                     return self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
             self.record(intent.kind, f"skipped: no dead member nor fault budget for {HOOK_OFF_PATIENCE:g}s")
