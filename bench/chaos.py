@@ -594,10 +594,17 @@ class Injector:
             victim, how = self.choose(live, intent.pick), "healthy member"
             self.killed[victim.name] = time.monotonic()
             self.result.faults[intent.kind] += 1
-        if not victim.deleting:
-            await self.tour.kubectl("delete", "machine", victim.name, "--wait=false")
         no_hooks = '{"spec":{"lifecycleHooks":{"preDrain":null}}}'
-        await self.tour.kubectl("patch", "machine", victim.name, "--type=merge", "-p", no_hooks)
+        try:
+            if not victim.deleting:
+                await self.tour.kubectl("delete", "machine", victim.name, "--wait=false")
+            await self.tour.kubectl("patch", "machine", victim.name, "--type=merge", "-p", no_hooks)
+        except KubectlError as err:
+            if "NotFound" not in str(err):
+                raise
+            # Gone since the sample (remediated, its dead member removed): look again.
+            self.killed.pop(victim.name, None)
+            return False
         members = tuple(sorted({victim.name, *([victim.node] if victim.node else [])}))
         self.hooks_off.append(HookOff(self.now(), victim.name, members))
         self.record(intent.kind, f"{victim.name} ({how}) deleted, hook taken off")
