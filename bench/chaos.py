@@ -7,6 +7,16 @@ seed, then checked::
 
     .venv/bin/python -m bench.chaos --runs 100 --seed 1 [--duration 60] [--jobs 1] [--out chaos-out]
     .venv/bin/python -m bench.chaos --seeds 6,18     # replay chosen runs
+    .venv/bin/python -m bench.chaos --realistic      # every world's provider with --realistic
+
+``--realistic`` runs each world's ``cpo localmachine`` with ``--realistic``: members on addresses
+of their own, named after their Nodes (``ip-127-X-Y-Z``), etcd over TLS with the client
+certificate in the Secret the ControlPlane names (``spec.etcd.tlsSecretRef``); the observer, the
+quorum monitor and the writer connect with it. The injector finds a member's process by its
+Machine (the provider's state directories are named after Machines in both modes), and the
+checks map a member to its Machine by the Machine's name or its Node's
+(:attr:`~demo.observer.MachineView.node`), so they read both modes alike. Every world's
+``cpo run`` gets ``--etcd-member-without-machine-grace`` :data:`MEMBER_WITHOUT_MACHINE_GRACE`.
 
 The schedule (:func:`plan`) mixes user actions (scale among 1, 3 and 5; an even count, which the
 webhook must refuse; a template change; ``rolloutAfter`` now, seconds ahead or an hour ahead;
@@ -15,10 +25,20 @@ ControlPlane and adopting its Machines again through an Inactive one made Active
 (a member killed through ``local.cpo.dev/fault: kill`` or by SIGKILL behind the provider's back;
 a member paused with SIGSTOP and resumed; a Node made NotReady; every member of one failure
 domain SIGKILLed at once; the leading ``cpo run`` or the provider SIGKILLed
-and restarted). The injector keeps a fault budget: it never itself takes down more members at
+and restarted). Drawn apart (:data:`MEMBERSHIP_ACTIONS`, each from a generator of its own, so a
+seed's other actions are those it had before): a ``maxSurge: 0`` rollout every 30 s
+(``surge-zero-rollout``), and, every minute, a Machine deleted with its etcd-quorum hook taken
+off by hand (``hook-off``, the escape hatch, preferably on a Machine whose member is dead), whose
+member the operator must then remove. And per run (:func:`host_cap`): a host pool of
+:data:`HOST_CAP` per failure domain for half of the runs whose schedule stays at 3 replicas or
+fewer, so that every domain keeps a spare host and every run must still converge (the reasoning
+is :func:`host_cap`'s).
+
+The injector keeps a fault budget: it never itself takes down more members at
 once than the cluster can lose ((voters − 1) / 2, less the members already unhealthy or killed
-by the injector, counting a removal the operator may make at any moment as made:
-:func:`fault_budget`), so a quorum loss is the operator's doing.
+by the injector, counting a removal the operator may make at any moment as made, the early
+removal a ``maxSurge: 0`` rollout marks included: :func:`fault_budget`), so a quorum loss is the
+operator's doing.
 
 What :func:`one_run` checks, from the quorum monitor's and the observer's 100 ms samples and not
 from the operator's own claims:
@@ -33,7 +53,15 @@ from the operator's own claims:
   member is an unhealthy voter, which etcd would not let join);
 * a healthy voter is never removed while every voter is healthy and fewer than the desired
   count would be left (a replacement votes first: the fault tolerance the user asked for is
-  lowered only by failures, never by the operator);
+  lowered only by failures, never by the operator) — but for the ``maxSurge: 0`` early removal:
+  one voter of a Machine the ControlPlane marked ``controlplane.cpo.dev/remove-member-first``,
+  leaving exactly desired − 1, never while the Machine of the previous early removal is still
+  there. That dip is safe to accept because the user chose it (``maxSurge: 0`` documents one
+  voter of fault tolerance as each replacement's price) and because the fault budget counts the
+  marked voter as removed from the moment of the mark, so no injected fault is ever added to it:
+  a quorum loss on top of the dip would still be the operator's;
+* a member whose Machine's hook was taken off by hand stops voting within the grace plus
+  :data:`ORPHAN_SLACK` of its Machine's going;
 * two ``cpo run`` never lead together for longer than the renew deadline (each replica's
   ``leader_election_master_status`` is sampled every 200 ms);
 * the webhook refuses every even replica count the schedule tries;
@@ -146,6 +174,24 @@ ROLLOUT_AFTER_FAR = 3600.0
 """Seconds ahead of a ``rolloutAfter`` that must replace nothing during the run."""
 
 
+SURGE_ZERO_ROLLOUT_EVERY = 30.0
+"""Seconds of schedule per ``surge-zero-rollout``: ``maxSurge`` 0 and a template change at once."""
+HOOK_OFF_EVERY = 60.0
+"""Seconds of schedule per ``hook-off``: a Machine deleted and its etcd-quorum hook taken off."""
+MEMBERSHIP_ACTIONS = ("surge-zero-rollout", "hook-off")
+"""User actions that exercise the membership rules of ``maxSurge: 0`` and of members of no
+Machine (see :func:`plan`); drawn from generators of their own."""
+HOOK_OFF_PATIENCE = 20.0
+"""Seconds a ``hook-off`` keeps looking for a dead member, or a fault budget for a live one."""
+HOST_CAP = 2
+"""Hosts per failure domain of a run given a host pool (:func:`host_cap`)."""
+HOST_CAP_CHANCE = 0.5
+"""The chance that a run whose schedule allows it gets a host pool."""
+MEMBER_WITHOUT_MACHINE_GRACE = 5.0
+"""``cpo run --etcd-member-without-machine-grace`` in every world: seconds a dead member of no
+Machine waits before the operator removes it."""
+
+
 def plan(seed: int, duration: float) -> list[Intent]:
     """The schedule of run ``seed``: an action every 2–7 s for ``duration`` seconds, one
     failure-domain outage per :data:`DOMAIN_OUTAGE_EVERY` seconds at a random moment, and one of
@@ -179,7 +225,36 @@ def plan(seed: int, duration: float) -> list[Intent]:
         # rolloutAfter: due 5–25 s ahead (inside the run), or far ahead (must replace nothing)
         ahead = later.choice((round(later.uniform(5.0, 25.0), 1), ROLLOUT_AFTER_FAR))
         intents.append(Intent(round(at, 1), kind, later.random(), ahead))
+    surge_zero = random.Random(f"surge-zero-rollout-{seed}")
+    for _ in range(max(1, int(duration // SURGE_ZERO_ROLLOUT_EVERY))):
+        at = surge_zero.uniform(min(5.0, duration), duration)
+        intents.append(Intent(round(at, 1), "surge-zero-rollout", surge_zero.random(), 0.0))
+    hook_off = random.Random(f"hook-off-{seed}")
+    for _ in range(max(1, int(duration // HOOK_OFF_EVERY))):
+        at = hook_off.uniform(min(5.0, duration), duration)
+        intents.append(Intent(round(at, 1), "hook-off", hook_off.random(), 0.0))
     return sorted(intents, key=lambda intent: intent.at)
+
+
+def host_cap(seed: int, intents: Sequence[Intent]) -> int | None:
+    """The hosts per failure domain of run ``seed``'s world (``cpo localmachine
+    --max-instances-per-domain``), None for no limit: :data:`HOST_CAP` with a chance of
+    :data:`HOST_CAP_CHANCE`, drawn from a generator of its own, when the schedule ``intents``
+    never asks for more than 3 replicas; else None.
+
+    Every run must still converge, so a cap leaves a spare host in every domain, whatever the
+    schedule does. The ControlPlane does not know the hosts: a replacement goes to the domain of
+    the Machine it replaces, and the Machine a user or the health check deletes keeps its host
+    while its member is a healthy voter, until the replacement votes. In a full domain that
+    replacement waits for a host for ever (by design: the escape hatch is the SRE's, and
+    ``maxSurge: 0`` rollouts free the host only for the ControlPlane's own deletions). With 3
+    Machines over 3 domains and 2 hosts each, every domain has its spare host; 5 replicas fill two
+    domains, and a cap of 1 fills all three, so neither could promise convergence under user
+    deletions, NotReady remediations and ``maxSurge: 1`` rollouts."""
+    capacity = random.Random(f"host-cap-{seed}")
+    drawn = capacity.random() < HOST_CAP_CHANCE
+    most = max((int(i.value) for i in intents if i.kind == "scale"), default=3)
+    return HOST_CAP if drawn and most <= 3 else None
 
 
 # ---------------------------------------------------------------------------------------------- the run
@@ -200,6 +275,12 @@ class RunResult:
     violations: list[str] = field(default_factory=list)
     applied: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    host_cap: int | None = None
+    """Hosts per failure domain of its world (:func:`host_cap`), None for no limit."""
+    early_removals: int = 0
+    """``maxSurge: 0`` early removals seen (:func:`early_removals`)."""
+    realistic: bool = False
+    """Its provider ran with ``--realistic``."""
 
     def line(self) -> str:
         settle = "-" if self.convergence_seconds is None else f"{self.convergence_seconds:.1f}s"
@@ -208,7 +289,8 @@ class RunResult:
             f"{status} seed {self.seed:>6}: quorum losses {self.quorum_losses}, writes "
             f"{self.acknowledged_writes} acknowledged / {self.lost_writes} lost, converged "
             f"{'yes' if self.converged else 'NO'} ({settle}), peak voters {self.peak_voters}, "
-            f"peak Machines {self.peak_machines}, faults {sum(self.faults.values())}"
+            f"peak Machines {self.peak_machines}, faults {sum(self.faults.values())}, "
+            f"hosts per domain {self.host_cap or 'unlimited'}, early removals {self.early_removals}"
         )
         if self.error:
             text += f"; error: {self.error}"
@@ -238,14 +320,33 @@ def fault_budget(sample: Sample | None, desired: int, held: Collection[str]) -> 
     with it: on a scale-in to 1 the operator may remove the third of 3 voters, and 30 ms later an
     injector still counting 3 would kill one of the 2 left. The operator changes membership at
     most once per 2 s, so one is enough.
+
+    So does a healthy voter no Machine of the sample maps to: the sample joins the Machines, read
+    every 100 ms, with the quorum monitor's last member list, which may be older (a member list
+    and a health read of every voter take a while). A Machine gone means its member was removed
+    first (the hook's order), so the list may still show a member etcd has already dropped: a
+    scale-in's removal of the third of 3 voters, and a kill of one of the 2 left.
+
+    That includes the healthy voter of a Machine the ControlPlane marked to lose its member first
+    (``maxSurge: 0``; :attr:`~demo.observer.MachineView.remove_member_first`, counted from the
+    mark, which comes right before the deletion): the operator removes it before its replacement
+    votes, so with 3 voters nothing is left to lose, and a fault added to that planned dip would
+    leave quorum to luck.
     """
     if sample is None or sample.voters == 0:
         return 0
     voters = sample.voters
-    if voters > desired or any(m.deleting and m.etcd_role == "voter" for m in sample.machines):
+    if (
+        voters > desired
+        or any(m.deleting and m.etcd_role == "voter" for m in sample.machines)
+        or any(m.remove_member_first and m.etcd_role == "voter" for m in sample.machines)
+    ):
         voters -= 1
     down_by_name = {m.name for m in sample.machines if m.etcd_role == "voter" and not m.etcd_healthy}
     down_without_machine = max(0, sample.voters - sample.healthy_voters - len(down_by_name))
+    mapped = {m.node or m.name for m in sample.machines if m.etcd_role == "voter"}
+    healthy_without_machine = max(0, sample.voters - len(mapped) - down_without_machine)
+    voters -= healthy_without_machine
     return (voters - 1) // 2 - len(down_by_name | set(held)) - down_without_machine
 
 
@@ -256,6 +357,17 @@ def unseen_kills(sample: Sample | None, killed: Mapping[str, float], now: float)
         return set()
     shown_healthy = {m.name for m in sample.machines if m.etcd_role == "voter" and m.etcd_healthy}
     return {name for name, at in killed.items() if name in shown_healthy and now - at < KILL_UNSEEN_FOR}
+
+
+@dataclass(frozen=True)
+class HookOff:
+    """A Machine whose etcd-quorum hook the injector took off by hand (``hook-off``)."""
+
+    at: float
+    """Seconds on the observer's clock."""
+    machine: str
+    members: tuple[str, ...]
+    """The names its member may have: the Machine's, and its Node's (the realistic provider's)."""
 
 
 class Injector:
@@ -275,6 +387,10 @@ class Injector:
         self.pending: set[asyncio.Task[None]] = set()
         self.on_delete = False
         self.max_surge = 1
+        self.hooks_off: list[HookOff] = []
+        self.acting = asyncio.Lock()
+        """Held while an action chooses and acts: a background retry (``hook-off``) and the
+        schedule's next action must not both spend the same fault budget."""
 
     def record(self, kind: str, detail: str) -> None:
         self.result.applied.append(
@@ -287,7 +403,8 @@ class Injector:
             if delay > 0:
                 await asyncio.sleep(delay)  # allow-sleep: the schedule's own clock
             try:
-                await self.apply(intent)
+                async with self.acting:
+                    await self.apply(intent)
             except KubectlError as err:
                 self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
             except Exception as err:  # the injector's own failure: said, and the schedule goes on
@@ -302,10 +419,14 @@ class Injector:
         return sorted((m for m in sample.machines if not m.deleting), key=lambda m: m.name) if sample else []
 
     def budget(self) -> int:
-        """How many more members the injector may take down now (:func:`fault_budget`)."""
+        """How many more members the injector may take down now (:func:`fault_budget`), against
+        the smallest replica count in effect within :data:`SCALE_GRACE`: the operator may still
+        act on a count the user has just raised (a scale-in's removal landing after a scale-out)."""
         sample = self.observer.latest
         unseen = unseen_kills(sample, self.killed, time.monotonic())
-        return fault_budget(sample, self.desired, self.paused.keys() | self.notready | unseen)
+        now = self.now()
+        desired = min(desired_values(self.desired_history, now - SCALE_GRACE, now))
+        return fault_budget(sample, desired, self.paused.keys() | self.notready | unseen)
 
     @staticmethod
     def choose(items: Sequence[Any], pick: float) -> Any:
@@ -367,6 +488,10 @@ class Injector:
             self.record(kind, f"maxSurge {surge}")
         elif kind == "readopt":
             await self.readopt(intent)
+        elif kind == "surge-zero-rollout":
+            await self.surge_zero_rollout(intent)
+        elif kind == "hook-off":
+            await self.hook_off(intent)
         elif kind == "delete-machine":
             machines = self.machines()
             if not machines:
@@ -390,6 +515,100 @@ class Injector:
             await self.kill_operator(intent)
         elif kind == "kill-provider":
             await self.kill_provider(intent)
+
+    def now(self) -> float:
+        """Seconds on the observer's clock (the samples', and :attr:`desired_history`'s)."""
+        return time.monotonic() - self.observer.started
+
+    async def surge_zero_rollout(self, intent: Intent) -> None:
+        """A rollout under ``maxSurge: 0``: the strategy set to ``RollingUpdate`` with ``maxSurge``
+        0 and the template changed, in one patch. The webhook refuses ``maxSurge`` 0 below 3
+        replicas, so from 1 replica the ControlPlane is scaled to 3 first, as a user would."""
+        if self.desired < 3:
+            await self.tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", "3")
+            self.desired = 3
+            self.desired_history.append((self.now(), 3))
+            self.record("scale", "replicas 3 (for a maxSurge 0 rollout)")
+        revision = f"z{int(intent.pick * 1e6)}"
+        await self.merge_patch(
+            {
+                "spec": {
+                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}},
+                    "template": {"spec": {"providerSpec": {"value": {"revision": revision}}}},
+                }
+            }
+        )
+        self.max_surge = 0
+        self.on_delete = False
+        self.record(intent.kind, f"maxSurge 0, revision {revision}")
+
+    async def hook_off(self, intent: Intent) -> None:
+        """The escape hatch, as an SRE uses it: delete a Machine and take the etcd-quorum hook off
+        it by hand, so that its instance goes at once and its member stays behind, of no Machine
+        and no Node, for the operator to remove (dead) within its grace.
+
+        Preferably a Machine whose member is a dead voter (killed by the injector, or shown
+        unhealthy); else a healthy voter's, inside the fault budget (its instance stops with the
+        hook gone: a member taken down, counted as a kill). When neither is there (a rollout
+        under way uses the budget up), it tries again every second in the background, for up to
+        :data:`HOOK_OFF_PATIENCE` seconds, while the schedule goes on; each attempt holds
+        :attr:`acting`, as the schedule's actions do, so two never spend one fault budget."""
+        if await self.try_hook_off(intent):
+            return
+
+        async def retry() -> None:
+            deadline = time.monotonic() + HOOK_OFF_PATIENCE
+            while time.monotonic() < deadline:
+                await asyncio.sleep(1.0)  # allow-sleep: the retry period of a deadline loop
+                try:
+                    async with self.acting:
+                        if await self.try_hook_off(intent):
+                            return
+                except KubectlError as err:
+                    return self.record(intent.kind, f"refused: {str(err).splitlines()[0][:160]}")
+            self.record(intent.kind, f"skipped: no dead member nor fault budget for {HOOK_OFF_PATIENCE:g}s")
+
+        task = asyncio.create_task(retry())
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def try_hook_off(self, intent: Intent) -> bool:
+        """One attempt of :meth:`hook_off`: whether it found a Machine and acted."""
+        sample = self.observer.latest
+        if sample is None:
+            return False
+        dead = sorted(
+            (
+                m
+                for m in sample.machines
+                if m.etcd_role == "voter" and (not m.etcd_healthy or m.name in self.killed)
+            ),
+            key=lambda m: m.name,
+        )
+        if dead:
+            victim, how = self.choose(dead, intent.pick), "dead member"
+        else:
+            live = self.voters_to_fault()
+            if self.budget() < 1 or not live:
+                return False
+            victim, how = self.choose(live, intent.pick), "healthy member"
+            self.killed[victim.name] = time.monotonic()
+            self.result.faults[intent.kind] += 1
+        no_hooks = '{"spec":{"lifecycleHooks":{"preDrain":null}}}'
+        try:
+            if not victim.deleting:
+                await self.tour.kubectl("delete", "machine", victim.name, "--wait=false")
+            await self.tour.kubectl("patch", "machine", victim.name, "--type=merge", "-p", no_hooks)
+        except KubectlError as err:
+            if "NotFound" not in str(err):
+                raise
+            # Gone since the sample (remediated, its dead member removed): look again.
+            self.killed.pop(victim.name, None)
+            return False
+        members = tuple(sorted({victim.name, *([victim.node] if victim.node else [])}))
+        self.hooks_off.append(HookOff(self.now(), victim.name, members))
+        self.record(intent.kind, f"{victim.name} ({how}) deleted, hook taken off")
+        return True
 
     async def merge_patch(self, patch: dict[str, Any]) -> None:
         await self.tour.kubectl(
@@ -837,15 +1056,70 @@ def _being_created(machine: MachineView) -> bool:
     return not (machine.deleting or machine.phase in ("Running", "Failed") or machine.marked_unhealthy)
 
 
+MARK_WINDOW = 30.0
+"""Seconds before a removal within which the observer must have seen its Machine marked
+(:attr:`~demo.observer.MachineView.remove_member_first`) for it to count as an early removal:
+the mark comes right before the deletion, and the removal after the hook controller's next pass."""
+
+
+def marked_members(machines: Sequence[Sample], start: float, end: float) -> dict[str, str]:
+    """Member name → Machine, for every Machine the observer saw marked to lose its member first
+    in ``[start, end]``; a member is named after its Machine, or (realistic provider) its Node."""
+    found: dict[str, str] = {}
+    for sample in machines:
+        if start <= sample.at <= end:
+            for machine in sample.machines:
+                if machine.remove_member_first:
+                    found[machine.name] = machine.name
+                    if machine.node:
+                        found[machine.node] = machine.name
+    return found
+
+
+def still_there(machines: Sequence[Sample], name: str, start: float, end: float) -> bool:
+    """Machine ``name`` is in every observer sample of ``[start, end]`` (and there is one)."""
+    window = [s for s in machines if start <= s.at <= end]
+    return bool(window) and all(any(m.name == name for m in s.machines) for s in window)
+
+
 def healthy_voter_removals(
-    samples: Sequence[QuorumSample], desired_history: Sequence[tuple[float, int]]
+    samples: Sequence[QuorumSample],
+    desired_history: Sequence[tuple[float, int]],
+    machines: Sequence[Sample] = (),
 ) -> list[str]:
     """A voter removed while every voter was healthy and the voters left are fewer than desired,
     in the quorum monitor's samples: the cluster's fault tolerance lowered by the operator, not by
     a failure (a replacement must vote first). Desired is the smallest count in effect from
     :data:`SCALE_GRACE` before the removal (one decided on the old count can land just after a
-    scale-out) to a second after it (the injector records a scale-in when kubectl returns)."""
+    scale-out) to a second after it (the injector records a scale-in when kubectl returns).
+
+    One exception, the ``maxSurge: 0`` early removal: a single voter whose Machine the observer's
+    samples (``machines``) show marked to lose its member first (:func:`marked_members`), leaving
+    exactly desired − 1. Still flagged: a marked removal that leaves fewer, and an early removal
+    while the Machine of the previous one is still there (one early removal at a time: the
+    operator waits for it to go, :data:`CACHE_GRACE` allowed for its cache)."""
+    return _voter_removals(samples, desired_history, machines)[0]
+
+
+def early_removals(
+    samples: Sequence[QuorumSample],
+    desired_history: Sequence[tuple[float, int]],
+    machines: Sequence[Sample] = (),
+) -> list[str]:
+    """The ``maxSurge: 0`` early removals :func:`healthy_voter_removals` accepted, as
+    ``t=<at>s <member> (<Machine>)``: the campaign counts them, to show the exception was used."""
+    return _voter_removals(samples, desired_history, machines)[1]
+
+
+def _voter_removals(
+    samples: Sequence[QuorumSample],
+    desired_history: Sequence[tuple[float, int]],
+    machines: Sequence[Sample],
+) -> tuple[list[str], list[str]]:
+    """:func:`healthy_voter_removals`'s findings, and the early removals it accepted."""
     found: list[str] = []
+    early: list[str] = []
+    accepted: list[str] = []
 
     def desired_at(at: float) -> int:
         return min(desired_values(desired_history, at - SCALE_GRACE, at + 1.0))
@@ -858,19 +1132,85 @@ def healthy_voter_removals(
         if not removed or before.healthy_voters < before.voters:
             continue
         desired = desired_at(after.at)
-        if before.voters - len(removed) < desired:
-            found.append(
-                f"t={after.at:.1f}s healthy voter(s) {', '.join(removed)} removed while all "
-                f"{before.voters} voters were healthy: {before.voters - len(removed)} left, desired {desired}"
-            )
+        left = before.voters - len(removed)
+        if left >= desired:
+            continue
+        marked = marked_members(machines, after.at - MARK_WINDOW, after.at + 1.0)
+        if len(removed) == 1 and removed[0] in marked and left == desired - 1:
+            machine = marked[removed[0]]
+            previous = [
+                m
+                for m in early
+                if m != machine and still_there(machines, m, after.at - CACHE_GRACE, after.at)
+            ]
+            if previous:
+                found.append(
+                    f"t={after.at:.1f}s early removal of {removed[0]} ({machine}) while the Machine of "
+                    f"the previous one, {', '.join(previous)}, was still there"
+                )
+            early.append(machine)
+            accepted.append(f"t={after.at:.1f}s {removed[0]} ({machine})")
+            continue
+        how = " (an early removal may leave desired − 1, no fewer)" if set(removed) & marked.keys() else ""
+        found.append(
+            f"t={after.at:.1f}s healthy voter(s) {', '.join(removed)} removed while all "
+            f"{before.voters} voters were healthy: {left} left, desired {desired}{how}"
+        )
+    return found, accepted
+
+
+ORPHAN_SLACK = 60.0
+"""Seconds beyond the grace within which a dead member of no Machine must be gone: the operator's
+pacing, a leader's restart and a paused ControlPlane (``readopt``) may hold it that long."""
+
+
+def members_left_without_machine(
+    hooks_off: Sequence[HookOff],
+    machines: Sequence[Sample],
+    samples: Sequence[QuorumSample],
+    grace: float,
+) -> list[str]:
+    """The Machines whose hook the injector took off (``hooks_off``) whose member still voted
+    ``grace`` + :data:`ORPHAN_SLACK` seconds after the Machine was gone (first missing from the
+    observer's ``machines`` samples), by the quorum monitor's ``samples``. A replacement may join
+    under the same name (the realistic provider hands the freed address, and so the Node's name,
+    to it) but only as a learner, once the old member is removed: a sample with no voter of that
+    name is the removal. Not judged when the samples end before the deadline (the convergence
+    check then speaks), nor when the Machine never went."""
+    found: list[str] = []
+    readable = [s for s in samples if s.error is None]
+    for hook in hooks_off:
+        gone = next(
+            (s.at for s in machines if s.at >= hook.at and all(m.name != hook.machine for m in s.machines)),
+            None,
+        )
+        if gone is None:
+            continue
+        deadline = gone + grace + ORPHAN_SLACK
+        window = [s for s in readable if hook.at <= s.at <= deadline]
+        if any(not set(hook.members) & set(s.machines) for s in window):
+            continue
+        if not readable or readable[-1].at < deadline:
+            continue
+        found.append(
+            f"t={deadline:.1f}s the member of {hook.machine} (hook taken off at t={hook.at:.1f}s, Machine "
+            f"gone at t={gone:.1f}s) still votes {grace + ORPHAN_SLACK:g}s later"
+        )
     return found
 
 
-async def one_run(seed: int, duration: float, out: Path) -> RunResult:
-    result = RunResult(seed)
-    directory = Path(tempfile.mkdtemp(prefix=f"cpo-chaos-{seed}-"))
-    world = DemoWorld(directory, namespace=NAMESPACE, operators=2)
+async def one_run(seed: int, duration: float, out: Path, *, realistic: bool = False) -> RunResult:
     intents = plan(seed, duration)
+    result = RunResult(seed, host_cap=host_cap(seed, intents), realistic=realistic)
+    directory = Path(tempfile.mkdtemp(prefix=f"cpo-chaos-{seed}-"))
+    world = DemoWorld(
+        directory,
+        namespace=NAMESPACE,
+        operators=2,
+        realistic=realistic,
+        max_instances_per_domain=result.host_cap,
+        operator_flags=(f"--etcd-member-without-machine-grace={MEMBER_WITHOUT_MACHINE_GRACE:g}",),
+    )
     observer: Observer | None = None
     injector: Injector | None = None
     writer: EtcdWriter | None = None
@@ -879,10 +1219,18 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
     try:
         await world.start()
         async with await Client.from_kubeconfig(str(world.kubeconfig_path)) as client:
-            observer = Observer(client, NAMESPACE, controlplane=CONTROLPLANE)
-            writer = EtcdWriter(observer.endpoints, prefix="/cpo-chaos/w/")
+            observer = Observer(
+                client, NAMESPACE, controlplane=CONTROLPLANE, tls_secret=world.etcd_client_secret
+            )
+            watched = observer
+            writer = EtcdWriter(
+                observer.endpoints, prefix="/cpo-chaos/w/", client_options=lambda: watched.client_options
+            )
             observer.writes_acknowledged = lambda: len(writer.stats.acknowledged)
-            tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=3, fast=True, step_budget=180)
+            tour = Tour(
+                world.kubeconfig_path, NAMESPACE, observer, replicas=3, fast=True, step_budget=180,
+                tls_secret=world.etcd_client_secret,
+            )  # fmt: skip
             async with observer, writer, LeaderWatch(world) as leaders:
                 await tour.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(tour.manifest()))
                 if await converge(client, observer, 3, within=BOOTSTRAP_TIMEOUT) is None:
@@ -927,7 +1275,14 @@ async def one_run(seed: int, duration: float, out: Path) -> RunResult:
                     f"quorum lost from t={monitor.samples[start].at:.1f}s to t={last.at:.1f}s"
                 )
             result.violations.extend(timeline_violations(observer.samples, injector.desired_history))
-            result.violations.extend(healthy_voter_removals(monitor.samples, injector.desired_history))
+            removals, early = _voter_removals(monitor.samples, injector.desired_history, observer.samples)
+            result.violations.extend(removals)
+            result.early_removals = len(early)
+            result.violations.extend(
+                members_left_without_machine(
+                    injector.hooks_off, observer.samples, monitor.samples, MEMBER_WITHOUT_MACHINE_GRACE
+                )
+            )
             result.violations.extend(machines_added_together(observer.samples))
             result.violations.extend(remediations_together(observer.samples))
             result.violations.extend(remediations_while_creating(observer.samples))
@@ -1014,6 +1369,8 @@ def summary(results: Sequence[RunResult]) -> str:
         ("peak voters", str(max((r.peak_voters for r in results), default=0))),
         ("peak Machines", str(max((r.peak_machines for r in results), default=0))),
         ("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"),
+        ("runs with a host pool", str(sum(r.host_cap is not None for r in results))),
+        ("maxSurge 0 early removals", str(sum(r.early_removals for r in results))),
     ]
     if settles:
         rows.append(("convergence mean", f"{statistics.mean(settles):.1f}s"))
@@ -1022,14 +1379,20 @@ def summary(results: Sequence[RunResult]) -> str:
 
 
 async def campaign(
-    seeds: Sequence[int], duration: float, jobs: int, out: Path, results: list[RunResult]
+    seeds: Sequence[int],
+    duration: float,
+    jobs: int,
+    out: Path,
+    results: list[RunResult],
+    *,
+    realistic: bool = False,
 ) -> None:
     """Run the seeds, ``jobs`` at once; each finished run goes to ``results`` and is printed."""
     limit = asyncio.Semaphore(jobs)
 
     async def one(run_seed: int) -> None:
         async with limit:
-            result = await one_run(run_seed, duration, out)
+            result = await one_run(run_seed, duration, out, realistic=realistic)
         results.append(result)
         print(result.line(), flush=True)
 
@@ -1037,7 +1400,7 @@ async def campaign(
 
 
 async def stoppable_campaign(
-    seeds: Sequence[int], duration: float, jobs: int, out: Path
+    seeds: Sequence[int], duration: float, jobs: int, out: Path, *, realistic: bool = False
 ) -> tuple[list[RunResult], int | None]:
     """The campaign, first ending the worlds killed campaigns or demos left; a stop signal ends the
     runs under way and their worlds. Returns the finished runs by seed, and 128 + the signal's
@@ -1047,7 +1410,7 @@ async def stoppable_campaign(
         for line in await end_abandoned_worlds():
             print(line, flush=True)
         with contextlib.suppress(Stopped):
-            await signals.interruptible(campaign(seeds, duration, jobs, out, results))
+            await signals.interruptible(campaign(seeds, duration, jobs, out, results, realistic=realistic))
         if signals.received is not None:
             print(f"stopped by {signals.received.name}; every run's world has ended", flush=True)
     return sorted(results, key=lambda r: r.seed), signals.exit_code
@@ -1064,13 +1427,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once")
     parser.add_argument("--out", type=Path, default=Path("chaos-out"), help="evidence of failing runs")
     parser.add_argument("--json", type=Path, help="write every run's result here")
+    parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="run every world's provider with --realistic (members named after Nodes, etcd over TLS)",
+    )
     args = parser.parse_args(argv)
     began = time.monotonic()
     if args.seeds:
         seeds = [int(seed) for seed in args.seeds.split(",")]
     else:
         seeds = [args.seed + index for index in range(args.runs)]
-    results, stopped = asyncio.run(stoppable_campaign(seeds, args.duration, args.jobs, args.out))
+    results, stopped = asyncio.run(
+        stoppable_campaign(seeds, args.duration, args.jobs, args.out, realistic=args.realistic)
+    )
     print(summary(results))
     print(f"wall time {time.monotonic() - began:.0f}s")
     if args.json:

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from api.controlplane import REMOVE_MEMBER_FIRST_ANNOTATION
 from api.quorum import quorum
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.etcd.client import EtcdClientOptions
@@ -48,6 +49,10 @@ class MachineView:
     marked_unhealthy: bool = False
     """The MachineHealthCheck handed it to its owner for remediation (``HealthCheckSucceeded`` and
     ``OwnerRemediated`` both ``False``)."""
+    remove_member_first: bool = False
+    """It carries :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`: the ControlPlane
+    deletes it in a ``maxSurge: 0`` rollout or rebalance, and its healthy voter may be removed
+    before its replacement votes."""
 
 
 @dataclass(frozen=True)
@@ -216,4 +221,5 @@ def _machine_view(machine: dict[str, Any]) -> MachineView:
         client_url=client_url,
         node=(status.get("nodeRef") or {}).get("name") or addresses.get("Hostname"),
         marked_unhealthy=marked_for_remediation(machine),
+        remove_member_first=REMOVE_MEMBER_FIRST_ANNOTATION in (metadata.get("annotations") or {}),
     )

@@ -4,9 +4,11 @@ Two seeded runs at once, as the full campaign in ``docs/reliability.md`` runs th
 seeds 18 and 37, whose schedules found deadlocks in the campaign (a user's replacement unable to
 join while a member was dead; a Machine remediated for a NotReady Node, held by the hook on its
 healthy voter, while two members died). Their 60 s schedules also scale, roll out, kill, pause
-and cut off members, kill the leading ``cpo run``, switch ``maxSurge`` to 0, and delete the
-ControlPlane to adopt its running Machines again through an Inactive one made Active. Each run
-is a fresh world with two ``cpo run`` replicas and real etcd members.
+and cut off members, kill the leading ``cpo run``, switch ``maxSurge`` to 0 (and roll out under
+it, where the operator removes a marked Machine's healthy voter before its replacement votes),
+delete a Machine and take its etcd-quorum hook off by hand (its member left for the operator to
+remove), and delete the ControlPlane to adopt its running Machines again through an Inactive one
+made Active. Each run is a fresh world with two ``cpo run`` replicas and real etcd members.
 """
 
 from __future__ import annotations

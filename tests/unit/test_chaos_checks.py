@@ -9,15 +9,22 @@ from types import SimpleNamespace
 from typing import cast
 
 from bench.chaos import (
+    HOST_CAP,
     KILL_UNSEEN_FOR,
     LATER_ACTIONS,
+    MEMBERSHIP_ACTIONS,
+    ORPHAN_SLACK,
     ROLLOUT_AFTER_FAR,
+    HookOff,
     Injector,
     Intent,
     RunResult,
+    early_removals,
     fault_budget,
     healthy_voter_removals,
+    host_cap,
     machines_added_together,
+    members_left_without_machine,
     plan,
     remediations_together,
     remediations_while_creating,
@@ -171,7 +178,7 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
     assert all(intent.at < 30.0 for intent in shorter)
 
     def others(intents: list[Intent]) -> list[Intent]:
-        drawn_apart = ("kill-domain", *LATER_ACTIONS)
+        drawn_apart = ("kill-domain", *LATER_ACTIONS, *MEMBERSHIP_ACTIONS)
         return [intent for intent in intents if intent.kind not in drawn_apart]
 
     assert others(shorter) == others(plan(7, 60.0))[: len(others(shorter))]
@@ -184,6 +191,35 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
     for duration, later in ((30.0, 1), (60.0, 2), (150.0, 5)):
         schedule = plan(7, duration)
         assert sum(i.kind in LATER_ACTIONS for i in schedule) == later
+
+
+def test_the_membership_actions_are_drawn_apart_at_their_own_pace() -> None:
+    # A maxSurge 0 rollout per 30 s and a hook taken off by hand per minute, at least one each.
+    for duration, rollouts, hooks_off in ((30.0, 1, 1), (60.0, 2, 1), (150.0, 5, 2)):
+        kinds = [i.kind for i in plan(7, duration)]
+        assert kinds.count("surge-zero-rollout") == rollouts
+        assert kinds.count("hook-off") == hooks_off
+    # Adding them left every other draw of a seed as it was.
+    for seed in (7, 18, 37):
+        schedule = plan(seed, 60.0)
+        assert [i for i in schedule if i.kind not in MEMBERSHIP_ACTIONS] == sorted(
+            (i for i in schedule if i.kind not in MEMBERSHIP_ACTIONS), key=lambda i: i.at
+        )
+        assert all(i.at < 60.0 for i in schedule)
+
+
+def test_a_host_cap_is_drawn_per_seed_only_for_schedules_that_can_still_converge() -> None:
+    caps = {seed: host_cap(seed, plan(seed, 60.0)) for seed in range(1, 61)}
+    assert caps == {seed: host_cap(seed, plan(seed, 60.0)) for seed in range(1, 61)}, "a seed replays"
+    assert set(caps.values()) == {None, HOST_CAP}, "some runs get host pools, some do not"
+    for seed, cap in caps.items():
+        if cap is not None:
+            # Every domain keeps a spare host: 3 Machines at most, over 3 domains of HOST_CAP.
+            assert max((i.value for i in plan(seed, 60.0) if i.kind == "scale"), default=3) <= 3
+    # A schedule that scales to 5 never gets a cap, whatever its seed draws.
+    to_five = [Intent(1.0, "scale", 0.5, 5.0)]
+    assert all(host_cap(seed, to_five) is None for seed in range(1, 61))
+    assert any(host_cap(seed, []) == HOST_CAP for seed in range(1, 61))
 
 
 def test_the_later_user_actions_are_all_drawn_over_a_campaign() -> None:
@@ -205,9 +241,18 @@ def test_every_mutation_of_the_mutation_check_still_finds_its_rule() -> None:
 
 
 def voter_machine(
-    name: str, *, deleting: bool = False, role: str = "voter", healthy: bool = True
+    name: str,
+    *,
+    deleting: bool = False,
+    role: str = "voter",
+    healthy: bool = True,
+    marked: bool = False,
+    node: str | None = None,
 ) -> MachineView:
-    return MachineView(name, "Running", deleting, "zone-a", None, etcd_role=role, etcd_healthy=healthy)
+    return MachineView(
+        name, "Running", deleting, "zone-a", None, node=node, etcd_role=role, etcd_healthy=healthy,
+        remove_member_first=marked,
+    )  # fmt: skip
 
 
 def voting_world(
@@ -216,13 +261,21 @@ def voting_world(
     healthy: int | None = None,
     deleting: tuple[str, ...] = (),
     down: tuple[str, ...] = (),
+    marked: tuple[str, ...] = (),
+    at: float = 1.0,
+    nodes: dict[str, str] | None = None,
 ) -> Sample:
     """Voters ``names``, each with a Machine; ``down`` are shown unhealthy, and ``healthy`` (by
     default all the others) is how many voters the sample counts healthy."""
-    views = tuple(voter_machine(n, deleting=n in deleting, healthy=n not in down) for n in names)
+    views = tuple(
+        voter_machine(
+            n, deleting=n in deleting, healthy=n not in down, marked=n in marked, node=(nodes or {}).get(n)
+        )
+        for n in names
+    )
     count = len(names)
     healthy = count - len(down) if healthy is None else healthy
-    return Sample(1.0, views, count, 0, healthy, healthy > count // 2, 0, desired=None)
+    return Sample(at, views, count, 0, healthy, healthy > count // 2, 0, desired=None)
 
 
 def test_the_fault_budget_counts_a_removal_the_operator_may_make_at_any_moment() -> None:
@@ -265,12 +318,46 @@ def test_a_kill_counts_until_the_sample_shows_the_member_down() -> None:
 def test_the_injector_counts_its_own_kill_before_the_sample_shows_it() -> None:
     steady = voting_world(["a", "b", "c"])
     tour = cast(Tour, SimpleNamespace(replicas=3))
-    injector = Injector(
-        cast(DemoWorld, None), tour, cast(Observer, SimpleNamespace(latest=steady)), RunResult(30)
-    )
+    observer = SimpleNamespace(latest=steady, started=time.monotonic())
+    injector = Injector(cast(DemoWorld, None), tour, cast(Observer, observer), RunResult(30))
     assert injector.budget() == 1
     injector.killed["a"] = time.monotonic()
     assert injector.budget() == 0
+
+
+def test_the_injector_budgets_against_a_replica_count_just_raised() -> None:
+    # Scaled to 1 and, a moment later, back to 3: the operator may still remove a voter on 1.
+    tour = cast(Tour, SimpleNamespace(replicas=3))
+    observer = SimpleNamespace(latest=voting_world(["a", "b", "c"]), started=time.monotonic() - 10.0)
+    injector = Injector(cast(DemoWorld, None), tour, cast(Observer, observer), RunResult(18))
+    injector.desired_history += [(8.5, 1), (9.5, 3)]
+    injector.desired = 3
+    assert injector.budget() == 0
+    injector.desired_history[1:] = [(5.0, 1), (7.0, 3)]
+    assert injector.budget() == 1
+
+
+def test_the_fault_budget_counts_a_healthy_voter_of_no_machine_as_removed() -> None:
+    # A scale-in: the Machine is gone (its member removed first), the monitor's older member
+    # list still shows 3 healthy voters; etcd has 2, and neither may be killed.
+    stale = voting_world(["a", "b", "c"])
+    stale = Sample(stale.at, stale.machines[:2], 3, 0, 3, True, 0, desired=None)
+    assert fault_budget(stale, desired=3, held=()) == 0
+    # A dead one of no Machine is counted once, as down.
+    dead = Sample(stale.at, stale.machines, 3, 0, 2, True, 0, desired=None)
+    assert fault_budget(dead, desired=3, held=()) == 0
+    five = voting_world(["a", "b", "c", "d", "e"])
+    assert (
+        fault_budget(Sample(1.0, five.machines[:4], 5, 0, 5, True, 0, desired=None), desired=5, held=()) == 1
+    )
+    assert (
+        fault_budget(Sample(1.0, five.machines[:4], 5, 0, 4, True, 0, desired=None), desired=5, held=()) == 1
+    )
+    # The realistic provider's replacement may take the old member's Node name: one member, two Machines.
+    nodes = {"a": "ip-1", "b": "ip-2", "c": "ip-3", "d": "ip-3"}
+    shared = voting_world(["a", "b", "c", "d"], nodes=nodes)
+    shared = Sample(1.0, shared.machines, 3, 0, 3, True, 0, desired=None)
+    assert fault_budget(shared, desired=3, held=()) == 1
 
 
 def remediating_c(c_member: str, *others: str) -> list[Sample]:
@@ -331,3 +418,95 @@ def test_a_remediation_while_another_machine_is_being_created_is_flagged() -> No
     assert remediations_while_creating(marked_or_deleting) == []
     # The same remediation seen again is not a new one.
     assert remediations_while_creating([*creating, creating[-1]]) == remediations_while_creating(creating)
+
+
+def test_the_fault_budget_counts_a_marked_machines_healthy_voter_as_already_removed() -> None:
+    # maxSurge 0: the ControlPlane marked a and deletes it; its healthy voter may go before
+    # its replacement votes, leaving 2 of 3 with nothing to lose.
+    assert (
+        fault_budget(voting_world(["a", "b", "c"], marked=("a",), deleting=("a",)), desired=3, held=()) == 0
+    )
+    # Counted from the mark, which comes right before the deletion.
+    assert fault_budget(voting_world(["a", "b", "c"], marked=("a",)), desired=3, held=()) == 0
+    # With 5, the early removal leaves 4, which may lose one.
+    five = ["a", "b", "c", "d", "e"]
+    assert fault_budget(voting_world(five, marked=("a",), deleting=("a",)), desired=5, held=()) == 1
+    assert fault_budget(voting_world(five, marked=("a",), deleting=("a",)), desired=5, held={"b"}) == 0
+
+
+def marking(at: float, marked: str | None, names: list[str], nodes: dict[str, str] | None = None) -> Sample:
+    """An observer sample of voters ``names``, ``marked`` (if any) deleting with the mark."""
+    chosen = (marked,) if marked else ()
+    return voting_world(names, marked=chosen, deleting=chosen, at=at, nodes=nodes)
+
+
+def test_a_marked_early_removal_to_desired_minus_one_is_accepted_and_an_unmarked_one_is_not() -> None:
+    removal = [members(1.0, ["a", "b", "c"]), members(1.1, ["a", "b"])]
+    seen_marked = [marking(0.5, "c", ["a", "b", "c"])]
+    assert healthy_voter_removals(removal, DESIRED_3, seen_marked) == []
+    assert early_removals(removal, DESIRED_3, seen_marked) == ["t=1.1s c (c)"]
+    # Unmarked (a user's deletion, a remediation): the replacement must vote first.
+    [found] = healthy_voter_removals(removal, DESIRED_3, [marking(0.5, None, ["a", "b", "c"])])
+    assert "c removed while all 3 voters were healthy: 2 left, desired 3" in found
+    # Another Machine's mark does not cover it.
+    assert len(healthy_voter_removals(removal, DESIRED_3, [marking(0.5, "a", ["a", "b", "c"])])) == 1
+
+
+def test_a_marked_removal_is_matched_through_its_node_name() -> None:
+    # The realistic provider names members after their Node, not their Machine.
+    nodes = {"m-1": "ip-127-0-0-1", "m-2": "ip-127-0-0-2", "m-3": "ip-127-0-0-3"}
+    removal = [members(1.0, list(nodes.values())), members(1.1, ["ip-127-0-0-1", "ip-127-0-0-2"])]
+    assert healthy_voter_removals(removal, DESIRED_3, [marking(0.5, "m-3", list(nodes), nodes)]) == []
+    assert len(healthy_voter_removals(removal, DESIRED_3, [marking(0.5, "m-1", list(nodes), nodes)])) == 1
+
+
+def test_a_marked_removal_below_desired_minus_one_or_a_second_early_removal_is_flagged() -> None:
+    # From 2 voters of 3 desired (the first early removal's replacement not voting yet).
+    second = [members(5.0, ["a", "b"]), members(5.1, ["a"])]
+    [found] = healthy_voter_removals(second, DESIRED_3, [marking(4.5, "b", ["a", "b", "c"])])
+    assert "1 left, desired 3 (an early removal may leave desired − 1, no fewer)" in found
+    # Two at once.
+    both = [members(1.0, ["a", "b", "c", "d", "e"]), members(1.1, ["a", "b", "c"])]
+    seen = [marking(0.5, "e", ["a", "b", "c", "d", "e"]), marking(0.6, "d", ["a", "b", "c", "d", "e"])]
+    assert len(healthy_voter_removals(both, [(0.0, 5)], seen)) == 1
+    # A second early removal while the first one's Machine is still there.
+    timeline = [
+        members(1.0, ["a", "b", "c"]),
+        members(1.1, ["a", "b"]),
+        members(4.0, ["a", "b", "d"]),
+        members(4.1, ["a", "d"]),
+    ]
+    machines = [
+        marking(0.5, "c", ["a", "b", "c"]),
+        voting_world(["a", "b", "c", "d"], marked=("b", "c"), deleting=("b", "c"), at=3.5),
+        voting_world(["a", "b", "c", "d"], marked=("b", "c"), deleting=("b", "c"), at=4.1),
+    ]
+    [found] = healthy_voter_removals(timeline, DESIRED_3, machines)
+    assert "early removal of b (b) while the Machine of the previous one, c, was still there" in found
+    # Once c's Machine is gone, b may go early.
+    gone = [machines[0], voting_world(["a", "b", "d"], marked=("b",), deleting=("b",), at=3.5)]
+    gone.append(voting_world(["a", "b", "d"], marked=("b",), deleting=("b",), at=4.1))
+    assert healthy_voter_removals(timeline, DESIRED_3, gone) == []
+
+
+def test_a_member_whose_hook_was_taken_off_must_be_gone_within_the_grace() -> None:
+    grace = 5.0
+    hook = HookOff(2.0, "c", ("c",))
+    machines = [voting_world(["a", "b", "c"], at=1.0), voting_world(["a", "b"], at=3.0)]
+    end = 3.0 + grace + ORPHAN_SLACK + 1.0
+    removed = [members(2.5, ["a", "b", "c"], healthy=2), members(9.0, ["a", "b"]), members(end, ["a", "b"])]
+    assert members_left_without_machine([hook], machines, removed, grace) == []
+    stays = [members(2.5, ["a", "b", "c"], healthy=2), members(end, ["a", "b", "c"], healthy=2)]
+    [found] = members_left_without_machine([hook], machines, stays, grace)
+    assert "the member of c (hook taken off at t=2.0s, Machine gone at t=3.0s) still votes" in found
+    # A replacement joining under the freed Node's name is a learner: the old voter is gone.
+    nodes = HookOff(2.0, "c", ("c", "ip-127-0-0-3"))
+    rejoined = [
+        members(2.5, ["a", "b", "ip-127-0-0-3"], healthy=2),
+        members(9.0, ["a", "b", "ip-127-0-0-3~"]),
+        members(end, ["a", "b", "ip-127-0-0-3"]),
+    ]
+    assert members_left_without_machine([nodes], machines, rejoined, grace) == []
+    # Samples ending before the deadline, or a Machine that never went: the convergence check's.
+    assert members_left_without_machine([hook], machines, stays[:1], grace) == []
+    assert members_left_without_machine([hook], machines[:1], stays, grace) == []
