@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -29,15 +28,16 @@ import yaml
 
 from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import API_VERSION
-from demo.observer import Observer, Sample
+from demo.observer import Sample
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, Tour, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld, KubectlError
 from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
-from tests.support.localmachine import track_state_dir
 from tests.support.poll import eventually, holds_for
+from tests.support.tour_world import TourWorld as World
+from tests.support.tour_world import tour_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -46,29 +46,12 @@ CP = "controlplane.cpo.dev/v1alpha1"
 REPLICAS = 3
 
 
-@dataclass
-class World:
-    world: DemoWorld
-    client: Client
-    observer: Observer
-    tour: Tour
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def intent(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     world = DemoWorld(tmp_path_factory.mktemp("intent-world"), namespace=NAMESPACE)
-    track_state_dir(world.state_dir)
-    try:
-        await world.start()
-        async with (
-            await Client.from_kubeconfig(str(world.kubeconfig_path)) as client,
-            Observer(client, NAMESPACE, controlplane=CONTROLPLANE) as observer,
-        ):
-            tour = Tour(world.kubeconfig_path, NAMESPACE, observer, replicas=REPLICAS, fast=True)
-            await bootstrap_step(tour)
-            yield World(world, client, observer, tour)
-    finally:
-        await world.stop()
+    async with tour_world(world, replicas=REPLICAS, step_budget=240.0) as started:
+        await bootstrap_step(started.tour)
+        yield started
 
 
 async def machines(client: Client) -> list[JSON]:

@@ -48,7 +48,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_sc
 
 NAMESPACE = "orphans"
 CP = "controlplane.cpo.dev/v1alpha1"
-GRACE = 10.0
+GRACE = 5.0
 """``cpo run --etcd-member-without-machine-grace``: seconds a dead member of no Machine waits."""
 
 
