@@ -92,6 +92,16 @@ async def member_is_unhealthy(world: World, member: str) -> None:
     await eventually(dead, timeout=30, message=f"member {member} unhealthy")
 
 
+async def killed_with_the_operators_stopped(world: World) -> tuple[str, str]:
+    """Stop ``cpo run``, kill a non-leading Machine's member (the provider's fault) and wait until
+    it fails its health reads: that Machine and its member's name."""
+    victim, member = await pick_victim(world)
+    await world.world.child("operator").stop()
+    await world.tour.kubectl("annotate", "machine", victim, f"{FAULT_ANNOTATION}=kill")
+    await member_is_unhealthy(world, member)
+    return victim, member
+
+
 async def machine_gone(world: World, name: str) -> None:
     async def gone() -> bool:
         try:
@@ -137,10 +147,7 @@ async def test_a_dead_member_whose_machine_was_deleted_by_hand_is_removed(orphan
     monitor = orphans.observer.monitor
     assert monitor is not None
     since = monitor.mark()
-    victim, member = await pick_victim(orphans)
-    await orphans.world.child("operator").stop()
-    await orphans.tour.kubectl("annotate", "machine", victim, f"{FAULT_ANNOTATION}=kill")
-    await member_is_unhealthy(orphans, member)
+    victim, member = await killed_with_the_operators_stopped(orphans)
     await orphans.tour.kubectl("delete", "machine", victim, "--wait=false")
     await orphans.tour.kubectl(
         "patch", "machine", victim, "--type=merge", "-p", '{"spec":{"lifecycleHooks":{"preDrain":null}}}'
@@ -220,10 +227,7 @@ async def test_a_dead_member_stays_while_its_node_does(orphans: World) -> None:
     monitor = orphans.observer.monitor
     assert monitor is not None
     since = monitor.mark()
-    victim, member = await pick_victim(orphans)
-    await orphans.world.child("operator").stop()
-    await orphans.tour.kubectl("annotate", "machine", victim, f"{FAULT_ANNOTATION}=kill")
-    await member_is_unhealthy(orphans, member)
+    victim, member = await killed_with_the_operators_stopped(orphans)
     await delete_without_finalizer(orphans, victim)
     await orphans.client.get("v1", "Node", member)  # the provider did not terminate: the Node stays
     restarted = time.monotonic()

@@ -109,6 +109,24 @@ async def promote_learners(urls: list[str], options: EtcdClientOptions, voters: 
     await eventually(attempt, timeout=90, message=f"{voters} voters")
 
 
+async def member_removed(urls: list[str], options: EtcdClientOptions, name: str) -> None:
+    """Remove the member named ``name`` from etcd, as the operator would, retrying while etcd
+    refuses (a cluster that just changed): done once no member has that name."""
+
+    async def removed() -> bool:
+        async with EtcdClient(urls, options) as etcd:
+            member = next((m for m in await etcd.member_list() if m.name == name), None)
+            if member is None:
+                return True
+            try:
+                await etcd.remove(member.id)
+            except UnhealthyCluster:
+                return False
+        return True
+
+    await eventually(removed, timeout=30, message=f"{name}'s member removed")
+
+
 async def test_a_machine_waits_for_its_domains_host_and_takes_its_address_once_freed(
     kube: Client, namespace: str, provider_state_dir: Path, kubeconfig_path: Path, tmp_path: Path
 ) -> None:
@@ -159,20 +177,7 @@ async def test_a_machine_waits_for_its_domains_host_and_takes_its_address_once_f
         assert not (provider_state_dir / namespace / "a3").exists()
 
         # The operator's way: a1's member removed from etcd first, then its Machine deleted.
-        async def remove_a1() -> bool:
-            async with EtcdClient(urls, options) as etcd:
-                member = next(
-                    (m for m in await etcd.member_list() if m.name == a1["status"]["nodeRef"]["name"]), None
-                )
-                if member is None:
-                    return True
-                try:
-                    await etcd.remove(member.id)
-                except UnhealthyCluster:
-                    return False
-            return True
-
-        await eventually(remove_a1, timeout=30, message="a1's member removed")
+        await member_removed(urls, options, a1["status"]["nodeRef"]["name"])
         await kube.delete(API_VERSION, "Machine", "a1", namespace)
 
         # a2 and a3 race for the freed host: one gets it, the other waits for that one.
@@ -242,18 +247,7 @@ async def test_in_the_default_mode_the_cap_counts_the_machines_without_a_domain_
         assert "without a failure domain" in condition["message"] and "m0" in condition["message"]
         assert not (provider_state_dir / namespace / "m1").exists()
 
-        async def remove_m0() -> bool:
-            async with EtcdClient(urls, EtcdClientOptions(timeout=5)) as etcd:
-                member = next((m for m in await etcd.member_list() if m.name == "m0"), None)
-                if member is None:
-                    return True
-                try:
-                    await etcd.remove(member.id)
-                except UnhealthyCluster:
-                    return False
-            return True
-
-        await eventually(remove_m0, timeout=30, message="m0's member removed")
+        await member_removed(urls, EtcdClientOptions(timeout=5), "m0")
         await kube.delete(API_VERSION, "Machine", "m0", namespace)
 
         # Held by its hook, the deleting m0 is still an instance: it keeps its host.
