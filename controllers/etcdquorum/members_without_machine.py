@@ -25,7 +25,11 @@ merely cannot map is never taken for a dead one:
 * **unhealthy**, by this pass's health read, for at least the grace period
   (``EtcdQuorumOptions.member_without_machine_grace``), and again by a read made right before the
   removal (the reconciler's part);
-* the **Machine API works** (a control-plane Machine is ``Running``), the ControlPlane is
+* the **Machine API works**: a control-plane Machine is ``Running``, or one being deleted has a
+  Node (cluster-etcd-operator asks for a ``Running`` one; a deleting Machine was provisioned too,
+  and when every Machine is being deleted or provisioning, a dead voter is exactly what must go:
+  etcd refuses every member add, learners included, while a voter is disconnected, so no
+  replacement could join and nothing would run again). The ControlPlane is
   **Active**, and it **owns a Machine that maps to a member**: its view of the cluster is the one
   its Machines form, not a guess made before any of them joined;
 * the cluster has **not lost quorum** (the controller never repairs a cluster that has: that is a
@@ -88,7 +92,8 @@ class ClusterGuards:
     """The cluster-wide facts the removal needs."""
 
     machine_api_functional: bool
-    """A control-plane Machine is ``Running``."""
+    """A control-plane Machine is ``Running``, or one being deleted has a Node
+    (:func:`machine_api_worked`)."""
     active: bool
     """The ControlPlane's ``spec.state`` is ``Active``."""
     owns_member_machine: bool
@@ -113,6 +118,13 @@ class OrphanDecision:
     why: str = ""
     """For the event: why the removal is safe."""
     kept: tuple[Kept, ...] = ()
+
+
+def machine_api_worked(running: bool, deleting_with_node: bool) -> bool:
+    """Whether the Machine API has worked for this control plane: a Machine is ``Running``
+    (:func:`~controllers.etcdquorum.rules.machine_api_functional`), or one being deleted has a Node
+    (it was provisioned). See the module docstring for why a deleting one counts here."""
+    return running or deleting_with_node
 
 
 def _kept_for_itself(orphan: MemberWithoutMachine, grace: float) -> Kept | None:
@@ -146,7 +158,7 @@ def _kept_for_itself(orphan: MemberWithoutMachine, grace: float) -> Kept | None:
 def _cluster_guard(guards: ClusterGuards, members: Sequence[MemberState]) -> str | None:
     """Why no member of no Machine may go this pass, or None."""
     if not guards.machine_api_functional:
-        return "the Machine API is not working yet (no control-plane Machine is Running)"
+        return "the Machine API is not working yet (no control-plane Machine is Running or had a Node)"
     if not guards.active:
         return "the ControlPlane is Inactive"
     if not guards.owns_member_machine:

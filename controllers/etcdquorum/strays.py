@@ -30,6 +30,7 @@ from controllers.etcd.membership import (
 from controllers.etcdquorum.members_without_machine import (
     ClusterGuards,
     MemberWithoutMachine,
+    machine_api_worked,
     orphan_decision,
 )
 from controllers.etcdquorum.options import ResolvedEtcdQuorumOptions
@@ -124,7 +125,10 @@ class StrayMembers:
             return False
         mapped = {machine for machine in state.owners.values() if machine is not None}
         guards = ClusterGuards(
-            machine_api_functional=machine_api_functional(list(state.infos.values())),
+            machine_api_functional=machine_api_worked(
+                machine_api_functional(list(state.infos.values())),
+                any(i.deleting and i.node_name for i in state.identities.values()),
+            ),
             active=state.spec.state != STATE_INACTIVE,
             owns_member_machine=any(name in mapped for name in state.owned),
         )

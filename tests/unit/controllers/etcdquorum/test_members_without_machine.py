@@ -18,6 +18,7 @@ from controllers.etcdquorum.members_without_machine import (
     ClusterGuards,
     MemberWithoutMachine,
     kept_counts,
+    machine_api_worked,
     orphan_decision,
 )
 from tests.support.machine_rows import etcd_member
@@ -158,3 +159,16 @@ def test_kept_counts_name_every_reason() -> None:
     dead = MemberState(etcd_member(2), None, False)
     decision = orphan_decision([dead], [MemberWithoutMachine(dead, "node-2", 300.0)], READY, GRACE)
     assert kept_counts(decision.kept) == {**dict.fromkeys(KEPT_REASONS, 0), KEPT_NODE_PRESENT: 1}
+
+
+@pytest.mark.parametrize(
+    ("running", "deleting_with_node", "worked"),
+    [(True, False, True), (False, True, True), (False, False, False)],
+    ids=[
+        "a Running Machine: the Machine API works",
+        "every Machine deleting or provisioning, one deleting had a Node: it has worked",
+        "nothing provisioned yet (an install): it has not",
+    ],
+)
+def test_machine_api_worked(running: bool, deleting_with_node: bool, worked: bool) -> None:
+    assert machine_api_worked(running, deleting_with_node) is worked
