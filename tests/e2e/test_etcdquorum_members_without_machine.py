@@ -12,7 +12,9 @@ and accidents do, starts ``cpo run`` again, and checks what it does with the mem
 2. the Machine deleted with its finalizer stripped while its member runs on (a healthy member of
    no Machine): it stays, named by the ``EtcdClusterHealthy`` condition and ``cpo explain``;
 3. the member killed and the Machine's finalizer stripped, so its Node stays: the dead member
-   stays while the Node does, and goes once the Node is deleted.
+   stays while the Node does, and goes once the Node is deleted;
+4. the same dead member while every other Machine is being deleted by a user and the replacement
+   cannot join (etcd refuses every member add while a voter is dead): it still goes.
 
 The quorum monitor samples etcd over TLS all along; every scenario checks its record since the
 scenario began.
@@ -24,6 +26,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -31,6 +34,7 @@ import pytest_asyncio
 from api.machine import API_VERSION
 from controllers.etcdquorum.members_without_machine import KEPT_HEALTHY, KEPT_NODE_PRESENT
 from demo.lifetime import end_processes
+from demo.observer import Sample
 from demo.tour import CONTROLPLANE, FAULT_ANNOTATION, settled
 from demo.tour import bootstrap as bootstrap_step
 from demo.world import DemoWorld
@@ -272,3 +276,34 @@ async def cpo_explain(world: World) -> str:
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
     return out.decode()
+
+
+async def test_a_dead_member_goes_while_every_machine_is_being_replaced(orphans: World) -> None:
+    """With the operators stopped, one member is killed and its Machine goes (finalizer stripped,
+    Node deleted: the host is gone), and the two other Machines are deleted by a user (their hooks
+    hold them: their members are healthy voters). No Machine is Running once the operators are
+    back: two are being deleted and the replacement is provisioning, and it cannot join while the
+    dead voter is listed (etcd refuses every member add then). The dead member must still go, so
+    that the replacements join, vote, and the old Machines leave one by one."""
+    monitor = orphans.observer.monitor
+    assert monitor is not None
+    since = monitor.mark()
+    victim, member = await killed_with_the_operators_stopped(orphans)
+    others = [
+        m["metadata"]["name"] for m in await machines(orphans.client) if m["metadata"]["name"] != victim
+    ]
+    await delete_without_finalizer(orphans, victim)
+    await orphans.tour.kubectl("delete", "node", member)
+    for name in others:
+        await orphans.tour.kubectl("delete", "machine", name, "--wait=false")
+    await orphans.world.start_operator(0)
+
+    await member_removed(orphans, member)
+
+    def renewed(now: Sample, controlplane: dict[str, Any]) -> bool:
+        return not {victim, *others} & {m.name for m in now.machines} and settled(3)(now, controlplane)
+
+    await orphans.tour.wait_for("every Machine replaced", renewed)
+    sample = monitor.samples[-1]
+    assert (sample.voters, sample.healthy_voters, sample.learners) == (3, 3, 0), sample
+    monitor.assert_never_lost_quorum(since=since)
