@@ -214,10 +214,7 @@ def plan(seed: int, duration: float) -> list[Intent]:
             value = round(rng.uniform(2.0, 8.0), 1)  # how long a fault lasts, or a restart delay
         intents.append(Intent(round(at, 1), kind, rng.random(), value))
         at += rng.uniform(2.0, 7.0)
-    outages = random.Random(f"kill-domain-{seed}")
-    for _ in range(max(1, int(duration // DOMAIN_OUTAGE_EVERY))):
-        at = outages.uniform(min(5.0, duration), duration)
-        intents.append(Intent(round(at, 1), "kill-domain", outages.random(), 0.0))
+    intents += periodic(seed, "kill-domain", DOMAIN_OUTAGE_EVERY, duration)
     later = random.Random(f"later-actions-{seed}")
     for _ in range(max(1, int(duration // LATER_ACTIONS_EVERY))):
         at = later.uniform(min(5.0, duration), duration)
@@ -225,15 +222,21 @@ def plan(seed: int, duration: float) -> list[Intent]:
         # rolloutAfter: due 5–25 s ahead (inside the run), or far ahead (must replace nothing)
         ahead = later.choice((round(later.uniform(5.0, 25.0), 1), ROLLOUT_AFTER_FAR))
         intents.append(Intent(round(at, 1), kind, later.random(), ahead))
-    surge_zero = random.Random(f"surge-zero-rollout-{seed}")
-    for _ in range(max(1, int(duration // SURGE_ZERO_ROLLOUT_EVERY))):
-        at = surge_zero.uniform(min(5.0, duration), duration)
-        intents.append(Intent(round(at, 1), "surge-zero-rollout", surge_zero.random(), 0.0))
-    hook_off = random.Random(f"hook-off-{seed}")
-    for _ in range(max(1, int(duration // HOOK_OFF_EVERY))):
-        at = hook_off.uniform(min(5.0, duration), duration)
-        intents.append(Intent(round(at, 1), "hook-off", hook_off.random(), 0.0))
+    intents += periodic(seed, "surge-zero-rollout", SURGE_ZERO_ROLLOUT_EVERY, duration)
+    intents += periodic(seed, "hook-off", HOOK_OFF_EVERY, duration)
     return sorted(intents, key=lambda intent: intent.at)
+
+
+def periodic(seed: int, kind: str, every: float, duration: float) -> list[Intent]:
+    """One ``kind`` intent per ``every`` seconds of schedule (at least one), each at a moment drawn
+    from a generator of its own (named after ``kind`` and the seed), so that adding a kind never
+    moves another kind's draws."""
+    rng = random.Random(f"{kind}-{seed}")
+    found = []
+    for _ in range(max(1, int(duration // every))):
+        at = rng.uniform(min(5.0, duration), duration)
+        found.append(Intent(round(at, 1), kind, rng.random(), 0.0))
+    return found
 
 
 def host_cap(seed: int, intents: Sequence[Intent]) -> int | None:

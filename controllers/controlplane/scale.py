@@ -231,29 +231,20 @@ def wait_for_deletion_step(deleting: Sequence[MachineInfo], active: Sequence[Mac
     """
     names = ", ".join(m.name for m in deleting)
     learners = sorted(m.name for m in active if m.etcd_learner)
+    holding = ", ".join(m.name for m in deleting if m.has_etcd_member)
     if learners:
-        # The old member may be gone already: a dead one is removed first, and a maxSurge-0
-        # deletion's before its replacement votes.
-        holding = ", ".join(m.name for m in deleting if m.has_etcd_member)
-        after = (
-            f"the member of Machine(s) {holding} is removed once it votes"
-            if holding
-            else f"the member of Machine(s) {names} is already removed"
+        after = f"{holding} is removed once it votes" if holding else f"{names} is already removed"
+        message = (
+            f"Machine(s) {', '.join(learners)}: etcd learner not promoted yet; the member of Machine(s) "
         )
-        return Step(
-            "wait",
-            REASON_WAITING_FOR_LEARNER,
-            f"Machine(s) {', '.join(learners)}: etcd learner not promoted yet; {after}",
-            needs_preflight=False,
-        )
-    if any(m.has_etcd_member for m in deleting):
-        return Step(
-            "wait",
-            REASON_REMOVING_MEMBER,
+        message += after
+        return Step("wait", REASON_WAITING_FOR_LEARNER, message, needs_preflight=False)
+    if holding:
+        message = (
             f"Machine(s) {names} being deleted: waiting for the removal of its etcd member "
-            "(the etcd-quorum hook holds the deletion until it is safe)",
-            needs_preflight=False,
+            "(the etcd-quorum hook holds the deletion until it is safe)"
         )
+        return Step("wait", REASON_REMOVING_MEMBER, message, needs_preflight=False)
     message = f"Waiting for Machine(s) {names} to be deleted"
     return Step("wait", REASON_WAITING_FOR_DELETION, message, needs_preflight=False)
 

@@ -35,10 +35,10 @@ from tests.support.etcd import etcd_processes_for
 from tests.support.localmachine import (
     HEARTBEAT,
     get_machine,
-    get_node,
+    internal_ip,
     machine_condition,
     provider_options,
-    ready_condition,
+    running,
     running_provider,
 )
 from tests.support.localmachine import machine as machine_manifest
@@ -65,22 +65,6 @@ async def start_provider(state_dir: Path, kubeconfig: Path, namespace: str, log:
         ),
         log_path=log,
     )  # fmt: skip
-
-
-def internal_ip(obj: JSON) -> str:
-    return str(next(a["address"] for a in obj["status"]["addresses"] if a["type"] == "InternalIP"))
-
-
-async def running(client: Client, name: str, namespace: str) -> JSON:
-    async def check() -> JSON | None:
-        machine = await get_machine(client, name, namespace)
-        if machine is None or (machine.get("status") or {}).get("phase") != "Running":
-            return None
-        node = await get_node(client, machine["status"]["nodeRef"]["name"])
-        return machine if ready_condition(node).get("status") == "True" else None
-
-    found: JSON = await eventually(check, timeout=60, message=f"{name} Running with a Ready Node")
-    return found
 
 
 async def waiting_for_host(client: Client, name: str, namespace: str, *, holder: str) -> JSON | None:

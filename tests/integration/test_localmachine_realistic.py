@@ -17,36 +17,20 @@ from controllers.etcd.client import EtcdClient
 from providers.localmachine.etcd_process import recorded_processes
 from providers.localmachine.realistic import DEFAULT_CLIENT_SECRET, EtcdPKI
 from runtime.client import Client
-from runtime.jsoncodec import JSON
 from tests.integration.conftest import etcd_options
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (
     get_machine,
     get_node,
+    internal_ip,
     provider_options,
-    ready_condition,
+    running,
     running_provider,
 )
 from tests.support.localmachine import machine as machine_manifest
 from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
-
-
-def internal_ip(obj: JSON) -> str:
-    return next(a["address"] for a in obj["status"]["addresses"] if a["type"] == "InternalIP")
-
-
-async def running(client: Client, name: str, namespace: str) -> JSON:
-    async def check() -> JSON | None:
-        machine = await get_machine(client, name, namespace)
-        if machine is None or (machine.get("status") or {}).get("phase") != "Running":
-            return None
-        node = await get_node(client, machine["status"]["nodeRef"]["name"])
-        return machine if ready_condition(node).get("status") == "True" else None
-
-    found: JSON = await eventually(check, timeout=60, message=f"{name} Running with a Ready Node")
-    return found
 
 
 async def test_members_get_addresses_of_their_own_tls_and_cloud_names(

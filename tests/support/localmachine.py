@@ -154,3 +154,22 @@ async def set_fault(client: Client, name: str, namespace: str, fault: str | None
     await client.patch(
         API_VERSION, "Machine", name, {"metadata": {"annotations": {FAULT_ANNOTATION: fault}}}, namespace
     )
+
+
+def internal_ip(obj: JSON) -> str:
+    """A Machine's or Node's first InternalIP address."""
+    return str(next(a["address"] for a in obj["status"]["addresses"] if a["type"] == "InternalIP"))
+
+
+async def running(client: Client, name: str, namespace: str) -> JSON:
+    """Wait until Machine ``name`` is ``Running`` with a Ready Node, and return it."""
+
+    async def check() -> JSON | None:
+        machine = await get_machine(client, name, namespace)
+        if machine is None or (machine.get("status") or {}).get("phase") != "Running":
+            return None
+        node = await get_node(client, machine["status"]["nodeRef"]["name"])
+        return machine if ready_condition(node).get("status") == "True" else None
+
+    found: JSON = await eventually(check, timeout=60, message=f"{name} Running with a Ready Node")
+    return found
