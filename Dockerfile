@@ -40,9 +40,8 @@ RUN python -m venv --without-pip /opt/cpo \
 # link resolves.
 FROM ${RUNTIME_IMAGE}
 
-# ensurepip's bundled wheels are a pip too.
 RUN python -m pip uninstall --yes pip setuptools wheel \
-    && rm -rf /root/.cache /usr/local/lib/python3.*/ensurepip/_bundled
+    && rm -rf /root/.cache
 
 COPY --from=build /opt/cpo /opt/cpo
 
