@@ -152,8 +152,16 @@ class EtcdQuorumReconciler:
         namespace_machines = await self.cache.list(
             MACHINE_API_VERSION, "Machine", namespace=cp["metadata"].get("namespace") or ""
         )
-        machines = {obj["metadata"]["name"]: obj for obj in guarded_machines(cp, spec, namespace_machines)}
+        # One classification and one identity per Machine serve the guarded Machines, the owned
+        # ones and the namespace-wide mapping of members of no Machine.
+        related = ControlPlaneMachines.of(
+            cp["metadata"].get("uid"), spec.selector.to_dict(), namespace_machines
+        )
+        machines = {obj["metadata"]["name"]: obj for obj in related.guarded}
         infos = {name: machine_info(obj, self.options.hook, cp_spec=spec) for name, obj in machines.items()}
+        identities = {
+            obj["metadata"]["name"]: MachineIdentity.from_machine(obj) for obj in namespace_machines
+        }
         state = Pass(
             cp=cp,
             key=key,
@@ -161,9 +169,9 @@ class EtcdQuorumReconciler:
             desired=spec.replicas,
             machines=machines,
             infos=infos,
-            identities={name: MachineIdentity.from_machine(obj) for name, obj in machines.items()},
-            namespace_identities=[MachineIdentity.from_machine(obj) for obj in namespace_machines],
-            owned=[m["metadata"]["name"] for m in owned_machines(cp, spec, namespace_machines)],
+            identities={name: identities[name] for name in machines},
+            namespace_identities=list(identities.values()),
+            owned=[m["metadata"]["name"] for m in related.owned],
             members=[],
             owners={},
             states=[],
@@ -333,14 +341,6 @@ def guarded_machines(
     included (:attr:`api.ownership.ControlPlaneMachines.guarded`)."""
     uid = (cp.get("metadata") or {}).get("uid")
     return ControlPlaneMachines.of(uid, spec.selector.to_dict(), machines).guarded
-
-
-def owned_machines(
-    cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Iterable[MachineT]
-) -> list[MachineT]:
-    """The Machines ``cp`` owns (:attr:`api.ownership.ControlPlaneMachines.owned`)."""
-    uid = (cp.get("metadata") or {}).get("uid")
-    return ControlPlaneMachines.of(uid, spec.selector.to_dict(), machines).owned
 
 
 def controlplanes_for_machine(cache: Cache) -> EnqueueRequestsFromMapFunc:

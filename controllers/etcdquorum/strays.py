@@ -113,11 +113,9 @@ class StrayMembers:
 
         Before the removal, two reads that do not trust this pass (:meth:`_still_dead_and_alone`).
         """
-        orphans = [
-            m
-            for m in state.states
-            if m.member.started and member_owner(m.member, state.namespace_identities) is None
-        ]
+        # One mapping over every Machine of the namespace, not only the guarded ones.
+        owners = map_members(state.members, state.namespace_identities)
+        orphans = [m for m in state.states if m.member.started and owners[m.member.id] is None]
         seen = {(state.key, m.member.id) for m in orphans if not m.healthy}
         for stale in [k for k in self._orphan_unhealthy_since if k[0] == state.key and k not in seen]:
             del self._orphan_unhealthy_since[stale]
@@ -132,7 +130,8 @@ class StrayMembers:
             active=state.spec.state != STATE_INACTIVE,
             owns_member_machine=any(name in mapped for name in state.owned),
         )
-        described = await self._describe(state, orphans)
+        with_member = {machine for machine in owners.values() if machine is not None}
+        described = await self._describe(state, orphans, with_member)
         decision = orphan_decision(state.states, described, guards, self.options.member_without_machine_grace)
         state.kept.extend(decision.kept)
         if any(not m.healthy for m in orphans):
@@ -154,13 +153,14 @@ class StrayMembers:
         state.requeue_after = self.options.busy_period
         return True
 
-    async def _describe(self, state: Pass, orphans: list[MemberState]) -> list[MemberWithoutMachine]:
+    async def _describe(
+        self, state: Pass, orphans: list[MemberState], with_member: set[str]
+    ) -> list[MemberWithoutMachine]:
         """Each member of no Machine with the Node that speaks for it (the cache's control-plane
-        Nodes, less those of Machines whose own member is another) and how long it has been
-        unhealthy."""
+        Nodes, less those of the Machines ``with_member``, whose own member is another) and how
+        long it has been unhealthy."""
         now = time.monotonic()
         nodes = [node_identity(node) for node in await self.cache.list("v1", "Node")]
-        with_member = {m for m in map_members(state.members, state.namespace_identities).values() if m}
         claimed = {
             identity.node_name
             for identity in state.namespace_identities
