@@ -73,6 +73,15 @@ MHC_SCOPE_VALUE = "true"
 MHC_SCOPE_SELECTOR: dict[str, Any] = {"matchLabels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE}}
 """:data:`MHC_SCOPE_LABEL` as a label selector, the form a webhook's ``objectSelector`` takes."""
 
+UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION = "controlplane.cpo.dev/unhealthy-machine-conditions"
+"""On a MachineHealthCheck this operator checks: a JSON list of Machine conditions that make a
+Machine unhealthy, ``[{"type": ..., "status": ..., "timeout": ...}]``, judged like
+``spec.unhealthyConditions`` but on the Machine's own ``status.conditions`` (cluster-api's
+``unhealthyMachineConditions``; OpenShift's MachineHealthCheck has no such field, so it rides on
+an annotation and only this operator's ``machinehealthcheck`` controller reads it). The
+ControlPlane writes ``ControlPlaneComponentsHealthy`` False with
+``spec.healthCheck.componentsUnhealthyTimeout`` on the one it owns."""
+
 REMOVE_MEMBER_FIRST_ANNOTATION = "controlplane.cpo.dev/remove-member-first"
 """Written by the ControlPlane on a Machine right before it deletes it in a ``maxSurge: 0`` rollout
 or rebalance (the value is the step's reason, ``ReplacingOutdated`` or ``Rebalancing``): the
@@ -275,6 +284,11 @@ class HealthCheck(StrictKubeModel):
     Ready False or Unknown for 5m0s."""
     node_startup_timeout: Duration = "10m"
     """A Machine without a Node after this long is unhealthy. Defaults to 10m."""
+    components_unhealthy_timeout: Duration = "10m"
+    """A Machine whose condition ``ControlPlaneComponentsHealthy`` stays False this long (its
+    kube-apiserver, kube-controller-manager, kube-scheduler or etcd Pod not Ready, or missing) is
+    unhealthy, and remediated like one whose Node is not Ready. ``"0"`` turns it off. Defaults
+    to 10m: longer than a component's restart, shorter than an on-call page."""
 
 
 class EtcdSpec(StrictKubeModel):

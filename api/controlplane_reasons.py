@@ -70,6 +70,9 @@ REASON_ETCD_MEMBER_UNHEALTHY: Final = "EtcdMemberUnhealthy"
 """Blocked: an etcd voter is unhealthy, or the step would leave too few healthy voters."""
 REASON_MACHINE_NOT_READY: Final = "MachineNotReady"
 """Blocked: a Machine is not Running with a Ready Node (and is not merely provisioning)."""
+REASON_COMPONENTS_UNHEALTHY: Final = "ControlPlaneComponentsUnhealthy"
+"""Blocked: a Machine's kube-apiserver, kube-controller-manager, kube-scheduler or etcd Pod is not
+Ready (or not seen yet on its Ready Node); the message names the Machine and the component."""
 
 # Preflight checks a create or delete must pass (named in Progressing's message, and the label
 # ``check`` of cpo_controlplane_preflight_failures_total).
@@ -87,6 +90,8 @@ CHECK_ETCD_VOTERS_REACHABLE: Final = "EtcdVotersHealthy"
 """Every voter answers a health read, and the step leaves a quorum of healthy voters."""
 CHECK_ETCD_NO_PENDING_LEARNER: Final = "EtcdNoPendingLearner"
 """No learner waits for promotion (the previous step is finished)."""
+CHECK_COMPONENTS_HEALTHY: Final = "ControlPlaneComponentsHealthy"
+"""Every owned Machine with a Ready Node has its control-plane components' Pods Ready."""
 
 BLOCKED_BY_CHECK: Final[Mapping[str, str]] = {
     CHECK_ETCD_REACHABLE: REASON_ETCD_UNREACHABLE,
@@ -94,6 +99,7 @@ BLOCKED_BY_CHECK: Final[Mapping[str, str]] = {
     CHECK_ETCD_MEMBERS_MATCH: REASON_ETCD_MEMBERS_MISMATCH,
     CHECK_ETCD_MEMBER_LISTS_AGREE: REASON_ETCD_MEMBER_LISTS_DISAGREE,
     CHECK_ETCD_VOTERS_REACHABLE: REASON_ETCD_MEMBER_UNHEALTHY,
+    CHECK_COMPONENTS_HEALTHY: REASON_COMPONENTS_UNHEALTHY,
     CHECK_MACHINES_READY: REASON_MACHINE_NOT_READY,
     CHECK_ETCD_NO_PENDING_LEARNER: REASON_WAITING_FOR_LEARNER,
 }
@@ -125,6 +131,9 @@ REASON_WAITING_FOR_PREVIOUS_REMEDIATION: Final = "WaitingForPreviousRemediation"
 """The previous remediation's Machine is still there: one remediation at a time."""
 REASON_WAITING_FOR_PROVISIONING: Final = "WaitingForProvisioning"
 """Another Machine is still provisioning (a member may be joining)."""
+REASON_WAITING_FOR_HEALTHY_COMPONENTS: Final = "WaitingForHealthyComponents"
+"""No other Machine has every control-plane component healthy: removing this one could leave no
+working API server; repair one first."""
 REASON_ETCD_QUORUM_AT_RISK: Final = "EtcdQuorumAtRisk"
 """Removing the Machine's etcd member would leave too few healthy voters: repair the others first."""
 REASON_MAX_RETRY_REACHED: Final = "MaxRetryReached"

@@ -140,6 +140,12 @@ REASON_FAILURE_DOMAIN_NOT_CONFIGURED = "FailureDomainNotConfigured"
 REASON_ROLLOUT_AFTER = "RolloutAfter"
 """False: it was created before ``spec.rolloutAfter``, which has passed."""
 
+CONDITION_COMPONENTS_HEALTHY = "ControlPlaneComponentsHealthy"
+"""Whether the Machine's kube-apiserver, kube-controller-manager, kube-scheduler and etcd Pods are
+Ready, the reason naming the failing one (ControlPlane controller,
+:mod:`controllers.controlplane.components`). The ControlPlane's MachineHealthCheck judges it False
+for ``spec.healthCheck.componentsUnhealthyTimeout``."""
+
 CONDITION_ETCD_QUORUM_HOOK_HOLDING = "EtcdQuorumHookHolding"
 """True while the etcd-quorum hook holds the Machine's drain (and so its deletion); the reason is
 the check that holds it (etcd-quorum-hook controller)."""

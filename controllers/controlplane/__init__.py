@@ -195,10 +195,42 @@ Conditions
                       reason ``HeldByConfiguration``; scale-up and remediation go on); unready
                       Machines hold nothing, so a rollout can still replace them.
 ``MachinesReady``     False names the Machines that are not Running with a Ready Node.
+``ControlPlaneComponentsHealthy``
+                      True when every Machine with a Ready Node has its kube-apiserver,
+                      kube-controller-manager, kube-scheduler and etcd Pods Ready; False names
+                      each Machine and component (reason ``ComponentsUnhealthy``); Unknown when
+                      the check is off (``ComponentsCheckDisabled``), no Pod of the configured
+                      layout was ever seen (``ComponentPodsNotFound``: a misconfiguration, the
+                      check counts as off) or none yet (``WaitingForComponentPods``).
 ``Remediating``       True while a remediation is under way; False with the reason it may not
                       start (``EtcdQuorumAtRisk``, ``EtcdUnreachable``,
                       ``WaitingForProvisioning``, ``Paused``, ...).
 ``EtcdClusterHealthy`` written by the etcd-quorum-hook controller, kept as is.
+
+Control-plane components gate every step
+----------------------------------------
+A Machine is ready only when its Node is Ready **and** its kube-apiserver,
+kube-controller-manager, kube-scheduler and etcd run: the operator reads their mirror Pods
+(``cpo run --control-plane-components``: ``kubeadm``, the default, ``openshift`` or ``off``;
+:mod:`~controllers.controlplane.components` says where each layout keeps them and when a
+missing Pod counts). Each owned Machine gets the condition ``ControlPlaneComponentsHealthy``
+(reason ``APIServerPodUnhealthy``, ``ControllerManagerPodUnhealthy``, ``SchedulerPodUnhealthy``,
+``EtcdPodUnhealthy``, or ``ComponentsUnhealthy`` for several). Then:
+
+* no create or delete while another Machine's components are unhealthy or not seen yet
+  (preflight ``ControlPlaneComponentsHealthy``, ``Progressing`` reason
+  ``ControlPlaneComponentsUnhealthy`` naming the Machine and component), except the Machine the
+  step deletes or replaces: so a replacement whose API server crash-loops holds the rollout
+  (no working Machine is deleted for it), and reverting the template deletes that replacement;
+* scale-in takes a Machine with unhealthy components before any other that is not outdated;
+* remediation waits while no other Machine keeps every component healthy
+  (``WaitingForHealthyComponents``), and picks the Machine with broken components first among
+  equals;
+* the owned MachineHealthCheck judges the condition: False for
+  ``spec.healthCheck.componentsUnhealthyTimeout`` (default 10m) marks the Machine, which is then
+  remediated like one whose Node is not Ready;
+* ``readyReplicas``, ``updatedReplicas`` and ``Available`` count a Machine only with its
+  components healthy.
 
 Deleting a ControlPlane never deletes a Machine: the finalizer ``controlplane.cpo.dev/machines``
 drops the ControlPlane's ownerReference from each (event ``MachineReleased``) and deletes the
@@ -236,7 +268,9 @@ The modules, along KubeadmControlPlane's lines (gather → decide → act → re
 :mod:`.etcdview`              the etcd members seen from the Machines, leadership moves
 :mod:`.unwatched`             Machines it controls that lost the control-plane role label
 :mod:`.placement`             failure domains, the desired Machine, its spec hash, outdated
-:mod:`.scale`                 the next step and the preflight checks
+:mod:`.scale`                 the next step toward ``spec.replicas``
+:mod:`.preflight`             the checks a create or delete must pass first
+:mod:`.components`            kube-apiserver, controller manager, scheduler, etcd Pods
 :mod:`.rollout`               replacing outdated Machines, rebalancing, OnDelete
 :mod:`.step`                  the step value every decision returns
 :mod:`.remediation`           which marked Machine is replaced, and whether now

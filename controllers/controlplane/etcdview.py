@@ -4,7 +4,7 @@ health), and the one thing it tells etcd (move leadership).
 :func:`gather_etcd_facts` reads the cluster through the one model of it
 (:func:`controllers.etcd.membership.read_membership`: members, which Machine each belongs to,
 health, leader, alarms) and adds what only the preflight asks: whether every healthy voter
-reports the same member list. The verdict is :func:`controllers.controlplane.scale.preflight`'s.
+reports the same member list. The verdict is :func:`controllers.controlplane.preflight.preflight`'s.
 :func:`forward_leadership` moves leadership off a member whose Machine is about to be deleted.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from api.controlplane import ControlPlaneSpec
 from api.controlplane_reasons import REASON_LEADERSHIP_MOVED, REASON_LEADERSHIP_NOT_MOVED
 from controllers.controlplane.machines import EtcdFacts, MachineInfo
-from controllers.controlplane.scale import etcd_facts_for_preflight
+from controllers.controlplane.preflight import etcd_facts_for_preflight
 from controllers.etcd.client import EtcdClient, EtcdError
 from controllers.etcd.membership import (
     MachineIdentity,
@@ -157,7 +157,7 @@ async def read_etcd_view(
     etcd (its pooled client is closed), or no owned Machine and no ``spec.etcd.endpoints``.
 
     With no Machine owned, ``spec.etcd.endpoints`` may still name an etcd that has members;
-    :func:`~controllers.controlplane.scale.etcd_facts_for_preflight` says when the preflight
+    :func:`~controllers.controlplane.preflight.etcd_facts_for_preflight` says when the preflight
     checks it (an etcd that does not answer before the first Machine is a new cluster).
     """
     if spec.etcd is not None and spec.etcd.external:

@@ -6,21 +6,32 @@ another controller's), adopting the adoptable through the reconciler's ``adopt``
 ControlPlane only counts them); the Nodes, and among them the control-plane Nodes without a
 Machine; the etcd members (:func:`~controllers.controlplane.etcdview.read_etcd_view`); and, when
 something hints at one, the Machines it controls that the cache leaves out because their role
-label is gone (:mod:`~controllers.controlplane.unwatched`, an uncached LIST). Each owned Machine
-becomes a :class:`~controllers.controlplane.machines.MachineInfo` (:func:`machine_info`), the row
-every rule reads.
+label is gone (:mod:`~controllers.controlplane.unwatched`, an uncached LIST); and the
+control-plane components' mirror Pods (:func:`read_components`,
+:mod:`~controllers.controlplane.components`). Each owned Machine becomes a
+:class:`~controllers.controlplane.machines.MachineInfo` (:func:`machine_info`), the row every
+rule reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from api.controlplane import ControlPlaneSpec
 from api.failuredomains import machine_domain
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS
 from controllers.common import now, parse_time
+from controllers.controlplane.components import (
+    ComponentsCheck,
+    MachineComponents,
+    controlplane_condition,
+    machine_components,
+    pods_by_node,
+    ready_since,
+)
 from controllers.controlplane.etcdview import EtcdView, read_etcd_view
 from controllers.controlplane.inactive import is_inactive
 from controllers.controlplane.machines import (
@@ -59,6 +70,8 @@ class Facts:
     """Owned Machines the health check marked, not being deleted."""
     unwatched: list[str] = field(default_factory=list)
     """Machines it controls whose control-plane role label is gone."""
+    components: ComponentsView | None = None
+    """The control-plane components of its Machines (None: not read, e.g. in unit tests)."""
 
     @property
     def misconfigured(self) -> list[str]:
@@ -67,15 +80,66 @@ class Facts:
         return [*self.owned_by_others, *self.unmanaged_nodes, *self.unwatched]
 
 
+@dataclass(frozen=True)
+class ComponentsView:
+    """What this pass read of the control-plane components (:mod:`~.components`)."""
+
+    condition: JSON
+    """The ControlPlane's ``ControlPlaneComponentsHealthy``."""
+    machines: Mapping[str, MachineComponents]
+    """Owned Machine name → its components as judged."""
+    check_reason: str | None
+    """The ControlPlane condition's reason when no component is checked (off, not found, waiting):
+    every Machine's condition is then Unknown with it. None when components are checked."""
+
+
+def _node_of(machine: Mapping[str, Any], nodes: Mapping[str, JSON]) -> JSON | None:
+    return nodes.get(((machine.get("status") or {}).get("nodeRef") or {}).get("name") or "")
+
+
+async def read_components(
+    cache: Cache, check: ComponentsCheck, owned: Sequence[JSON], nodes: Mapping[str, JSON]
+) -> ComponentsView:
+    """Judge the components of every owned Machine from the cached mirror Pods; ``nodes`` are the
+    control-plane Nodes by name."""
+    layout, when = check.layout, now()
+    pods = []
+    for namespace in layout.scopes() if layout is not None else ():
+        pods.extend(await cache.list("v1", "Pod", namespace=namespace))
+    found = pods_by_node(layout, pods) if layout is not None else {}
+    checked = check.observe(found, nodes)
+    judged: dict[str, MachineComponents] = {}
+    for machine in owned:
+        node = _node_of(machine, nodes)
+        judged[machine["metadata"]["name"]] = machine_components(
+            node=node["metadata"]["name"] if node is not None else None,
+            ready_since=ready_since(node),
+            pods=found,
+            checked=checked,
+            now=when,
+            grace=check.grace,
+        )
+    ready = [since for node in nodes.values() if (since := ready_since(node)) is not None]
+    longest = when - min(ready) if ready else None
+    cond = controlplane_condition(check, checked, judged, longest)
+    return ComponentsView(cond, judged, None if checked else str(cond.get("reason")))
+
+
 def machine_info(
-    spec: ControlPlaneSpec, machine: JSON, nodes: Mapping[str, JSON], view: EtcdView | None
+    spec: ControlPlaneSpec,
+    machine: JSON,
+    nodes: Mapping[str, JSON],
+    view: EtcdView | None,
+    components: MachineComponents | None = None,
 ) -> MachineInfo:
-    """The row the rules read of one owned Machine: its Node (by ``status.nodeRef``) and its etcd
-    member (by the view; without a view, a voter taken as healthy: external etcd)."""
+    """The row the rules read of one owned Machine: its Node (by ``status.nodeRef``), its etcd
+    member (by the view; without a view, a voter taken as healthy: external etcd) and its
+    control-plane components (none judged when ``components`` is None)."""
     metadata = machine["metadata"]
     name = metadata["name"]
     status = machine.get("status") or {}
-    node = nodes.get((status.get("nodeRef") or {}).get("name") or "")
+    node = _node_of(machine, nodes)
+    components = components or MachineComponents()
     return MachineInfo(
         name=name,
         created=parse_time(metadata.get("creationTimestamp")) or now(),
@@ -91,6 +155,9 @@ def machine_info(
         etcd_voter=view is None or name in view.voters,
         etcd_healthy=view is None or name in view.healthy,
         etcd_learner=view is not None and name in view.with_member and name not in view.voters,
+        components_unhealthy=components.unhealthy,
+        components_pending=components.pending,
+        components_message=components.summary,
     )
 
 
@@ -111,6 +178,7 @@ async def gather(
     spec: ControlPlaneSpec,
     adopt: Adopt,
     node_selectors: Sequence[str] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS,
+    components: ComponentsCheck | None = None,
 ) -> Facts:
     """The :class:`Facts` of ``cp`` now; adoption is the only write (through ``adopt``).
 
@@ -144,7 +212,11 @@ async def gather(
         unwatched = unwatched_machines(cp["metadata"]["uid"], listed.get("items") or ())
         unmanaged = _unmanaged(nodes, namespace, [*cached_names, *unwatched], node_selectors)
     by_name = {node["metadata"]["name"]: node for node in nodes}
-    infos = [machine_info(spec, machine, by_name, view) for machine in owned]
+    judged = await read_components(cache, components, owned, by_name) if components is not None else None
+    infos = [
+        machine_info(spec, m, by_name, view, judged.machines.get(m["metadata"]["name"]) if judged else None)
+        for m in owned
+    ]
     return Facts(
         cp=cp,
         spec=spec,
@@ -155,4 +227,5 @@ async def gather(
         etcd=view,
         marked=[info for info in infos if info.marked_unhealthy and not info.deleting],
         unwatched=unwatched,
+        components=judged,
     )

@@ -9,12 +9,22 @@ when a marked Machine is replaced.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Final
 
-from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE, ControlPlaneSpec, HealthCheck
+from api.controlplane import (
+    MHC_SCOPE_LABEL,
+    MHC_SCOPE_VALUE,
+    UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION,
+    ControlPlaneSpec,
+    HealthCheck,
+)
 from api.controlplane_reasons import REASON_MACHINE_HEALTH_CHECK_CREATED, REASON_MACHINE_HEALTH_CHECK_DELETED
 from api.machine import API_VERSION as MACHINE_API_VERSION
+from api.machine import CONDITION_COMPONENTS_HEALTHY
+from api.meta import parse_duration
 from api.ownership import references
 from controllers.controlplane.machines import MachineInfo, controller_ref
 from controllers.controlplane.remediation import health_check_budget
@@ -33,7 +43,8 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
     """The MachineHealthCheck ``<name>-mhc`` a ControlPlane with enableAutorepair owns.
 
     Same selector; unhealthy conditions and nodeStartupTimeout from ``spec.healthCheck``;
-    maxUnhealthy :func:`~controllers.controlplane.remediation.health_check_budget` of the owned
+    ``spec.healthCheck.componentsUnhealthyTimeout`` as :func:`components_rule`; maxUnhealthy
+    :func:`~controllers.controlplane.remediation.health_check_budget` of the owned
     ``machines``; labelled :data:`~api.controlplane.MHC_SCOPE_LABEL`, so that the operator's
     MachineHealthCheck webhook and controller take it (and no other unlabelled one).
     """
@@ -46,6 +57,7 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
             "name": metadata["name"] + MHC_SUFFIX,
             "namespace": metadata["namespace"],
             "labels": {MHC_SCOPE_LABEL: MHC_SCOPE_VALUE},
+            "annotations": {UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION: components_rule(health)},
             "ownerReferences": [controller_ref(cp)],
         },
         "spec": {
@@ -55,6 +67,15 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
             "maxUnhealthy": health_check_budget(spec.replicas, machines),
         },
     }
+
+
+def components_rule(health: HealthCheck) -> str:
+    """The owned MachineHealthCheck's :data:`~api.controlplane.UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION`:
+    ``ControlPlaneComponentsHealthy`` False for ``componentsUnhealthyTimeout`` (``[]`` when "0")."""
+    timeout = health.components_unhealthy_timeout
+    if parse_duration(timeout) <= timedelta(0):
+        return "[]"
+    return json.dumps([{"type": CONDITION_COMPONENTS_HEALTHY, "status": "False", "timeout": timeout}])
 
 
 async def delete_quietly(client: Client, api_version: str, kind: str, name: str, namespace: str) -> bool:
@@ -115,17 +136,22 @@ async def sync_mhc(
 def mhc_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> JSON | None:
     """The merge patch that brings the owned MachineHealthCheck to ``desired``; None when it is.
 
-    It sets the spec fields the ControlPlane decides and the scope label (added to a
+    It sets the spec fields the ControlPlane decides, the scope label (added to a
     MachineHealthCheck created before the label existed, so that an upgraded operator keeps
-    checking it); other labels and fields stay as they are. The ``resourceVersion`` makes it a
+    checking it) and the Machine-conditions annotation; other labels, annotations and fields stay
+    as they are. The ``resourceVersion`` makes it a
     compare-and-swap against the copy it was computed from.
     """
     spec_differs = any(current["spec"].get(k) != v for k, v in desired["spec"].items())
     labels = current["metadata"].get("labels") or {}
     missing = {k: v for k, v in desired["metadata"]["labels"].items() if labels.get(k) != v}
-    if not spec_differs and not missing:
+    annotations = current["metadata"].get("annotations") or {}
+    stale = {k: v for k, v in desired["metadata"]["annotations"].items() if annotations.get(k) != v}
+    if not spec_differs and not missing and not stale:
         return None
     metadata: JSON = {"resourceVersion": current["metadata"]["resourceVersion"]}
     if missing:
         metadata["labels"] = missing
+    if stale:
+        metadata["annotations"] = stale
     return {"metadata": metadata, "spec": desired["spec"]}

@@ -62,6 +62,12 @@ class MachineInfo:
     """Its etcd member answered a health read."""
     etcd_learner: bool = False
     """Its etcd member is a learner."""
+    components_unhealthy: tuple[str, ...] = ()
+    """Its control-plane components judged unhealthy (:mod:`~controllers.controlplane.components`)."""
+    components_pending: tuple[str, ...] = ()
+    """Its components whose Pods are not seen yet on its Ready Node, within the grace period."""
+    components_message: str = ""
+    """What is wrong with its components, component by component."""
 
     @property
     def running(self) -> bool:
@@ -72,9 +78,20 @@ class MachineInfo:
         return self.phase == "Failed"
 
     @property
-    def ready(self) -> bool:
-        """Running with a Ready Node."""
+    def node_up(self) -> bool:
+        """Running with a Ready Node (whatever its components do)."""
         return self.running and self.node_ready
+
+    @property
+    def components_healthy(self) -> bool:
+        """No component unhealthy or still unseen (true when the components are not checked)."""
+        return not self.components_unhealthy and not self.components_pending
+
+    @property
+    def ready(self) -> bool:
+        """Running with a Ready Node and healthy control-plane components: what
+        ``readyReplicas`` counts."""
+        return self.node_up and self.components_healthy
 
     @property
     def updated(self) -> bool:
@@ -107,8 +124,9 @@ class MachineInfo:
     @property
     def in_transition(self) -> bool:
         """Being deleted, or being created (not yet Running with a Ready Node, and not unhealthy):
-        not healthy to a MachineHealthCheck, yet no failure either."""
-        return self.deleting or not (self.ready or self.unhealthy)
+        not healthy to a MachineHealthCheck, yet no failure either. Broken components on a Ready
+        Node are a failure, not a transition."""
+        return self.deleting or not (self.node_up or self.unhealthy)
 
 
 def machine_voters(machines: Iterable[MachineInfo]) -> dict[str, bool]:

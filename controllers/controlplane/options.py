@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from api.nodes import control_plane_node_selectors
+from controllers.controlplane.components import DEFAULT_GRACE_SECONDS, ComponentLayout, layout_named
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from runtime.controller import ControllerOptions
@@ -47,6 +48,14 @@ class ControlPlaneOptions:
     operator's cache selects Nodes by. Defaults to ``node-role.kubernetes.io/control-plane`` or
     ``node-role.kubernetes.io/master``."""
 
+    control_plane_components: str | None = None
+    """Where the control-plane components' mirror Pods are
+    (:mod:`~controllers.controlplane.components`): ``kubeadm``, ``openshift`` or ``off`` (not
+    checked, and reported so). Defaults to ``kubeadm``."""
+    components_grace: float | None = None
+    """Seconds a Node must have been Ready before a missing component Pod on it counts as
+    unhealthy, and before no Pod seen anywhere is reported as a misconfiguration. Defaults to 120."""
+
     def with_defaults(self) -> ResolvedControlPlaneOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change."""
         resolved = ResolvedControlPlaneOptions(
@@ -61,6 +70,8 @@ class ControlPlaneOptions:
             etcd_guard_hook=self.etcd_guard_hook or DEFAULT_HOOK,
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
             etcd_quorum_hook_runs=bool(self.etcd_quorum_hook_runs),
+            components_layout=layout_named(self.control_plane_components or "kubeadm"),
+            components_grace=_positive(self.components_grace, DEFAULT_GRACE_SECONDS, "components_grace"),
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
@@ -87,3 +98,6 @@ class ResolvedControlPlaneOptions:
     etcd_guard_hook: Hook
     control_plane_node_selectors: tuple[str, ...]
     etcd_quorum_hook_runs: bool
+    components_layout: ComponentLayout | None
+    """None: the components check is off."""
+    components_grace: float

@@ -226,9 +226,14 @@ def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
     0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy, not
-    Ready or with an unhealthy etcd voter, 3 outdated, 4 any other: a Machine someone asked to
-    remove, then one that must be replaced anyway (one that does not serve first), before a good
-    one.
+    Ready (its control-plane components included) or with an unhealthy etcd voter, 3 unhealthy
+    control-plane components, 4 outdated, 5 any other: a Machine someone asked to remove, then
+    one that must be replaced anyway (one that does not serve first), then one whose API server,
+    controller manager, scheduler or etcd Pod is broken, before a good one.
+
+    Class 3 is KCP's ``UnhealthyMachinesWithUnhealthyControlPlaneComponents`` over every Machine,
+    which it ranks before the outdated ones: scaling 5 to 3 with one Machine's controller manager
+    crash-looping removes that Machine first, so the two steps leave the healthy ones.
 
     Class 2 is KCP's "outdated with unhealthy control-plane components"
     (``UnhealthyMachinesWithUnhealthyControlPlaneComponents``, which counts a failed
@@ -237,7 +242,7 @@ def scale_in_class(machine: MachineInfo) -> int:
     changes again while a replacement made from the previous one never became Ready (still
     provisioning, or a NotReady Node), that replacement goes first, and not an older Machine that
     serves; its own readiness does not hold its delete
-    (:func:`~controllers.controlplane.scale.excluded_from_preflight`). The etcd clause matters
+    (:func:`~controllers.controlplane.preflight.excluded_from_preflight`). The etcd clause matters
     most: the preflight refuses every delete while a voter other than the deleted Machine's is
     unhealthy, so a rollout that picked an older Machine beside a dead member (whose Node may
     well be Ready: a failing etcd on a live kubelet) would wait for ever.
@@ -248,9 +253,11 @@ def scale_in_class(machine: MachineInfo) -> int:
         return 1
     if machine.outdated and (machine.unhealthy or not machine.ready or machine.unhealthy_voter):
         return 2
-    if machine.outdated:
+    if machine.components_unhealthy:
         return 3
-    return 4
+    if machine.outdated:
+        return 4
+    return 5
 
 
 def select_for_scale_in(machines: Sequence[MachineInfo]) -> MachineInfo | None:

@@ -39,7 +39,7 @@ from api.controlplane_reasons import (
 from api.quorum import fault_tolerance, quorum
 from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import MachineInfo
-from controllers.controlplane.scale import PreflightFailure
+from controllers.controlplane.preflight import PreflightFailure
 from controllers.controlplane.step import Step
 from runtime.jsoncodec import JSON
 

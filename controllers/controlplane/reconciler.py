@@ -10,7 +10,7 @@ MachineHealthCheck and the status), so every step is re-decided from fresh facts
    check marked, when :func:`~controllers.controlplane.remediation.remediation_decision` allows;
 3. **scale or roll out** (:meth:`ControlPlaneReconciler._scale_or_roll_out`), unless a
    remediation was carried out: the :func:`~controllers.controlplane.scale.next_step`, after the
-   :func:`~controllers.controlplane.scale.preflight`;
+   :func:`~controllers.controlplane.preflight.preflight`;
 4. **report** (:meth:`ControlPlaneReconciler._report`): the status, from
    :func:`~controllers.controlplane.status.compute_status`, the metrics, and an Event when the
    plan (``Progressing``) changed (:func:`~controllers.controlplane.plan.decision_event`); then
@@ -70,10 +70,14 @@ from controllers.controlplane.placement import (
     seconds_until_rollout_after,
 )
 from controllers.controlplane.plan import decision_event
+from controllers.controlplane.preflight import (
+    PreflightFailure,
+    preflight,
+)
 from controllers.controlplane.release import HookIdentity, add_finalizer, has_finalizer, release
 from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
 from controllers.controlplane.requeue import next_look
-from controllers.controlplane.scale import PreflightFailure, planned_step, preflight
+from controllers.controlplane.scale import planned_step
 from controllers.controlplane.status import (
     StatusInputs,
     compute_status,

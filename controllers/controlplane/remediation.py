@@ -30,6 +30,7 @@ from api.controlplane_reasons import (
     REASON_PAUSED,
     REASON_REMEDIATING,
     REASON_WAITING_FOR_DELETION,
+    REASON_WAITING_FOR_HEALTHY_COMPONENTS,
     REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
     REASON_WAITING_FOR_PROVISIONING,
     REASON_WAITING_FOR_RETRY_PERIOD,
@@ -113,14 +114,24 @@ def pick_target(marked: Sequence[MachineInfo], pending: Sequence[RemediationReco
     KubeadmControlPlane picks "the most broken" Machine the same way: a Machine its user asked to
     remediate, then one without a Node, then one whose etcd member (then etcd Pod) is not
     healthy, then one whose API server, controller manager or scheduler is not; then the oldest
-    and by name. We have no remediate-this-Machine annotation (deleting the Machine does that)
-    and no per-component conditions; we rank a Machine without a voting member before an
-    unhealthy voter, since the member it lacks costs no quorum. Removing the cheapest first also
-    maximises the chance that the replacement joins: etcd takes no new member while a voter is
-    dead, so the preflight of every other step waits for the dead voters to go.
+    and by name. We have no remediate-this-Machine annotation (deleting the Machine does that);
+    we rank a Machine without a voting member before an unhealthy voter, since the member it
+    lacks costs no quorum, and among equal costs one with broken control-plane components first.
+    Removing the cheapest first also maximises the chance that the replacement joins: etcd takes
+    no new member while a voter is dead, so the preflight of every other step waits for the dead
+    voters to go.
     """
     recorded = {r.machine for r in pending}
-    return min(marked, key=lambda m: (m.name not in recorded, removal_cost(m), m.created, m.name))
+    return min(
+        marked,
+        key=lambda m: (
+            m.name not in recorded,
+            removal_cost(m),
+            not m.components_unhealthy,
+            m.created,
+            m.name,
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- decision
@@ -153,9 +164,9 @@ def remediation_decision(
     Allowed only when every rule lets it, in this order: :func:`paused_rule` (first: it holds
     every Machine alike, a recorded remediation's too), :func:`last_machine_rule`,
     :func:`previous_remediation_rule`, :func:`deletion_rule`, :func:`provisioning_rule`,
-    :func:`etcd_readable_rule`, :func:`quorum_rule`; then a remediation recorded but never
-    carried out is resumed (:func:`resumed_decision`), and a new one obeys :func:`retry_rule`
-    along ``target``'s lineage.
+    :func:`etcd_readable_rule`, :func:`quorum_rule`, :func:`components_rule`; then a remediation
+    recorded but never carried out is resumed (:func:`resumed_decision`), and a new one obeys
+    :func:`retry_rule` along ``target``'s lineage.
     """
     blocked = (
         paused_rule(paused=paused)
@@ -167,6 +178,7 @@ def remediation_decision(
             target, initialized=initialized, stacked_etcd=stacked_etcd, etcd_error=etcd_error
         )
         or quorum_rule(target, machines, initialized=initialized, stacked_etcd=stacked_etcd)
+        or components_rule(target, machines)
     )
     if blocked is not None:
         return blocked
@@ -272,7 +284,7 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
         for m in machines
         if m.name != target.name
         and not m.deleting
-        and not m.ready
+        and not m.node_up
         and not m.unhealthy
         and (m.has_etcd_member or not blocks_joins)
     )
@@ -283,6 +295,29 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
             f"Machine(s) {', '.join(provisioning)} still provisioning; remediation waits",
         )
     return None
+
+
+def components_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> RemediationDecision | None:
+    """Wait while no Machine but ``target`` keeps a full healthy set of control-plane components,
+    when some other Machine's components are broken or unseen.
+
+    KubeadmControlPlane remediates only when a healthy Machine is left to take etcd leadership
+    and serve; here "healthy" includes its API server, controller manager, scheduler and etcd
+    Pods (:mod:`~controllers.controlplane.components`): removing the one Machine whose components
+    all run, while the others' crash-loop, would leave the cluster without a working API server.
+    Without component failures elsewhere the rule says nothing (the other rules decide as before).
+    """
+    others = [m for m in machines if m.name != target.name and not m.deleting]
+    if not any(m.components_unhealthy or m.components_pending for m in others):
+        return None
+    if any(m.ready for m in others):
+        return None
+    broken = "; ".join(f"{m.name}: {m.components_message}" for m in others if m.components_message)
+    return RemediationDecision(
+        False,
+        REASON_WAITING_FOR_HEALTHY_COMPONENTS,
+        f"no other Machine has every control-plane component healthy ({broken}); remediation waits",
+    )
 
 
 def etcd_readable_rule(

@@ -51,8 +51,8 @@ from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.inactive import inactive_progress
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.plan import blocked_progress, etcd_status
+from controllers.controlplane.preflight import PreflightFailure
 from controllers.controlplane.remediation import RemediationDecision
-from controllers.controlplane.scale import PreflightFailure
 from controllers.controlplane.step import UP_TO_DATE, Step
 from controllers.controlplane.unwatched import unwatched_message
 from runtime.jsoncodec import JSON

@@ -23,7 +23,7 @@ class Step:
     domain: str | None = None
     machine: str | None = None
     needs_preflight: bool = True
-    """A create or delete starts only after :func:`~controllers.controlplane.scale.preflight` passes."""
+    """A create or delete starts only after :func:`~controllers.controlplane.preflight.preflight` passes."""
     remove_member_first: bool = False
     """A ``maxSurge: 0`` delete: the Machine is marked with
     :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION` before it is deleted, so that its

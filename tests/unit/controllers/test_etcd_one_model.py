@@ -20,7 +20,7 @@ import pytest
 
 from api.quorum import quorum_kept_without
 from controllers.controlplane import machines as cp_machine
-from controllers.controlplane import scale as cp_scale
+from controllers.controlplane import preflight as cp_preflight
 from controllers.controlplane.etcdview import EtcdView, view_of
 from controllers.etcd.client import Member
 from controllers.etcd.membership import MEMBER_ID_ANNOTATION, PEER_URL_ANNOTATION, MachineIdentity, Membership
@@ -110,7 +110,7 @@ class World:
 
     def preflight(self, desired: int) -> dict[str, str]:
         hosting = sorted(self.view.with_member | {m.name for m in self.cp_machines if not m.deleting})
-        failures = cp_scale.preflight(
+        failures = cp_preflight.preflight(
             self.cp_machines, self.view.facts, hosting_etcd=hosting, desired=desired
         )
         return {f.check: f.message for f in failures}
@@ -161,7 +161,7 @@ def test_every_member_belongs_to_its_own_machine_in_both_controllers(layout: Lay
     }
     assert w.view.facts.member_names == ("cp-1", "cp-2", "cp-3", "cp-4")
     # The ControlPlane waits for the learner; the hook controller is the one to promote it.
-    assert set(w.preflight(desired=3)) == {cp_scale.CHECK_ETCD_NO_PENDING_LEARNER}
+    assert set(w.preflight(desired=3)) == {cp_preflight.CHECK_ETCD_NO_PENDING_LEARNER}
     promoted = w.promotion(desired=3).member
     assert promoted is not None and promoted.machine == "cp-4"
     assert w.removal(desired=3).member is None
@@ -193,7 +193,7 @@ def test_an_unhealthy_voter_is_named_as_the_same_machine_by_both(layout: Layout)
     ]
     assert "unhealthy voters: etcd-member-14 (a2)" in removal.waits[0].message
     failures = w.preflight(desired=3)
-    assert failures[cp_scale.CHECK_ETCD_VOTERS_REACHABLE].startswith("voter(s) unhealthy: cp-2: dead")
+    assert failures[cp_preflight.CHECK_ETCD_VOTERS_REACHABLE].startswith("voter(s) unhealthy: cp-2: dead")
     assert w.view.healthy == {"cp-1", "cp-3", "cp-4"}
 
 

@@ -29,9 +29,7 @@ from controllers.controlplane.placement import (
     select_for_scale_in,
     template_hash,
 )
-from controllers.controlplane.scale import (
-    next_step,
-)
+from controllers.controlplane.scale import next_step
 from controllers.controlplane.status import StatusInputs, compute_status
 from tests.support.controlplane_specs import CONTROLPLANE, spec_with
 from tests.support.machine_rows import cp_machine

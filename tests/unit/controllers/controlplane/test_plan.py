@@ -9,6 +9,16 @@ from typing import Any
 
 import pytest
 
+from api.controlplane_reasons import (
+    CHECK_COMPONENTS_HEALTHY,
+    CHECK_ETCD_MEMBER_LISTS_AGREE,
+    CHECK_ETCD_MEMBERS_MATCH,
+    CHECK_ETCD_NO_ALARMS,
+    CHECK_ETCD_NO_PENDING_LEARNER,
+    CHECK_ETCD_REACHABLE,
+    CHECK_ETCD_VOTERS_REACHABLE,
+    CHECK_MACHINES_READY,
+)
 from cli.explain.document import BLOCKING_REASONS as EXPLAIN_BLOCKING_REASONS
 from cli.explain.document import _etcd_entry
 from controllers.controlplane.etcdview import EtcdView
@@ -18,19 +28,12 @@ from controllers.controlplane.plan import (
     BLOCKING_REASONS,
     decision_event,
 )
-from controllers.controlplane.remediation import RemediationDecision
-from controllers.controlplane.scale import (
-    CHECK_ETCD_MEMBER_LISTS_AGREE,
-    CHECK_ETCD_MEMBERS_MATCH,
-    CHECK_ETCD_NO_ALARMS,
-    CHECK_ETCD_NO_PENDING_LEARNER,
-    CHECK_ETCD_REACHABLE,
-    CHECK_ETCD_VOTERS_REACHABLE,
-    CHECK_MACHINES_READY,
+from controllers.controlplane.preflight import (
     PREFLIGHT_CHECKS,
-    next_step,
     preflight,
 )
+from controllers.controlplane.remediation import RemediationDecision
+from controllers.controlplane.scale import next_step
 from controllers.controlplane.status import StatusInputs, compute_status, status_to_write, status_unchanged
 from controllers.controlplane.step import Step
 from tests.support.machine_rows import cp_machine
@@ -351,6 +354,7 @@ def test_every_check_has_a_reason_and_the_metric_labels_stay() -> None:
         CHECK_ETCD_NO_ALARMS,
         CHECK_ETCD_VOTERS_REACHABLE,
         CHECK_ETCD_NO_PENDING_LEARNER,
+        CHECK_COMPONENTS_HEALTHY,
     )
     assert [*PREFLIGHT_CHECKS] == [
         "MachineNodesReady",
@@ -360,6 +364,7 @@ def test_every_check_has_a_reason_and_the_metric_labels_stay() -> None:
         "EtcdNoAlarms",
         "EtcdVotersHealthy",
         "EtcdNoPendingLearner",
+        "ControlPlaneComponentsHealthy",
     ]
     assert BLOCKING_REASONS <= EXPLAIN_BLOCKING_REASONS
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from api.controlplane import ControlPlaneMachineTemplate, ControlPlaneSpec
-from controllers.controlplane.machines import EtcdFacts, MachineInfo
-from controllers.controlplane.scale import (
+from api.controlplane_reasons import (
     CHECK_ETCD_MEMBER_LISTS_AGREE,
     CHECK_ETCD_MEMBERS_MATCH,
     CHECK_ETCD_NO_ALARMS,
@@ -20,10 +19,15 @@ from controllers.controlplane.scale import (
     CHECK_ETCD_REACHABLE,
     CHECK_ETCD_VOTERS_REACHABLE,
     CHECK_MACHINES_READY,
+)
+from controllers.controlplane.machines import EtcdFacts, MachineInfo
+from controllers.controlplane.preflight import (
     etcd_facts_for_preflight,
+    preflight,
+)
+from controllers.controlplane.scale import (
     next_step,
     planned_step,
-    preflight,
 )
 from controllers.controlplane.status import (
     NOT_READY_GRACE,

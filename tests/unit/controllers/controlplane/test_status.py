@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
+from api.controlplane_reasons import (
+    CHECK_ETCD_NO_ALARMS,
+)
 from controllers.common import format_time
 from controllers.controlplane.etcdview import EtcdView
 from controllers.controlplane.machines import (
     EtcdFacts,
     MachineInfo,
 )
-from controllers.controlplane.scale import (
-    CHECK_ETCD_NO_ALARMS,
-    PreflightFailure,
-    next_step,
-)
+from controllers.controlplane.preflight import PreflightFailure
+from controllers.controlplane.scale import next_step
 from controllers.controlplane.status import (
     NOT_READY_GRACE,
     StatusInputs,
