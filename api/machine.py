@@ -165,6 +165,8 @@ REASON_MACHINE_HAS_FAILURE = "MachineHasFailure"
 REASON_NODE_STARTUP_TIMEOUT = "NodeStartupTimeout"
 REASON_NODE_NOT_FOUND = "NodeNotFound"
 REASON_UNHEALTHY_NODE = "UnhealthyNode"
+REASON_UNHEALTHY_MACHINE_CONDITION = "UnhealthyMachineCondition"
+"""One of the Machine's own conditions matched ``unhealthyMachineConditions`` for too long."""
 
 # MachineHealthCheck status conditions and their reasons.
 CONDITION_REMEDIATION_ALLOWED = "RemediationAllowed"

@@ -70,7 +70,7 @@ MUTATIONS = (
     Mutation(
         "preflight",
         "the ControlPlane creates and deletes Machines without its preflight checks",
-        "controllers/controlplane/scale.py",
+        "controllers/controlplane/preflight.py",
         (("    removing, replacing = excluded_from_preflight(step)\n", "    return []\n"),),
     ),
     Mutation(

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, control_plane_node_selectors
+from controllers.controlplane.components import layout_named
 
 if TYPE_CHECKING:
     from controllers.etcdquorum.options import EtcdQuorumOptions
@@ -167,6 +168,13 @@ class OperatorOptions:
     """Label selectors of the control-plane Nodes: a Node any of them matches is one, and only
     those are cached (one watch each). Defaults to ``node-role.kubernetes.io/control-plane`` and
     ``node-role.kubernetes.io/master`` (:mod:`api.nodes`)."""
+    control_plane_components: str | None = None
+    """Where the control-plane components' mirror Pods are: ``kubeadm``, ``openshift`` or ``off``
+    (:mod:`controllers.controlplane.components`); only those Pods are cached, one scope per
+    namespace. Defaults to ``kubeadm``."""
+    control_plane_components_grace: float | None = None
+    """Seconds a Node must have been Ready before a missing component Pod counts as unhealthy.
+    Defaults to 120 (:attr:`controllers.controlplane.ControlPlaneOptions.components_grace`)."""
 
     def etcd_quorum_options(self) -> EtcdQuorumOptions:
         """The etcd-quorum-hook controller's options these name (the rest its defaults)."""
@@ -177,6 +185,16 @@ class OperatorOptions:
             hook_owner=self.etcd_hook_owner,
             member_without_machine_grace=self.etcd_member_without_machine_grace,
         )
+
+    def _checked_controller_options(self) -> str:
+        """Check the options the controllers resolve themselves (raising ``ValueError`` saying
+        what to change); the components layout's name."""
+        self.etcd_quorum_options().with_defaults()
+        components = self.control_plane_components or "kubeadm"
+        layout_named(components)  # raises ValueError naming the layouts
+        if self.control_plane_components_grace is not None and self.control_plane_components_grace <= 0:
+            raise ValueError("--control-plane-components-grace must be positive seconds")
+        return components
 
     def with_defaults(self) -> ResolvedOperatorOptions:
         """Every default filled in and checked; raises ``ValueError`` saying what to change."""
@@ -213,7 +231,7 @@ class OperatorOptions:
         if self.metrics_cert_dir and not metrics_secure:
             raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
         enabled = enabled_controllers(self.controllers or DEFAULT_CONTROLLERS)
-        self.etcd_quorum_options().with_defaults()  # raises ValueError saying what to change
+        components = self._checked_controller_options()
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
@@ -236,6 +254,8 @@ class OperatorOptions:
             etcd_hook_owner=self.etcd_hook_owner,
             etcd_member_without_machine_grace=self.etcd_member_without_machine_grace,
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
+            control_plane_components=components,
+            control_plane_components_grace=self.control_plane_components_grace,
         )
 
 
@@ -286,6 +306,8 @@ class ResolvedOperatorOptions:
     etcd_hook_owner: str | None
     etcd_member_without_machine_grace: float | None
     control_plane_node_selectors: tuple[str, ...] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS
+    control_plane_components: str = "kubeadm"
+    control_plane_components_grace: float | None = None
 
 
 def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = None) -> WebhookServer:
@@ -350,6 +372,8 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
                 etcd_guard_hook=etcd_quorum_options.with_defaults().hook,
                 etcd_quorum_hook_runs="etcd-quorum-hook" in options.controllers,
                 control_plane_node_selectors=options.control_plane_node_selectors,
+                control_plane_components=options.control_plane_components,
+                components_grace=options.control_plane_components_grace,
             ),
         )
     if "etcd-quorum-hook" in options.controllers:
@@ -360,20 +384,27 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
 
 def operator_cache_options(
     node_selectors: Sequence[str] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS,
+    components: str = "kubeadm",
 ) -> CacheOptions:
-    """The manager's cache scope: Machines and Nodes restricted to the control plane, the rest whole.
+    """The manager's cache scope: Machines, Nodes and Pods restricted to the control plane, the rest whole.
 
     Nodes: one scope per selector of ``node_selectors`` (by default the two role labels: a label
-    selector cannot say "this label or that one"), read as one; never every Node.
+    selector cannot say "this label or that one"), read as one; never every Node. Pods: only the
+    control-plane components' mirror Pods of the ``components`` layout, one scope per namespace
+    and selector (:meth:`~controllers.controlplane.components.ComponentLayout.scopes`); none with
+    ``off`` (no Pod is watched then).
     """
-    from runtime.cache import ByObject, CacheOptions
+    from runtime.cache import ByNamespace, ByObject, CacheOptions
 
-    return CacheOptions(
-        by_object={
-            ("machine.openshift.io/v1beta1", "Machine"): ByObject(label_selector=MACHINE_ROLE_SELECTOR),
-            ("v1", "Node"): ByObject(label_selectors=control_plane_node_selectors(node_selectors)),
-        }
-    )
+    by_object = {
+        ("machine.openshift.io/v1beta1", "Machine"): ByObject(label_selector=MACHINE_ROLE_SELECTOR),
+        ("v1", "Node"): ByObject(label_selectors=control_plane_node_selectors(node_selectors)),
+    }
+    layout = layout_named(components)
+    if layout is not None:
+        namespaces = {ns: ByNamespace(label_selectors=selectors) for ns, selectors in layout.scopes().items()}
+        by_object[("v1", "Pod")] = ByObject(namespaces=namespaces)
+    return CacheOptions(by_object=by_object)
 
 
 async def build_manager(options: ResolvedOperatorOptions) -> Manager:
@@ -383,7 +414,9 @@ async def build_manager(options: ResolvedOperatorOptions) -> Manager:
     manager = await Manager.create(
         ManagerOptions(
             kubeconfig=options.kubeconfig,
-            cache_options=operator_cache_options(options.control_plane_node_selectors),
+            cache_options=operator_cache_options(
+                options.control_plane_node_selectors, options.control_plane_components
+            ),
             metrics_bind_address=options.metrics_bind_address,
             metrics_secure=options.metrics_secure,
             metrics_cert_dir=options.metrics_cert_dir,

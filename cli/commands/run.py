@@ -165,6 +165,21 @@ def _add_controller_arguments(parser: argparse.ArgumentParser) -> None:
         "and only those are watched; given, it replaces the default (default: "
         "node-role.kubernetes.io/control-plane and node-role.kubernetes.io/master)",
     )
+    parser.add_argument(
+        "--control-plane-components",
+        choices=("kubeadm", "openshift", "off"),
+        help="where the kube-apiserver, kube-controller-manager, kube-scheduler and etcd static "
+        "pods' mirror Pods are, whose readiness gates every ControlPlane step: kubeadm "
+        "(kube-system, component=<name>,tier=control-plane), openshift (openshift-kube-apiserver, "
+        "...), or off (not checked, and reported so) (default: kubeadm)",
+    )
+    parser.add_argument(
+        "--control-plane-components-grace",
+        type=float,
+        metavar="SECONDS",
+        help="how long a Node must have been Ready before a component Pod missing on it counts as "
+        "unhealthy, and before no Pod seen anywhere is reported as a misconfiguration (default: 120)",
+    )
 
 
 def _flag_bool(text: str) -> bool:
@@ -204,5 +219,7 @@ def run(args: argparse.Namespace) -> int:
         control_plane_node_selectors=(
             tuple(args.control_plane_node_selector) if args.control_plane_node_selector else None
         ),
+        control_plane_components=args.control_plane_components,
+        control_plane_components_grace=args.control_plane_components_grace,
     )
     return eventloop.run(run_operator(options), loop=args.event_loop)

@@ -105,7 +105,12 @@ async def read_components(
     layout, when = check.layout, now()
     pods = []
     for namespace in layout.scopes() if layout is not None else ():
-        pods.extend(await cache.list("v1", "Pod", namespace=namespace))
+        try:
+            pods.extend(await cache.list("v1", "Pod", namespace=namespace))
+        except ValueError:
+            # A cache scoped without that namespace (a manager of one's own, not cpo run's
+            # operator_cache_options): nothing seen there, so not checked, and reported so.
+            continue
     found = pods_by_node(layout, pods) if layout is not None else {}
     checked = check.observe(found, nodes)
     judged: dict[str, MachineComponents] = {}

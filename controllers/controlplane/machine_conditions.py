@@ -29,7 +29,11 @@ The message counts the retries along the Machine's lineage (``retry 2 of maxRetr
 :mod:`~.remediation_record`). While the reason is a waiting one the health check may still take
 its mark back (the Machine recovered): it then removes the condition.
 
-Both are written only when they change (:mod:`controllers.conditions`), never on the
+``ControlPlaneComponentsHealthy`` (:func:`~.components.machine_condition`), on every owned Machine
+not being deleted: whether its kube-apiserver, kube-controller-manager, kube-scheduler and etcd
+Pods are Ready, the reason naming the failing one.
+
+All are written only when they change (:mod:`controllers.conditions`), never on the
 Machines of an Inactive ControlPlane (the reconciler does not call this for one).
 """
 
@@ -42,6 +46,7 @@ from typing import Any
 from api.controlplane import ControlPlaneSpec
 from api.controlplane_reasons import REASON_ONE_REMEDIATION_AT_A_TIME
 from api.machine import (
+    CONDITION_COMPONENTS_HEALTHY,
     CONDITION_OWNER_REMEDIATED,
     CONDITION_UP_TO_DATE,
     REASON_CANNOT_BE_REMEDIATED,
@@ -52,6 +57,8 @@ from api.machine import (
 )
 from controllers.common import now
 from controllers.conditions import Wanted, condition, write_machine_conditions
+from controllers.controlplane.components import MachineComponents, machine_condition
+from controllers.controlplane.facts import ComponentsView
 from controllers.controlplane.machines import marked_for_remediation
 from controllers.controlplane.placement import outdated_reason
 from controllers.controlplane.remediation import RemediationDecision, paused_rule
@@ -119,6 +126,7 @@ def wanted_conditions(
     target: str | None,
     decision: RemediationDecision | None,
     when: datetime,
+    components: ComponentsView | None = None,
 ) -> dict[str, Wanted]:
     """Machine name → the conditions to set on it this pass (Machines being deleted get only the
     remediation's own ``MachineDeleting``)."""
@@ -128,6 +136,9 @@ def wanted_conditions(
         entry: dict[str, JSON] = {}
         if not machine["metadata"].get("deletionTimestamp"):
             entry[CONDITION_UP_TO_DATE] = up_to_date_condition(spec, machine, when)
+            if components is not None:
+                judged = components.machines.get(name) or MachineComponents()
+                entry[CONDITION_COMPONENTS_HEALTHY] = machine_condition(judged, components.check_reason)
             owner = owner_remediated_condition(spec, machine, target, decision)
             if owner is not None and marked_for_remediation(machine):
                 entry[CONDITION_OWNER_REMEDIATED] = owner
@@ -142,9 +153,11 @@ async def write_conditions(
     owned: Sequence[Mapping[str, Any]],
     target: str | None,
     decision: RemediationDecision | None,
+    components: ComponentsView | None = None,
 ) -> None:
     """Write each owned Machine's conditions of this pass where they changed. ``target`` and
-    ``decision`` are the remediation step's (None when it decided nothing)."""
+    ``decision`` are the remediation step's (None when it decided nothing); ``components`` what
+    was read of the control-plane components (None: no ``ControlPlaneComponentsHealthy``)."""
     by_name = {machine["metadata"]["name"]: machine for machine in owned}
-    for name, wanted in wanted_conditions(spec, owned, target, decision, now()).items():
+    for name, wanted in wanted_conditions(spec, owned, target, decision, now(), components).items():
         await write_machine_conditions(client, by_name[name], wanted)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,23 +53,17 @@ from api.selector import selector_string
 from controllers.common import now
 from controllers.conditions import find_condition
 from controllers.controlplane import remediation_record as records
+from controllers.controlplane.components import ComponentsCheck
 from controllers.controlplane.etcdview import forward_leadership
 from controllers.controlplane.expectations import Expectations
 from controllers.controlplane.facts import Facts, gather
 from controllers.controlplane.healthcheck import sync_mhc
 from controllers.controlplane.inactive import is_inactive
 from controllers.controlplane.machine_conditions import write_conditions
-from controllers.controlplane.machines import (
-    MachineInfo,
-    controller_ref,
-    machine_name,
-)
+from controllers.controlplane.machines import MachineInfo, controller_ref, machine_name
 from controllers.controlplane.metrics import OPERATIONS, PREFLIGHT_FAILURES, label, observe_replicas
 from controllers.controlplane.options import ResolvedControlPlaneOptions
-from controllers.controlplane.placement import (
-    new_machine,
-    seconds_until_rollout_after,
-)
+from controllers.controlplane.placement import new_machine, seconds_until_rollout_after
 from controllers.controlplane.plan import decision_event
 from controllers.controlplane.preflight import (
     PreflightFailure,
@@ -150,6 +145,7 @@ class ControlPlaneReconciler:
         self.recorder = recorder
         self._preflight_failures: dict[tuple[str, str], int] = {}
         self._expectations = Expectations()
+        self._components: dict[tuple[str, str], ComponentsCheck] = {}
         self.etcd_clients = EtcdClientPool(client, options.etcd)
 
     # ------------------------------------------------------------------------------ entry
@@ -159,6 +155,7 @@ class ControlPlaneReconciler:
             cp = await self.cache.get(CP_API_VERSION, CP_KIND, request.name, request.namespace)
         except NotFound:
             self._preflight_failures.pop((request.namespace, request.name), None)
+            self._components.pop((request.namespace, request.name), None)
             await self.etcd_clients.forget(f"{request.namespace}/{request.name}")
             return Result()
         if cp["metadata"].get("deletionTimestamp"):
@@ -179,6 +176,12 @@ class ControlPlaneReconciler:
             spec,
             self._adopt,
             self.options.control_plane_node_selectors,
+            self._components.setdefault(
+                (request.namespace, request.name),
+                ComponentsCheck(
+                    self.options.components_layout, timedelta(seconds=self.options.components_grace)
+                ),
+            ),
         )
         if is_inactive(spec):
             return await self._observe(facts)
@@ -203,7 +206,9 @@ class ControlPlaneReconciler:
         remediation = await self._remediate(facts, key)
         scaling = None if remediation.carried_out else await self._scale_or_roll_out(facts, key)
         await self._report(facts, remediation, scaling)
-        await write_conditions(self.client, facts.spec, facts.owned, remediation.target, remediation.decision)
+        await write_conditions(
+            self.client, facts.spec, facts.owned, remediation.target, remediation.decision, facts.components
+        )
         result = scaling.result if scaling is not None and scaling.result is not None else remediation.result
         return next_look(
             result,
@@ -336,6 +341,7 @@ class ControlPlaneReconciler:
                 remediation=remediation.decision,
                 remediating=remediation.in_progress,
                 failure=remediation.failure,
+                components=facts.components.condition if facts.components else None,
             )
         )
         if remediation.recorded is not None:

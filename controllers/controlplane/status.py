@@ -91,6 +91,9 @@ class StatusInputs:
     """A remediation is in progress (started now, or its Machine is still being replaced)."""
     failure: tuple[str, str] | None = None
     """``(reason, message)`` of a problem only a human can fix."""
+    components: JSON | None = None
+    """The ControlPlane's ``ControlPlaneComponentsHealthy``
+    (:func:`~controllers.controlplane.components.controlplane_condition`); None: not read."""
     etcd: EtcdView | None = None
     """What etcd said this pass (stacked etcd); None with external etcd, or before any Machine."""
     at: datetime = field(default_factory=now)
@@ -119,8 +122,8 @@ def compute_status(inputs: StatusInputs) -> JSON:
     not outdated and ready: :attr:`~controllers.controlplane.machines.MachineInfo.updated`, the
     ControlPlaneMachineSet's count, so ``updatedReplicas == spec.replicas`` says the rollout is
     done; the same readiness as ``readyReplicas``), ``readyReplicas`` (Running with a Ready
-    Node), ``availableReplicas`` (not deleting, ready and a healthy etcd voter),
-    ``unavailableReplicas`` (spec.replicas − available, never negative).
+    Node and healthy control-plane components), ``availableReplicas`` (not deleting, ready and a
+    healthy etcd voter), ``unavailableReplicas`` (spec.replicas − available, never negative).
     Phase: :func:`phase`. Conditions: one function each. ``etcd``:
     :func:`~controllers.controlplane.plan.etcd_status` (absent without a readable stacked etcd).
     """
@@ -142,6 +145,7 @@ def compute_status(inputs: StatusInputs) -> JSON:
             degraded_condition(inputs, failure),
             machines_ready_condition(inputs),
             remediating_condition(inputs, remediating),
+            *([inputs.components] if inputs.components is not None else []),
         ],
         "failureReason": failure[0] if failure else None,
         "failureMessage": failure[1] if failure else None,

@@ -1,5 +1,6 @@
-"""How the ControlPlane controller is wired into a manager: what it watches, how a Machine or a
-Node event finds its ControlPlanes, and :func:`setup_with_manager`."""
+"""How the ControlPlane controller is wired into a manager: what it watches, how a Machine, a Node
+or a control-plane component's mirror Pod event finds its ControlPlanes, and
+:func:`setup_with_manager`."""
 
 from __future__ import annotations
 
@@ -92,6 +93,30 @@ def _map_node(cache: Cache) -> Any:
     return controlplanes_for_node
 
 
+class _PodReadinessChanged(Funcs):
+    """Mirror Pod updates matter only when Ready flips (not the restart count going up)."""
+
+    def update(self, event: UpdateEvent) -> bool:
+        return pod_ready(event.object_old) != pod_ready(event.object_new)
+
+
+def pod_ready(pod: JSON | None) -> bool:
+    status = (pod or {}).get("status") or {}
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def _map_pod(cache: Cache) -> Any:
+    """A component's mirror Pod concerns the ControlPlanes of its Node (by ``spec.nodeName``)."""
+    for_node = _map_node(cache)
+
+    def controlplanes_for_pod(pod: JSON) -> list[Request]:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = cache.informer_for("v1", "Node").get_by_key(node_name) if node_name else None
+        return list(for_node(node)) if node is not None else []
+
+    return controlplanes_for_pod
+
+
 def setup_with_manager(manager: Manager, options: ControlPlaneOptions | None = None) -> Controller:
     """Add the ControlPlane controller to ``manager`` and return it; ``options`` default to
     ``ControlPlaneOptions()`` (raises ``ValueError`` saying what to change in a bad one)."""
@@ -100,13 +125,17 @@ def setup_with_manager(manager: Manager, options: ControlPlaneOptions | None = N
         manager.client, manager.cache, resolved, manager.get_event_recorder(CONTROLLER_NAME)
     )
     manager.add(reconciler.etcd_clients)
-    return (
+    builder = (
         ControllerBuilder(manager)
         .named(CONTROLLER_NAME)
         .for_(CP_API_VERSION, CP_KIND)
         .owns(MACHINE_API_VERSION, "MachineHealthCheck")
         .watches(MACHINE_API_VERSION, "Machine", EnqueueRequestsFromMapFunc(_map_machine(manager.cache)))
         .watches("v1", "Node", EnqueueRequestsFromMapFunc(_map_node(manager.cache)), _NodeReadinessChanged())
-        .with_options(resolved.controller)
-        .complete(reconciler)
     )
+    if resolved.components_layout is not None:
+        # Only the Pods the cache's scopes hold (operator_cache_options): never every Pod.
+        builder = builder.watches(
+            "v1", "Pod", EnqueueRequestsFromMapFunc(_map_pod(manager.cache)), _PodReadinessChanged()
+        )
+    return builder.with_options(resolved.controller).complete(reconciler)

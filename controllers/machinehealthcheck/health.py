@@ -26,6 +26,7 @@ moment the verdict flips instead of polling.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,11 +34,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from api.controlplane import UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION
 from api.machine import (
     PHASE_FAILED,
     REASON_MACHINE_HAS_FAILURE,
     REASON_NODE_NOT_FOUND,
     REASON_NODE_STARTUP_TIMEOUT,
+    REASON_UNHEALTHY_MACHINE_CONDITION,
     REASON_UNHEALTHY_NODE,
 )
 from api.meta import parse_duration
@@ -192,6 +195,63 @@ def check_unhealthy_conditions(
     return Verdict(recheck_after=min(waits)) if waits else HEALTHY
 
 
+def with_machine_conditions(mhc: Mapping[str, Any]) -> dict[str, Any]:
+    """The MachineHealthCheck's spec, plus ``unhealthyMachineConditions`` read from its
+    :data:`~api.controlplane.UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION` (a JSON list; anything
+    else there is ignored, as an unparsable entry of ``unhealthyConditions`` is)."""
+    spec = dict(_mapping(mhc.get("spec")))
+    text = _mapping(_mapping(mhc.get("metadata")).get("annotations")).get(
+        UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION
+    )
+    try:
+        rules = json.loads(text) if isinstance(text, str) else []
+    except ValueError:
+        rules = []
+    spec["unhealthyMachineConditions"] = (
+        [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
+    )
+    return spec
+
+
+def check_unhealthy_machine_conditions(
+    machine: Mapping[str, Any], unhealthy_conditions: Sequence[Mapping[str, Any]], now: datetime
+) -> Verdict:
+    """Unhealthy when one of the Machine's own conditions has an entry's ``type`` and ``status``
+    for longer than its timeout (cluster-api's ``unhealthyMachineConditions``), counted from its
+    ``lastTransitionTime`` exactly as :func:`check_unhealthy_conditions` counts a Node's; the
+    ControlPlane's ``ControlPlaneComponentsHealthy`` False is the one this operator writes."""
+    by_type = {
+        c.get("type"): c
+        for c in _mapping(machine.get("status")).get("conditions") or ()
+        if isinstance(c, Mapping)
+    }
+    name = _mapping(machine.get("metadata")).get("name") or "?"
+    waits: list[float] = []
+    for entry in unhealthy_conditions:
+        found = by_type.get(entry.get("type"))
+        if found is None or found.get("status") != entry.get("status"):
+            continue
+        try:
+            timeout = parse_duration(str(entry.get("timeout", "")))
+        except ValueError:
+            continue
+        since = parse_time(found.get("lastTransitionTime"))
+        if since is None or now > since + timeout:
+            when = format_time(since) if since is not None else "an unknown time (no lastTransitionTime)"
+            why = f": {found.get('message')}" if found.get("message") else ""
+            return Verdict(
+                unhealthy=True,
+                reason=REASON_UNHEALTHY_MACHINE_CONDITION,
+                message=(
+                    f"Machine {name} has condition {entry.get('type')}={entry.get('status')} since "
+                    f"{when}, longer than its timeout of {_seconds(timeout)}{why}"
+                ),
+                since=since,
+            )
+        waits.append(_until(since + timeout, now))
+    return Verdict(recheck_after=min(waits)) if waits else HEALTHY
+
+
 def target_health(
     machine: Mapping[str, Any],
     node: Mapping[str, Any] | None,
@@ -208,6 +268,7 @@ def target_health(
         check_node_startup(machine, node_startup_timeout(spec), now),
         check_node_exists(machine, node),
         check_unhealthy_conditions(node, spec.get("unhealthyConditions") or (), now),
+        check_unhealthy_machine_conditions(machine, spec.get("unhealthyMachineConditions") or (), now),
     )
     for verdict in verdicts:
         if verdict.unhealthy:

@@ -40,7 +40,7 @@ from runtime.reconcile import Request, Result
 
 from . import metrics
 from .actions import CheckFacts, Target, plan
-from .health import earliest_recheck, short_circuit
+from .health import earliest_recheck, short_circuit, with_machine_conditions
 from .remediator import (
     EVENT_EXTERNAL_REMEDIATION_CREATED,
     EVENT_MACHINE_DELETED,
@@ -120,7 +120,7 @@ class MachineHealthCheckReconciler:
             # nothing of it is read, judged or written here.
             metrics.forget(request.name, request.namespace)
             return Result()
-        spec = mhc.get("spec") or {}
+        spec = with_machine_conditions(mhc)
         now = self.clock()
         targets = [
             Target.judge(machine, node, spec, now) for machine, node in await self._machines_and_nodes(mhc)

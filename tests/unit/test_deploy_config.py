@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from cli.__main__ import build_parser
+from controllers.controlplane.components import KUBEADM_LAYOUT
 from controllers.operator import (
     DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
     DEFAULT_LEADER_ELECTION_ID,
@@ -292,7 +293,7 @@ def test_manager_cluster_role_grants_exactly_what_the_manager_does() -> None:
 
 
 def test_leader_election_role_covers_the_lease_calls_in_the_operator_namespace() -> None:
-    role = one("Role", "rbac")
+    role = next(d for d in objects("rbac") if d["metadata"]["name"] == "cpo-leader-election-role")
     assert role["metadata"]["namespace"] == one("Deployment", "manager")["metadata"]["namespace"]
     # runtime/leaderelection/elector.py: get, watch (campaigning), create (first time), update
     # (renew/release).
@@ -310,12 +311,24 @@ def test_bindings_give_the_roles_to_the_deployment_service_account() -> None:
         "cpo-manager-role",
         "cpo-leader-election-role",
         "cpo-metrics-auth-role",
+        "cpo-components-reader-role",
     }
     for binding in bindings:
         assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in roles
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "cpo-controller-manager", "namespace": "cpo-system"}
         ]
+
+
+def test_components_reader_role_reads_pods_only_where_the_default_layout_keeps_them() -> None:
+    # controllers/operator.py operator_cache_options: the cache lists and watches only these Pods.
+    role = next(d for d in objects("rbac") if d["metadata"]["name"] == "cpo-components-reader-role")
+    assert role["kind"] == "Role"
+    assert (
+        role["metadata"]["namespace"] == "kube-system" == KUBEADM_LAYOUT.locations["kube-apiserver"].namespace
+    )
+    assert set(KUBEADM_LAYOUT.scopes()) == {"kube-system"}
+    assert flatten(role["rules"]) == {("", "pods"): {"get", "list", "watch"}}
 
 
 def test_editor_role_lets_people_scale_controlplanes() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from api.controlplane import GROUP as CONTROLPLANE_GROUP
 from api.controlplane import MHC_SCOPE_SELECTOR
+from controllers.controlplane.components import OPENSHIFT_LAYOUT
 from controllers.operator import OperatorOptions
 from tests.support.manifests import kustomize
 
@@ -30,10 +31,14 @@ def webhooks(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     }
 
 
-def controllers_flag(objects: list[dict[str, Any]]) -> str | None:
+def manager_args(objects: list[dict[str, Any]]) -> list[str]:
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    flags = [a.split("=", 1)[1] for a in container["args"] if a.startswith("--controllers=")]
+    return list(container["args"])
+
+
+def controllers_flag(objects: list[dict[str, Any]]) -> str | None:
+    flags = [a.split("=", 1)[1] for a in manager_args(objects) if a.startswith("--controllers=")]
     return flags[-1] if flags else None
 
 
@@ -62,6 +67,20 @@ def test_the_openshift_install_runs_the_controlplane_controller_only_and_adds_no
     flag = controllers_flag(built)
     assert flag == "controlplane"
     assert OperatorOptions(kubeconfig="kc", controllers=flag).with_defaults().controllers == {"controlplane"}
+
+
+def test_the_openshift_install_reads_the_components_where_openshift_keeps_them() -> None:
+    built = kustomize("install/openshift")
+    assert "--control-plane-components=openshift" in manager_args(built)
+    readers = [o for o in built if o["metadata"]["name"] == "cpo-components-reader-role"]
+    assert {o["metadata"]["namespace"] for o in readers} == set(OPENSHIFT_LAYOUT.scopes())
+    assert all(o["kind"] == "Role" for o in readers)
+    bound = {
+        o["metadata"]["namespace"]
+        for o in built
+        if o["metadata"]["name"] == "cpo-components-reader-rolebinding"
+    }
+    assert bound == set(OPENSHIFT_LAYOUT.scopes())
 
 
 def test_the_machine_api_install_adds_the_scoped_machinehealthcheck_webhook_and_no_crd() -> None:
