@@ -287,7 +287,7 @@ class HealthCheck(StrictKubeModel):
     components_unhealthy_timeout: Duration = "10m"
     """A Machine whose condition ``ControlPlaneComponentsHealthy`` stays False this long (its
     kube-apiserver, kube-controller-manager, kube-scheduler or etcd Pod not Ready, or missing) is
-    unhealthy, and remediated like one whose Node is not Ready. ``"0"`` turns it off. Defaults
+    unhealthy, and remediated like one whose Node is not Ready. ``"0s"`` turns it off. Defaults
     to 10m: longer than a component's restart, shorter than an on-call page."""
 
 

@@ -71,7 +71,7 @@ def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequenc
 
 def components_rule(health: HealthCheck) -> str:
     """The owned MachineHealthCheck's :data:`~api.controlplane.UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION`:
-    ``ControlPlaneComponentsHealthy`` False for ``componentsUnhealthyTimeout`` (``[]`` when "0")."""
+    ``ControlPlaneComponentsHealthy`` False for ``componentsUnhealthyTimeout`` (``[]`` when "0s")."""
     timeout = health.components_unhealthy_timeout
     if parse_duration(timeout) <= timedelta(0):
         return "[]"

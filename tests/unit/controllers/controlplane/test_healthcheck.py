@@ -3,11 +3,12 @@ what etcd can lose plus the Machines in transition, and it takes the ControlPlan
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from api.controlplane import MHC_SCOPE_LABEL, in_health_check_scope
+from api.controlplane import MHC_SCOPE_LABEL, UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION, in_health_check_scope
 from controllers.controlplane.healthcheck import desired_mhc, mhc_patch
 from controllers.controlplane.machines import (
     MachineInfo,
@@ -140,3 +141,26 @@ def test_the_owned_mhc_is_patched_to_its_spec_and_scope_label(
     assert patch["metadata"].get("labels") == patch_labels
     assert patch["metadata"]["resourceVersion"] == "7"
     assert patch["spec"] == desired_mhc(CONTROLPLANE, spec_with())["spec"]
+
+
+def test_the_mhc_judges_the_components_condition_with_its_own_timeout() -> None:
+    rule = desired_mhc(CONTROLPLANE, spec_with())["metadata"]["annotations"][
+        UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION
+    ]
+    assert json.loads(rule) == [
+        {"type": "ControlPlaneComponentsHealthy", "status": "False", "timeout": "10m"}
+    ]
+    short = desired_mhc(CONTROLPLANE, spec_with(healthCheck={"componentsUnhealthyTimeout": "20s"}))
+    assert (
+        json.loads(short["metadata"]["annotations"][UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION])[0]["timeout"]
+        == "20s"
+    )
+    off = desired_mhc(CONTROLPLANE, spec_with(healthCheck={"componentsUnhealthyTimeout": "0s"}))
+    assert off["metadata"]["annotations"][UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION] == "[]"
+
+
+def test_an_mhc_from_before_the_components_rule_gets_it_on_upgrade() -> None:
+    current = stored({MHC_SCOPE_LABEL: "true"})
+    current["metadata"] = {k: v for k, v in current["metadata"].items() if k != "annotations"}
+    patch = mhc_patch(current, desired_mhc(CONTROLPLANE, spec_with()))
+    assert patch is not None and UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION in patch["metadata"]["annotations"]

@@ -445,3 +445,44 @@ def test_a_new_machine_carries_its_domain_hash_and_controller() -> None:
         FAILURE_DOMAIN_LABEL
         not in new_machine(spec, None, name="n", owner=CONTROLPLANE)["metadata"]["labels"]
     )
+
+
+@pytest.mark.parametrize(
+    ("case", "machines", "expected"),
+    [
+        (
+            "scaling 5 to 3: the Machine whose controller manager crash-loops goes first",
+            [
+                m("a1", age=50),
+                m("a2", age=40),
+                m("b1", age=30, failure_domain="b"),
+                m("b2", age=1, failure_domain="b", components_unhealthy=("kube-controller-manager",)),
+                m("c1", age=20, failure_domain="c"),
+            ],
+            "b2",
+        ),
+        (
+            "broken components go before an outdated healthy Machine (KCP's order)",
+            [m("old", age=50, outdated=True), m("broken", age=1, components_unhealthy=("kube-scheduler",))],
+            "broken",
+        ),
+        (
+            "an outdated replacement with a broken API server goes before everything but the annotation",
+            [
+                m("orig", age=50, components_unhealthy=("kube-scheduler",)),
+                m("new", age=1, outdated=True, components_unhealthy=("kube-apiserver",)),
+            ],
+            "new",
+        ),
+        (
+            "a component only not seen yet does not make a Machine jump ahead",
+            [m("old", age=50), m("young", age=1, components_pending=("etcd",))],
+            "old",
+        ),
+    ],
+)
+def test_scale_in_takes_machines_with_unhealthy_components_first(
+    case: str, machines: list[MachineInfo], expected: str
+) -> None:
+    chosen = select_for_scale_in(machines)
+    assert chosen is not None and chosen.name == expected, case

@@ -314,3 +314,54 @@ def test_removal_cost(machine: MachineInfo, cost: int) -> None:
 )
 def test_pick_target(marked: list[MachineInfo], pending: list[RemediationRecord], expected: str) -> None:
     assert pick_target(marked, pending).name == expected
+
+
+BROKEN_API = {"components_unhealthy": ("kube-apiserver",), "components_message": "kube-apiserver: not ready"}
+
+
+@pytest.mark.parametrize(
+    ("case", "machines", "allowed", "reason"),
+    [
+        (
+            "another Machine keeps every component healthy",
+            [SICK, m("m2", **BROKEN_API), m("m3")],
+            True,
+            "Remediating",
+        ),
+        (
+            "no other Machine keeps a full healthy set: remediation waits",
+            [SICK, m("m2", **BROKEN_API), m("m3", **BROKEN_API)],
+            False,
+            "WaitingForHealthyComponents",
+        ),
+        (
+            "a component not seen yet is not a healthy set either",
+            [SICK, m("m2", **BROKEN_API), m("m3", components_pending=("etcd",))],
+            False,
+            "WaitingForHealthyComponents",
+        ),
+        (
+            "without component failures the rule says nothing",
+            [SICK, m("m2"), m("m3")],
+            True,
+            "Remediating",
+        ),
+    ],
+)
+def test_remediation_keeps_one_full_healthy_set_of_components(
+    case: str, machines: list[MachineInfo], allowed: bool, reason: str
+) -> None:
+    decision = decide(SICK, machines)
+    assert (decision.allowed, decision.reason) == (allowed, reason), case
+
+
+def test_a_machine_with_broken_components_is_not_waited_for_as_provisioning() -> None:
+    """Its Node is Ready and Running: a failure, not a Machine coming up."""
+    decision = decide(SICK, [SICK, m("m2", **BROKEN_API), m("m3")])
+    assert decision.reason != "WaitingForProvisioning"
+
+
+def test_among_equal_costs_the_machine_with_broken_components_is_remediated_first() -> None:
+    older = m("older", age=50, marked_unhealthy=True)
+    broken = m("broken", age=1, marked_unhealthy=True, **BROKEN_API)
+    assert pick_target([older, broken]).name == "broken"

@@ -6,6 +6,7 @@ so a matching condition without one is past any timeout (``target.needsRemediati
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,11 +18,13 @@ from controllers.machinehealthcheck.health import (
     EXTERNAL_REMEDIATION_ANNOTATION,
     HEALTHY,
     check_unhealthy_conditions,
+    check_unhealthy_machine_conditions,
     counts_as_healthy,
     earliest_recheck,
     parse_max_unhealthy,
     short_circuit,
     target_health,
+    with_machine_conditions,
 )
 from runtime.jsoncodec import JSON
 
@@ -336,3 +339,63 @@ def test_a_matching_condition_without_lasttransitiontime_is_past_its_timeout() -
 def test_a_condition_without_lasttransitiontime_that_does_not_match_stays_healthy() -> None:
     node = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert check_unhealthy_conditions(node, READY_UNKNOWN, NOW) == HEALTHY
+
+
+COMPONENTS_RULE = [{"type": "ControlPlaneComponentsHealthy", "status": "False", "timeout": "10m"}]
+
+
+def machine_with(status: str, minutes: float) -> dict[str, Any]:
+    since = format_time(NOW - timedelta(minutes=minutes))
+    condition = {"type": "ControlPlaneComponentsHealthy", "status": status, "lastTransitionTime": since}
+    condition["message"] = "kube-apiserver: Pod kube-system/kube-apiserver-n not ready"
+    return {"metadata": {"name": "m"}, "status": {"conditions": [condition]}}
+
+
+@pytest.mark.parametrize(
+    ("case", "machine", "unhealthy", "pending"),
+    [
+        ("False past the timeout: unhealthy", machine_with("False", 11), True, False),
+        ("False within the timeout: pending, looked at again then", machine_with("False", 4), False, True),
+        ("True: healthy", machine_with("True", 60), False, False),
+        ("Unknown (a Pod not seen yet): healthy", machine_with("Unknown", 60), False, False),
+    ],
+)
+def test_a_machine_condition_held_past_its_timeout_makes_the_machine_unhealthy(
+    case: str, machine: dict[str, Any], unhealthy: bool, pending: bool
+) -> None:
+    verdict = check_unhealthy_machine_conditions(machine, COMPONENTS_RULE, NOW)
+    assert (verdict.unhealthy, verdict.pending) == (unhealthy, pending), case
+    if unhealthy:
+        assert verdict.reason == "UnhealthyMachineCondition"
+        assert "longer than its timeout of 600s: kube-apiserver: Pod" in verdict.message
+    if pending:
+        assert verdict.recheck_after == pytest.approx(360, abs=2)
+
+
+@pytest.mark.parametrize(
+    ("case", "annotation", "rules"),
+    [
+        ("the owned MHC's rule", json.dumps(COMPONENTS_RULE), COMPONENTS_RULE),
+        ("no annotation: no Machine condition is judged", None, []),
+        ("not JSON: ignored", "ControlPlaneComponentsHealthy=False", []),
+        ("not a list: ignored", '{"type": "X"}', []),
+    ],
+)
+def test_the_machine_conditions_ride_on_the_annotation(
+    case: str, annotation: str | None, rules: list[Any]
+) -> None:
+    annotations = (
+        {} if annotation is None else {"controlplane.cpo.dev/unhealthy-machine-conditions": annotation}
+    )
+    spec = with_machine_conditions({"metadata": {"annotations": annotations}, "spec": {"maxUnhealthy": 1}})
+    assert spec["unhealthyMachineConditions"] == rules, case
+    assert spec["maxUnhealthy"] == 1
+
+
+def test_target_health_judges_machine_conditions_too() -> None:
+    spec = {"unhealthyMachineConditions": COMPONENTS_RULE}
+    machine = {
+        **machine_with("False", 11),
+        "status": {**machine_with("False", 11)["status"], "phase": "Running"},
+    }
+    assert target_health(machine, {"metadata": {"name": "n"}}, spec, NOW).unhealthy
