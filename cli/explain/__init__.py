@@ -13,7 +13,8 @@ and this module is the command: the connection as kubectl resolves it, one shot 
 
 ``--watch`` keeps one watch per kind (ControlPlane, Machines, Nodes, MachineHealthChecks) and
 redraws after each change; nothing is polled. Facts the controller has not written (a Machine's
-``EtcdMemberHealthy`` or ``UpToDate`` condition, ``status.etcd``) show as ``-`` or "unknown", and
+``EtcdMemberHealthy``, ``UpToDate`` or ``ControlPlaneComponentsHealthy`` condition,
+``status.etcd``) show as ``-`` or "unknown", and
 the document holds ``null`` for them, so the command works against any operator version.
 
 The document (``-o json``), version 1::
@@ -30,6 +31,7 @@ The document (``-o json``), version 1::
                    "hooks": {"preDrain": [{"name", "owner"}], "preTerminate": [...], "etcdQuorumHook",
                              "etcdQuorumHookHolding": {"status", "reason", "message"} | null},
                    "upToDate": {"status", "reason", "message"} | null,
+                   "components": {"status", "reason", "message"} | null,
                    "healthCheck": {"healthy": bool | null, "reason", "message",
                                    "ownerRemediated": {"status", "reason", "message"} | null},
                    "deleting", "deletionTimestamp"}],
@@ -40,6 +42,12 @@ The document (``-o json``), version 1::
                                      "remediationsAllowed"} | null},
      "plan": {"progressing": {"status", "reason", "message", "since"} | null,
               "blocked": [{"source", "reason", "message", "since"}]}}
+
+A Machine's ``components`` is its ``ControlPlaneComponentsHealthy`` condition: whether its
+kube-apiserver, kube-controller-manager, kube-scheduler and etcd Pods are Ready, the reason naming
+the failing one (``APIServerPodUnhealthy``...) and the message the Pod and why (the COMPONENTS
+column). The ControlPlane's own condition of that type is in ``conditions`` (Unknown with
+``ComponentPodsNotFound`` when the configured layout's Pods are found nowhere).
 
 Keys are never removed within a version; new ones may appear.
 """

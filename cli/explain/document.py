@@ -18,6 +18,7 @@ from api.controlplane_reasons import REASON_BLOCKED
 from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.machine import (
+    CONDITION_COMPONENTS_HEALTHY,
     CONDITION_ETCD_MEMBER_HEALTHY,
     CONDITION_ETCD_QUORUM_HOOK_HOLDING,
     CONDITION_HEALTH_CHECK_SUCCEEDED,
@@ -174,6 +175,7 @@ def _machine_entry(machine: Mapping[str, Any], nodes: Mapping[str, JSON], hook_n
             "etcdQuorumHookHolding": _brief(_find(conditions, CONDITION_ETCD_QUORUM_HOOK_HOLDING)),
         },
         "upToDate": _brief(_find(conditions, CONDITION_UP_TO_DATE)),
+        "components": _brief(_find(conditions, CONDITION_COMPONENTS_HEALTHY)),
         "healthCheck": {
             "healthy": True if checked_status == "True" else False if checked_status == "False" else None,
             "reason": (checked or {}).get("reason") or "",

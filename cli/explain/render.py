@@ -60,6 +60,16 @@ def _up_to_date_cell(up_to_date: Mapping[str, Any] | None) -> tuple[str, str]:
     return f"no: {why}", "yellow"
 
 
+def _components_cell(components: Mapping[str, Any] | None) -> tuple[str, str]:
+    if components is None:
+        return "-", ""
+    status = components.get("status")
+    if status == "True":
+        return "healthy", "green"
+    why = components.get("message") or components.get("reason") or "unknown"
+    return (f"unhealthy: {why}", "red") if status == "False" else (f"unknown: {why}", "yellow")
+
+
 def _health_cell(check: Mapping[str, Any]) -> tuple[str, str]:
     owner = check.get("ownerRemediated")
     if owner is not None:
@@ -128,7 +138,7 @@ def _machines_table(machines: list[Mapping[str, Any]]) -> Table:
     # Names and short facts never wrap (a name cut in two is not a name); the explanations do.
     for column in ("NAME", "DOMAIN", "PHASE", "NODE READY"):
         table.add_column(column, no_wrap=True)
-    for column in ("ETCD", "HOOK", "UP TO DATE", "HEALTH CHECK"):
+    for column in ("ETCD", "HOOK", "UP TO DATE", "COMPONENTS", "HEALTH CHECK"):
         table.add_column(column, overflow="fold")
     for m in machines:
         phase = _dash(m["phase"]) + (" (deleting)" if m["deleting"] and m["phase"] != "Deleting" else "")
@@ -141,10 +151,11 @@ def _machines_table(machines: list[Mapping[str, Any]]) -> Table:
             Text(*_etcd_cell(m["etcd"])),
             Text(*_hook_cell(m)),
             Text(*_up_to_date_cell(m["upToDate"])),
+            Text(*_components_cell(m.get("components"))),
             Text(*_health_cell(m["healthCheck"])),
         )
     if not machines:
-        table.add_row("-", "", "", "", "", "", "", "no Machine matches the selector")
+        table.add_row("-", "", "", "", "", "", "", "", "no Machine matches the selector")
     return table
 
 

@@ -442,3 +442,30 @@ def test_the_controllers_plan_reasons_are_blocked_or_not(reason: str, blocked: b
     assert document["plan"]["progressing"]["reason"] == reason
     shown = [(b["source"], b["reason"], b["message"]) for b in document["plan"]["blocked"]]
     assert shown == ([("Progressing", reason, message)] if blocked else []), shown
+
+
+def test_each_machine_shows_its_control_plane_components() -> None:
+    broken = condition(
+        "ControlPlaneComponentsHealthy",
+        "False",
+        "APIServerPodUnhealthy",
+        "kube-apiserver: Pod kube-system/kube-apiserver-n2 not ready (CrashLoopBackOff, 3 restarts)",
+    )
+    healthy = condition(
+        "ControlPlaneComponentsHealthy", "True", "ComponentsHealthy", "kube-apiserver, etcd Ready"
+    )
+    snapshot = Snapshot(
+        controlplane(),
+        [machine("demo-a", conditions=[healthy]), machine("demo-b", conditions=[broken]), machine("demo-c")],
+    )
+    document = explain_document(snapshot)
+    assert [m["components"] for m in document["machines"]] == [
+        {"status": "True", "reason": "ComponentsHealthy", "message": "kube-apiserver, etcd Ready"},
+        {"status": "False", "reason": "APIServerPodUnhealthy", "message": broken["message"]},
+        None,
+    ]
+    text = screen(document)
+    assert "COMPONENTS" in text and "healthy" in text
+    assert "unhealthy: kube-apiserver: Pod kube-system/kube-apiserver-n2 not ready" in text.replace(
+        "\n", " "
+    ), text
