@@ -39,6 +39,7 @@ ALERTS = {
     "CPOControlPlaneNotAvailable": "15m",
     "CPOControlPlaneDegraded": "15m",
     "CPOControlPlanePreflightFailing": "15m",
+    "CPOControlPlaneComponentsUnhealthy": "20m",
     "MachineHealthCheckUnterminatedShortCircuit": "30m",
     "CPOReconcileErrors": "15m",
     "CPONoLeader": "5m",
