@@ -31,7 +31,14 @@ Any one of (see :mod:`controllers.machinehealthcheck.health`, one function per r
 * its ``status.nodeRef`` names a Node that does not exist — at once;
 * a Node condition has the ``type`` and ``status`` of an ``unhealthyConditions`` entry for longer
   than that entry's ``timeout``, counted from the condition's ``lastTransitionTime`` (a
-  condition without one is past any timeout at once).
+  condition without one is past any timeout at once);
+* a condition of the Machine itself matches an entry of the annotation
+  ``controlplane.cpo.dev/unhealthy-machine-conditions`` (a JSON list of ``{"type", "status",
+  "timeout"}``, cluster-api's ``unhealthyMachineConditions``, which OpenShift's
+  MachineHealthCheck has no field for) for longer than its timeout, counted the same way: a
+  ControlPlane's own MachineHealthCheck carries ``ControlPlaneComponentsHealthy`` False for
+  ``spec.healthCheck.componentsUnhealthyTimeout``, so a Machine whose API server, controller
+  manager, scheduler or etcd Pod stays broken is remediated (reason ``UnhealthyMachineCondition``).
 
 A Machine that will turn unhealthy if nothing changes (a condition matched but not for long
 enough yet) is looked at again at exactly that moment (+1 s), not polled.
