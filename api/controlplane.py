@@ -198,12 +198,17 @@ class ProviderSpec(StrictKubeModel):
 
 
 class MachineTemplateMetadata(StrictKubeModel):
-    """Metadata given to every Machine the ControlPlane creates."""
+    """Metadata of every Machine of the ControlPlane: given to each Machine it creates, and kept
+    on the existing ones in place (changing it replaces no Machine)."""
 
     labels: dict[str, str] | None = None
-    """Labels of each Machine; must be matched by spec.selector. Defaults to spec.selector's matchLabels."""
+    """Labels of each Machine; must be matched by spec.selector. Defaults to spec.selector's
+    matchLabels. Written onto existing Machines in place; a label removed here is removed from
+    them (never one the selector names), a label set on a Machine by someone else stays."""
     annotations: dict[str, str] | None = None
-    """Annotations of each Machine."""
+    """Annotations of each Machine. Written onto existing Machines in place; one removed here is
+    removed from them, one set on a Machine by someone else stays. Keys under
+    controlplane.cpo.dev/ and etcd.cpo.dev/ are the operator's and are not kept in step."""
 
 
 class ControlPlaneMachineSpec(StrictKubeModel):
@@ -325,7 +330,8 @@ class ControlPlaneSpec(StrictKubeModel):
     ``machine.openshift.io/cluster-api-machine-role: master``; must require that label (the
     operator watches no other Machine), which the template's labels must carry too."""
     template: ControlPlaneMachineTemplate
-    """Template for new machines."""
+    """Template of the machines. A change to its providerSpec replaces the machines (one at a time,
+    per spec.strategy); a change to its labels or annotations is written onto them in place."""
     failure_domains: list[FailureDomain] | None = Field(
         default=None,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},

@@ -135,7 +135,7 @@ async def settled(client: Client, namespace: str, replicas: int, revision: str) 
         meta = machine["metadata"]
         if meta.get("deletionTimestamp"):
             return f"{meta['name']} deleting"
-        if (meta.get("annotations") or {}).get(REVISION) != revision:
+        if machine["spec"]["providerSpec"]["value"].get("revision") != revision:
             return f"{meta['name']} not at revision {revision}"
         if (machine.get("status") or {}).get("phase") != "Running":
             return f"{meta['name']} not Running"

@@ -178,7 +178,7 @@ def controlplane(replicas: int, revision: str) -> JSON:
                 "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
                 "annotations": {"bench.cpo.dev/revision": revision},
             },
-            "spec": {"providerSpec": {"value": {"kind": PROVIDER_SPEC_KIND}}},
+            "spec": {"providerSpec": {"value": {"kind": PROVIDER_SPEC_KIND, "revision": revision}}},
         },
         "failureDomains": [
             {"name": z, "providerSpec": {"value": {"failureDomain": z}}}
@@ -198,10 +198,7 @@ async def settled(client: Client, replicas: int, revision: str) -> None:
             and status.get("updatedReplicas") == replicas
             and status.get("observedGeneration") == cp["metadata"]["generation"]
             and len(machines) == replicas
-            and all(
-                (m["metadata"].get("annotations") or {}).get("bench.cpo.dev/revision") == revision
-                for m in machines
-            )
+            and all(m["spec"]["providerSpec"]["value"].get("revision") == revision for m in machines)
         ):
             return
         await asyncio.sleep(0.02)  # allow-sleep: the poll period of a deadline loop

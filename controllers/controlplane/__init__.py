@@ -101,10 +101,12 @@ What it does, in order, on every reconcile (Active)
    most one, nothing moves). Never more than replicas + 1 Machines exist. Before deleting
    the Machine whose etcd member leads, the controller hands leadership to the oldest other
    healthy voter (event ``LeadershipMoved``), so the removal costs no election.
-   A Machine is **outdated** when its ``controlplane.cpo.dev/spec-hash`` annotation differs from
-   the template's (template labels/annotations and providerSpec merged with its domain's), its
-   domain was removed, or ``spec.rolloutAfter`` has passed and the Machine was created before
-   it (KubeadmControlPlane's rule, at whole seconds). So ``rolloutAfter`` schedules one
+   A Machine is **outdated** when what it *is* differs from the template: its
+   ``controlplane.cpo.dev/spec-hash`` annotation (the providerSpec merged with its domain's, and
+   the domain) differs from the template's, its domain was removed, or ``spec.rolloutAfter`` has
+   passed and the Machine was created before it (KubeadmControlPlane's rule, at whole seconds).
+   The template's labels and annotations never outdate a Machine: they are written onto it in
+   place (see "Labels and annotations" below). So ``rolloutAfter`` schedules one
    replacement of every Machine: while it is in the future nothing is replaced, every ready
    Machine counts in ``updatedReplicas`` and the controller looks again at that moment; once it has
    passed, each older Machine is replaced once (one step at a time, as for a template change);
@@ -113,6 +115,21 @@ What it does, in order, on every reconcile (Active)
 5. Writes **status** (only when it changed), ``status.etcd`` included: voters, learners,
    healthy voters, quorum, fault tolerance and the leader's Machine (absent with external etcd
    or while etcd cannot be read).
+
+Labels and annotations: written in place
+----------------------------------------
+Changing ``spec.template.metadata`` (``kubectl label``-like edits: a cost-centre label, an
+owner annotation) replaces no Machine. On every pass each owned Machine not being deleted is
+brought in step with the template by one patch, and only when something differs
+(:mod:`~controllers.controlplane.template_metadata`): the template's keys are written with its
+values; a key the template drops is removed only if the template set it before, as recorded on
+the Machine in ``controlplane.cpo.dev/template-metadata`` (``{"labels": [...], "annotations":
+[...]}``, like ``kubectl apply``'s last-applied set), so a key you or a provider put on a Machine
+stays. The operator's own keys (``controlplane.cpo.dev/...``, ``etcd.cpo.dev/...``) are never
+touched, and no label ``spec.selector`` names, nor the control-plane role label, is ever removed.
+``status.updatedReplicas`` does not move. After an upgrade from the version that hashed the
+template's labels and annotations too, its Machines are not outdated when their providerSpec and
+domain match the template: their hash is rewritten in place, and nothing is replaced.
 
 Before any create or delete, the **preflight** must pass; each failed check is named in the
 ``Progressing`` condition (its reason says which check holds the step, e.g.
@@ -271,6 +288,7 @@ The modules, along KubeadmControlPlane's lines (gather → decide → act → re
 :mod:`.scale`                 the next step toward ``spec.replicas``
 :mod:`.preflight`             the checks a create or delete must pass first
 :mod:`.components`            kube-apiserver, controller manager, scheduler, etcd Pods
+:mod:`.template_metadata`     the template's labels and annotations, written in place
 :mod:`.rollout`               replacing outdated Machines, rebalancing, OnDelete
 :mod:`.step`                  the step value every decision returns
 :mod:`.remediation`           which marked Machine is replaced, and whether now

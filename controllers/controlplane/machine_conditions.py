@@ -6,9 +6,11 @@ about a Machine its health check marked.
 ==========  ================================  ==================================================
 status      reason                            when (:func:`~.placement.outdated_reason`)
 ==========  ================================  ==================================================
-True        ``UpToDate``                      it matches the template for its failure domain
+True        ``UpToDate``                      what it is (providerSpec, failure domain)
+                                              matches the template; labels and annotations
+                                              are written in place and never count
 False       ``FailureDomainNotConfigured``    its failure domain left ``spec.failureDomains``
-False       ``TemplateChanged``               its spec differs from the template
+False       ``TemplateChanged``               its providerSpec differs from the template's
 False       ``RolloutAfter``                  created before ``spec.rolloutAfter``, now passed
 ==========  ================================  ==================================================
 

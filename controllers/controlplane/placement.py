@@ -23,14 +23,25 @@ from runtime.jsoncodec import JSON
 
 SPEC_HASH_ANNOTATION: Final = "controlplane.cpo.dev/spec-hash"
 """On each Machine the controller creates: :func:`template_hash` of what it was created from."""
+SPEC_HASH_PREFIX: Final = "v2-"
+"""How a :func:`template_hash` begins, so that a hash the previous version wrote
+(:func:`previous_template_hash`, bare hex) is told from it by its value alone."""
+TEMPLATE_METADATA_ANNOTATION: Final = "controlplane.cpo.dev/template-metadata"
+"""On each Machine the controller creates or keeps in step with the template: the keys of the
+template's labels and annotations written on it last (:func:`applied_record`), as ``kubectl
+apply`` keeps its last-applied configuration; the one thing that lets a key the template drops be
+removed without touching keys others set (:mod:`~controllers.controlplane.template_metadata`)."""
+OPERATOR_KEY_PREFIXES: Final = ("controlplane.cpo.dev/", "etcd.cpo.dev/")
+"""Label and annotation keys that are the operator's own state: never written or removed by
+keeping a Machine in step with the template, never recorded."""
 
 
 def desired_machine(spec: ControlPlaneSpec, domain: str | None) -> JSON:
     """The labels, annotations and providerSpec a new Machine in ``domain`` gets from the template.
 
     Labels default to the selector's matchLabels; the domain's ``providerSpec`` is merged over the
-    template's (JSON merge patch). The failure-domain label and the spec-hash annotation are not
-    part of it (they are derived from it).
+    template's (JSON merge patch). The failure-domain label and the operator's annotations are
+    not part of it (they are derived from it).
     """
     template = spec.template
     labels = dict(
@@ -41,14 +52,37 @@ def desired_machine(spec: ControlPlaneSpec, domain: str | None) -> JSON:
     return {"labels": labels, "annotations": annotations, "providerSpec": {"value": value}}
 
 
+def is_operator_key(key: str) -> bool:
+    """Whether ``key`` is under :data:`OPERATOR_KEY_PREFIXES`."""
+    return key.startswith(OPERATOR_KEY_PREFIXES)
+
+
+def applied_record(spec: ControlPlaneSpec) -> str:
+    """:data:`TEMPLATE_METADATA_ANNOTATION`'s value for the template now: the sorted keys of its
+    labels and annotations (the operator's own keys left out), as compact JSON."""
+    desired = desired_machine(spec, None)
+    return json.dumps(
+        {
+            "labels": sorted(k for k in desired["labels"] if not is_operator_key(k)),
+            "annotations": sorted(k for k in desired["annotations"] if not is_operator_key(k)),
+        },
+        separators=(",", ":"),
+    )
+
+
 def new_machine(spec: ControlPlaneSpec, domain: str | None, *, name: str, owner: Mapping[str, Any]) -> JSON:
     """The Machine ``name`` to create in ``domain``: :func:`desired_machine`, plus the
-    failure-domain label, the :func:`template_hash` annotation and ``owner`` as its controller."""
+    failure-domain label, the :func:`template_hash` and :func:`applied_record` annotations and
+    ``owner`` as its controller."""
     desired = desired_machine(spec, domain)
     labels = dict(desired["labels"])
     if domain is not None:
         labels[FAILURE_DOMAIN_LABEL] = domain
-    annotations = {**desired["annotations"], SPEC_HASH_ANNOTATION: template_hash(spec, domain)}
+    annotations = {
+        **desired["annotations"],
+        SPEC_HASH_ANNOTATION: template_hash(spec, domain),
+        TEMPLATE_METADATA_ANNOTATION: applied_record(spec),
+    }
     return {
         "apiVersion": MACHINE_API_VERSION,
         "kind": "Machine",
@@ -68,38 +102,90 @@ def _hash(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _what_it_is_hash(value: Any, domain: str | None) -> str:
+    return SPEC_HASH_PREFIX + _hash({"providerSpec": {"value": value}, "failureDomain": domain})
+
+
 def template_hash(spec: ControlPlaneSpec, domain: str | None) -> str:
-    """The spec hash of a Machine created now in ``domain``: template metadata + merged providerSpec."""
-    return _hash(desired_machine(spec, domain))
+    """The spec hash of a Machine created now in ``domain``: what the Machine *is*, its
+    providerSpec (the template's with the domain's merged over it) and its failure domain.
+
+    The template's labels and annotations are not in it: they are written onto the Machines in
+    place (:mod:`~controllers.controlplane.template_metadata`), so changing them replaces nothing.
+    That is KubeadmControlPlane's split (its rollout compares the machine's infrastructure and
+    bootstrap configuration, and metadata is propagated without a rollout) and CPMS's (which
+    compares the providerSpec alone, with the failure domain injected).
+    """
+    return _what_it_is_hash(domain_provider_spec(spec, domain), domain)
+
+
+def previous_template_hash(spec: ControlPlaneSpec, domain: str | None) -> str:
+    """The spec hash the previous version of this controller wrote on the Machines it created:
+    the template's labels and annotations with the merged providerSpec, bare hex.
+
+    Kept, frozen, only to recognise those Machines after an upgrade (:func:`spec_hash_matches`):
+    without it every one of them would look outdated and a fleet would replace every control plane.
+    """
+    template = spec.template
+    labels = (template.metadata.labels if template.metadata else None) or spec.selector.match_labels or {}
+    annotations = (template.metadata.annotations if template.metadata else None) or {}
+    value = domain_provider_spec(spec, domain)
+    return _hash({"labels": dict(labels), "annotations": dict(annotations), "providerSpec": {"value": value}})
 
 
 def observed_hash(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str:
-    """The spec hash a Machine without the annotation (an adopted one) stands for.
-
-    Computed from what the Machine carries, restricted to the keys the template sets: a Machine
-    that matches the template hashes like :func:`template_hash`, so adopting an up-to-date set of
-    Machines starts no rollout.
-    """
-    wanted = desired_machine(spec, machine_domain(spec, machine))
-    metadata = machine.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    annotations = metadata.get("annotations") or {}
+    """The spec hash the Machine's own content stands for: its providerSpec and its domain, as
+    :func:`template_hash` computes them; for a Machine without the annotation (an adopted one) or
+    with the previous version's. A Machine that matches the template hashes like
+    :func:`template_hash`, so adopting an up-to-date set of Machines starts no rollout, whatever
+    labels and annotations they carry."""
     value = ((machine.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
-    return _hash(
-        {
-            "labels": {key: labels.get(key) for key in wanted["labels"]},
-            "annotations": {key: annotations.get(key) for key in wanted["annotations"]},
-            "providerSpec": {"value": value},
-        }
-    )
+    return _what_it_is_hash(value, machine_domain(spec, machine))
+
+
+def spec_hash_matches(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> bool:
+    """Whether what ``machine`` is matches the template for its domain.
+
+    By its :data:`SPEC_HASH_ANNOTATION`: a hash of this version (:data:`SPEC_HASH_PREFIX`)
+    matches when equal to :func:`template_hash`, what the Machine was created from deciding, not
+    its providerSpec as edited since. A hash of the previous version matches when equal to
+    :func:`previous_template_hash` (created from this very template), or else when the Machine's
+    own providerSpec and domain are the template's (:func:`observed_hash`): that version hashed
+    the template's metadata too, which no longer makes a Machine outdated. A Machine without the
+    annotation (adopted) is compared by its content alone.
+    """
+    recorded = ((machine.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)
+    domain = machine_domain(spec, machine)
+    wanted = template_hash(spec, domain)
+    if recorded and recorded.startswith(SPEC_HASH_PREFIX):
+        return bool(recorded == wanted)
+    if recorded and recorded == previous_template_hash(spec, domain):
+        return True
+    return observed_hash(spec, machine) == wanted
+
+
+def hash_to_rewrite(spec: ControlPlaneSpec, machine: Mapping[str, Any]) -> str | None:
+    """The :func:`template_hash` to write in place of a previous version's hash on ``machine``,
+    when it matches the template (:func:`spec_hash_matches`) in a configured domain; None when
+    there is nothing to rewrite (no annotation, already this version's, or outdated: it will be
+    replaced). The rewrite keeps the Machine's state whole across upgrades: once rewritten, what
+    it was created from is recorded in today's terms."""
+    recorded = ((machine.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)
+    if not recorded or recorded.startswith(SPEC_HASH_PREFIX):
+        return None
+    domain = machine_domain(spec, machine)
+    names = domain_names(spec)
+    if (names and domain not in names) or not spec_hash_matches(spec, machine):
+        return None
+    return template_hash(spec, domain)
 
 
 def is_outdated(spec: ControlPlaneSpec, machine: Mapping[str, Any], *, now: datetime) -> str | None:
     """Why ``machine`` must be replaced at ``now``, or None when it is up to date.
 
-    Outdated means: its failure domain is no longer configured (rebalance by replacement); its
-    spec hash annotation (or, without one, :func:`observed_hash`) differs from
-    :func:`template_hash` for its domain; or :func:`rollout_after_due` says ``spec.rolloutAfter``
+    Outdated means: its failure domain is no longer configured (rebalance by replacement); what
+    it is, its providerSpec and domain, differs from the template's (:func:`spec_hash_matches`;
+    labels and annotations never outdate a Machine); or :func:`rollout_after_due` says ``spec.rolloutAfter``
     has come and the Machine predates it.
     Being outdated only makes a Machine a candidate: it is replaced one step at a time, each
     step behind the preflight, so a template change never takes more than one member at once.
@@ -122,8 +208,7 @@ def outdated_reason(
             REASON_FAILURE_DOMAIN_NOT_CONFIGURED,
             f"failure domain {domain or '(none)'} is not in spec.failureDomains",
         )
-    current = (metadata.get("annotations") or {}).get(SPEC_HASH_ANNOTATION) or observed_hash(spec, machine)
-    if current != template_hash(spec, domain):
+    if not spec_hash_matches(spec, machine):
         return REASON_TEMPLATE_CHANGED, "its spec differs from the template"
     if rollout_after_due(spec, parse_time(metadata.get("creationTimestamp")), now=now):
         return REASON_ROLLOUT_AFTER, "it was created before spec.rolloutAfter, which has passed"

@@ -6,6 +6,8 @@ MachineHealthCheck and the status), so every step is re-decided from fresh facts
 1. **gather** (:func:`~controllers.controlplane.facts.gather`): owned Machines (adopting the
    adoptable), Nodes, the etcd members, as :class:`~controllers.controlplane.machines.MachineInfo`
    values, and the Machines it controls but cannot see (:mod:`~controllers.controlplane.unwatched`);
+   then the template's labels and annotations are written onto the Machines in place
+   (:mod:`~controllers.controlplane.template_metadata`);
 2. **remediate** (:meth:`ControlPlaneReconciler._remediate`): replace the Machine the health
    check marked, when :func:`~controllers.controlplane.remediation.remediation_decision` allows;
 3. **scale or roll out** (:meth:`ControlPlaneReconciler._scale_or_roll_out`), unless a
@@ -81,6 +83,7 @@ from controllers.controlplane.status import (
     status_unchanged,
 )
 from controllers.controlplane.step import Step
+from controllers.controlplane.template_metadata import sync_template_metadata
 from controllers.controlplane.unwatched import unwatched_message, unwatched_news
 from controllers.etcd.pool import EtcdClientPool
 from runtime.cache import Cache
@@ -186,6 +189,7 @@ class ControlPlaneReconciler:
         if is_inactive(spec):
             return await self._observe(facts)
         await self._unmark_remove_member_first(facts)
+        await sync_template_metadata(self.client, spec, facts.owned)
         await sync_mhc(self.client, self.cache, cp, spec, facts.infos, self._event)
         return await self._act(facts)
 

@@ -1,5 +1,6 @@
-"""``kubectl get machines`` shows each Machine's region, zone and instance type, and the labels
-that say so roll nothing.
+"""``kubectl get machines`` shows each Machine's region, zone and instance type, the labels that
+say so roll nothing, and the template's labels and annotations are written onto the Machines in
+place.
 
 One world for the module (the embedded API server, ``cpo localmachine`` and ``cpo run``, each a
 subprocess, started by :class:`demo.world.DemoWorld`) with the demo's ControlPlane of 3 replicas
@@ -9,19 +10,39 @@ each Machine as a Machine API provider does (``machine.openshift.io/region``, ``
 The operator reads a Machine's domain from its own label first, so the provider's zone label
 changes nothing it decides: for 10 s after the ControlPlane settles no Machine is replaced and
 the etcd membership (the quorum monitor's record) stays the same.
+
+Then, in order on the same world, as a user would with kubectl:
+
+1. a label and an annotation added to the template (``kubectl patch controlplane``) appear on
+   every Machine within 30 s, and for 30 s more no Machine is replaced and ``UPDATED`` stays 3;
+2. removed from the template, they leave every Machine, while a label and an annotation someone
+   else put on a Machine stay;
+3. an operator upgrade: ``cpo run`` stopped, the Machines given the spec hash the previous
+   version wrote (one of them as if created under a template with another label), ``cpo run``
+   started again: for 60 s nothing is replaced, and each Machine's hash is rewritten in place.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
 import yaml
 
+from api.controlplane import ControlPlane
+from api.failuredomains import FAILURE_DOMAIN_LABEL
 from api.machine import API_VERSION
-from demo.tour import settled
+from controllers.controlplane.placement import (
+    SPEC_HASH_ANNOTATION,
+    TEMPLATE_METADATA_ANNOTATION,
+    previous_template_hash,
+    template_hash,
+)
+from demo.tour import CONTROLPLANE, settled
 from demo.world import DemoWorld
 from runtime.client import Client
 from tests.support.poll import eventually, holds_for
@@ -37,6 +58,14 @@ DOMAINS = ("zone-a", "zone-b", "zone-c")
 QUIET = 10.0
 """Seconds after settling during which no Machine may be replaced: a label change reaches the
 ControlPlane controller as a Machine event at once, so a rollout it caused would start well within."""
+COST_CENTRE = "example.com/cost-centre"
+"""The label a user adds to the template (and removes again)."""
+OWNER_NOTE = "example.com/owner"
+"""The annotation a user adds to the template (and removes again)."""
+PROPAGATION = 30.0
+"""Seconds within which a template label or annotation must reach every Machine."""
+UPGRADE_QUIET = 60.0
+"""Seconds after an operator upgrade during which no Machine may be replaced."""
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -110,3 +139,115 @@ async def test_the_labels_roll_nothing_after_settling(zones: World) -> None:
     await holds_for(unchanged, duration=QUIET, message="no Machine replaced")
     assert time.monotonic() - started >= QUIET
     monitor.assert_never_lost_quorum(since=mark)
+
+
+async def machines(client: Client) -> list[dict[str, Any]]:
+    listed = await client.list(API_VERSION, "Machine", namespace=NAMESPACE)
+    return list(listed.get("items") or ())
+
+
+async def patch_template(zones: World, metadata: dict[str, Any]) -> None:
+    """``kubectl patch controlplane demo --type merge`` of the template's metadata."""
+    patch = json.dumps({"spec": {"template": {"metadata": metadata}}})
+    await zones.tour.kubectl("patch", "controlplane", CONTROLPLANE, "--type", "merge", "-p", patch)
+
+
+def nothing_replaced(zones: World, before: dict[str, str]) -> Any:
+    """A poll that fails the test once a Machine was replaced or ``updatedReplicas`` left 3."""
+
+    async def check() -> bool:
+        now = await machine_domains(zones.client)
+        assert now == before, f"Machines replaced: {sorted(before)} -> {sorted(now)}"
+        status = (await zones.tour.controlplane()).get("status") or {}
+        assert status.get("updatedReplicas") == len(DOMAINS), f"updatedReplicas moved: {status}"
+        return True
+
+    return check
+
+
+async def test_a_label_and_an_annotation_added_to_the_template_reach_every_machine_in_place(
+    zones: World,
+) -> None:
+    before = await machine_domains(zones.client)
+    unchanged = nothing_replaced(zones, before)
+    assert await unchanged()
+    started = time.monotonic()
+    await patch_template(zones, {"labels": {COST_CENTRE: "cc-42"}, "annotations": {OWNER_NOTE: "team-a"}})
+
+    async def everywhere() -> bool:
+        await unchanged()
+        items = await machines(zones.client)
+        return all(
+            (m["metadata"].get("labels") or {}).get(COST_CENTRE) == "cc-42"
+            and (m["metadata"].get("annotations") or {}).get(OWNER_NOTE) == "team-a"
+            for m in items
+        )
+
+    await eventually(everywhere, timeout=PROPAGATION, message="the template's label on every Machine")
+    assert time.monotonic() - started <= PROPAGATION + 5
+    await holds_for(unchanged, duration=PROPAGATION, message="no Machine replaced after a label change")
+
+
+async def test_a_label_removed_from_the_template_leaves_the_machines_and_others_keys_stay(
+    zones: World,
+) -> None:
+    before = await machine_domains(zones.client)
+    unchanged = nothing_replaced(zones, before)
+    name = sorted(before)[0]
+    await zones.tour.kubectl("label", "machine", name, "example.com/team=storage")
+    await zones.tour.kubectl("annotate", "machine", name, "example.com/ticket=OPS-7")
+    await patch_template(zones, {"labels": {COST_CENTRE: None}, "annotations": {OWNER_NOTE: None}})
+
+    async def gone() -> bool:
+        await unchanged()
+        items = await machines(zones.client)
+        return not any(
+            COST_CENTRE in (m["metadata"].get("labels") or {})
+            or OWNER_NOTE in (m["metadata"].get("annotations") or {})
+            for m in items
+        )
+
+    await eventually(gone, timeout=PROPAGATION, message="the removed label gone from every Machine")
+    await holds_for(unchanged, duration=QUIET, message="no Machine replaced after a label removal")
+    kept = next(m for m in await machines(zones.client) if m["metadata"]["name"] == name)
+    assert kept["metadata"]["labels"]["example.com/team"] == "storage"
+    assert kept["metadata"]["annotations"]["example.com/ticket"] == "OPS-7"
+
+
+async def test_an_operator_upgrade_over_machines_with_the_previous_hash_replaces_nothing(
+    zones: World,
+) -> None:
+    """The Machines carry what the previous version wrote: its spec hash (template metadata
+    included), no record of the template's keys. One was made while the template had another
+    label, so its hash matches no hash of today's template: its providerSpec is what decides."""
+    before = await machine_domains(zones.client)
+    await zones.world.child("operator").stop()
+    spec = ControlPlane.from_dict(await zones.tour.controlplane()).spec
+    earlier = spec.model_copy(deep=True)
+    assert earlier.template.metadata is not None and earlier.template.metadata.labels is not None
+    earlier.template.metadata.labels[COST_CENTRE] = "cc-41"
+    for index, (name, domain) in enumerate(sorted(before.items())):
+        old = previous_template_hash(earlier if index == 0 else spec, domain)
+        annotations = {SPEC_HASH_ANNOTATION: old, TEMPLATE_METADATA_ANNOTATION: None}
+        await zones.client.patch(
+            API_VERSION, "Machine", name, {"metadata": {"annotations": annotations}}, NAMESPACE
+        )
+    await zones.world.start_operator(0)
+    unchanged = nothing_replaced(zones, before)
+
+    async def rewritten() -> bool:
+        await unchanged()
+        return all(
+            (m["metadata"].get("annotations") or {}).get(SPEC_HASH_ANNOTATION)
+            == template_hash(spec, m["metadata"]["labels"][FAILURE_DOMAIN_LABEL])
+            and TEMPLATE_METADATA_ANNOTATION in (m["metadata"].get("annotations") or {})
+            for m in await machines(zones.client)
+        )
+
+    started = time.monotonic()
+    await eventually(rewritten, timeout=UPGRADE_QUIET, message="every spec hash rewritten in place")
+    await holds_for(
+        unchanged,
+        duration=UPGRADE_QUIET - (time.monotonic() - started),
+        message="nothing replaced after an upgrade",
+    )

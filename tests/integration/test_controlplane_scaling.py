@@ -158,9 +158,11 @@ NEW_TEMPLATE = {
             "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
             "annotations": {"cpo.dev/revision": "2"},
         },
-        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+        "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "revision": "2"}}},
     }
 }
+"""A new providerSpec (what a Machine is, so every Machine is replaced), and a new annotation
+(written onto the Machines in place)."""
 
 
 async def test_rolling_update_of_three_replicas_then_on_delete(
@@ -192,6 +194,7 @@ async def test_rolling_update_of_three_replicas_then_on_delete(
                 await explain_showed_the_rollout(watch, before)
             after = await machines_of(kube, namespace)
             assert not before & {m["metadata"]["name"] for m in after}, "every Machine was replaced"
+            assert all(m["spec"]["providerSpec"]["value"]["revision"] == "2" for m in after)
             assert all(m["metadata"]["annotations"]["cpo.dev/revision"] == "2" for m in after)
             assert domains_of(after) == ["zone-a", "zone-b", "zone-c"], "replacements stay in their domain"
             assert count.peak <= 4, (count.history, count.other_events, count.deleted)

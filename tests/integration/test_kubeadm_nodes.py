@@ -48,8 +48,9 @@ NEW_TEMPLATE = {
         "labels": {"machine.openshift.io/cluster-api-machine-role": "master"},
         "annotations": {"cpo.dev/revision": "2"},
     },
-    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}},
+    "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "revision": "2"}}},
 }
+"""A new providerSpec (every Machine is replaced) and a new annotation (written in place)."""
 
 
 async def nodes_of(kube: Client, machines: list[JSON]) -> list[JSON]:
@@ -99,6 +100,7 @@ async def test_scaling_remediation_and_rollout_with_control_plane_labelled_nodes
             assert count.peak <= 5 and count.deleting_peak <= 1, count.history
             after = await machines_of(kube, namespace)
             assert not before & {m["metadata"]["name"] for m in after}, "every Machine was replaced"
+            assert all(m["spec"]["providerSpec"]["value"]["revision"] == "2" for m in after)
             assert all(m["metadata"]["annotations"]["cpo.dev/revision"] == "2" for m in after)
             assert monitor.low("voters", since=rolled) >= 3 and monitor.peak("voters", since=rolled) <= 6
             monitor.assert_never_lost_quorum()

@@ -19,11 +19,16 @@ from controllers.controlplane.machines import (
 )
 from controllers.controlplane.placement import (
     SPEC_HASH_ANNOTATION,
+    SPEC_HASH_PREFIX,
+    TEMPLATE_METADATA_ANNOTATION,
+    applied_record,
     choose_failure_domain,
     desired_machine,
+    hash_to_rewrite,
     is_outdated,
     new_machine,
     outdated_reason,
+    previous_template_hash,
     rollout_after_due,
     seconds_until_rollout_after,
     select_for_scale_in,
@@ -102,7 +107,7 @@ def test_desired_machine_merges_the_domain_over_the_template() -> None:
                     "spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec", "size": 1}}},
                 }
             },
-            "its spec differs from the template",
+            None,
         ),
         (
             {
@@ -126,7 +131,7 @@ def test_desired_machine_merges_the_domain_over_the_template() -> None:
     ids=[
         "a Machine made from the current spec is up to date",
         "a changed providerSpec outdates it",
-        "new template metadata outdates it",
+        "new template metadata does not outdate it (it is written in place)",
         "a changed failure domain providerSpec outdates it",
         "a failure domain no longer configured outdates its Machines",
         "a passed rolloutAfter outdates a Machine created before it",
@@ -439,6 +444,7 @@ def test_a_new_machine_carries_its_domain_hash_and_controller() -> None:
     assert machine["metadata"]["name"] == "cluster-x1y2z" and machine["metadata"]["namespace"] == "ns"
     assert machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL] == "a"
     assert machine["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == template_hash(spec, "a")
+    assert machine["metadata"]["annotations"][TEMPLATE_METADATA_ANNOTATION] == applied_record(spec)
     assert machine["metadata"]["ownerReferences"] == [controller_ref(CONTROLPLANE)]
     assert machine["spec"]["providerSpec"] == {"value": {"zone": "a"}}
     assert (
@@ -486,3 +492,122 @@ def test_scale_in_takes_machines_with_unhealthy_components_first(
 ) -> None:
     chosen = select_for_scale_in(machines)
     assert chosen is not None and chosen.name == expected, case
+
+
+BASE_VALUE = {"kind": "LocalMachineProviderSpec", "size": 1}
+LABELLED = {
+    "template": {
+        "metadata": {"labels": {**MASTER, "cost-centre": "cc-41"}},
+        "spec": {"providerSpec": {"value": BASE_VALUE}},
+    }
+}
+"""The same providerSpec under a template that also labelled its Machines."""
+BIGGER = {"template": {"spec": {"providerSpec": {"value": {**BASE_VALUE, "size": 2}}}}}
+"""Another providerSpec: what a Machine *is* changed."""
+ONLY_B = {"failureDomains": [{"name": "b", "providerSpec": {"value": {"failureDomain": "b"}}}]}
+
+
+def machine_made(created_from: dict[str, Any], hash_of: str | None) -> dict[str, Any]:
+    """A Machine in domain a made from ``spec(**created_from)``, carrying the spec hash of the
+    previous version (``"previous"``), of this one (``"current"``), or none (adopted)."""
+    made = spec(**created_from)
+    machine = created_machine(made, "a")
+    annotations = machine["metadata"]["annotations"]
+    if hash_of is None:
+        del annotations[SPEC_HASH_ANNOTATION]
+        del machine["metadata"]["labels"][FAILURE_DOMAIN_LABEL]
+    else:
+        hashed = previous_template_hash if hash_of == "previous" else template_hash
+        annotations[SPEC_HASH_ANNOTATION] = hashed(made, "a")
+    return machine
+
+
+@pytest.mark.parametrize(
+    ("created_from", "hash_of", "now", "outdated", "rewritten"),
+    [
+        ({}, "previous", {}, False, True),
+        (LABELLED, "previous", {}, False, True),
+        ({}, "previous", LABELLED, False, True),
+        ({}, "previous", BIGGER, True, False),
+        ({}, "previous", ONLY_B, True, False),
+        ({}, "current", {}, False, False),
+        ({}, "current", LABELLED, False, False),
+        ({}, "current", BIGGER, True, False),
+        (LABELLED, None, {}, False, False),
+        ({}, None, BIGGER, True, False),
+    ],
+    ids=[
+        "upgrade: the previous version's hash of this very template is up to date and rewritten",
+        "upgrade: the previous hash under other labels, same providerSpec, is up to date and rewritten",
+        "upgrade: labels added to the template since are no reason to replace, the hash is rewritten",
+        "upgrade: the previous version's hash with another providerSpec is outdated and kept until replaced",
+        "upgrade: the previous version's hash in a domain no longer configured is outdated and kept",
+        "this version's hash of the template is up to date, nothing to rewrite",
+        "a label added to the template outdates nothing",
+        "a providerSpec change still rolls",
+        "an adopted Machine with other labels is up to date by its providerSpec, and no hash is written",
+        "an adopted Machine with another providerSpec is outdated",
+    ],
+)
+def test_what_a_machine_is_decides_whether_it_is_outdated(
+    created_from: dict[str, Any], hash_of: str | None, now: dict[str, Any], outdated: bool, rewritten: bool
+) -> None:
+    machine = machine_made(created_from, hash_of)
+    judged = spec(**now)
+    assert (is_outdated(judged, machine, now=T0) is not None) is outdated
+    assert hash_to_rewrite(judged, machine) == (template_hash(judged, "a") if rewritten else None)
+
+
+def test_a_hash_of_this_version_is_what_the_machine_was_created_from_not_its_edited_providerspec() -> None:
+    """A Machine created before a providerSpec change whose own providerSpec was later edited by
+    hand to the new one still runs the old instance: its hash, not its content, says so."""
+    machine = machine_made({}, "current")
+    machine["spec"]["providerSpec"]["value"]["size"] = 2
+    assert is_outdated(spec(**BIGGER), machine, now=T0) == "its spec differs from the template"
+
+
+def test_the_spec_hash_versions_are_told_apart_by_their_value() -> None:
+    s = spec()
+    assert template_hash(s, "a").startswith(SPEC_HASH_PREFIX)
+    assert not previous_template_hash(s, "a").startswith(SPEC_HASH_PREFIX)
+    assert len(previous_template_hash(s, "a")) == 16
+    assert template_hash(spec(**LABELLED), "a") == template_hash(s, "a")
+    assert previous_template_hash(spec(**LABELLED), "a") != previous_template_hash(s, "a")
+
+
+PINNED = {
+    "replicas": 3,
+    "template": {
+        "metadata": {
+            "labels": {**MASTER, "example.com/cost-centre": "cc-41"},
+            "annotations": {"example.com/owner": "team-a"},
+        },
+        "spec": {"providerSpec": {"value": BASE_VALUE}},
+    },
+    "failureDomains": [{"name": "a", "providerSpec": {"value": {"failureDomain": "a"}}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "domain", "written"),
+    [
+        (PINNED, "a", "8714eb7e1eba6360"),
+        (PINNED, None, "c563932322a070b0"),
+        (
+            {"template": {"spec": {"providerSpec": {"value": {"kind": "LocalMachineProviderSpec"}}}}},
+            None,
+            "2698d39eb50d0a50",
+        ),
+    ],
+    ids=[
+        "template metadata and a domain",
+        "the same template, no domain",
+        "the selector's labels by default",
+    ],
+)
+def test_the_previous_hash_is_the_one_the_previous_version_wrote(
+    raw: dict[str, Any], domain: str | None, written: str
+) -> None:
+    """Pinned to the values the previous version wrote on its Machines for these specs: a change
+    here would make every Machine of an upgraded fleet look outdated."""
+    assert previous_template_hash(ControlPlaneSpec.model_validate(raw), domain) == written
