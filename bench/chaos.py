@@ -29,7 +29,10 @@ and restarted). Drawn apart (:data:`MEMBERSHIP_ACTIONS`, each from a generator o
 seed's other actions are those it had before): a ``maxSurge: 0`` rollout every 30 s
 (``surge-zero-rollout``), and, every minute, a Machine deleted with its etcd-quorum hook taken
 off by hand (``hook-off``, the escape hatch, preferably on a Machine whose member is dead), whose
-member the operator must then remove. And per run (:func:`host_cap`): a host pool of
+member the operator must then remove; and (:data:`COMPONENT_ACTIONS`) a live Machine's
+kube-apiserver, controller manager or scheduler not ready for a few seconds every 20 s
+(``component-fault``), and every minute a template whose new Machines' component never gets
+ready, fixed 10–20 s later (``broken-template``). And per run (:func:`host_cap`): a host pool of
 :data:`HOST_CAP` per failure domain for half of the runs whose schedule stays at 3 replicas or
 fewer, so that every domain keeps a spare host and every run must still converge (the reasoning
 is :func:`host_cap`'s).
@@ -187,6 +190,15 @@ HOST_CAP = 2
 """Hosts per failure domain of a run given a host pool (:func:`host_cap`)."""
 HOST_CAP_CHANCE = 0.5
 """The chance that a run whose schedule allows it gets a host pool."""
+COMPONENT_FAULT_EVERY = 20.0
+"""Seconds of schedule per ``component-fault``: a live Machine's kube-apiserver, controller manager
+or scheduler Pod not ready for a while (the provider's ``*-notready`` faults)."""
+BROKEN_TEMPLATE_EVERY = 60.0
+"""Seconds of schedule per ``broken-template``: a template whose new Machines' API server,
+controller manager or scheduler never gets ready, fixed 10–20 s later."""
+COMPONENT_ACTIONS = ("component-fault", "broken-template")
+"""The control-plane component faults (see :func:`plan`), each from a generator of its own."""
+COMPONENT_FAULTS = ("kube-apiserver-notready", "kube-controller-manager-notready", "kube-scheduler-notready")
 MEMBER_WITHOUT_MACHINE_GRACE = 5.0
 """``cpo run --etcd-member-without-machine-grace`` in every world: seconds a dead member of no
 Machine waits before the operator removes it."""
@@ -224,6 +236,8 @@ def plan(seed: int, duration: float) -> list[Intent]:
         intents.append(Intent(round(at, 1), kind, later.random(), ahead))
     intents += periodic(seed, "surge-zero-rollout", SURGE_ZERO_ROLLOUT_EVERY, duration)
     intents += periodic(seed, "hook-off", HOOK_OFF_EVERY, duration)
+    intents += periodic(seed, "component-fault", COMPONENT_FAULT_EVERY, duration)
+    intents += periodic(seed, "broken-template", BROKEN_TEMPLATE_EVERY, duration)
     return sorted(intents, key=lambda intent: intent.at)
 
 
@@ -495,6 +509,10 @@ class Injector:
             await self.surge_zero_rollout(intent)
         elif kind == "hook-off":
             await self.hook_off(intent)
+        elif kind == "component-fault":
+            await self.component_fault(intent)
+        elif kind == "broken-template":
+            await self.broken_template(intent)
         elif kind == "delete-machine":
             machines = self.machines()
             if not machines:
@@ -735,6 +753,41 @@ class Injector:
         self.record(
             intent.kind, f"{victim} for {intent.value}s" if intent.kind in ("pause", "notready") else victim
         )
+
+    async def component_fault(self, intent: Intent) -> None:
+        """One live Machine's kube-apiserver, controller manager or scheduler not ready for 3–10 s
+        (its Node and member stay healthy: no fault budget is spent). It holds every other step
+        meanwhile; the operator must neither deadlock on it nor count the Machine as ready."""
+        candidates = [m for m in self.machines() if m.name not in self.killed and m.name not in self.notready]
+        if not candidates:
+            return self.record(intent.kind, "skipped: no Machine")
+        victim = self.choose(candidates, intent.pick).name
+        fault = COMPONENT_FAULTS[int(intent.pick * 1e3) % len(COMPONENT_FAULTS)]
+        lasts = round(3.0 + 7.0 * ((intent.pick * 1e6) % 1.0), 1)
+        await self.tour.kubectl("annotate", "--overwrite", "machine", victim, f"{FAULT_ANNOTATION}={fault}")
+        self.notready.add(victim)  # its annotation is cleared like a NotReady Node's
+        self.later(lasts, self.ready_again(victim))
+        self.result.faults[intent.kind] += 1
+        self.record(intent.kind, f"{victim}: {fault} for {lasts}s")
+
+    async def broken_template(self, intent: Intent) -> None:
+        """A template whose new Machines carry a component fault (``providerSpec.value.faults``),
+        fixed 10–20 s later: the rollout must hold at its first replacement, and the fix must
+        delete that replacement first."""
+        fault = COMPONENT_FAULTS[int(intent.pick * 1e3) % len(COMPONENT_FAULTS)]
+        lasts = round(10.0 + 10.0 * ((intent.pick * 1e6) % 1.0), 1)
+        revision = f"broken-{int(intent.pick * 1e6)}"
+        value = {"revision": revision, "faults": [fault]}
+        await self.merge_patch({"spec": {"template": {"spec": {"providerSpec": {"value": value}}}}})
+        self.result.faults[intent.kind] += 1
+        self.record(intent.kind, f"revision {revision} with {fault}, fixed after {lasts}s")
+        self.later(lasts, self.fix_template())
+
+    async def fix_template(self) -> None:
+        fixed = {"faults": None, "revision": f"fixed-{int(time.monotonic() * 1e3)}"}
+        async with self.acting:
+            with contextlib.suppress(KubectlError):
+                await self.merge_patch({"spec": {"template": {"spec": {"providerSpec": {"value": fixed}}}}})
 
     async def kill_domain(self, intent: Intent) -> None:
         """A failure domain lost: SIGKILL of every member in one domain at once, the domain with
