@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import cast
 
 from bench.chaos import (
+    COMPONENT_ACTIONS,
     HOST_CAP,
     KILL_UNSEEN_FOR,
     LATER_ACTIONS,
@@ -178,7 +179,7 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
     assert all(intent.at < 30.0 for intent in shorter)
 
     def others(intents: list[Intent]) -> list[Intent]:
-        drawn_apart = ("kill-domain", *LATER_ACTIONS, *MEMBERSHIP_ACTIONS)
+        drawn_apart = ("kill-domain", *LATER_ACTIONS, *MEMBERSHIP_ACTIONS, *COMPONENT_ACTIONS)
         return [intent for intent in intents if intent.kind not in drawn_apart]
 
     assert others(shorter) == others(plan(7, 60.0))[: len(others(shorter))]
@@ -191,6 +192,13 @@ def test_a_seed_always_draws_the_same_schedule_within_its_duration() -> None:
     for duration, later in ((30.0, 1), (60.0, 2), (150.0, 5)):
         schedule = plan(7, duration)
         assert sum(i.kind in LATER_ACTIONS for i in schedule) == later
+
+
+def test_the_component_faults_are_drawn_apart_at_their_own_pace() -> None:
+    # A component fault per 20 s and a broken template per minute, at least one each.
+    for duration, faults, templates in ((30.0, 1, 1), (60.0, 3, 1), (150.0, 7, 2)):
+        kinds = [i.kind for i in plan(7, duration)]
+        assert (kinds.count("component-fault"), kinds.count("broken-template")) == (faults, templates)
 
 
 def test_the_membership_actions_are_drawn_apart_at_their_own_pace() -> None:
