@@ -52,6 +52,14 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         "--realistic a replacement takes the freed host's address (default: no limit)",
     )
     parser.add_argument(
+        "--no-static-pods",
+        dest="static_pods",
+        action="store_false",
+        help="make no mirror Pods: by default each Node gets etcd-, kube-apiserver-, "
+        "kube-controller-manager- and kube-scheduler-<node> in kube-system, with their status, as "
+        "kubelet shows a control-plane node's static pods",
+    )
+    parser.add_argument(
         "--node-role-labels",
         choices=["both", "control-plane", "master"],
         default=None,
@@ -158,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
             etcd_client_secret=args.etcd_client_secret,
             node_role_labels=args.node_role_labels,
             max_instances_per_domain=args.max_instances_per_domain,
+            static_pods=args.static_pods,
         ).with_defaults()
     except (ValueError, RuntimeError) as err:
         print(f"cpo localmachine: {err}", file=sys.stderr)
@@ -188,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
             if options.address_block is not None
             else ""
         )
+        if not options.static_pods:
+            where += "; no mirror Pods"
         if options.max_instances_per_domain is not None:
             where += f"; at most {options.max_instances_per_domain} hosts per failure domain"
         print(f"localmachine provider running; members under {options.state_dir}{where}", flush=True)
