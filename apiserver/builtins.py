@@ -26,7 +26,7 @@ from typing import Any
 from runtime.goformat import go_sprint
 from runtime.jsoncodec import JSON
 
-from .builtin_types.defaulting import admit_create, prepare_for_create, prepare_for_update
+from .builtin_types.defaulting import admission_refusal, admit_create, prepare_for_create, prepare_for_update
 from .builtin_types.events import (
     CohabitingResourceType,
     convert_event,
@@ -65,6 +65,7 @@ __all__ = [
     "CohabitingResourceType",
     "DecodeError",
     "Subresource",
+    "admission_refusal",
     "admit_create",
     "apiserver_identity_lease",
     "builtin_subresources",

@@ -769,6 +769,15 @@ class Handlers:
         if rt.builtin:
             builtins.prepare_for_create(rt, obj)
             builtins.admit_create(rt, obj)
+            refusal = builtins.admission_refusal(rt, obj)
+            if refusal is not None:
+                denied = str(meta.get("name") or "")
+                raise StatusError(
+                    403,
+                    "Forbidden",
+                    f'{q.by_resource()} "{denied}" is forbidden: {refusal}',
+                    {"name": denied, **({"group": q.group} if q.group else {}), "kind": q.resource},
+                )
         name = str(meta.get("name") or "")
         if rt.namespaced:
             self._check_namespace_for_create(rt, namespace, name)

@@ -16,6 +16,7 @@ from runtime.jsoncodec import JSON
 
 from ..gostruct import meta_of, section
 from ..registry import ResourceType
+from .pod_admission import admit_pod
 
 
 def default_namespace(obj: JSON) -> None:
@@ -175,8 +176,7 @@ def prepare_for_create(rt: ResourceType, obj: JSON) -> None:
             if not any(t.get("key") == default["key"] for t in tolerations):
                 tolerations = [*tolerations, dict(default)]
         spec["tolerations"] = tolerations
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        # spec.priority and spec.preemptionPolicy: the Priority admission plugin's (admission_refusal).
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     elif key == ("", "services"):
         spec = obj.setdefault("spec", {})
@@ -228,6 +228,16 @@ def admit_create(rt: ResourceType, obj: JSON) -> None:
         for t in taints
     ):
         spec["taints"] = [*taints, dict(NOT_READY_TAINT)]
+
+
+def admission_refusal(rt: ResourceType, obj: JSON) -> str | None:
+    """What kube-apiserver's default admission plugins that may refuse a new object do to it (in
+    place), and the message of their refusal: for Pods, ServiceAccount's rules for
+    mirror Pods and Priority's (:mod:`~apiserver.builtin_types.pod_admission`). Runs once, after
+    :func:`admit_create`, before the mutating webhooks."""
+    if (rt.group, rt.resource) != ("", "pods"):
+        return None
+    return admit_pod(obj)
 
 
 def prepare_for_update(rt: ResourceType, new: JSON, old: JSON, subresource: str = "") -> None:
