@@ -2,6 +2,10 @@
 
 The provider itself (each Machine a local etcd member and a Node) is :mod:`providers.localmachine`,
 a development tool: it is imported only when the command runs, never by ``cpo --help``.
+
+By default it also keeps each Node's control-plane mirror Pods in ``kube-system`` (etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler), as kubelet does for static pods;
+``--no-static-pods`` turns that off.
 """
 
 from __future__ import annotations

@@ -189,7 +189,8 @@ Lifecycle
   are: :mod:`providers.localmachine.static_pods`; how they are written:
   :mod:`providers.localmachine.mirror_pods`). ``etcd``'s readiness follows its member's health
   read; the others are Ready unless their ``*-notready`` fault is in force. A Node whose kubelet
-  does not post (``Ready=Unknown``) leaves its Pods' status as it was. The Pods go right before
+  does not post (``Ready=Unknown``) gets its Pods' ``Ready`` turned False, as the node lifecycle
+  controller turns it. The Pods go right before
   their Node; Pods this provider made (its annotation ``local.cpo.dev/machine:
   <namespace>/<machine>``, in a namespace whose members it keeps) whose Node is gone are deleted
   on the first reconcile of that namespace and whenever one of its Machines has gone.

@@ -102,6 +102,26 @@ class MirrorPods:
             except NotFound:
                 self._forget(name)  # deleted behind our back: created again on the next pass
 
+    async def mark_not_ready(self, node_name: str) -> None:
+        """``node_name``'s kubelet stopped posting: turn its mirror Pods' ``Ready`` False, once
+        (:func:`static_pods.marked_not_ready`); Pods that do not exist are not made."""
+        wall = _wall()
+        for component in sp.COMPONENTS:
+            name = sp.pod_name(component, node_name)
+            pod = self._pods.get(name) or await self._get(name)
+            if pod is None:
+                continue
+            self._pods[name] = pod
+            conditions = sp.marked_not_ready(pod, wall)
+            if conditions is None:
+                continue
+            try:
+                self._pods[name] = await self.client.patch_status(
+                    "v1", "Pod", name, {"status": {"conditions": conditions}}, sp.NAMESPACE
+                )
+            except NotFound:
+                self._forget(name)
+
     async def _ensure(self, component: str, desired: JSON) -> JSON:
         """The stored mirror Pod ``desired`` describes: remembered, read, or (re)created."""
         name = str(desired["metadata"]["name"])

@@ -300,8 +300,9 @@ class _Readiness:
     reason: str
     message: str
     alive: bool
-    """Whether the "kubelet" is posting: False leaves ``lastHeartbeatTime`` where it was (and
-    the mirror Pods' status where it was: a kubelet that does not post posts neither)."""
+    """Whether the "kubelet" is posting: False leaves ``lastHeartbeatTime`` where it was, and
+    the mirror Pods' status as last posted but for ``Ready``, turned False (the node lifecycle
+    controller's part)."""
     member_healthy: bool = False
     """Whether the member answered its health read: the etcd mirror Pod's readiness."""
 
@@ -821,7 +822,9 @@ class LocalMachineReconciler:
         then its mirror Pods' (:mod:`providers.localmachine.mirror_pods`) while it posts."""
         readiness = await self._readiness(machine, supervisor)
         await self._post_node_status(machine, supervisor, node, readiness)
-        if self.mirror_pods is not None and readiness.alive:
+        if self.mirror_pods is not None and not readiness.alive:
+            await self.mirror_pods.mark_not_ready(node["metadata"]["name"])
+        elif self.mirror_pods is not None:
             member = supervisor.get(machine["metadata"]["name"])
             await self.mirror_pods.sync(
                 node,

@@ -27,6 +27,10 @@ conditions ``Initialized``, ``PodScheduled``, ``ContainersReady`` and ``Ready`` 
 ``lastTransitionTime`` moves only when that condition's status does) and one container status.
 :func:`status_changes` says whether a write is due, so a settled machine costs no Pod write at all.
 
+A Node whose kubelet stops posting (``Ready=Unknown``: its member process dead or stopped) gets
+its Pods' ``Ready`` turned False (:func:`marked_not_ready`), as kube-controller-manager's node
+lifecycle controller does once a Node stops posting; the rest of their status stays as last posted.
+
 Readiness: ``etcd`` follows its member's health read; the other three are ready unless their
 ``<component>-notready`` fault (:data:`POD_FAULTS`) is in force, under which the container
 crash-loops: it restarts at once, then again after a back-off of 10 s doubling up to 300 s, as
@@ -301,6 +305,20 @@ def pod_status(pod: Mapping[str, Any], loop: CrashLoop, *, ready: bool, host_ip:
         "startTime": stored_start or wall,
         "containerStatuses": [container],
     }
+
+
+def marked_not_ready(pod: Mapping[str, Any], wall: str) -> list[JSON] | None:
+    """The conditions of ``pod`` with ``Ready`` turned False, as the node lifecycle controller's
+    ``MarkPodsNotReady`` (kube-controller-manager) turns it for every Pod of a Node whose kubelet
+    stopped posting; None when there is nothing to turn (no Ready condition, or already False).
+    The other conditions and the container statuses stay as the kubelet last posted them."""
+    conditions = [dict(c) for c in (pod.get("status") or {}).get("conditions") or ()]
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if ready is None or ready.get("status") == "False":
+        return None
+    ready["status"] = "False"
+    ready["lastTransitionTime"] = wall
+    return conditions
 
 
 def status_changes(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -165,6 +165,15 @@ async def test_a_machines_mirror_pods_follow_its_faults_and_go_with_its_node(
 
         await eventually(gone, timeout=30, message="Node and mirror Pods gone")
 
+        # A Node whose kubelet stops posting (its member killed): Ready turns False on each of its
+        # Pods, as the node lifecycle controller turns it.
+        await set_fault(kube, faulted, namespace, "kill")
+        none_ready = dict.fromkeys(sp.COMPONENTS, "False")
+        await eventually(
+            lambda: _equals(readiness(kube, faulted), none_ready), timeout=10, message="NotReady"
+        )
+        assert ready_condition(await get_node(kube, faulted))["status"] == "Unknown"
+
 
 async def test_no_mirror_pods_without_static_pods(
     kube: Client, namespace: str, provider_state_dir: Path

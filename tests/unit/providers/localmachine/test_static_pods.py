@@ -308,3 +308,20 @@ def test_a_write_when_readiness_or_restarts_change(ready: bool, loop: sp.CrashLo
 def test_a_new_pods_status_is_a_change() -> None:
     pod = stored(sp.ETCD, {"phase": "Pending", "qosClass": "BestEffort"})
     assert sp.status_changes(pod, sp.pod_status(pod, sp.CrashLoop(), ready=True, host_ip="h", wall=T0))
+
+
+def test_a_node_that_stops_posting_gets_its_pods_ready_turned_false_once() -> None:
+    pod = stored(sp.ETCD)
+    pod["status"] = sp.pod_status(pod, sp.CrashLoop(started_at=T0), ready=True, host_ip="h", wall=T0)
+    turned = sp.marked_not_ready(pod, T1)
+    assert turned is not None
+    assert {c["type"]: c["status"] for c in turned} == {
+        "Initialized": "True",
+        "Ready": "False",
+        "ContainersReady": "True",
+        "PodScheduled": "True",
+    }
+    assert conditions({"conditions": turned})["Ready"]["lastTransitionTime"] == T1
+    pod["status"]["conditions"] = turned
+    assert sp.marked_not_ready(pod, T1) is None
+    assert sp.marked_not_ready(stored(sp.ETCD, {"phase": "Pending"}), T1) is None
