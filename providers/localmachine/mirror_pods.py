@@ -19,6 +19,7 @@ controller Node no longer exists or is another Node of that name (another uid).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -137,12 +138,23 @@ class MirrorPods:
         if pod is None:
             self._loops.pop(name, None)  # a new Pod is a new container: no restarts yet
             try:
-                pod = await self.client.create(desired)
+                pod = await self._create(desired)
             except AlreadyExists:
                 # Another writer got in between: take it as it is; the next pass checks it.
                 pod = await self.client.get("v1", "Pod", name, sp.NAMESPACE)
         self._pods[name] = pod
         return pod
+
+    async def _create(self, desired: JSON) -> JSON:
+        """Create ``desired``; a cluster without ``kube-system`` (none a kubeadm cluster lacks)
+        gets it first."""
+        try:
+            return await self.client.create(desired)
+        except NotFound:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sp.NAMESPACE}}
+            with contextlib.suppress(AlreadyExists):
+                await self.client.create(namespace)
+            return await self.client.create(desired)
 
     async def _get(self, name: str) -> JSON | None:
         try:

@@ -133,6 +133,20 @@ async def test_a_machines_mirror_pods_follow_its_faults_and_go_with_its_node(
         assert container(scheduler)["state"]["waiting"]["reason"] == "CrashLoopBackOff"
         assert container(scheduler)["restartCount"] >= 1
 
+        # A mirror Pod deleted behind the provider's back comes back, as kubelet makes it again.
+        etcd = await pod(kube, sp.ETCD, faulted)
+        assert etcd is not None
+        await kube.delete("v1", "Pod", etcd["metadata"]["name"], sp.NAMESPACE, grace_period_seconds=0)
+
+        async def made_again() -> bool:
+            again = await pod(kube, sp.ETCD, faulted)
+            return bool(again and again["metadata"]["uid"] != etcd["metadata"]["uid"])
+
+        await eventually(made_again, timeout=20 * HEARTBEAT, message="etcd mirror Pod made again")
+        await eventually(
+            lambda: _equals(readiness(kube, faulted), scheduler_only), timeout=10, message="again"
+        )
+
         # A live fault: only that Pod crash-loops, its restarts growing; the Node stays Ready.
         await set_fault(kube, plain, namespace, "kube-apiserver-notready")
         apiserver_only = {**all_ready, sp.KUBE_APISERVER: "False"}
