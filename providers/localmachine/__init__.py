@@ -190,10 +190,10 @@ Lifecycle
   :mod:`providers.localmachine.mirror_pods`). ``etcd``'s readiness follows its member's health
   read; the others are Ready unless their ``*-notready`` fault is in force. A Node whose kubelet
   does not post (``Ready=Unknown``) gets its Pods' ``Ready`` turned False, as the node lifecycle
-  controller turns it. The Pods go right before
-  their Node; Pods this provider made (its annotation ``local.cpo.dev/machine:
-  <namespace>/<machine>``, in a namespace whose members it keeps) whose Node is gone are deleted
-  on the first reconcile of that namespace and whenever one of its Machines has gone.
+  controller turns it. The Pods go right before their Node; Pods this provider made (its
+  annotation ``local.cpo.dev/machine: <namespace>/<machine>``, for a namespace whose Machines it
+  reconciles) whose Node is gone (or is another Node of that name, another uid) are deleted on
+  the first reconcile of that namespace and whenever one of its Machines has gone.
   ``static_pods=False`` (``cpo localmachine --no-static-pods``) makes none.
 * **Deletion**: ``phase: Deleting``; while ``spec.lifecycleHooks.preDrain`` is non-empty the
   machine waits with ``Drainable=False`` (reason ``HookPresent``, the message names the hooks) and

@@ -4,8 +4,8 @@ A control-plane Machine set up by kubeadm runs ``etcd``, ``kube-apiserver``,
 ``kube-controller-manager`` and ``kube-scheduler`` as static pods (manifests under
 ``/etc/kubernetes/manifests``); its kubelet creates a *mirror Pod* of each in the API server and
 posts their status. This module decides what those mirror Pods are and when their status changes;
-the reconciler (:mod:`providers.localmachine.reconciler`) writes them. Pure functions and one small
-state machine (:class:`CrashLoop`), so every rule has a table test.
+:mod:`providers.localmachine.mirror_pods` writes them, on the reconciler's heartbeats. Pure
+functions and one small state machine (:class:`CrashLoop`), so every rule has a table test.
 
 What a mirror Pod carries (the contract the operator reads):
 
@@ -150,8 +150,8 @@ def matches(stored: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 def is_ours(pod: Mapping[str, Any], clusters: set[str] | frozenset[str]) -> bool:
     """Whether this provider made ``pod``: a mirror Pod (:data:`MIRROR_ANNOTATION`) in
     :data:`NAMESPACE` that carries :data:`MACHINE_ANNOTATION` naming a Machine of one of
-    ``clusters`` (the namespaces whose members live under this provider's state directory).
-    kubelet never writes that annotation, and another provider serves other namespaces."""
+    ``clusters`` (namespaces whose Machines this provider reconciles). kubelet never writes that
+    annotation, and a provider of other namespaces marks its Pods with those."""
     metadata = pod.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
     mark = annotations.get(MACHINE_ANNOTATION)
