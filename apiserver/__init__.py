@@ -39,6 +39,10 @@ What it serves
 * list with label and field selectors and ``limit``/``continue``; watch from a resourceVersion
   (bounded history, 410 Expired past it), bookmarks, ``timeoutSeconds``, watch-list initial events.
 * CRD installation with structural-schema pruning, defaulting and validation.
+* Pods as kube-apiserver keeps them without a kubelet: the ServiceAccount admission plugin's
+  rules for mirror Pods and the Priority plugin's (the two system PriorityClasses), and graceful
+  deletion of a Pod bound to a Node (marked for its grace period; a DELETE with grace 0 removes
+  it, as its kubelet does).
 * Validating and mutating admission webhooks called over TLS with the configured ``caBundle``,
   in kube-apiserver's order: mutating webhooks (each non-empty patch is defaulted again), then
   validation of the result, then validating webhooks.

@@ -26,7 +26,14 @@ from typing import Any
 from runtime.goformat import go_sprint
 from runtime.jsoncodec import JSON
 
-from .builtin_types.defaulting import admit_create, prepare_for_create, prepare_for_update
+from .builtin_types.defaulting import (
+    admission_refusal,
+    admit_create,
+    graceful_delete_period,
+    prepare_for_create,
+    prepare_for_update,
+    shortened_grace_period,
+)
 from .builtin_types.events import (
     CohabitingResourceType,
     convert_event,
@@ -65,6 +72,7 @@ __all__ = [
     "CohabitingResourceType",
     "DecodeError",
     "Subresource",
+    "admission_refusal",
     "admit_create",
     "apiserver_identity_lease",
     "builtin_subresources",
@@ -75,6 +83,7 @@ __all__ = [
     "field_rules",
     "field_selector_fields",
     "format_time",
+    "graceful_delete_period",
     "initial_objects",
     "name_rule",
     "order_builtin",
@@ -85,6 +94,7 @@ __all__ = [
     "prepare_for_update",
     "self_subject_review",
     "served_form",
+    "shortened_grace_period",
     "storage_form",
     "storage_version_hash",
     "strategic_patch_decode_error",

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime import jsoncodec
@@ -64,6 +64,12 @@ WEBHOOK_CONFIG_RESOURCES = {
 
 
 _now_text: tuple[int, str] = (0, "")
+
+
+def _seconds_later(stamp: str, seconds: int) -> str:
+    """An RFC 3339 time (whole seconds) ``seconds`` after ``stamp``."""
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return (moment + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def now_rfc3339() -> str:
@@ -769,6 +775,15 @@ class Handlers:
         if rt.builtin:
             builtins.prepare_for_create(rt, obj)
             builtins.admit_create(rt, obj)
+            refusal = builtins.admission_refusal(rt, obj)
+            if refusal is not None:
+                denied = str(meta.get("name") or "")
+                raise StatusError(
+                    403,
+                    "Forbidden",
+                    f'{q.by_resource()} "{denied}" is forbidden: {refusal}',
+                    {"name": denied, **({"group": q.group} if q.group else {}), "kind": q.resource},
+                )
         name = str(meta.get("name") or "")
         if rt.namespaced:
             self._check_namespace_for_create(rt, namespace, name)
@@ -1136,7 +1151,13 @@ class Handlers:
             meta.pop("managedFields", None)
         if _same_ignoring_managed_fields(new, current):
             return current
-        if old_meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if (
+            old_meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not old_meta.get("deletionGracePeriodSeconds")
+        ):
+            # The last finalizer gone: the object goes, unless it waits out a grace period (a Pod
+            # its kubelet still stops; kube's store deletes during an update only at grace 0).
             meta.pop("finalizers", None)
             if caller.dry_run:
                 return new
@@ -1252,7 +1273,21 @@ class Handlers:
             mutate=False,
         )
         if cur_meta.get("deletionTimestamp"):
-            return current, False
+            shorter = builtins.shortened_grace_period(rt, current, options)
+            if shorter is None:
+                return current, False
+            if shorter > 0 or cur_meta.get("finalizers"):
+                marked = jsoncodec.clone(current)
+                m = marked["metadata"]
+                m["deletionTimestamp"] = _seconds_later(
+                    str(m["deletionTimestamp"]), shorter - int(m["deletionGracePeriodSeconds"])
+                )
+                m["deletionGracePeriodSeconds"] = shorter
+                if caller.dry_run:
+                    return marked, False
+                return self.store.put(rt.key, _key(rt, namespace, name), marked, current), False
+            return self._delete_now(rt, namespace, name, current, caller)
+        period = builtins.graceful_delete_period(rt, current, options)
         finalizers = list(cur_meta.get("finalizers") or [])
         if policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
@@ -1261,15 +1296,17 @@ class Handlers:
         namespace_pending = (
             rt.resource == "namespaces" and not rt.group and (current.get("spec") or {}).get("finalizers")
         )
-        if finalizers or namespace_pending:
+        if finalizers or namespace_pending or period > 0:
             marked = jsoncodec.clone(current)
             m = marked["metadata"]
             if finalizers:
                 m["finalizers"] = finalizers
-            m["deletionTimestamp"] = now_rfc3339()
-            if finalizers:
+            # A Pod bound to a Node waits its grace period for the kubelet (which deletes it with
+            # grace 0 once its containers stopped); nothing else does.
+            m["deletionTimestamp"] = _seconds_later(now_rfc3339(), period) if period else now_rfc3339()
+            if finalizers or period:
                 # A namespace held only by its spec.finalizers gets no grace period, as recorded.
-                m["deletionGracePeriodSeconds"] = 0
+                m["deletionGracePeriodSeconds"] = period
             if rt.tracks_generation and "generation" in m:
                 m["generation"] = int(m["generation"]) + 1
             if namespace_pending:
@@ -1278,6 +1315,14 @@ class Handlers:
                 return marked, False
             stored = self.store.put(rt.key, _key(rt, namespace, name), marked, current)
             return stored, False
+        return self._delete_now(rt, namespace, name, current, caller)
+
+    def _delete_now(
+        self, rt: ResourceType, namespace: str, name: str, current: JSON, caller: Caller
+    ) -> tuple[JSON, bool]:
+        """Remove ``current`` from the store; the answer is a Status, or the object for the types
+        whose storage answers a delete with it (namespaces, pods)."""
+        cur_meta = current["metadata"]
         status: JSON = {
             "kind": "Status",
             "apiVersion": "v1",

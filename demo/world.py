@@ -141,6 +141,8 @@ class DemoWorld:
     max_instances_per_domain: int | None = None
     """Run the provider with ``--max-instances-per-domain``: that many hosts per failure domain,
     as bare metal has (None: no limit)."""
+    static_pods: bool = True
+    """Let the provider keep the Nodes' mirror Pods (False: ``--no-static-pods``, none is made)."""
     operator_flags: tuple[str, ...] = ()
     """Flags added to every ``cpo run`` of the world (e.g. ``--etcd-hook-name``)."""
     children: list[ChildProcess] = field(default_factory=list)
@@ -237,6 +239,7 @@ class DemoWorld:
                 if self.max_instances_per_domain is not None
                 else []
             ),
+            *([] if self.static_pods else ["--no-static-pods"]),
         )  # fmt: skip
 
     async def start_operator(self, index: int, controllers: str | None = None) -> ChildProcess:

@@ -9,7 +9,8 @@ described by data, not by code paths in the handlers:
   :mod:`~apiserver.builtin_types.workloads` -- Deployment and NetworkPolicy, stored for installs;
 * :mod:`~apiserver.builtin_types.validation` -- each type's validation, with kube's field errors;
 * :mod:`~apiserver.builtin_types.defaulting` -- scheme defaults, and what a type's strategy sets
-  on create and update;
+  on create and update; :mod:`~apiserver.builtin_types.pod_admission` -- the ServiceAccount
+  (mirror Pods) and Priority admission plugins on a Pod's create;
 * :mod:`~apiserver.builtin_types.events` -- the two Event APIs (core/v1 and events.k8s.io/v1)
   sharing one store;
 * :mod:`~apiserver.builtin_types.table` -- :func:`builtin_types`, the list of types the server

@@ -16,6 +16,7 @@ from runtime.jsoncodec import JSON
 
 from ..gostruct import meta_of, section
 from ..registry import ResourceType
+from .pod_admission import admit_pod
 
 
 def default_namespace(obj: JSON) -> None:
@@ -175,8 +176,7 @@ def prepare_for_create(rt: ResourceType, obj: JSON) -> None:
             if not any(t.get("key") == default["key"] for t in tolerations):
                 tolerations = [*tolerations, dict(default)]
         spec["tolerations"] = tolerations
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        # spec.priority and spec.preemptionPolicy: the Priority admission plugin's (admission_refusal).
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     elif key == ("", "services"):
         spec = obj.setdefault("spec", {})
@@ -228,6 +228,49 @@ def admit_create(rt: ResourceType, obj: JSON) -> None:
         for t in taints
     ):
         spec["taints"] = [*taints, dict(NOT_READY_TAINT)]
+
+
+def admission_refusal(rt: ResourceType, obj: JSON) -> str | None:
+    """What kube-apiserver's default admission plugins that may refuse a new object do to it (in
+    place), and the message of their refusal: for Pods, ServiceAccount's rules for
+    mirror Pods and Priority's (:mod:`~apiserver.builtin_types.pod_admission`). Runs once, after
+    :func:`admit_create`, before the mutating webhooks."""
+    if (rt.group, rt.resource) != ("", "pods"):
+        return None
+    return admit_pod(obj)
+
+
+def graceful_delete_period(rt: ResourceType, obj: JSON, options: JSON) -> int:
+    """Seconds a DELETE of ``obj`` waits before the object goes (0: at once).
+
+    Pods only, as kube's pod strategy (``pkg/registry/core/pod/strategy.go``,
+    ``CheckGracefulDelete``) decides: the request's ``gracePeriodSeconds``, else the Pod's
+    ``spec.terminationGracePeriodSeconds``; 0 when the Pod is bound to no Node or has finished
+    (``Succeeded``/``Failed``); a negative period counts as 1. In between, the Pod is stored with
+    ``deletionTimestamp`` (now + the period) and ``deletionGracePeriodSeconds``: its kubelet
+    deletes it with grace 0 once its containers stopped. Every other type goes at once.
+    """
+    if (rt.group, rt.resource) != ("", "pods"):
+        return 0
+    spec, status = section(obj), obj.get("status") or {}
+    asked = options.get("gracePeriodSeconds")
+    period = int(asked) if asked is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        period = 0
+    return 1 if period < 0 else period
+
+
+def shortened_grace_period(rt: ResourceType, obj: JSON, options: JSON) -> int | None:
+    """The new grace period of ``obj``, already being deleted gracefully, that a DELETE asking a
+    shorter one sets (kube's ``rest.BeforeDelete``: only a shorter period may be given, and the
+    deletion time moves earlier by the difference); None when it changes nothing."""
+    if (rt.group, rt.resource) != ("", "pods"):
+        return None
+    pending = meta_of(obj).get("deletionGracePeriodSeconds")
+    asked = options.get("gracePeriodSeconds")
+    if not pending or asked is None or int(asked) >= int(pending):
+        return None
+    return max(int(asked), 0)
 
 
 def prepare_for_update(rt: ResourceType, new: JSON, old: JSON, subresource: str = "") -> None:

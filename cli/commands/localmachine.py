@@ -2,6 +2,10 @@
 
 The provider itself (each Machine a local etcd member and a Node) is :mod:`providers.localmachine`,
 a development tool: it is imported only when the command runs, never by ``cpo --help``.
+
+By default it also keeps each Node's control-plane mirror Pods in ``kube-system`` (etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler), as kubelet does for static pods;
+``--no-static-pods`` turns that off.
 """
 
 from __future__ import annotations
@@ -50,6 +54,14 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         "form a pool of their own) in each namespace: a Machine beyond N waits in Provisioning "
         "(EtcdMemberStarted=False, reason WaitingForHost) until a host of its domain is freed; with "
         "--realistic a replacement takes the freed host's address (default: no limit)",
+    )
+    parser.add_argument(
+        "--no-static-pods",
+        dest="static_pods",
+        action="store_false",
+        help="make no mirror Pods: by default each Node gets etcd-, kube-apiserver-, "
+        "kube-controller-manager- and kube-scheduler-<node> in kube-system, with their status, as "
+        "kubelet shows a control-plane node's static pods",
     )
     parser.add_argument(
         "--node-role-labels",
@@ -158,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
             etcd_client_secret=args.etcd_client_secret,
             node_role_labels=args.node_role_labels,
             max_instances_per_domain=args.max_instances_per_domain,
+            static_pods=args.static_pods,
         ).with_defaults()
     except (ValueError, RuntimeError) as err:
         print(f"cpo localmachine: {err}", file=sys.stderr)
@@ -188,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
             if options.address_block is not None
             else ""
         )
+        if not options.static_pods:
+            where += "; no mirror Pods"
         if options.max_instances_per_domain is not None:
             where += f"; at most {options.max_instances_per_domain} hosts per failure domain"
         print(f"localmachine provider running; members under {options.state_dir}{where}", flush=True)

@@ -179,6 +179,22 @@ Lifecycle
   ``lastHeartbeatTime`` stops moving, as when a kubelet stops posting). A dead or stopped
   process thus shows within one heartbeat period (two at the most). Under the ``stop-member``
   fault a stopped member keeps ``Ready=True``: a kubelet that lives while its etcd fails.
+* **Static pods**: every heartbeat in which it posts the Node's status, the provider posts its
+  control-plane static pods' too, as kubelet does for a kubeadm control-plane node: the mirror
+  Pods ``etcd-<node>``, ``kube-apiserver-<node>``, ``kube-controller-manager-<node>`` and
+  ``kube-scheduler-<node>`` in ``kube-system`` (labels ``component``, ``tier: control-plane``;
+  annotations ``kubernetes.io/config.mirror``, ``.source: file``, ``.hash``; the Node as
+  controller owner; ``priorityClassName: system-node-critical``, ``hostNetwork``, no service
+  account) and their status through ``pods/status``, written only when it changes (what they
+  are: :mod:`providers.localmachine.static_pods`; how they are written:
+  :mod:`providers.localmachine.mirror_pods`). ``etcd``'s readiness follows its member's health
+  read; the others are Ready unless their ``*-notready`` fault is in force. A Node whose kubelet
+  does not post (``Ready=Unknown``) gets its Pods' ``Ready`` turned False, as the node lifecycle
+  controller turns it. The Pods go right before their Node; Pods this provider made (its
+  annotation ``local.cpo.dev/machine: <namespace>/<machine>``, for a namespace whose Machines it
+  reconciles) whose Node is gone (or is another Node of that name, another uid) are deleted on
+  the first reconcile of that namespace and whenever one of its Machines has gone.
+  ``static_pods=False`` (``cpo localmachine --no-static-pods``) makes none.
 * **Deletion**: ``phase: Deleting``; while ``spec.lifecycleHooks.preDrain`` is non-empty the
   machine waits with ``Drainable=False`` (reason ``HookPresent``, the message names the hooks) and
   its Node keeps heartbeating; then the Node is cordoned; while ``preTerminate`` is non-empty it
@@ -191,7 +207,8 @@ Lifecycle
 Faults
 ------
 A fault is state, not an order: in force while it is set. Two places set one: the annotation
-``local.cpo.dev/fault`` (one fault, set and removed on a live Machine), and the providerSpec's
+``local.cpo.dev/fault`` (one fault, or several separated by commas, set and removed on a live
+Machine), and the providerSpec's
 ``faults`` list (``providerSpec.value.faults: [notready]``), fixed for the Machine's life and in
 force from the moment its instance starts: how a ControlPlane template faults every *new* Machine
 without touching the existing ones (a fault in the template's metadata could be copied onto
@@ -207,6 +224,13 @@ existing Machines in place). An unknown fault in the list fails the Machine with
 ``notready``        Node ``Ready=False`` while the annotation is there, though the process lives.
 ``fail-provision``  on a Machine not provisioned yet: ``phase: Failed`` with ``errorReason:
                     CreateError``; no member is started. Ignored once provisioned.
+``kube-apiserver-notready``, ``kube-controller-manager-notready``, ``kube-scheduler-notready``
+                    that static pod crash-loops while Node and etcd member stay healthy: its
+                    mirror Pod turns ``Ready=False`` and ``ContainersReady=False``, its container
+                    waits in ``CrashLoopBackOff`` and restarts with kubelet's back-off (at once,
+                    then after 10 s doubling up to 300 s; ``restartCount`` grows by one per
+                    restart). Removed, the Pod is Ready again, its restart count kept. Nothing
+                    happens with ``static_pods`` off.
 
 Restart safety
 --------------

@@ -19,6 +19,7 @@ from typing import Final, Literal, get_args
 from controllers.etcd.client import EtcdClientOptions
 from providers.localmachine.etcd_process import EtcdProcessOptions, ResolvedEtcdProcessOptions
 from providers.localmachine.realistic import DEFAULT_CLIENT_SECRET, AddressBlock, EtcdPKI
+from providers.localmachine.static_pods import BACKOFF_INITIAL, BACKOFF_MAX
 from runtime.controller import ControllerOptions
 
 DEFAULT_HEARTBEAT_PERIOD: Final = 10.0
@@ -27,6 +28,8 @@ DEFAULT_JOIN_BACKOFF_INITIAL: Final = 0.5
 DEFAULT_JOIN_BACKOFF_MAX: Final = 10.0
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 4
 MAX_DEFAULT_HEALTH_TIMEOUT: Final = 2.0
+DEFAULT_CRASH_LOOP_BACKOFF_INITIAL: Final = BACKOFF_INITIAL
+DEFAULT_CRASH_LOOP_BACKOFF_MAX: Final = BACKOFF_MAX
 
 NodeRoleLabels = Literal["both", "control-plane", "master"]
 """Which role labels the provider puts on its Nodes: ``both`` (``node-role.kubernetes.io/master``
@@ -103,6 +106,20 @@ class LocalMachineOptions:
     has that many addresses and a replacement takes the freed one. Defaults to None: no limit
     (see the package docstring, "Host pools")."""
 
+    static_pods: bool = True
+    """Play kubelet for the control-plane static pods too: keep each Node's mirror Pods
+    ``etcd-<node>``, ``kube-apiserver-<node>``, ``kube-controller-manager-<node>`` and
+    ``kube-scheduler-<node>`` in ``kube-system`` with their status (see
+    :mod:`providers.localmachine.static_pods`). False (``cpo localmachine --no-static-pods``): no
+    Pod is written, as before the provider made any."""
+
+    crash_loop_backoff_initial: float | None = None
+    """Seconds before a crash-looping static pod's container (a ``*-notready`` fault) restarts
+    the second time; doubled after each restart. Defaults to 10, kubelet's."""
+
+    crash_loop_backoff_max: float | None = None
+    """Longest crash-loop back-off. Defaults to 300 s, kubelet's."""
+
     def with_defaults(self) -> ResolvedLocalMachineOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change.
 
@@ -170,6 +187,21 @@ class LocalMachineOptions:
                 f"LocalMachineOptions.max_instances_per_domain {cap!r}: give a whole number of hosts "
                 "per failure domain, at least 1 (or None for no limit)"
             )
+        crash_initial = (
+            DEFAULT_CRASH_LOOP_BACKOFF_INITIAL
+            if self.crash_loop_backoff_initial is None
+            else float(self.crash_loop_backoff_initial)
+        )
+        crash_max = (
+            DEFAULT_CRASH_LOOP_BACKOFF_MAX
+            if self.crash_loop_backoff_max is None
+            else float(self.crash_loop_backoff_max)
+        )
+        if not 0 < crash_initial <= crash_max:
+            raise ValueError(
+                "LocalMachineOptions: crash_loop_backoff_initial must be positive and at most "
+                f"crash_loop_backoff_max, got {crash_initial} and {crash_max}"
+            )
         realistic = bool(self.realistic)
         block: AddressBlock | None = None
         pki: EtcdPKI | None = None
@@ -202,6 +234,9 @@ class LocalMachineOptions:
             etcd_client_secret=self.etcd_client_secret or DEFAULT_CLIENT_SECRET,
             node_role_labels=role_labels,
             max_instances_per_domain=cap,
+            static_pods=bool(self.static_pods),
+            crash_loop_backoff_initial=crash_initial,
+            crash_loop_backoff_max=crash_max,
         )
 
 
@@ -228,6 +263,9 @@ class ResolvedLocalMachineOptions:
     node_role_labels: NodeRoleLabels = "both"
     max_instances_per_domain: int | None = None
     """Hosts per failure domain and cluster; None: no limit."""
+    static_pods: bool = True
+    crash_loop_backoff_initial: float = DEFAULT_CRASH_LOOP_BACKOFF_INITIAL
+    crash_loop_backoff_max: float = DEFAULT_CRASH_LOOP_BACKOFF_MAX
 
     @property
     def realistic(self) -> bool:

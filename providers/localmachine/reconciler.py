@@ -40,8 +40,10 @@ from providers.localmachine.etcd_process import (
     MemberProcess,
 )
 from providers.localmachine.hosts import NO_DOMAIN, HostPools, HostsFull
+from providers.localmachine.mirror_pods import MirrorPods
 from providers.localmachine.options import LocalMachineOptions, ResolvedLocalMachineOptions
 from providers.localmachine.realistic import AddressAllocator, node_name, recorded_hosts
+from providers.localmachine.static_pods import POD_FAULTS
 from runtime.builder import ControllerBuilder
 from runtime.cache import Cache
 from runtime.client import Client
@@ -60,7 +62,8 @@ from runtime.source import Channel
 PROVIDER_SPEC_KIND: Final = "LocalMachineProviderSpec"
 FINALIZER: Final = "local.cpo.dev/machine"
 FAULT_ANNOTATION: Final = "local.cpo.dev/fault"
-FAULTS: Final = ("kill", "stop", "stop-member", "notready", "fail-provision")
+FAULTS: Final = ("kill", "stop", "stop-member", "notready", "fail-provision", *POD_FAULTS)
+"""Every fault a Machine may carry (the package docstring says what each does)."""
 ETCD_CLIENT_URL_ANNOTATION: Final = CLIENT_URL_ANNOTATION
 """The operator's contract annotations (:mod:`controllers.etcd.membership`), which this provider
 writes because all its members share one address: only these tell them apart."""
@@ -93,6 +96,9 @@ PROVIDER_CONDITIONS: Final = frozenset(
 )
 """The Machine conditions this provider writes. Every other type on a Machine is another writer's
 (the health check's marks, the operator's per-Machine conditions) and is never overwritten."""
+STATIC_POD_RESYNC_HEARTBEATS: Final = 10
+"""The mirror Pods of a Node are read again every this many heartbeats (in between, the provider
+trusts its memory of what it stored: a settled machine costs no Pod request)."""
 STATUS_WRITE_ATTEMPTS: Final = 3
 """Writes of the conditions tried against a fresh read when another writer got in between; after
 that the Conflict goes to the controller, which retries the whole reconcile with backoff."""
@@ -130,18 +136,24 @@ def is_local_machine(obj: Mapping[str, Any]) -> bool:
 
 
 def machine_faults(machine: Mapping[str, Any]) -> frozenset[str]:
-    """The faults in force on ``machine``: its ``local.cpo.dev/fault`` annotation (one fault, set
-    and removed on a live Machine) and its ``providerSpec.value.faults`` (a list, fixed for the
-    Machine's life: the template's way to fault every new Machine, applied from the moment its
-    instance starts). Raises :class:`_InvalidConfiguration` for a providerSpec fault not in
-    :data:`FAULTS` (an unknown annotation value is logged and ignored, as before)."""
+    """The faults in force on ``machine``: its ``local.cpo.dev/fault`` annotation (one fault, or
+    several separated by commas, set and removed on a live Machine) and its
+    ``providerSpec.value.faults`` (a list, fixed for the Machine's life: the template's way to
+    fault every new Machine, applied from the moment its instance starts). Raises
+    :class:`_InvalidConfiguration` for a providerSpec fault not in :data:`FAULTS` (an unknown
+    annotation value is logged and ignored, as before).
+
+    >>> both = {FAULT_ANNOTATION: "notready, kube-scheduler-notready"}
+    >>> sorted(machine_faults({"metadata": {"annotations": both}}))
+    ['kube-scheduler-notready', 'notready']
+    """
     listed = _provider_spec_value(machine).get("faults") or []
     if not isinstance(listed, list) or any(f not in FAULTS for f in listed):
         raise _InvalidConfiguration(
             f"providerSpec.value.faults {listed!r}: give a list of faults among {', '.join(FAULTS)}"
         )
-    annotated = (machine.get("metadata", {}).get("annotations") or {}).get(FAULT_ANNOTATION)
-    return frozenset([*listed, *([annotated] if annotated else [])])
+    annotated = (machine.get("metadata", {}).get("annotations") or {}).get(FAULT_ANNOTATION) or ""
+    return frozenset([*listed, *(part.strip() for part in str(annotated).split(",") if part.strip())])
 
 
 def _provider_spec_value(machine: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -288,7 +300,11 @@ class _Readiness:
     reason: str
     message: str
     alive: bool
-    """Whether the "kubelet" is posting: False leaves ``lastHeartbeatTime`` where it was."""
+    """Whether the "kubelet" is posting: False leaves ``lastHeartbeatTime`` where it was, and
+    the mirror Pods' status as last posted but for ``Ready``, turned False (the node lifecycle
+    controller's part)."""
+    member_healthy: bool = False
+    """Whether the member answered its health read: the etcd mirror Pod's readiness."""
 
 
 class LocalMachineReconciler:
@@ -327,6 +343,19 @@ class LocalMachineReconciler:
         self.host_freed: asyncio.Queue[GenericEvent] = asyncio.Queue()
         """Requests for the Machines waiting for a host of a domain where one was just freed
         (:func:`setup_with_manager` feeds them to the controller through a Channel)."""
+        self.mirror_pods = (
+            MirrorPods(
+                client,
+                resync_period=STATIC_POD_RESYNC_HEARTBEATS * self.options.heartbeat_period,
+                backoff_initial=self.options.crash_loop_backoff_initial,
+                backoff_max=self.options.crash_loop_backoff_max,
+            )
+            if self.options.static_pods
+            else None
+        )
+        """The Nodes' mirror Pods (None with ``static_pods`` off)."""
+        self._swept: set[str] = set()
+        """Clusters whose leftover mirror Pods were swept since this process started."""
 
     def _member_placement(self, cluster: str) -> MemberPlacement | None:
         """Realistic mode: each member on an address of the block (its host's, when host pools
@@ -370,9 +399,11 @@ class LocalMachineReconciler:
         except NotFound:
             self._join_attempts.pop((request.namespace, request.name), None)
             self._forget_gone(request.namespace or "default", request.name)
+            await self._sweep_mirror_pods(request.namespace or "default", always=True)
             return Result()
         if not is_local_machine(machine):
             return Result()
+        await self._sweep_mirror_pods(self.cluster_of(machine))
         if machine["metadata"].get("deletionTimestamp"):
             return await self._reconcile_delete(machine)
         if FINALIZER not in (machine["metadata"].get("finalizers") or ()):
@@ -776,19 +807,37 @@ class LocalMachineReconciler:
                 f"etcd member process {member.pid} is stopped (SIGSTOP) and answers nothing",
                 False,
             )
-        if "notready" in faults:
-            return _Readiness("False", "KubeletNotReady", "fault injected: notready", True)
         options = dataclasses.replace(self.options.client_options, timeout=self.options.health_timeout)
         async with EtcdClient([member.client_url], options) as etcd:
             (health,) = await etcd.health()
+        if "notready" in faults:
+            return _Readiness("False", "KubeletNotReady", "fault injected: notready", True, health.healthy)
         if not health.healthy:
             return _Readiness("False", "EtcdUnhealthy", f"etcd health read failed: {health.error}", True)
         role = "learner" if health.learner else "voter"
-        return _Readiness("True", "KubeletReady", f"etcd member answers its health read ({role})", True)
+        return _Readiness("True", "KubeletReady", f"etcd member answers its health read ({role})", True, True)
 
     async def _heartbeat(self, machine: JSON, supervisor: EtcdSupervisor, node: JSON) -> None:
-        """Write the Node's Ready condition from the member's state, as kubelet posts node status."""
+        """Write the Node's Ready condition from the member's state, as kubelet posts node status,
+        then its mirror Pods' (:mod:`providers.localmachine.mirror_pods`) while it posts."""
         readiness = await self._readiness(machine, supervisor)
+        await self._post_node_status(machine, supervisor, node, readiness)
+        if self.mirror_pods is not None and not readiness.alive:
+            await self.mirror_pods.mark_not_ready(node["metadata"]["name"])
+        elif self.mirror_pods is not None:
+            member = supervisor.get(machine["metadata"]["name"])
+            await self.mirror_pods.sync(
+                node,
+                f"{self.cluster_of(machine)}/{machine['metadata']['name']}",
+                faults=machine_faults(machine),
+                etcd_healthy=readiness.member_healthy,
+                host_ip=str(self._addresses(machine, member)[0]["address"]),
+            )
+
+    async def _post_node_status(
+        self, machine: JSON, supervisor: EtcdSupervisor, node: JSON, readiness: _Readiness
+    ) -> None:
+        """Write the Node's Ready condition (and addresses) when it changed."""
         now = _now()
         conditions = [dict(c) for c in (node.get("status") or {}).get("conditions") or ()]
         previous = next((c for c in conditions if c.get("type") == "Ready"), None)
@@ -869,6 +918,10 @@ class LocalMachineReconciler:
         # if still listed, stays listed: the quorum hook owns membership.
         await supervisor.remove(name)
         if node is not None:
+            if self.mirror_pods is not None:
+                # No garbage collector runs on the embedded API server: the Node's mirror Pods go
+                # first, so a crash in between leaves none without their Node (else the sweep).
+                await self.mirror_pods.remove(node["metadata"]["name"])
             try:
                 await self.client.delete("v1", "Node", node["metadata"]["name"])
             except NotFound:
@@ -880,6 +933,15 @@ class LocalMachineReconciler:
         self._event(machine, "Normal", "Deleted", "etcd member process stopped, data and Node removed")
         _log.info("deleted: etcd member process stopped, data and Node removed")
         return Result()
+
+    async def _sweep_mirror_pods(self, cluster: str, *, always: bool = False) -> None:
+        """Delete the cluster's mirror Pods whose Node is gone (:meth:`MirrorPods.sweep`): on the
+        first reconcile of the cluster in this process (a crash may have left some), and, with
+        ``always``, each time one of its Machines has gone from the API server."""
+        if self.mirror_pods is None or (cluster in self._swept and not always):
+            return
+        await self.mirror_pods.sweep([cluster])
+        self._swept.add(cluster)
 
     async def _hold_for_hooks(
         self,

@@ -630,3 +630,85 @@ async def test_unknown_fields_are_pruned_with_warning(kube_http: KubeHTTP, names
     assert reply.status == 201
     assert "bogus" not in reply.body["spec"]
     assert any('unknown field \\"spec.bogus\\"' in w for w in reply.warnings())
+
+
+async def test_a_mirror_pod_lives_as_kubelet_drives_it(kube_http: KubeHTTP, namespace: str) -> None:
+    """kubelet's mirror Pod: created without a service account (ServiceAccount admission refuses
+    one), its priority from system-node-critical (Priority admission), its status written through
+    pods/status, deleted at once with grace period 0 and its uid as precondition."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    mirror = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "etcd-n0", "annotations": {"kubernetes.io/config.mirror": "ab12"}},
+        "spec": {
+            "nodeName": "n0",
+            "containers": [{"name": "etcd", "image": "etcd:local"}],
+            "priorityClassName": "system-node-critical",
+            "hostNetwork": True,
+            "serviceAccountName": "default",
+        },
+    }
+    refused = await kube_http.post(pods, mirror)
+    assert refused.status == 403, refused.text
+    assert refused.body["reason"] == "Forbidden"
+    assert refused.body["message"] == (
+        'pods "etcd-n0" is forbidden: a mirror pod may not reference service accounts'
+    )
+    del mirror["spec"]["serviceAccountName"]
+    created = await kube_http.post(pods, mirror)
+    assert created.status == 201, created.text
+    assert created.body["spec"]["priority"] == 2000001000
+    assert created.body["status"]["phase"] == "Pending"
+
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    written = await kube_http.patch(
+        f"{pods}/etcd-n0/status", {"status": status, "spec": {"nodeName": "n1"}}, patch_type="merge"
+    )
+    assert written.status == 200, written.text
+    assert written.body["status"]["phase"] == "Running"
+    assert written.body["status"]["conditions"][0]["status"] == "True"
+    assert written.body["spec"]["nodeName"] == "n0"  # /status changes no spec
+
+    uid = created.body["metadata"]["uid"]
+    wrong = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+    stale = await kube_http.delete(f"{pods}/etcd-n0", {**wrong, "preconditions": {"uid": "other"}})
+    assert stale.status == 409, stale.text
+    deleted = await kube_http.delete(f"{pods}/etcd-n0", {**wrong, "preconditions": {"uid": uid}})
+    assert deleted.status == 200, deleted.text
+    assert (await kube_http.get(f"{pods}/etcd-n0")).status == 404
+
+
+async def test_a_pod_bound_to_a_node_waits_its_grace_period(kube_http: KubeHTTP, namespace: str) -> None:
+    """kube's pod strategy: a DELETE of a Pod bound to a Node marks it (deletionTimestamp now + the
+    grace period, deletionGracePeriodSeconds); a later DELETE may only shorten the period, and
+    grace 0 removes it, as its kubelet does. An unbound Pod goes at once."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+
+    def body(name: str, node: str | None) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "containers": [{"name": "c", "image": "c:1"}],
+            "terminationGracePeriodSeconds": 30,
+        }
+        if node:
+            spec["nodeName"] = node
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+    assert (await kube_http.post(pods, body("unbound", None))).status == 201
+    assert (await kube_http.delete(f"{pods}/unbound")).status == 200
+    assert (await kube_http.get(f"{pods}/unbound")).status == 404
+
+    assert (await kube_http.post(pods, body("bound", "n0"))).status == 201
+    marked = await kube_http.delete(f"{pods}/bound")
+    assert marked.status == 200, marked.text
+    first = marked.body["metadata"]
+    assert first["deletionGracePeriodSeconds"] == 30 and first["deletionTimestamp"]
+    longer = await kube_http.delete(f"{pods}/bound", {"gracePeriodSeconds": 60})
+    assert longer.body["metadata"]["deletionGracePeriodSeconds"] == 30
+    shorter = await kube_http.delete(f"{pods}/bound", {"gracePeriodSeconds": 10})
+    assert shorter.body["metadata"]["deletionGracePeriodSeconds"] == 10
+    assert shorter.body["metadata"]["deletionTimestamp"] < first["deletionTimestamp"]
+    status = await kube_http.patch(f"{pods}/bound/status", {"status": {"phase": "Running"}})
+    assert status.status == 200, status.text  # still there while its grace period runs
+    assert (await kube_http.delete(f"{pods}/bound", {"gracePeriodSeconds": 0})).status == 200
+    assert (await kube_http.get(f"{pods}/bound")).status == 404

@@ -16,7 +16,8 @@ from api.machine import API_VERSION
 from controllers.etcd.client import EtcdClient
 from providers.localmachine.etcd_process import recorded_processes
 from providers.localmachine.realistic import DEFAULT_CLIENT_SECRET, EtcdPKI
-from runtime.client import Client
+from runtime.client import JSON, Client
+from runtime.errors import NotFound
 from tests.integration.conftest import etcd_options
 from tests.support.etcd import promote_when_in_sync
 from tests.support.localmachine import (
@@ -31,6 +32,19 @@ from tests.support.localmachine import machine as machine_manifest
 from tests.support.poll import eventually
 
 pytestmark = pytest.mark.slow
+
+
+async def mirror_pod(kube: Client, name: str) -> JSON | None:
+    try:
+        return await kube.get("v1", "Pod", name, "kube-system")
+    except NotFound:
+        return None
+
+
+async def posted_mirror_pod(kube: Client, name: str) -> JSON | None:
+    """The mirror Pod ``name`` once the provider posted its status."""
+    found = await mirror_pod(kube, name)
+    return found if ((found or {}).get("status") or {}).get("hostIP") else None
 
 
 async def test_members_get_addresses_of_their_own_tls_and_cloud_names(
@@ -65,6 +79,12 @@ async def test_members_get_addresses_of_their_own_tls_and_cloud_names(
             assert node_name == "ip-" + address.replace(".", "-")
             node = await get_node(kube, node_name)
             assert node is not None and internal_ip(node) == address
+            etcd_pod = await eventually(
+                lambda name=node_name: posted_mirror_pod(kube, f"etcd-{name}"),
+                timeout=10,
+                message=f"the etcd mirror Pod of {node_name}",
+            )
+            assert etcd_pod["spec"]["nodeName"] == node_name and etcd_pod["status"]["hostIP"] == address
             member = next(m for m in members if m.name == node_name)
             assert member.peer_urls == (f"https://{address}:2380",)
             assert member.client_urls == (f"https://{address}:2379",)
@@ -88,6 +108,7 @@ async def test_members_get_addresses_of_their_own_tls_and_cloud_names(
 
         await eventually(m1_gone, timeout=60, message="m1 deleted")
         assert await get_node(kube, "ip-" + addresses[1].replace(".", "-")) is None
+        assert await mirror_pod(kube, "etcd-ip-" + addresses[1].replace(".", "-")) is None
 
         async def third_address() -> str | None:
             machine = await get_machine(kube, "m2", namespace)

@@ -24,3 +24,8 @@ def test_a_world_has_no_host_limit_by_default(tmp_path: Path) -> None:
     args = provider_args(DemoWorld(tmp_path))
     assert args["max_instances_per_domain"] is None
     assert args["namespace"] == "demo"
+
+
+def test_a_world_without_static_pods_runs_its_provider_with_no_static_pods(tmp_path: Path) -> None:
+    assert provider_args(DemoWorld(tmp_path, static_pods=False))["static_pods"] is False
+    assert provider_args(DemoWorld(tmp_path))["static_pods"] is True

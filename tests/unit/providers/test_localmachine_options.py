@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.__main__ import main
+from cli.__main__ import build_parser, main
 from providers.localmachine import LocalMachineOptions, is_local_machine
 from providers.localmachine.etcd_process import EtcdProcessOptions
 from providers.localmachine.reconciler import _InvalidConfiguration, _set_condition, failure_domain
@@ -119,3 +119,24 @@ def test_the_cli_reports_bad_options_without_a_traceback(
     assert main(["localmachine", "--state-dir", str(tmp_path), "--heartbeat-period", "0"]) == 2
     err = capsys.readouterr().err
     assert "heartbeat_period must be positive" in err and "Traceback" not in err
+
+
+def test_static_pods_are_kept_by_default_with_kubelets_back_off(tmp_path: Path) -> None:
+    resolved = LocalMachineOptions(state_dir=tmp_path).with_defaults()
+    assert resolved.static_pods is True
+    assert (resolved.crash_loop_backoff_initial, resolved.crash_loop_backoff_max) == (10.0, 300.0)
+    off = LocalMachineOptions(
+        state_dir=tmp_path, static_pods=False, crash_loop_backoff_initial=1
+    ).with_defaults()
+    assert off.static_pods is False and off.crash_loop_backoff_initial == 1.0
+
+
+def test_a_crash_loop_back_off_must_be_positive_and_within_its_cap(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="crash_loop_backoff_initial"):
+        LocalMachineOptions(state_dir=tmp_path, crash_loop_backoff_initial=400).with_defaults()
+
+
+def test_the_cli_turns_static_pods_off(tmp_path: Path) -> None:
+    parse = build_parser().parse_args
+    assert parse(["localmachine", "--state-dir", str(tmp_path)]).static_pods is True
+    assert parse(["localmachine", "--state-dir", str(tmp_path), "--no-static-pods"]).static_pods is False
