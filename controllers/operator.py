@@ -27,6 +27,10 @@ What runs, and on which ports (the defaults match ``config/manager/manager.yaml`
   ``--etcd-hook-owner`` name the preDrain hook the etcd-quorum-hook controller writes (default
   ``EtcdQuorumOperator``, owner ``clusteroperator/etcd``), so that it never becomes a second
   writer of another operator's hook (``docs/operations.md``, "Beside OpenShift's operators").
+  ``--remediation-backoff-initial``, ``--remediation-backoff-factor``,
+  ``--remediation-backoff-max`` and ``--remediation-max-retry`` bound the ControlPlane's
+  remediation retries where its ``spec.remediation`` sets no ``retryPeriod`` or ``maxRetry``
+  (30 s doubling to 600 s, 5 retries; ``docs/operations.md``, "Replacements that keep failing").
 
 Logs are structured (:mod:`runtime.log`): JSON inside a cluster, console lines elsewhere.
 SIGTERM or SIGINT stops the manager gracefully (the Lease is released) and the process exits 0;
@@ -61,11 +65,13 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, control_plane_node_selectors
 
 if TYPE_CHECKING:
+    from controllers.controlplane import ControlPlaneOptions
+    from controllers.controlplane.remediation import RetryBackoff
     from controllers.etcdquorum.options import EtcdQuorumOptions
     from runtime.cache import CacheOptions
     from runtime.manager import Manager
@@ -167,6 +173,28 @@ class OperatorOptions:
     """Label selectors of the control-plane Nodes: a Node any of them matches is one, and only
     those are cached (one watch each). Defaults to ``node-role.kubernetes.io/control-plane`` and
     ``node-role.kubernetes.io/master`` (:mod:`api.nodes`)."""
+    remediation_backoff_initial: float | None = None
+    """Seconds before a lineage's first remediation retry where a ControlPlane sets no
+    ``retryPeriod``. Defaults to 30 (:class:`controllers.controlplane.ControlPlaneOptions`)."""
+    remediation_backoff_factor: float | None = None
+    """What each further retry multiplies that wait by. Defaults to 2."""
+    remediation_backoff_max: float | None = None
+    """The longest wait before a retry, in seconds. Defaults to 600."""
+    remediation_max_retry: int | None = None
+    """The retries of a lineage where a ControlPlane sets no ``maxRetry``. Defaults to 5."""
+
+    def controlplane_options(self) -> ControlPlaneOptions:
+        """The ControlPlane controller's options these name (the rest its defaults, or set by
+        :func:`setup_controllers`)."""
+        from controllers.controlplane import ControlPlaneOptions
+
+        return ControlPlaneOptions(
+            control_plane_node_selectors=self.control_plane_node_selectors,
+            remediation_backoff_initial=self.remediation_backoff_initial,
+            remediation_backoff_factor=self.remediation_backoff_factor,
+            remediation_backoff_max=self.remediation_backoff_max,
+            remediation_max_retry=self.remediation_max_retry,
+        )
 
     def etcd_quorum_options(self) -> EtcdQuorumOptions:
         """The etcd-quorum-hook controller's options these name (the rest its defaults)."""
@@ -214,6 +242,7 @@ class OperatorOptions:
             raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
         enabled = enabled_controllers(self.controllers or DEFAULT_CONTROLLERS)
         self.etcd_quorum_options().with_defaults()  # raises ValueError saying what to change
+        remediation = self.controlplane_options().with_defaults().remediation_backoff
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
@@ -236,6 +265,7 @@ class OperatorOptions:
             etcd_hook_owner=self.etcd_hook_owner,
             etcd_member_without_machine_grace=self.etcd_member_without_machine_grace,
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
+            remediation_backoff=remediation,
         )
 
 
@@ -286,6 +316,9 @@ class ResolvedOperatorOptions:
     etcd_hook_owner: str | None
     etcd_member_without_machine_grace: float | None
     control_plane_node_selectors: tuple[str, ...] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS
+    remediation_backoff: RetryBackoff | None = None
+    """How remediation retries are bounded by default; None: the ControlPlane controller's
+    defaults."""
 
 
 def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = None) -> WebhookServer:
@@ -350,12 +383,25 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
                 etcd_guard_hook=etcd_quorum_options.with_defaults().hook,
                 etcd_quorum_hook_runs="etcd-quorum-hook" in options.controllers,
                 control_plane_node_selectors=options.control_plane_node_selectors,
+                **_remediation_fields(options.remediation_backoff),
             ),
         )
     if "etcd-quorum-hook" in options.controllers:
         etcdquorum.setup_with_manager(manager, etcd_quorum_options)
     if "machinehealthcheck" in options.controllers:
         machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
+
+
+def _remediation_fields(backoff: RetryBackoff | None) -> dict[str, Any]:
+    """The ControlPlaneOptions fields that carry ``backoff`` (none: their defaults)."""
+    if backoff is None:
+        return {}
+    return {
+        "remediation_backoff_initial": backoff.initial,
+        "remediation_backoff_factor": backoff.factor,
+        "remediation_backoff_max": backoff.cap,
+        "remediation_max_retry": backoff.max_retry,
+    }
 
 
 def operator_cache_options(

@@ -1,4 +1,14 @@
-"""How the ControlPlane controller runs: :class:`ControlPlaneOptions` and their defaults."""
+"""How the ControlPlane controller runs: :class:`ControlPlaneOptions` and their defaults.
+
+The remediation retries of a lineage are bounded by default
+(:func:`~controllers.controlplane.remediation.retry_rule`): where ``spec.remediation`` sets no
+``retryPeriod``, retry n waits 30 s × 2^(n − 1), at most 10 min (30 s, 1 min, 2 min, 4 min,
+8 min), and where it sets no ``maxRetry``, the 5th retry is the last: the replacement it makes
+failing too stops them (``Degraded``, ``ReplacementsFailing``), about 16 minutes after the first
+failure. The numbers are options (``cpo run --remediation-backoff-initial``,
+``--remediation-backoff-factor``, ``--remediation-backoff-max``, ``--remediation-max-retry``),
+resolved here and nowhere else.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from api.nodes import control_plane_node_selectors
+from controllers.controlplane.remediation import RetryBackoff
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from runtime.controller import ControllerOptions
@@ -46,6 +57,16 @@ class ControlPlaneOptions:
     """The label selectors that tell a control-plane Node (:mod:`api.nodes`), the same ones the
     operator's cache selects Nodes by. Defaults to ``node-role.kubernetes.io/control-plane`` or
     ``node-role.kubernetes.io/master``."""
+    remediation_backoff_initial: float | None = None
+    """Seconds the first remediation retry of a lineage waits after the remediation before it,
+    where ``spec.remediation.retryPeriod`` is not set. Defaults to 30."""
+    remediation_backoff_factor: float | None = None
+    """What each further retry multiplies that wait by (at least 1). Defaults to 2."""
+    remediation_backoff_max: float | None = None
+    """The longest wait before a retry, in seconds. Defaults to 600 (10 min)."""
+    remediation_max_retry: int | None = None
+    """The retries a lineage gets where ``spec.remediation.maxRetry`` is not set (0: a failed
+    replacement is never replaced again). Defaults to 5."""
 
     def with_defaults(self) -> ResolvedControlPlaneOptions:
         """Every default applied and checked; raises ``ValueError`` saying what to change."""
@@ -61,10 +82,27 @@ class ControlPlaneOptions:
             etcd_guard_hook=self.etcd_guard_hook or DEFAULT_HOOK,
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
             etcd_quorum_hook_runs=bool(self.etcd_quorum_hook_runs),
+            remediation_backoff=self._remediation_backoff(),
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
         return resolved
+
+    def _remediation_backoff(self) -> RetryBackoff:
+        backoff = RetryBackoff(
+            initial=_positive(self.remediation_backoff_initial, 30.0, "remediation_backoff_initial"),
+            factor=2.0 if self.remediation_backoff_factor is None else float(self.remediation_backoff_factor),
+            cap=_positive(self.remediation_backoff_max, 600.0, "remediation_backoff_max"),
+            max_retry=5 if self.remediation_max_retry is None else int(self.remediation_max_retry),
+        )
+        name = "ControlPlaneOptions.remediation"
+        if backoff.factor < 1:
+            raise ValueError(f"{name}_backoff_factor must be ≥ 1, got {backoff.factor:g}")
+        if backoff.cap < backoff.initial:
+            raise ValueError(f"{name}_backoff_max must be ≥ remediation_backoff_initial")
+        if backoff.max_retry < 0:
+            raise ValueError(f"{name}_max_retry must be ≥ 0, got {backoff.max_retry}")
+        return backoff
 
 
 def _positive(value: float | None, default: float, name: str) -> float:
@@ -87,3 +125,4 @@ class ResolvedControlPlaneOptions:
     etcd_guard_hook: Hook
     control_plane_node_selectors: tuple[str, ...]
     etcd_quorum_hook_runs: bool
+    remediation_backoff: RetryBackoff

@@ -37,7 +37,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.controlplane import API_VERSION as CP_API_VERSION
-from api.controlplane import CONDITION_PROGRESSING, REMOVE_MEMBER_FIRST_ANNOTATION, ControlPlane
+from api.controlplane import (
+    CONDITION_PROGRESSING,
+    REMOVE_MEMBER_FIRST_ANNOTATION,
+    RESUME_REMEDIATION_ANNOTATION,
+    ControlPlane,
+)
 from api.controlplane import KIND as CP_KIND
 from api.controlplane_reasons import (
     REASON_MACHINE_ADOPTED,
@@ -207,6 +212,7 @@ class ControlPlaneReconciler:
             paused=facts.spec.paused,
             rollout_after_in=seconds_until_rollout_after(facts.spec, now=now()),
             degraded_in=seconds_until_degraded(facts.spec.replicas, facts.infos, now=now()),
+            retry_in=remediation.decision.requeue_after if remediation.decision else None,
         )
 
     async def _remediate(self, facts: Facts, key: tuple[str, str]) -> _Remediation:
@@ -234,9 +240,10 @@ class ControlPlaneReconciler:
         record = resumed if decision.resumed else None
         if record is None:
             record = records.RemediationRecord(target.name, now(), decision.retry_count)
+            clear = [RESUME_REMEDIATION_ANNOTATION] if decision.resume_used else []
             try:
                 facts.cp = await records.write_pending(
-                    self.client, facts.cp, records.recorded(pending, record)
+                    self.client, facts.cp, records.recorded(pending, record), clear=clear
                 )
             except Conflict:  # a stale view of the list: decide again from the fresh one
                 return _Remediation(in_progress, result=Result(requeue_after=self.options.wait_period))
@@ -247,8 +254,8 @@ class ControlPlaneReconciler:
         result = Result(requeue_after=self.options.wait_period)
         return _Remediation(True, decision, record.to_json(), result, target.name)
 
-    @staticmethod
     def _remediation_decision(
+        self,
         facts: Facts,
         target: MachineInfo,
         last_machine: str | None,
@@ -270,6 +277,8 @@ class ControlPlaneReconciler:
             retry_period=remediation.retry_period if remediation else None,
             min_healthy_period=remediation.min_healthy_period if remediation else None,
             now=now(),
+            backoff=self.options.remediation_backoff,
+            resume=(facts.cp["metadata"].get("annotations") or {}).get(RESUME_REMEDIATION_ANNOTATION),
             paused=spec.paused,
         )
 
