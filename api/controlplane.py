@@ -74,13 +74,9 @@ MHC_SCOPE_SELECTOR: dict[str, Any] = {"matchLabels": {MHC_SCOPE_LABEL: MHC_SCOPE
 """:data:`MHC_SCOPE_LABEL` as a label selector, the form a webhook's ``objectSelector`` takes."""
 
 UNHEALTHY_MACHINE_CONDITIONS_ANNOTATION = "controlplane.cpo.dev/unhealthy-machine-conditions"
-"""On a MachineHealthCheck this operator checks: a JSON list of Machine conditions that make a
-Machine unhealthy, ``[{"type": ..., "status": ..., "timeout": ...}]``, judged like
-``spec.unhealthyConditions`` but on the Machine's own ``status.conditions`` (cluster-api's
-``unhealthyMachineConditions``; OpenShift's MachineHealthCheck has no such field, so it rides on
-an annotation and only this operator's ``machinehealthcheck`` controller reads it). The
-ControlPlane writes ``ControlPlaneComponentsHealthy`` False with
-``spec.healthCheck.componentsUnhealthyTimeout`` on the one it owns."""
+"""On a MachineHealthCheck this operator checks: cluster-api's ``unhealthyMachineConditions`` (a JSON
+list of ``{"type", "status", "timeout"}`` judged on the Machine's own conditions), which OpenShift's
+MachineHealthCheck has no field for (:mod:`controllers.machinehealthcheck`)."""
 
 REMOVE_MEMBER_FIRST_ANNOTATION = "controlplane.cpo.dev/remove-member-first"
 """Written by the ControlPlane on a Machine right before it deletes it in a ``maxSurge: 0`` rollout
@@ -90,6 +86,15 @@ votes, so that the host it frees can take the replacement
 (:func:`controllers.etcdquorum.early_removal.early_removal_decision`). A Machine a user or a health check
 deletes never carries it, and the ControlPlane takes it off every Machine of its own that is not
 being deleted (a crash between the mark and the delete leaves nothing behind for long)."""
+
+RESUME_REMEDIATION_ANNOTATION = "controlplane.cpo.dev/resume-remediation"
+"""Set by a user on a ControlPlane whose remediation retries stopped (``Degraded``, reason
+``ReplacementsFailing`` or ``MaxRetryReached``), to an RFC 3339 time later than the failure
+that stopped them (``kubectl annotate cp NAME controlplane.cpo.dev/resume-remediation=$(date -u
++%Y-%m-%dT%H:%M:%SZ)``): the lineage's retries start again from 0. Used once: the ControlPlane
+removes it in the write that records the remediation it allowed. A value that is not a later
+time is ignored, left in place, and the Degraded message says why
+(:func:`controllers.controlplane.remediation.retry_rule`)."""
 
 
 def in_health_check_scope(obj: Mapping[str, Any] | None) -> bool:
@@ -252,10 +257,14 @@ class Remediation(StrictKubeModel):
 
     max_retry: int | None = Field(default=None, ge=0)
     """How many times in a row the replacement of a failed machine may itself be remediated
-    before the controller stops and waits for a human. Defaults to unlimited."""
+    before the controller stops and waits for a human (Degraded, reason MaxRetryReached).
+    Defaults to the operator's limit, 5 unless cpo run --remediation-max-retry says otherwise
+    (Degraded, reason ReplacementsFailing). Retries resume when the template changes or with the
+    annotation controlplane.cpo.dev/resume-remediation set to a time after the failure."""
     retry_period: Duration | None = None
-    """Minimum wait between the remediation of a machine and the remediation of its replacement.
-    Defaults to 0 (no wait)."""
+    """Wait between the remediation of a machine and the remediation of its replacement, the
+    same before every retry. Defaults to an exponential backoff: 30s before the first retry,
+    doubled per retry, at most 10m (cpo run --remediation-backoff-initial, -factor, -max)."""
     min_healthy_period: Duration | None = "1h"
     """A replacement that stays healthy this long resets the retry count: a later failure counts
     as a new problem, not a retry. Defaults to 1h."""

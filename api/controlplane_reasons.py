@@ -108,7 +108,7 @@ label ``check`` of ``cpo_controlplane_preflight_failures_total``). In this order
 when several fail: the first says most about what a human must fix."""
 
 # Degraded: something needs a human (also status.failureReason, for the first two and the
-# remediation's CannotRemediateLastMachine and MaxRetryReached).
+# remediation's CannotRemediateLastMachine, MaxRetryReached and ReplacementsFailing).
 REASON_MACHINE_FAILED: Final = "MachineFailed"
 """A Machine is Failed: fix the cause from its status.errorMessage, then delete it."""
 REASON_MACHINES_ALREADY_OWNED: Final = "MachinesAlreadyOwned"
@@ -137,7 +137,12 @@ working API server; repair one first."""
 REASON_ETCD_QUORUM_AT_RISK: Final = "EtcdQuorumAtRisk"
 """Removing the Machine's etcd member would leave too few healthy voters: repair the others first."""
 REASON_MAX_RETRY_REACHED: Final = "MaxRetryReached"
-"""The lineage failed again after ``remediation.maxRetry`` retries: a human must find the cause."""
+"""The lineage failed again after ``remediation.maxRetry`` retries: a human must find the cause,
+then fix the template or set the resume annotation (also Degraded)."""
+REASON_REPLACEMENTS_FAILING: Final = "ReplacementsFailing"
+"""As ``MaxRetryReached``, when the operator's default limit stopped the retries
+(``remediation.maxRetry`` unset): the replacements keep failing; fix the template, or set the
+annotation ``controlplane.cpo.dev/resume-remediation`` to the current time (also Degraded)."""
 REASON_WAITING_FOR_RETRY_PERIOD: Final = "WaitingForRetryPeriod"
 """The remediation waits ``remediation.retryPeriod`` after the one its Machine replaced."""
 REASON_ONE_REMEDIATION_AT_A_TIME: Final = "OneRemediationAtATime"

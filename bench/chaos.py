@@ -16,7 +16,8 @@ quorum monitor and the writer connect with it. The injector finds a member's pro
 Machine (the provider's state directories are named after Machines in both modes), and the
 checks map a member to its Machine by the Machine's name or its Node's
 (:attr:`~demo.observer.MachineView.node`), so they read both modes alike. Every world's
-``cpo run`` gets ``--etcd-member-without-machine-grace`` :data:`MEMBER_WITHOUT_MACHINE_GRACE`.
+``cpo run`` gets ``--etcd-member-without-machine-grace`` :data:`MEMBER_WITHOUT_MACHINE_GRACE`
+and a short remediation backoff (:data:`REMEDIATION_FLAGS`).
 
 The schedule (:func:`plan`) mixes user actions (scale among 1, 3 and 5; an even count, which the
 webhook must refuse; a template change; ``rolloutAfter`` now, seconds ahead or an hour ahead;
@@ -202,6 +203,16 @@ COMPONENT_FAULTS = ("kube-apiserver-notready", "kube-controller-manager-notready
 MEMBER_WITHOUT_MACHINE_GRACE = 5.0
 """``cpo run --etcd-member-without-machine-grace`` in every world: seconds a dead member of no
 Machine waits before the operator removes it."""
+REMEDIATION_FLAGS = (
+    "--remediation-backoff-initial=1",
+    "--remediation-backoff-max=4",
+    "--remediation-max-retry=100",
+)
+"""``cpo run``'s remediation bound in every world: 1 s doubling to 4 s, 100 retries. The
+injector's kills land on replacements within ``minHealthyPeriod`` again and again, which the
+operator counts as retries of one lineage; with its defaults (30 s doubling to 10 min, 5 retries)
+a run would wait minutes, or stop ``ReplacementsFailing``, long past :data:`CONVERGE_TIMEOUT`.
+The campaign checks quorum safety under faults, not that bound (its e2e test does)."""
 
 
 def plan(seed: int, duration: float) -> list[Intent]:
@@ -1265,7 +1276,10 @@ async def one_run(seed: int, duration: float, out: Path, *, realistic: bool = Fa
         operators=2,
         realistic=realistic,
         max_instances_per_domain=result.host_cap,
-        operator_flags=(f"--etcd-member-without-machine-grace={MEMBER_WITHOUT_MACHINE_GRACE:g}",),
+        operator_flags=(
+            f"--etcd-member-without-machine-grace={MEMBER_WITHOUT_MACHINE_GRACE:g}",
+            *REMEDIATION_FLAGS,
+        ),
     )
     observer: Observer | None = None
     injector: Injector | None = None

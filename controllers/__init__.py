@@ -15,6 +15,7 @@ report (status, conditions, Events, metrics):
 :mod:`controllers.conditions`              how every controller reads and writes conditions
 :mod:`controllers.common`                  times and resync jitter
 :mod:`controllers.operator`                the wiring: one manager running all of them and the webhooks
+:mod:`controllers.cache_scope`             what the shared cache holds: control-plane objects only
 =========================================  ===============================================================
 
 Which Machines are a ControlPlane's, a Machine's failure domain and etcd's quorum arithmetic are

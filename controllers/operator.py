@@ -27,6 +27,10 @@ What runs, and on which ports (the defaults match ``config/manager/manager.yaml`
   ``--etcd-hook-owner`` name the preDrain hook the etcd-quorum-hook controller writes (default
   ``EtcdQuorumOperator``, owner ``clusteroperator/etcd``), so that it never becomes a second
   writer of another operator's hook (``docs/operations.md``, "Beside OpenShift's operators").
+  ``--remediation-backoff-initial``, ``--remediation-backoff-factor``,
+  ``--remediation-backoff-max`` and ``--remediation-max-retry`` bound the ControlPlane's
+  remediation retries where its ``spec.remediation`` sets no ``retryPeriod`` or ``maxRetry``
+  (30 s doubling to 600 s, 5 retries; ``docs/operations.md``, "Replacements that keep failing").
 
 Logs are structured (:mod:`runtime.log`): JSON inside a cluster, console lines elsewhere.
 SIGTERM or SIGINT stops the manager gracefully (the Lease is released) and the process exits 0;
@@ -59,16 +63,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, control_plane_node_selectors
+from controllers.cache_scope import operator_cache_options
 from controllers.controlplane.components import layout_named
 
 if TYPE_CHECKING:
+    from controllers.controlplane import ControlPlaneOptions
+    from controllers.controlplane.remediation import RetryBackoff
     from controllers.etcdquorum.options import EtcdQuorumOptions
-    from runtime.cache import CacheOptions
     from runtime.manager import Manager
     from runtime.webhook import WebhookServer
 
@@ -89,12 +94,6 @@ of its metrics and logs)."""
 
 CONTROLPLANE_API_VERSION: Final = "controlplane.cpo.dev/v1alpha1"
 CONTROLPLANE_KIND: Final = "ControlPlane"
-
-MACHINE_ROLE_SELECTOR: Final = "machine.openshift.io/cluster-api-machine-role=master"
-"""Which Machines the operator caches: control-plane ones only (server-side), so thousands of
-worker Machines cost it nothing. Every controller reads Machines through this one informer."""
-# Which Nodes it caches: control-plane ones only (server-side), for the same reason; the selectors
-# that tell them are api.nodes' (OperatorOptions.control_plane_node_selectors).
 
 log = logging.getLogger("cpo.operator")
 
@@ -175,6 +174,28 @@ class OperatorOptions:
     control_plane_components_grace: float | None = None
     """Seconds a Node must have been Ready before a missing component Pod counts as unhealthy.
     Defaults to 120 (:attr:`controllers.controlplane.ControlPlaneOptions.components_grace`)."""
+    remediation_backoff_initial: float | None = None
+    """Seconds before a lineage's first remediation retry where a ControlPlane sets no
+    ``retryPeriod``. Defaults to 30 (:class:`controllers.controlplane.ControlPlaneOptions`)."""
+    remediation_backoff_factor: float | None = None
+    """What each further retry multiplies that wait by. Defaults to 2."""
+    remediation_backoff_max: float | None = None
+    """The longest wait before a retry, in seconds. Defaults to 600."""
+    remediation_max_retry: int | None = None
+    """The retries of a lineage where a ControlPlane sets no ``maxRetry``. Defaults to 5."""
+
+    def controlplane_options(self) -> ControlPlaneOptions:
+        """The ControlPlane controller's options these name (the rest its defaults, or set by
+        :func:`setup_controllers`)."""
+        from controllers.controlplane import ControlPlaneOptions
+
+        return ControlPlaneOptions(
+            control_plane_node_selectors=self.control_plane_node_selectors,
+            remediation_backoff_initial=self.remediation_backoff_initial,
+            remediation_backoff_factor=self.remediation_backoff_factor,
+            remediation_backoff_max=self.remediation_backoff_max,
+            remediation_max_retry=self.remediation_max_retry,
+        )
 
     def etcd_quorum_options(self) -> EtcdQuorumOptions:
         """The etcd-quorum-hook controller's options these name (the rest its defaults)."""
@@ -186,15 +207,25 @@ class OperatorOptions:
             member_without_machine_grace=self.etcd_member_without_machine_grace,
         )
 
-    def _checked_controller_options(self) -> str:
+    def _checked_controller_options(self) -> tuple[str, RetryBackoff]:
         """Check the options the controllers resolve themselves (raising ``ValueError`` saying
-        what to change); the components layout's name."""
+        what to change); the components layout's name and the remediation retry bound."""
         self.etcd_quorum_options().with_defaults()
         components = self.control_plane_components or "kubeadm"
         layout_named(components)  # raises ValueError naming the layouts
         if self.control_plane_components_grace is not None and self.control_plane_components_grace <= 0:
             raise ValueError("--control-plane-components-grace must be positive seconds")
-        return components
+        return components, self.controlplane_options().with_defaults().remediation_backoff
+
+    def _logging(self, cluster: bool) -> tuple[LogFormat, str]:
+        """The log format (JSON inside a cluster, console lines elsewhere) and level, checked."""
+        log_format = self.log_format or ("json" if cluster else "console")
+        if log_format not in ("json", "console"):
+            raise ValueError(f"log format {log_format!r}: use 'json' or 'console'")
+        log_level = (self.log_level or DEFAULT_LOG_LEVEL).lower()
+        if log_level not in ("debug", "info", "warning", "error"):
+            raise ValueError(f"log level {log_level!r}: use debug, info, warning or error")
+        return log_format, log_level
 
     def with_defaults(self) -> ResolvedOperatorOptions:
         """Every default filled in and checked; raises ``ValueError`` saying what to change."""
@@ -211,12 +242,7 @@ class OperatorOptions:
                 "--leader-elect outside a cluster needs --leader-election-namespace (the Lease's "
                 "namespace); or run without --leader-elect"
             )
-        log_format = self.log_format or ("json" if cluster else "console")
-        if log_format not in ("json", "console"):
-            raise ValueError(f"log format {log_format!r}: use 'json' or 'console'")
-        log_level = (self.log_level or DEFAULT_LOG_LEVEL).lower()
-        if log_level not in ("debug", "info", "warning", "error"):
-            raise ValueError(f"log level {log_level!r}: use debug, info, warning or error")
+        log_format, log_level = self._logging(cluster)
         port = DEFAULT_WEBHOOK_PORT if self.webhook_port is None else self.webhook_port
         if not 0 <= port <= 65535:
             raise ValueError(f"webhook port {port} is out of range: use 0 (any free port) to 65535")
@@ -231,7 +257,7 @@ class OperatorOptions:
         if self.metrics_cert_dir and not metrics_secure:
             raise ValueError("--metrics-cert-dir needs --metrics-secure (plain HTTP has no certificate)")
         enabled = enabled_controllers(self.controllers or DEFAULT_CONTROLLERS)
-        components = self._checked_controller_options()
+        components, remediation = self._checked_controller_options()
         return ResolvedOperatorOptions(
             kubeconfig=self.kubeconfig,
             metrics_bind_address=self.metrics_bind_address or DEFAULT_METRICS_BIND_ADDRESS,
@@ -256,6 +282,7 @@ class OperatorOptions:
             control_plane_node_selectors=control_plane_node_selectors(self.control_plane_node_selectors),
             control_plane_components=components,
             control_plane_components_grace=self.control_plane_components_grace,
+            remediation_backoff=remediation,
         )
 
 
@@ -308,6 +335,9 @@ class ResolvedOperatorOptions:
     control_plane_node_selectors: tuple[str, ...] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS
     control_plane_components: str = "kubeadm"
     control_plane_components_grace: float | None = None
+    remediation_backoff: RetryBackoff | None = None
+    """How remediation retries are bounded by default; None: the ControlPlane controller's
+    defaults."""
 
 
 def webhook_server(options: ResolvedOperatorOptions, manager: Manager | None = None) -> WebhookServer:
@@ -374,6 +404,7 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
                 control_plane_node_selectors=options.control_plane_node_selectors,
                 control_plane_components=options.control_plane_components,
                 components_grace=options.control_plane_components_grace,
+                **_remediation_fields(options.remediation_backoff),
             ),
         )
     if "etcd-quorum-hook" in options.controllers:
@@ -382,29 +413,16 @@ def setup_controllers(manager: Manager, options: ResolvedOperatorOptions) -> Non
         machinehealthcheck.setup_with_manager(manager, machinehealthcheck.MachineHealthCheckOptions())
 
 
-def operator_cache_options(
-    node_selectors: Sequence[str] = DEFAULT_CONTROL_PLANE_NODE_SELECTORS,
-    components: str = "kubeadm",
-) -> CacheOptions:
-    """The manager's cache scope: Machines, Nodes and Pods restricted to the control plane, the rest whole.
-
-    Nodes: one scope per selector of ``node_selectors`` (by default the two role labels: a label
-    selector cannot say "this label or that one"), read as one; never every Node. Pods: only the
-    control-plane components' mirror Pods of the ``components`` layout, one scope per namespace
-    and selector (:meth:`~controllers.controlplane.components.ComponentLayout.scopes`); none with
-    ``off`` (no Pod is watched then).
-    """
-    from runtime.cache import ByNamespace, ByObject, CacheOptions
-
-    by_object = {
-        ("machine.openshift.io/v1beta1", "Machine"): ByObject(label_selector=MACHINE_ROLE_SELECTOR),
-        ("v1", "Node"): ByObject(label_selectors=control_plane_node_selectors(node_selectors)),
+def _remediation_fields(backoff: RetryBackoff | None) -> dict[str, Any]:
+    """The ControlPlaneOptions fields that carry ``backoff`` (none: their defaults)."""
+    if backoff is None:
+        return {}
+    return {
+        "remediation_backoff_initial": backoff.initial,
+        "remediation_backoff_factor": backoff.factor,
+        "remediation_backoff_max": backoff.cap,
+        "remediation_max_retry": backoff.max_retry,
     }
-    layout = layout_named(components)
-    if layout is not None:
-        namespaces = {ns: ByNamespace(label_selectors=selectors) for ns, selectors in layout.scopes().items()}
-        by_object[("v1", "Pod")] = ByObject(namespaces=namespaces)
-    return CacheOptions(by_object=by_object)
 
 
 async def build_manager(options: ResolvedOperatorOptions) -> Manager:

@@ -24,6 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _add_webhook_arguments(parser)
     _add_process_arguments(parser)
     _add_controller_arguments(parser)
+    _add_remediation_arguments(parser)
 
 
 def _add_metrics_and_probe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -182,6 +183,38 @@ def _add_controller_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_remediation_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the ControlPlane bounds the remediation retries of a lineage where its
+    ``spec.remediation`` sets no ``retryPeriod`` or ``maxRetry`` (a ControlPlane's own values win)."""
+    parser.add_argument(
+        "--remediation-backoff-initial",
+        type=float,
+        metavar="SECONDS",
+        help="wait before the first remediation retry of a Machine's replacement, where "
+        "spec.remediation.retryPeriod is not set (default: 30)",
+    )
+    parser.add_argument(
+        "--remediation-backoff-factor",
+        type=float,
+        metavar="FACTOR",
+        help="what each further retry multiplies that wait by, at least 1 (default: 2)",
+    )
+    parser.add_argument(
+        "--remediation-backoff-max",
+        type=float,
+        metavar="SECONDS",
+        help="longest wait before a remediation retry (default: 600)",
+    )
+    parser.add_argument(
+        "--remediation-max-retry",
+        type=int,
+        metavar="N",
+        help="remediation retries of a lineage where spec.remediation.maxRetry is not set; then the "
+        "ControlPlane is Degraded (ReplacementsFailing) until the template changes or the "
+        "annotation controlplane.cpo.dev/resume-remediation is set (default: 5)",
+    )
+
+
 def _flag_bool(text: str) -> bool:
     """A boolean flag's value as Go's flag package reads it: ``--flag=false``, ``--flag=true``."""
     value = text.strip().lower()
@@ -221,5 +254,9 @@ def run(args: argparse.Namespace) -> int:
         ),
         control_plane_components=args.control_plane_components,
         control_plane_components_grace=args.control_plane_components_grace,
+        remediation_backoff_initial=args.remediation_backoff_initial,
+        remediation_backoff_factor=args.remediation_backoff_factor,
+        remediation_backoff_max=args.remediation_backoff_max,
+        remediation_max_retry=args.remediation_max_retry,
     )
     return eventloop.run(run_operator(options), loop=args.event_loop)

@@ -68,11 +68,27 @@ What it does, in order, on every reconcile (Active)
    then a healthy one; then the oldest. Before its deletion, etcd leadership moves off it.
    Retries are counted **per lineage**: the replacement carries the annotation
    ``controlplane.cpo.dev/remediation-for`` (``{"machine", "timestamp", "retryCount"}``: the
-   Machine it replaced, when, and the count). When that replacement fails within
-   ``remediation.minHealthyPeriod`` (1h) of that time, its remediation is retry count + 1: it
-   waits ``retryPeriod`` after the one before and stops after ``maxRetry`` (then
-   ``failureReason: MaxRetryReached``). Any other Machine starts at 0, so two unrelated
-   failures, however close, never use up ``maxRetry``. The Machine is deleted and its
+   Machine it replaced, when, and the count); the next Machine created carries it, whichever
+   step creates it, so a template whose Machines go ``Failed`` is one lineage whether its first
+   Machine came from a rollout, a scale-out or a remediation. When that replacement fails
+   within ``remediation.minHealthyPeriod`` (1h) of that time, its remediation is retry count +
+   1. **Retries are bounded by default**: retry n waits ``retryPeriod`` when set, else 30 s ×
+   2^(n − 1), at most 10 min (30 s, 1 min, 2 min, 4 min, 8 min) after the remediation before
+   it; after ``maxRetry`` retries when set, else 5, the next failure stops them: the failed
+   Machine stays, nothing is created, and the ControlPlane is ``Degraded`` (and
+   ``failureReason``) with ``ReplacementsFailing`` (``MaxRetryReached`` when your ``maxRetry``
+   stopped it), the message saying what to do. Each field you set wins on its own; the
+   operator's defaults are ``cpo run`` flags (``--remediation-backoff-initial``,
+   ``--remediation-backoff-factor``, ``--remediation-backoff-max``,
+   ``--remediation-max-retry``). The retries **resume** when the template changes (the failed
+   Machine, outdated now, starts a new lineage and is replaced at once) or when you set the
+   annotation ``controlplane.cpo.dev/resume-remediation`` on the ControlPlane to a time later
+   than the failure (``kubectl annotate cp NAME
+   controlplane.cpo.dev/resume-remediation=$(date -u +%Y-%m-%dT%H:%M:%SZ)``): replaced at once,
+   then bounded again; the annotation is removed as that remediation is recorded (used once),
+   and a value that is not such a time is ignored, left in place, and the message says why.
+   Any other Machine starts at 0, so two unrelated failures, however close, never use up the
+   retries. The Machine is deleted and its
    replacement created at once in the same failure domain (add-then-remove: the hook keeps the
    old member until the new one votes). The remediation is recorded before the delete in the
    ControlPlane's annotation ``controlplane.cpo.dev/remediation-in-progress`` and moved onto the
@@ -177,9 +193,10 @@ Phases (``status.phase``, the ``PHASE`` column)
 ``Updating``      outdated Machines are being (or, with OnDelete, waiting to be) replaced.
 ``Remediating``   an unhealthy Machine is being replaced.
 ``Degraded``      a human must act: ``failureReason``/``failureMessage`` say what (a Machine
-                  ``Failed``: fix the cause and delete it; ``MaxRetryReached``: remediation keeps
-                  failing, find out why before deleting the Machine), or matching Machines are
-                  owned by another controller.
+                  ``Failed``: fix the cause and delete it; ``ReplacementsFailing`` or
+                  ``MaxRetryReached``: its replacements keep failing, find out why, then fix the
+                  template or set the resume annotation), or matching Machines are owned by
+                  another controller.
 ``Deleting``      the ControlPlane is being deleted: its Machines are released, not deleted.
 
 Conditions
@@ -221,7 +238,8 @@ Conditions
                       check counts as off) or none yet (``WaitingForComponentPods``).
 ``Remediating``       True while a remediation is under way; False with the reason it may not
                       start (``EtcdQuorumAtRisk``, ``EtcdUnreachable``,
-                      ``WaitingForProvisioning``, ``Paused``, ...).
+                      ``WaitingForProvisioning``, ``WaitingForRetryPeriod``,
+                      ``ReplacementsFailing``, ``Paused``, ...).
 ``EtcdClusterHealthy`` written by the etcd-quorum-hook controller, kept as is.
 
 Control-plane components gate every step
@@ -291,7 +309,9 @@ The modules, along KubeadmControlPlane's lines (gather → decide → act → re
 :mod:`.template_metadata`     the template's labels and annotations, written in place
 :mod:`.rollout`               replacing outdated Machines, rebalancing, OnDelete
 :mod:`.step`                  the step value every decision returns
-:mod:`.remediation`           which marked Machine is replaced, and whether now
+:mod:`.remediation`           whether a marked Machine is replaced now, its retries
+:mod:`.remediation_order`     which marked Machine is replaced first
+:mod:`.remove_member_first`   the ``maxSurge: 0`` mark on a Machine about to be deleted
 :mod:`.remediation_record`    a remediation's record, so a crash is finished later
 :mod:`.healthcheck`           the MachineHealthCheck the ControlPlane owns
 :mod:`.inactive`              ``spec.state: Inactive``

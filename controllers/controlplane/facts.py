@@ -40,6 +40,7 @@ from controllers.controlplane.machines import (
     classify_machines,
     is_unmanaged_node,
     marked_for_remediation,
+    marked_since,
     node_ready,
     not_ready_since,
 )
@@ -157,6 +158,7 @@ def machine_info(
         has_node=node is not None,
         not_ready_since=not_ready_since(node),
         marked_unhealthy=marked_for_remediation(machine),
+        marked_since=marked_since(machine),
         etcd_voter=view is None or name in view.voters,
         etcd_healthy=view is None or name in view.healthy,
         etcd_learner=view is not None and name in view.with_member and name not in view.voters,

@@ -24,12 +24,13 @@ always False, its reason what the ControlPlane decided (cluster-api's names):
   ``EtcdUnreachable``, ``EtcdQuorumAtRisk``, ``WaitingForRetryPeriod``), or
   ``OneRemediationAtATime`` when another marked Machine goes first; a rule that holds every
   remediation (``Paused``) is read by every marked Machine, without a retry count;
-* ``CannotBeRemediated``: only a human can go on (``MaxRetryReached``,
+* ``CannotBeRemediated``: only a human can go on (``MaxRetryReached``, ``ReplacementsFailing``,
   ``CannotRemediateLastMachine``).
 
 The message counts the retries along the Machine's lineage (``retry 2 of maxRetry 3``, see
-:mod:`~.remediation_record`). While the reason is a waiting one the health check may still take
-its mark back (the Machine recovered): it then removes the condition.
+:mod:`~.remediation_record`), the limit being the one the retry rule applied (``maxRetry``, or
+the operator's default limit when it is not set). While the reason is a waiting one the health
+check may still take its mark back (the Machine recovered): it then removes the condition.
 
 ``ControlPlaneComponentsHealthy`` (:func:`~.components.machine_condition`), on every owned Machine
 not being deleted: whether its kube-apiserver, kube-controller-manager, kube-scheduler and etcd
@@ -77,10 +78,16 @@ def up_to_date_condition(spec: ControlPlaneSpec, machine: Mapping[str, Any], whe
     return condition(CONDITION_UP_TO_DATE, "False", reason, f"outdated: {message}", SEVERITY_WARNING)
 
 
-def retry_text(machine: Mapping[str, Any], retry_count: int, max_retry: int | None) -> str:
-    """Where this remediation stands along the Machine's lineage."""
+def retry_text(
+    machine: Mapping[str, Any], retry_count: int, max_retry: int | None, default_limit: int | None = None
+) -> str:
+    """Where this remediation stands along the Machine's lineage: of the user's ``max_retry``,
+    else of the operator's ``default_limit`` (when the retry rule applied one)."""
     lineage = lineage_of(machine)
-    limit = f"maxRetry {max_retry}" if max_retry is not None else "no maxRetry"
+    if max_retry is not None:
+        limit = f"maxRetry {max_retry}"
+    else:
+        limit = f"the default limit {default_limit}" if default_limit is not None else "no maxRetry"
     if retry_count == 0 or lineage is None:
         return f"first remediation of its lineage ({limit})"
     return f"retry {retry_count} of {limit} along the lineage of Machine {lineage.machine}"
@@ -110,7 +117,7 @@ def owner_remediated_condition(
     if name != target:
         message = f"{REASON_ONE_REMEDIATION_AT_A_TIME}: marked Machine {target} is remediated first"
         return condition(CONDITION_OWNER_REMEDIATED, "False", REASON_REMEDIATION_DEFERRED, message)
-    retries = retry_text(machine, decision.retry_count, max_retry)
+    retries = retry_text(machine, decision.retry_count, max_retry, decision.retry_limit)
     if decision.allowed:
         message = f"{decision.message}; {retries}"
         return condition(CONDITION_OWNER_REMEDIATED, "False", REASON_MACHINE_DELETING, message)

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import KIND as CP_KIND
+from api.machine import CONDITION_HEALTH_CHECK_SUCCEEDED
 from api.machine import marked_for_remediation as marked_for_remediation
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, is_control_plane_node
 from api.ownership import ControlPlaneMachines
@@ -56,6 +57,9 @@ class MachineInfo:
     :attr:`created` stands in: a Machine not ready since it was created)."""
     marked_unhealthy: bool = False
     """The MachineHealthCheck marked it for remediation (``HealthCheckSucceeded=False``)."""
+    marked_since: datetime | None = None
+    """When it was marked (see :func:`marked_since`): the time of its failure the resume
+    annotation is compared with; None when not marked or not known."""
     etcd_voter: bool = False
     """Its etcd member is a voter."""
     etcd_healthy: bool = False
@@ -222,6 +226,16 @@ def not_ready_since(node: Mapping[str, Any] | None) -> datetime | None:
     if ready is None or ready.get("status") == "True":
         return None
     return parse_time(ready.get("lastTransitionTime"))
+
+
+def marked_since(machine: Mapping[str, Any]) -> datetime | None:
+    """When the health check marked ``machine``: its ``HealthCheckSucceeded`` condition's
+    lastTransitionTime while that is False; None otherwise. Read from the Machine, so an operator
+    restart does not move it."""
+    checked = find_condition(conditions_of(machine), CONDITION_HEALTH_CHECK_SUCCEEDED)
+    if checked is None or checked.get("status") != "False":
+        return None
+    return parse_time(checked.get("lastTransitionTime"))
 
 
 def is_unmanaged_node(

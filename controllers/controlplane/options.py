@@ -1,4 +1,14 @@
-"""How the ControlPlane controller runs: :class:`ControlPlaneOptions` and their defaults."""
+"""How the ControlPlane controller runs: :class:`ControlPlaneOptions` and their defaults.
+
+The remediation retries of a lineage are bounded by default
+(:func:`~controllers.controlplane.remediation.retry_rule`): where ``spec.remediation`` sets no
+``retryPeriod``, retry n waits 30 s × 2^(n − 1), at most 10 min (30 s, 1 min, 2 min, 4 min,
+8 min), and where it sets no ``maxRetry``, the 5th retry is the last: the replacement it makes
+failing too stops them (``Degraded``, ``ReplacementsFailing``), about 16 minutes after the first
+failure. The numbers are options (``cpo run --remediation-backoff-initial``,
+``--remediation-backoff-factor``, ``--remediation-backoff-max``, ``--remediation-max-retry``),
+resolved here and nowhere else.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ from dataclasses import dataclass
 
 from api.nodes import control_plane_node_selectors
 from controllers.controlplane.components import DEFAULT_GRACE_SECONDS, ComponentLayout, layout_named
+from controllers.controlplane.remediation import RetryBackoff
 from controllers.etcd.client import EtcdClientOptions
 from controllers.etcdquorum.rules import DEFAULT_HOOK, Hook
 from runtime.controller import ControllerOptions
@@ -47,6 +58,16 @@ class ControlPlaneOptions:
     """The label selectors that tell a control-plane Node (:mod:`api.nodes`), the same ones the
     operator's cache selects Nodes by. Defaults to ``node-role.kubernetes.io/control-plane`` or
     ``node-role.kubernetes.io/master``."""
+    remediation_backoff_initial: float | None = None
+    """Seconds the first remediation retry of a lineage waits after the remediation before it,
+    where ``spec.remediation.retryPeriod`` is not set. Defaults to 30."""
+    remediation_backoff_factor: float | None = None
+    """What each further retry multiplies that wait by (at least 1). Defaults to 2."""
+    remediation_backoff_max: float | None = None
+    """The longest wait before a retry, in seconds. Defaults to 600 (10 min)."""
+    remediation_max_retry: int | None = None
+    """The retries a lineage gets where ``spec.remediation.maxRetry`` is not set (0: a failed
+    replacement is never replaced again). Defaults to 5."""
 
     control_plane_components: str | None = None
     """Where the control-plane components' mirror Pods are
@@ -72,10 +93,27 @@ class ControlPlaneOptions:
             etcd_quorum_hook_runs=bool(self.etcd_quorum_hook_runs),
             components_layout=layout_named(self.control_plane_components or "kubeadm"),
             components_grace=_positive(self.components_grace, DEFAULT_GRACE_SECONDS, "components_grace"),
+            remediation_backoff=self._remediation_backoff(),
         )
         if resolved.preflight_backoff_max < resolved.preflight_backoff_initial:
             raise ValueError("ControlPlaneOptions.preflight_backoff_max must be ≥ preflight_backoff_initial")
         return resolved
+
+    def _remediation_backoff(self) -> RetryBackoff:
+        backoff = RetryBackoff(
+            initial=_positive(self.remediation_backoff_initial, 30.0, "remediation_backoff_initial"),
+            factor=2.0 if self.remediation_backoff_factor is None else float(self.remediation_backoff_factor),
+            cap=_positive(self.remediation_backoff_max, 600.0, "remediation_backoff_max"),
+            max_retry=5 if self.remediation_max_retry is None else int(self.remediation_max_retry),
+        )
+        name = "ControlPlaneOptions.remediation"
+        if backoff.factor < 1:
+            raise ValueError(f"{name}_backoff_factor must be ≥ 1, got {backoff.factor:g}")
+        if backoff.cap < backoff.initial:
+            raise ValueError(f"{name}_backoff_max must be ≥ remediation_backoff_initial")
+        if backoff.max_retry < 0:
+            raise ValueError(f"{name}_max_retry must be ≥ 0, got {backoff.max_retry}")
+        return backoff
 
 
 def _positive(value: float | None, default: float, name: str) -> float:
@@ -101,3 +139,4 @@ class ResolvedControlPlaneOptions:
     components_layout: ComponentLayout | None
     """None: the components check is off."""
     components_grace: float
+    remediation_backoff: RetryBackoff

@@ -31,7 +31,6 @@ Wired into a manager by :func:`controllers.controlplane.wiring.setup_with_manage
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,7 +39,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.controlplane import API_VERSION as CP_API_VERSION
-from api.controlplane import CONDITION_PROGRESSING, REMOVE_MEMBER_FIRST_ANNOTATION, ControlPlane
+from api.controlplane import (
+    CONDITION_PROGRESSING,
+    RESUME_REMEDIATION_ANNOTATION,
+    ControlPlane,
+)
 from api.controlplane import KIND as CP_KIND
 from api.controlplane_reasons import (
     REASON_MACHINE_ADOPTED,
@@ -72,7 +75,12 @@ from controllers.controlplane.preflight import (
     preflight,
 )
 from controllers.controlplane.release import HookIdentity, add_finalizer, has_finalizer, release
-from controllers.controlplane.remediation import RemediationDecision, pick_target, remediation_decision
+from controllers.controlplane.remediation import (
+    RemediationDecision,
+    remediation_decision,
+)
+from controllers.controlplane.remediation_order import pick_target
+from controllers.controlplane.remove_member_first import mark_remove_member_first, unmark_remove_member_first
 from controllers.controlplane.requeue import next_look
 from controllers.controlplane.scale import planned_step
 from controllers.controlplane.status import (
@@ -188,7 +196,7 @@ class ControlPlaneReconciler:
         )
         if is_inactive(spec):
             return await self._observe(facts)
-        await self._unmark_remove_member_first(facts)
+        await unmark_remove_member_first(self.client, facts.cp, facts.owned)
         await sync_template_metadata(self.client, spec, facts.owned)
         await sync_mhc(self.client, self.cache, cp, spec, facts.infos, self._event)
         return await self._act(facts)
@@ -220,10 +228,11 @@ class ControlPlaneReconciler:
             paused=facts.spec.paused,
             rollout_after_in=seconds_until_rollout_after(facts.spec, now=now()),
             degraded_in=seconds_until_degraded(facts.spec.replicas, facts.infos, now=now()),
+            retry_in=remediation.decision.requeue_after if remediation.decision else None,
         )
 
     async def _remediate(self, facts: Facts, key: tuple[str, str]) -> _Remediation:
-        """Delete the marked Machine :func:`~controllers.controlplane.remediation.pick_target`
+        """Delete the marked Machine :func:`~controllers.controlplane.remediation_order.pick_target`
         chooses (or the one a remediation recorded before a crash names), when the remediation
         rules allow it, after moving etcd leadership off it.
 
@@ -247,9 +256,10 @@ class ControlPlaneReconciler:
         record = resumed if decision.resumed else None
         if record is None:
             record = records.RemediationRecord(target.name, now(), decision.retry_count)
+            clear = [RESUME_REMEDIATION_ANNOTATION] if decision.resume_used else []
             try:
                 facts.cp = await records.write_pending(
-                    self.client, facts.cp, records.recorded(pending, record)
+                    self.client, facts.cp, records.recorded(pending, record), clear=clear
                 )
             except Conflict:  # a stale view of the list: decide again from the fresh one
                 return _Remediation(in_progress, result=Result(requeue_after=self.options.wait_period))
@@ -260,8 +270,8 @@ class ControlPlaneReconciler:
         result = Result(requeue_after=self.options.wait_period)
         return _Remediation(True, decision, record.to_json(), result, target.name)
 
-    @staticmethod
     def _remediation_decision(
+        self,
         facts: Facts,
         target: MachineInfo,
         last_machine: str | None,
@@ -283,6 +293,8 @@ class ControlPlaneReconciler:
             retry_period=remediation.retry_period if remediation else None,
             min_healthy_period=remediation.min_healthy_period if remediation else None,
             now=now(),
+            backoff=self.options.remediation_backoff,
+            resume=(facts.cp["metadata"].get("annotations") or {}).get(RESUME_REMEDIATION_ANNOTATION),
             paused=spec.paused,
         )
 
@@ -321,7 +333,7 @@ class ControlPlaneReconciler:
         assert step.machine is not None
         await self._forward_leadership(facts, step.machine)
         if step.remove_member_first:
-            await self._mark_remove_member_first(facts, step.machine, step.reason)
+            await mark_remove_member_first(self.client, facts.cp, facts.owned, step.machine, step.reason)
         await self._delete_machine(cp, step.machine, step.reason, step.message, "delete")
         self._expectations.expect(key, "delete", step.machine)
 
@@ -417,48 +429,6 @@ class ControlPlaneReconciler:
         await forward_leadership(
             pool, cp, facts.spec, facts.owned, facts.infos, facts.etcd, name, self._event
         )
-
-    async def _mark_remove_member_first(self, facts: Facts, name: str, reason: str) -> None:
-        """Mark Machine ``name`` (:data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION`) right
-        before a maxSurge-0 delete, under its resourceVersion: a Machine changed since the facts
-        were read is not marked (the 409 makes the pass run again, and nothing is deleted)."""
-        machine = next(m for m in facts.owned if m["metadata"]["name"] == name)
-        await self.client.patch(
-            MACHINE_API_VERSION,
-            "Machine",
-            name,
-            {
-                "metadata": {
-                    "resourceVersion": machine["metadata"].get("resourceVersion"),
-                    "annotations": {REMOVE_MEMBER_FIRST_ANNOTATION: reason},
-                }
-            },
-            facts.cp["metadata"]["namespace"],
-        )
-
-    async def _unmark_remove_member_first(self, facts: Facts) -> None:
-        """Take :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION` off every owned Machine that
-        is not being deleted: the mark is for one delete, and a crash between the mark and the
-        delete must not leave it for a user's later delete of that Machine."""
-        for machine in facts.owned:
-            metadata = machine["metadata"]
-            if metadata.get("deletionTimestamp") or REMOVE_MEMBER_FIRST_ANNOTATION not in (
-                metadata.get("annotations") or {}
-            ):
-                continue
-            with contextlib.suppress(NotFound):
-                await self.client.patch(
-                    MACHINE_API_VERSION,
-                    "Machine",
-                    metadata["name"],
-                    {
-                        "metadata": {
-                            "resourceVersion": metadata.get("resourceVersion"),
-                            "annotations": {REMOVE_MEMBER_FIRST_ANNOTATION: None},
-                        }
-                    },
-                    facts.cp["metadata"]["namespace"],
-                )
 
     async def _delete_machine(self, cp: JSON, name: str, reason: str, message: str, operation: str) -> None:
         try:

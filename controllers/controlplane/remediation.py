@@ -1,6 +1,6 @@
-"""Remediation of the ControlPlane's unhealthy Machines: which marked Machine goes first, whether
-it may be replaced now, how its retries are counted, and the MachineHealthCheck budget that
-decides which Machines get marked at all.
+"""Remediation of the ControlPlane's unhealthy Machines: whether the marked Machine
+:mod:`~controllers.controlplane.remediation_order` picks may be replaced now, how its retries are
+counted, and the MachineHealthCheck budget that decides which Machines get marked at all.
 
 KubeadmControlPlane's safety rules, adapted to an etcd-quorum hook that holds a deleting
 Machine's healthy voter until its replacement votes. Each rule is a function that returns the
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from api.controlplane import RESUME_REMEDIATION_ANNOTATION
 from api.controlplane_reasons import (
     REASON_CANNOT_REMEDIATE_LAST_MACHINE,
     REASON_ETCD_QUORUM_AT_RISK,
@@ -29,6 +30,7 @@ from api.controlplane_reasons import (
     REASON_MAX_RETRY_REACHED,
     REASON_PAUSED,
     REASON_REMEDIATING,
+    REASON_REPLACEMENTS_FAILING,
     REASON_WAITING_FOR_DELETION,
     REASON_WAITING_FOR_HEALTHY_COMPONENTS,
     REASON_WAITING_FOR_PREVIOUS_REMEDIATION,
@@ -37,6 +39,7 @@ from api.controlplane_reasons import (
 )
 from api.meta import parse_duration
 from api.quorum import fault_tolerance, quorum_kept_without
+from controllers.common import format_time, parse_time
 from controllers.controlplane.machines import MachineInfo, machine_voters
 from controllers.controlplane.remediation_record import RemediationRecord
 
@@ -61,6 +64,30 @@ class RemediationDecision:
     ControlPlane itself changes (:func:`paused_rule`): every marked Machine reads this decision as
     it is (no retry was counted), and no timer looks again, since the update that lifts it wakes
     the reconciler."""
+    retry_limit: int | None = None
+    """The retries the lineage may have (``maxRetry``, or the operator's default), when
+    :func:`retry_rule` judged; None when another rule decided."""
+    resume_used: bool = False
+    """The resume annotation started this remediation afresh: the reconciler clears it in the
+    write that records the remediation (it is used once)."""
+
+
+@dataclass(frozen=True)
+class RetryBackoff:
+    """How :func:`retry_rule` bounds a lineage where ``spec.remediation`` says nothing: the wait
+    before retry n is ``initial × factor^(n − 1)`` seconds, at most ``cap``, and a lineage gets
+    ``max_retry`` retries. The numbers are the operator's (``cpo run --remediation-backoff-*``,
+    ``--remediation-max-retry``), resolved in one place,
+    :meth:`~controllers.controlplane.options.ControlPlaneOptions.with_defaults`."""
+
+    initial: float
+    factor: float
+    cap: float
+    max_retry: int
+
+    def period(self, retry: int) -> float:
+        """Seconds retry ``retry`` (1 for the first) waits after the remediation before it."""
+        return float(min(self.initial * self.factor ** max(retry - 1, 0), self.cap))
 
 
 def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
@@ -91,49 +118,6 @@ def held_by_hook(machine: MachineInfo) -> bool:
     return machine.deleting and machine.etcd_voter and machine.etcd_healthy
 
 
-# ---------------------------------------------------------------------------------------------- pick
-
-
-def removal_cost(machine: MachineInfo) -> int:
-    """What losing ``machine`` costs the control plane, lowest first: 0 without a Node (it never
-    came up, it serves nothing), 1 without a voting member (no member, or a learner: removing it
-    changes no quorum), 2 with an unhealthy voter (its vote is already lost), 3 with a healthy
-    voter."""
-    if not machine.has_node:
-        return 0
-    if not machine.etcd_voter:
-        return 1
-    return 2 if not machine.etcd_healthy else 3
-
-
-def pick_target(marked: Sequence[MachineInfo], pending: Sequence[RemediationRecord] = ()) -> MachineInfo:
-    """The marked Machine to remediate first: one whose remediation was recorded (``pending``, the
-    ControlPlane's in-progress list) but not carried out, so a crash never starts a second one;
-    else the lowest :func:`removal_cost`, then the oldest, then by name.
-
-    KubeadmControlPlane picks "the most broken" Machine the same way: a Machine its user asked to
-    remediate, then one without a Node, then one whose etcd member (then etcd Pod) is not
-    healthy, then one whose API server, controller manager or scheduler is not; then the oldest
-    and by name. We have no remediate-this-Machine annotation (deleting the Machine does that);
-    we rank a Machine without a voting member before an unhealthy voter, since the member it
-    lacks costs no quorum, and among equal costs one with broken control-plane components first.
-    Removing the cheapest first also maximises the chance that the replacement joins: etcd takes
-    no new member while a voter is dead, so the preflight of every other step waits for the dead
-    voters to go.
-    """
-    recorded = {r.machine for r in pending}
-    return min(
-        marked,
-        key=lambda m: (
-            m.name not in recorded,
-            removal_cost(m),
-            not m.components_unhealthy,
-            m.created,
-            m.name,
-        ),
-    )
-
-
 # ---------------------------------------------------------------------------------------------- decision
 
 
@@ -151,6 +135,8 @@ def remediation_decision(
     retry_period: str | None,
     min_healthy_period: str | None,
     now: datetime,
+    backoff: RetryBackoff,
+    resume: str | None = None,
     paused: bool = False,
 ) -> RemediationDecision:
     """KubeadmControlPlane's safety rules for remediating ``target`` (marked unhealthy).
@@ -159,7 +145,9 @@ def remediation_decision(
     (``status.lastRemediation``); ``etcd_error`` why etcd could not be read this pass (None when
     it was read, or not asked); ``resuming`` the ControlPlane's in-progress record for ``target``
     when one was written and ``target`` not deleted yet (a crash between the two); ``lineage`` the
-    record ``target`` carries as a replacement of a remediated Machine.
+    record ``target`` carries as a replacement of a remediated Machine; ``backoff`` what bounds
+    its retries where ``spec.remediation`` says nothing; ``resume`` the ControlPlane's
+    :data:`~api.controlplane.RESUME_REMEDIATION_ANNOTATION` (None when absent).
 
     Allowed only when every rule lets it, in this order: :func:`paused_rule` (first: it holds
     every Machine alike, a recorded remediation's too), :func:`last_machine_rule`,
@@ -191,6 +179,8 @@ def remediation_decision(
         retry_period=retry_period,
         min_healthy_period=min_healthy_period,
         now=now,
+        backoff=backoff,
+        resume=resume,
     )
 
 
@@ -379,44 +369,124 @@ def retry_rule(
     retry_period: str | None,
     min_healthy_period: str | None,
     now: datetime,
+    backoff: RetryBackoff,
+    resume: str | None = None,
 ) -> RemediationDecision:
-    """Retries are counted along ``target``'s lineage: ``target`` was created to replace a
-    remediated Machine (``lineage``, the record it carries) less than ``minHealthyPeriod``
-    (default 1h) ago, so remediating it is retry ``lineage.retryCount + 1``. It waits
-    ``retryPeriod`` after the remediation it replaced, and stops after ``maxRetry`` retries (then
-    a human must act: replacing a Machine that keeps failing only hides the cause). A Machine
-    without a record, or one that stayed healthy for ``minHealthyPeriod``, starts at 0: two
-    unrelated failures are never retries of each other, however close in time.
+    """Retries are counted along ``target``'s lineage, and bounded by default.
 
-    KubeadmControlPlane's checkRetryLimits, with the same fields and the same arithmetic: it
-    refuses when the carried count has reached maxRetry, which is our count + 1 exceeding it.
+    **Counting.** ``target`` was created to replace a remediated Machine (``lineage``, the
+    record it carries) less than ``minHealthyPeriod`` (default 1h) ago, so remediating it is
+    retry ``lineage.retryCount + 1``. A Machine without a record (a rollout's, a scale-out's),
+    or one that stayed healthy for ``minHealthyPeriod``, starts at 0: two unrelated failures
+    are never retries of each other. The next Machine created, by whichever step, carries the
+    record: a template whose Machines fail is one lineage, however its first Machine came.
+
+    **Bounding.** Retry n waits ``retryPeriod`` after the remediation it follows when the user
+    set it, else the operator's backoff (:class:`RetryBackoff`: by default 30 s before retry 1,
+    doubled per retry, at most 10 min); it stops after ``maxRetry`` retries when set, else after
+    the operator's default count (5). Stopped, the decision needs a human
+    (``MaxRetryReached`` when the user's ``maxRetry`` stopped it, ``ReplacementsFailing`` when
+    the default did), and the message says the two ways on:
+
+    * **fix the template**: an outdated ``target`` (template changed, its domain removed, or
+      ``rolloutAfter`` passed since its creation) starts a new lineage (retry 0, at once): its
+      failure says nothing about what is asked for now;
+    * **the resume annotation** :data:`~api.controlplane.RESUME_REMEDIATION_ANNOTATION` on the
+      ControlPlane, an RFC 3339 time later than ``target``'s failure (when the health check
+      marked it; its creation when that is not known): the lineage starts again at retry 0, at
+      once, and the reconciler removes the annotation in the write that records the remediation
+      (used once: a manifest applied again later, with the same time, is older than any later
+      failure, so it resumes nothing). A value that is not such a time is ignored and left in
+      place, and the refusal says why; it never resumes a later failure either.
+
+    Both also cut a wait short; neither bypasses the safety rules, judged before this one.
+
+    KubeadmControlPlane's checkRetryLimits counts the same way (the same record and default
+    minHealthyPeriod; it refuses once the carried count reached maxRetry: our count + 1 exceeding
+    it), but there an unset maxRetry is no limit, an unset retryPeriod no wait, and only a human
+    editing Machines goes on. OpenShift's ControlPlaneMachineSet never replaces a failed
+    replacement: it stops at the first and reports it. We retry (a provider's failures are often
+    short: quota, capacity), boundedly by default, and say how to go on.
     """
     if lineage is None or now - lineage.timestamp >= parse_duration(min_healthy_period or "1h"):
         return RemediationDecision(True, REASON_REMEDIATING, f"Replacing unhealthy Machine {target.name}")
+    limit = max_retry if max_retry is not None else backoff.max_retry
+    fresh, note = fresh_start(target, lineage, resume=resume, limit=limit)
+    if fresh is not None:
+        return fresh
     retry_count = lineage.retry_count + 1
-    if max_retry is not None and retry_count > max_retry:
-        return RemediationDecision(
-            False,
-            REASON_MAX_RETRY_REACHED,
-            f"Machine {target.name}, which replaced remediated Machine {lineage.machine}, failed within "
-            f"minHealthyPeriod after {lineage.retry_count} remediation retry(ies) of that Machine "
-            f"(maxRetry {max_retry}); find the cause, then delete the Machine by hand",
-            retry_count=retry_count,
-            needs_human=True,
-        )
-    wait = lineage.timestamp + parse_duration(retry_period or "0") - now
+    if retry_count > limit:
+        return retries_exhausted(target, lineage, user_limit=max_retry is not None, limit=limit, note=note)
+    if retry_period is not None:
+        period, source = parse_duration(retry_period), f"retryPeriod ({retry_period})"
+    else:
+        period = timedelta(seconds=backoff.period(retry_count))
+        source = f"the backoff before retry {retry_count} ({period.total_seconds():g}s)"
+    wait = lineage.timestamp + period - now
     if wait > timedelta(0):
         return RemediationDecision(
             False,
             REASON_WAITING_FOR_RETRY_PERIOD,
-            f"Remediation of {target.name} waits for retryPeriod ({retry_period}) after that of "
+            f"Remediation of {target.name} waits for {source} after that of "
             f"{lineage.machine}, which it replaced",
             retry_count=retry_count,
             requeue_after=wait.total_seconds(),
+            retry_limit=limit,
         )
     return RemediationDecision(
         True,
         REASON_REMEDIATING,
         f"Replacing unhealthy Machine {target.name} (retry {retry_count} after {lineage.machine})",
         retry_count=retry_count,
+        retry_limit=limit,
+    )
+
+
+def fresh_start(
+    target: MachineInfo, lineage: RemediationRecord, *, resume: str | None, limit: int
+) -> tuple[RemediationDecision | None, str]:
+    """The decision that starts ``target``'s lineage again (retry 0, at once), or None and, when
+    a resume annotation was there but does not apply, the note saying why (:func:`retry_rule`:
+    an outdated ``target``, or a resume annotation later than its failure)."""
+    if target.outdated:
+        message = (
+            f"Replacing unhealthy Machine {target.name} (outdated since it was created: the retries "
+            f"of the lineage of {lineage.machine} start again)"
+        )
+        return RemediationDecision(True, REASON_REMEDIATING, message, retry_limit=limit), ""
+    if resume is None:
+        return None, ""
+    failed_at = target.marked_since or target.created
+    resume_at = parse_time(resume)
+    if resume_at is not None and resume_at > failed_at:
+        message = (
+            f"Replacing unhealthy Machine {target.name} (resumed by {RESUME_REMEDIATION_ANNOTATION} "
+            f"{resume}: the retries of the lineage of {lineage.machine} start again)"
+        )
+        decision = RemediationDecision(True, REASON_REMEDIATING, message, retry_limit=limit, resume_used=True)
+        return decision, ""
+    return None, (
+        f"; {RESUME_REMEDIATION_ANNOTATION} {resume!r} is ignored: it must be an RFC 3339 time "
+        f"later than this Machine's failure at {format_time(failed_at)}"
+    )
+
+
+def retries_exhausted(
+    target: MachineInfo, lineage: RemediationRecord, *, user_limit: bool, limit: int, note: str
+) -> RemediationDecision:
+    """The refusal once a lineage used its ``limit`` retries: ``MaxRetryReached`` when the limit
+    is the user's ``maxRetry``, ``ReplacementsFailing`` when it is the operator's default; the
+    message says how to go on (and ``note``, why a resume annotation did not)."""
+    which = f"maxRetry {limit}" if user_limit else f"the default limit of {limit} retries"
+    return RemediationDecision(
+        False,
+        REASON_MAX_RETRY_REACHED if user_limit else REASON_REPLACEMENTS_FAILING,
+        f"Machine {target.name}, which replaced remediated Machine {lineage.machine}, failed within "
+        f"minHealthyPeriod after {lineage.retry_count} remediation retry(ies) of that Machine "
+        f"({which}); no more replacements are made: find the cause, then fix the template (a "
+        f"template change resumes), or, once the cause is fixed elsewhere, set the annotation "
+        f"{RESUME_REMEDIATION_ANNOTATION}=<the current time, RFC 3339> on the ControlPlane{note}",
+        retry_count=lineage.retry_count + 1,
+        needs_human=True,
+        retry_limit=limit,
     )

@@ -186,16 +186,17 @@ def awaiting_replacement(
 # ---------------------------------------------------------------------------------------------- writes
 
 
-async def write_pending(client: Client, cp: JSON, records: Sequence[RemediationRecord]) -> JSON:
+async def write_pending(
+    client: Client, cp: JSON, records: Sequence[RemediationRecord], *, clear: Sequence[str] = ()
+) -> JSON:
     """Set the ControlPlane's in-progress list to ``records``, only if ``cp`` is its latest version
-    (raises Conflict otherwise: a list computed from a stale view must not overwrite a newer one)."""
+    (raises Conflict otherwise: a list computed from a stale view must not overwrite a newer one).
+    The annotations named in ``clear`` are removed in the same write (the resume annotation a
+    remediation used: it is gone exactly when that remediation is recorded)."""
     metadata = cp["metadata"]
-    patch = {
-        "metadata": {
-            "resourceVersion": metadata["resourceVersion"],
-            "annotations": {REMEDIATION_IN_PROGRESS_ANNOTATION: encode_pending(records)},
-        }
-    }
+    annotations: dict[str, str | None] = {REMEDIATION_IN_PROGRESS_ANNOTATION: encode_pending(records)}
+    annotations.update(dict.fromkeys(clear))
+    patch = {"metadata": {"resourceVersion": metadata["resourceVersion"], "annotations": annotations}}
     return await client.patch(CP_API_VERSION, CP_KIND, metadata["name"], patch, metadata["namespace"])
 
 

@@ -30,6 +30,7 @@ from api.machine import (
     REASON_UNHEALTHY_NODE,
     REASON_WAITING_FOR_REMEDIATION,
 )
+from controllers.cache_scope import MACHINE_ROLE_SELECTOR
 from controllers.machinehealthcheck import (
     EVENT_MACHINE_DELETED,
     EVENT_REMEDIATION_RESTRICTED,
@@ -39,7 +40,6 @@ from controllers.machinehealthcheck import (
     setup_with_manager,
 )
 from controllers.machinehealthcheck.reconciler import MachineHealthCheckReconciler
-from controllers.operator import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.controller import ControllerOptions
 from runtime.envtest import Environment

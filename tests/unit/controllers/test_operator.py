@@ -14,7 +14,8 @@ import pytest
 import runtime.log
 from api.nodes import LABEL_CONTROL_PLANE, LABEL_MASTER
 from cli.__main__ import build_parser
-from controllers.operator import OperatorOptions, operator_cache_options, run_operator
+from controllers.cache_scope import operator_cache_options
+from controllers.operator import OperatorOptions, run_operator
 from runtime.eventloop import LoopKind, run
 
 NODES = ("v1", "Node")
@@ -86,3 +87,31 @@ def test_the_start_line_names_the_running_event_loop(
         root.handlers[:] = handlers
         root.setLevel(level)
     assert f"on the {loop} event loop" in start_line(caplog)
+
+
+def test_cpo_run_passes_the_remediation_bound_to_the_controlplane_controller() -> None:
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--remediation-backoff-initial=4",
+            "--remediation-backoff-factor=3",
+            "--remediation-backoff-max=40",
+            "--remediation-max-retry=2",
+        ]
+    )
+    options = OperatorOptions(
+        kubeconfig="kc",
+        remediation_backoff_initial=args.remediation_backoff_initial,
+        remediation_backoff_factor=args.remediation_backoff_factor,
+        remediation_backoff_max=args.remediation_backoff_max,
+        remediation_max_retry=args.remediation_max_retry,
+    )
+    backoff = options.with_defaults().remediation_backoff
+    assert backoff is not None
+    assert (backoff.initial, backoff.factor, backoff.cap, backoff.max_retry) == (4.0, 3.0, 40.0, 2)
+    unset = build_parser().parse_args(["run"])
+    assert unset.remediation_backoff_initial is None and unset.remediation_max_retry is None
+    default = OperatorOptions(kubeconfig="kc").with_defaults().remediation_backoff
+    assert default is not None and (default.initial, default.max_retry) == (30.0, 5)
+    with pytest.raises(ValueError, match="remediation_backoff_factor"):
+        OperatorOptions(kubeconfig="kc", remediation_backoff_factor=0.5).with_defaults()

@@ -198,6 +198,23 @@ def test_retry_text_without_max_retry() -> None:
     )
 
 
+def test_a_lineage_stopped_by_the_default_limit_cannot_be_remediated_and_says_that_limit() -> None:
+    s = local_spec()
+    decision = RemediationDecision(
+        False, "ReplacementsFailing", "fix the template", retry_count=6, needs_human=True, retry_limit=5
+    )
+    got = owner_remediated_condition(s, created(s, annotations=lineage(5)), "cp-a", decision)
+    assert got is not None and got["reason"] == REASON_CANNOT_BE_REMEDIATED, got
+    assert got["message"] == (
+        "ReplacementsFailing: fix the template; retry 6 of the default limit 5 along the lineage of "
+        "Machine cp-old"
+    )
+    mine = local_spec(remediation={"maxRetry": 7})
+    waiting = RemediationDecision(False, "WaitingForRetryPeriod", "waits", retry_count=6, retry_limit=7)
+    said = owner_remediated_condition(mine, created(mine, annotations=lineage(5)), "cp-a", waiting)
+    assert said is not None and "retry 6 of maxRetry 7" in said["message"], said
+
+
 def marks(owner_reason: str = "WaitingForRemediation") -> dict[str, Any]:
     return {
         "conditions": [

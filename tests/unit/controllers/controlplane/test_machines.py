@@ -15,6 +15,7 @@ from controllers.controlplane.machines import (
     is_unmanaged_node,
     machine_name,
     marked_for_remediation,
+    marked_since,
     not_ready_since,
 )
 from tests.support.machine_rows import cp_machine
@@ -136,6 +137,34 @@ def test_not_ready_since_reads_the_nodes_ready_transition(
     node: dict[str, Any] | None, expected: datetime | None
 ) -> None:
     assert not_ready_since(node) == expected
+
+
+def checked(status: str, at: str | None = "2026-01-01T11:40:00Z") -> dict[str, Any]:
+    entry = {"type": "HealthCheckSucceeded", "status": status, "lastTransitionTime": at}
+    return {"status": {"conditions": [entry]}}
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected"),
+    [
+        ({}, None),
+        (checked("True"), None),
+        (checked("False"), datetime(2026, 1, 1, 11, 40, tzinfo=UTC)),
+        (checked("False", at=None), None),
+        (checked("False", at="yesterday"), None),
+    ],
+    ids=[
+        "a Machine never checked has no mark time",
+        "a healthy Machine has no mark time",
+        "a marked Machine was marked when its health check turned False",
+        "a mark without a transition time gives no time",
+        "a mark with an unreadable time gives no time",
+    ],
+)
+def test_marked_since_is_when_the_health_check_turned_false(
+    machine: dict[str, Any], expected: datetime | None
+) -> None:
+    assert marked_since(machine) == expected
 
 
 def role_node(*labels: str, machine: str | None = None) -> dict[str, Any]:

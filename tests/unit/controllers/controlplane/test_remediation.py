@@ -10,13 +10,21 @@ from typing import Any
 import pytest
 
 from controllers.controlplane.machines import MachineInfo
-from controllers.controlplane.remediation import pick_target, remediation_decision, removal_cost
+from controllers.controlplane.options import ControlPlaneOptions
+from controllers.controlplane.remediation import (
+    RetryBackoff,
+    remediation_decision,
+)
+from controllers.controlplane.remediation_order import pick_target, removal_cost
 from controllers.controlplane.remediation_record import (
     RemediationRecord,
 )
 from tests.support.machine_rows import cp_machine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULTS = ControlPlaneOptions().with_defaults().remediation_backoff
+"""The operator's default bound: 30 s doubling to 10 min, 5 retries."""
+RESUME = "controlplane.cpo.dev/resume-remediation"
 
 
 m = partial(cp_machine, failure_domain="a")
@@ -34,6 +42,7 @@ def decide(target: MachineInfo, machines: list[MachineInfo], **kw: Any) -> Any:
         "retry_period": None,
         "min_healthy_period": None,
         "now": T0,
+        "backoff": DEFAULTS,
     }
     args.update(kw)
     return remediation_decision(target=target, machines=machines, **args)
@@ -42,6 +51,11 @@ def decide(target: MachineInfo, machines: list[MachineInfo], **kw: Any) -> Any:
 def replaced(machine: str, minutes_ago: float, retry_count: int = 0) -> RemediationRecord:
     """The record a replacement carries: it replaced ``machine``, remediated ``minutes_ago``."""
     return RemediationRecord(machine, T0 - timedelta(minutes=minutes_ago), retry_count)
+
+
+def seconds_ago(machine: str, seconds: float, retry_count: int) -> RemediationRecord:
+    """:func:`replaced`, ``seconds`` ago."""
+    return RemediationRecord(machine, T0 - timedelta(seconds=seconds), retry_count)
 
 
 SICK = m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False)
@@ -365,3 +379,241 @@ def test_among_equal_costs_the_machine_with_broken_components_is_remediated_firs
     older = m("older", age=50, marked_unhealthy=True)
     broken = m("broken", age=1, marked_unhealthy=True, **BROKEN_API)
     assert pick_target([older, broken]).name == "broken"
+
+
+FAILED_AT = T0 - timedelta(seconds=20)
+"""When the failing replacement below was marked by the health check."""
+FAILING = m(
+    "new", marked_unhealthy=True, marked_since=FAILED_AT, phase="Failed", has_node=False, etcd_voter=False
+)
+"""A replacement that never provisioned (``fail-provision``), marked 20 s ago."""
+MACHINES = [FAILING, *HEALTHY]
+
+
+@pytest.mark.parametrize(
+    ("lineage", "allowed", "reason", "retry_count", "requeue_after"),
+    [
+        (None, True, "Remediating", 0, None),
+        (seconds_ago("r0", 15, 0), False, "WaitingForRetryPeriod", 1, 15),
+        (seconds_ago("r0", 30, 0), True, "Remediating", 1, None),
+        (seconds_ago("r1", 59, 1), False, "WaitingForRetryPeriod", 2, 1),
+        (seconds_ago("r1", 60, 1), True, "Remediating", 2, None),
+        (seconds_ago("r2", 100, 2), False, "WaitingForRetryPeriod", 3, 20),
+        (seconds_ago("r3", 240, 3), True, "Remediating", 4, None),
+        (seconds_ago("r4", 479, 4), False, "WaitingForRetryPeriod", 5, 1),
+        (seconds_ago("r4", 480, 4), True, "Remediating", 5, None),
+        (seconds_ago("r5", 600, 5), False, "ReplacementsFailing", 6, None),
+        (seconds_ago("r5", 3599, 5), False, "ReplacementsFailing", 6, None),
+        (seconds_ago("r5", 3600, 5), True, "Remediating", 0, None),
+    ],
+    ids=[
+        "the first failure of a lineage is replaced at once",
+        "retry 1 waits 30 s after the remediation before it",
+        "retry 1 goes once 30 s passed",
+        "retry 2 waits 1 min",
+        "retry 2 goes after 1 min",
+        "retry 3 waits 2 min",
+        "retry 4 goes after 4 min",
+        "retry 5 waits 8 min",
+        "retry 5 goes after 8 min",
+        "after retry 5 failed the ControlPlane stops",
+        "stopped it stays stopped within minHealthyPeriod",
+        "a replacement that stayed for minHealthyPeriod starts a new lineage",
+    ],
+)
+def test_without_retry_period_or_max_retry_retries_back_off_and_stop_by_default(
+    lineage: RemediationRecord | None,
+    allowed: bool,
+    reason: str,
+    retry_count: int,
+    requeue_after: float | None,
+) -> None:
+    decision = decide(FAILING, MACHINES, lineage=lineage)
+    assert (decision.allowed, decision.reason, decision.retry_count) == (allowed, reason, retry_count)
+    assert decision.requeue_after == (pytest.approx(requeue_after) if requeue_after else None)
+    assert decision.needs_human is (reason == "ReplacementsFailing")
+    if decision.needs_human:
+        assert "the default limit of 5 retries" in decision.message, decision.message
+        assert f"{RESUME}=<the current time, RFC 3339>" in decision.message, decision.message
+        assert "fix the template" in decision.message, decision.message
+
+
+@pytest.mark.parametrize(
+    ("retry", "wait"),
+    [(1, 30), (2, 60), (3, 120), (4, 240), (5, 480), (6, 600), (12, 600)],
+    ids=[f"retry {n}" for n in (1, 2, 3, 4, 5, 6, 12)],
+)
+def test_the_default_backoff_starts_at_30_s_doubles_and_is_capped_at_10_min(retry: int, wait: float) -> None:
+    assert RetryBackoff(initial=30, factor=2, cap=600, max_retry=5) == DEFAULTS
+    assert DEFAULTS.period(retry) == wait
+
+
+@pytest.mark.parametrize(
+    ("lineage", "kw", "allowed", "reason", "retry_count"),
+    [
+        (seconds_ago("r2", 10, 2), {"retry_period": "10s"}, True, "Remediating", 3),
+        (seconds_ago("r2", 0, 2), {"retry_period": "0s"}, True, "Remediating", 3),
+        (seconds_ago("r0", 20, 0), {"retry_period": "1m"}, False, "WaitingForRetryPeriod", 1),
+        (seconds_ago("r5", 600, 5), {"max_retry": 8}, True, "Remediating", 6),
+        (seconds_ago("r6", 599, 6), {"max_retry": 8}, False, "WaitingForRetryPeriod", 7),
+        (seconds_ago("r2", 600, 2), {"max_retry": 2}, False, "MaxRetryReached", 3),
+        (seconds_ago("r0", 600, 0), {"max_retry": 0}, False, "MaxRetryReached", 1),
+        (seconds_ago("r5", 0, 5), {"max_retry": 9, "retry_period": "0s"}, True, "Remediating", 6),
+    ],
+    ids=[
+        "a set retryPeriod shorter than the backoff wins",
+        "a set retryPeriod of 0 retries at once",
+        "a set retryPeriod longer than the backoff wins",
+        "a set maxRetry above the default allows more retries",
+        "beyond the default count the backoff is capped at 10 min",
+        "a set maxRetry below the default stops sooner with MaxRetryReached",
+        "maxRetry 0 never retries",
+        "both set the operator's defaults play no part",
+    ],
+)
+def test_the_users_retry_period_and_max_retry_win_over_the_defaults(
+    lineage: RemediationRecord, kw: dict[str, Any], allowed: bool, reason: str, retry_count: int
+) -> None:
+    decision = decide(FAILING, MACHINES, lineage=lineage, **kw)
+    assert (decision.allowed, decision.reason, decision.retry_count) == (allowed, reason, retry_count)
+    assert decision.needs_human is (reason == "MaxRetryReached")
+    if decision.needs_human:
+        assert f"maxRetry {kw['max_retry']}" in decision.message, decision.message
+
+
+def test_the_operators_options_set_the_default_bound() -> None:
+    small = RetryBackoff(initial=4, factor=2, cap=12, max_retry=3)
+    assert [small.period(n) for n in (1, 2, 3, 4)] == [4, 8, 12, 12]
+    waiting = decide(FAILING, MACHINES, lineage=seconds_ago("r1", 7, 1), backoff=small)
+    assert (waiting.reason, waiting.requeue_after) == ("WaitingForRetryPeriod", pytest.approx(1))
+    stopped = decide(FAILING, MACHINES, lineage=seconds_ago("r3", 60, 3), backoff=small)
+    assert (stopped.reason, stopped.retry_count, stopped.retry_limit) == ("ReplacementsFailing", 4, 3)
+
+
+LATER = (FAILED_AT + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+SAME = FAILED_AT.strftime("%Y-%m-%dT%H:%M:%SZ")
+EARLIER = (FAILED_AT - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+STOPPED = seconds_ago("r5", 600, 5)
+"""A lineage whose 5th retry failed: stopped by the default bound."""
+UNMARKED = m("new", marked_unhealthy=True, phase="Failed", has_node=False, etcd_voter=False, age=1)
+"""A failing replacement whose mark time is not known (its creation stands in)."""
+
+
+@pytest.mark.parametrize(
+    ("target", "lineage", "kw", "allowed", "reason", "retry_count", "resume_used"),
+    [
+        (FAILING, STOPPED, {"resume": LATER}, True, "Remediating", 0, True),
+        (FAILING, seconds_ago("r2", 5, 2), {"resume": LATER}, True, "Remediating", 0, True),
+        (FAILING, seconds_ago("r2", 600, 2), {"resume": LATER, "max_retry": 2}, True, "Remediating", 0, True),
+        (FAILING, STOPPED, {"resume": SAME}, False, "ReplacementsFailing", 6, False),
+        (FAILING, STOPPED, {"resume": EARLIER}, False, "ReplacementsFailing", 6, False),
+        (FAILING, STOPPED, {"resume": "now please"}, False, "ReplacementsFailing", 6, False),
+        (FAILING, None, {"resume": LATER}, True, "Remediating", 0, False),
+        (
+            UNMARKED,
+            STOPPED,
+            {"resume": (UNMARKED.created - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+            False,
+            "ReplacementsFailing",
+            6,
+            False,
+        ),
+        (
+            UNMARKED,
+            STOPPED,
+            {"resume": (UNMARKED.created + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+            True,
+            "Remediating",
+            0,
+            True,
+        ),
+        (
+            m("new", marked_unhealthy=True, phase="Failed", has_node=False, etcd_voter=False, outdated=True),
+            STOPPED,
+            {},
+            True,
+            "Remediating",
+            0,
+            False,
+        ),
+        (
+            m("new", marked_unhealthy=True, phase="Failed", has_node=False, etcd_voter=False, outdated=True),
+            seconds_ago("r1", 5, 1),
+            {"max_retry": 1},
+            True,
+            "Remediating",
+            0,
+            False,
+        ),
+    ],
+    ids=[
+        "the resume annotation later than the failure resumes a stopped lineage",
+        "the resume annotation also cuts a backoff wait short",
+        "the resume annotation resumes a lineage the users maxRetry stopped",
+        "the resume annotation at the failure time is ignored",
+        "the resume annotation before the failure is ignored",
+        "the resume annotation that is not a time is ignored",
+        "the resume annotation is not used by a Machine that starts a lineage anyway",
+        "without a mark time an annotation before the creation is ignored",
+        "without a mark time an annotation after the creation resumes",
+        "a changed template resumes a stopped lineage",
+        "a changed template resumes a lineage the users maxRetry stopped",
+    ],
+)
+def test_a_stopped_lineage_resumes_on_a_later_resume_annotation_or_a_template_change(
+    target: MachineInfo,
+    lineage: RemediationRecord | None,
+    kw: dict[str, Any],
+    allowed: bool,
+    reason: str,
+    retry_count: int,
+    resume_used: bool,
+) -> None:
+    decision = decide(target, [target, *HEALTHY], lineage=lineage, **kw)
+    assert (decision.allowed, decision.reason, decision.retry_count) == (allowed, reason, retry_count)
+    assert decision.resume_used is resume_used
+    if not allowed and "resume" in kw:
+        assert f"{RESUME} {kw['resume']!r} is ignored" in decision.message, decision.message
+
+
+@pytest.mark.parametrize(
+    ("first", "replacement_lineage"),
+    [
+        (m("rolled", marked_unhealthy=True, phase="Failed", has_node=False, etcd_voter=False), None),
+        (m("sick", marked_unhealthy=True, node_ready=False, etcd_healthy=False), None),
+    ],
+    ids=[
+        "rollout and failed replacement: the rollout's Machine starts the lineage",
+        "remediation and failed replacement: the remediated Machine starts the lineage",
+    ],
+)
+def test_a_failed_replacement_is_a_retry_of_the_first_failure_however_that_machine_came(
+    first: MachineInfo, replacement_lineage: RemediationRecord | None
+) -> None:
+    """A rollout's Machine carries no record: its failure is the first of a lineage (retry 0,
+    at once), as a long-healthy Machine's is. The replacement the next create makes (the
+    rollout's step or the remediation's) carries the record of that remediation, so its
+    failure is retry 1, and the bound applies alike."""
+    decision = decide(first, [first, *HEALTHY], lineage=replacement_lineage)
+    assert (decision.allowed, decision.retry_count) == (True, 0)
+    record = RemediationRecord(first.name, T0, decision.retry_count)
+    replacement = m("next", marked_unhealthy=True, phase="Failed", has_node=False, etcd_voter=False)
+    early = decide(replacement, [replacement, *HEALTHY], lineage=record, now=T0 + timedelta(seconds=5))
+    assert (early.allowed, early.reason, early.retry_count) == (False, "WaitingForRetryPeriod", 1)
+    later = decide(replacement, [replacement, *HEALTHY], lineage=record, now=T0 + timedelta(seconds=30))
+    assert (later.allowed, later.retry_count) == (True, 1)
+    last = RemediationRecord("r5", T0, 5)
+    stop = decide(replacement, [replacement, *HEALTHY], lineage=last, now=T0 + timedelta(minutes=10))
+    assert (stop.allowed, stop.reason, stop.needs_human) == (False, "ReplacementsFailing", True)
+
+
+def test_a_lineage_record_written_before_the_bound_existed_still_counts() -> None:
+    """A record of the previous version (no field beyond machine, timestamp, retryCount) reads
+    as before: its count goes on, and the default bound applies to it from now on."""
+    old = RemediationRecord.from_json({"machine": "r9", "timestamp": "2025-12-31T23:50:00Z", "retryCount": 7})
+    assert old is not None
+    decision = decide(FAILING, MACHINES, lineage=old)
+    assert (decision.reason, decision.retry_count) == ("ReplacementsFailing", 8)
+    legacy = RemediationRecord.from_json({"machine": "r9", "timestamp": "2025-12-31T23:59:00Z"})
+    assert legacy is not None and legacy.retry_count == 0
+    assert decide(FAILING, MACHINES, lineage=legacy).retry_count == 1

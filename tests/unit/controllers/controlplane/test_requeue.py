@@ -58,3 +58,18 @@ def test_control_planes_created_together_come_due_for_their_resync_apart() -> No
     ]
     assert all(60.0 <= look <= 66.0 for look in looks)
     assert len(set(looks)) > 40
+
+
+def test_a_remediations_retry_wait_ends_before_a_longer_preflight_backoff() -> None:
+    """The failed replacement holds the preflight (its backoff grows to a minute) while its
+    remediation waits a shorter retry period: the controller looks again when that wait ends, so
+    the retry goes on time."""
+    preflight_backoff = Result(requeue_after=32.0)
+    look = next_look(preflight_backoff, resync_period=60.0, paused=False, rollout_after_in=None, retry_in=4.0)
+    assert look.requeue_after == 4.0
+    later = next_look(
+        Result(requeue_after=5.0), resync_period=60.0, paused=False, rollout_after_in=None, retry_in=30.0
+    )
+    assert later.requeue_after == 5.0
+    paused = next_look(Result(), resync_period=60.0, paused=True, rollout_after_in=None, retry_in=4.0)
+    assert paused.requeue_after == 0.0

@@ -212,6 +212,14 @@ def test_status_messages_say_what_is_going_on() -> None:
     assert broken["failureReason"] == "MachineFailed" and "f" in broken["failureMessage"]
     human = status_of(abc(), failure=("MaxRetryReached", "find the cause"))
     assert human["failureReason"] == "MaxRetryReached"
+    # The failed replacement is there too; the stopped retries say what to do first.
+    stopped = status_of(
+        [*abc()[:2], in_a("f", phase="Failed", node_ready=False)],
+        failure=("ReplacementsFailing", "fix the template or set the resume annotation"),
+    )
+    degraded = status_condition(stopped, "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "ReplacementsFailing"), degraded
+    assert (stopped["failureReason"], stopped["phase"]) == ("ReplacementsFailing", "Degraded")
     paused = status_of(abc(), paused=True)
     assert status_condition(paused, "Progressing")["reason"] == "Paused"
 
