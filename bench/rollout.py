@@ -50,7 +50,7 @@ from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
 from controllers.etcdquorum import EtcdQuorumOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
-from controllers.operator import operator_cache_options
+from controllers.cache_scope import operator_cache_options
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, PROVIDER_SPEC_KIND, LocalMachineOptions
 from providers.localmachine import setup_with_manager as setup_provider
 from runtime.cache import CacheOptions

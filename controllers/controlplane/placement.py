@@ -311,14 +311,18 @@ def scale_in_class(machine: MachineInfo) -> int:
     """The scale-in priority class, lower goes first.
 
     0 outdated with the delete annotation, 1 delete annotation, 2 outdated and unhealthy, not
-    Ready (its control-plane components included) or with an unhealthy etcd voter, 3 unhealthy
-    control-plane components, 4 outdated, 5 any other: a Machine someone asked to remove, then
+    Ready (its control-plane components included) or with an unhealthy etcd voter, 3 outdated,
+    4 unhealthy control-plane components, 5 any other: a Machine someone asked to remove, then
     one that must be replaced anyway (one that does not serve first), then one whose API server,
     controller manager, scheduler or etcd Pod is broken, before a good one.
 
-    Class 3 is KCP's ``UnhealthyMachinesWithUnhealthyControlPlaneComponents`` over every Machine,
-    which it ranks before the outdated ones: scaling 5 to 3 with one Machine's controller manager
-    crash-looping removes that Machine first, so the two steps leave the healthy ones.
+    Class 4 is KCP's ``UnhealthyMachinesWithUnhealthyControlPlaneComponents``: scaling 5 to 3
+    with one Machine's controller manager crash-looping removes that Machine first, so the two
+    steps leave the healthy ones. KCP ranks it before the outdated Machines too, but hands a
+    rollout's scale-down the outdated Machines only; here one order serves both, so the outdated
+    ones come first: a rollout whose replacement's API server crash-loops must not delete that
+    replacement (to create it again, broken, one etcd membership change after another) but wait
+    on it, held by the preflight, until the template is fixed, which makes it outdated and first.
 
     Class 2 is KCP's "outdated with unhealthy control-plane components"
     (``UnhealthyMachinesWithUnhealthyControlPlaneComponents``, which counts a failed
@@ -338,9 +342,9 @@ def scale_in_class(machine: MachineInfo) -> int:
         return 1
     if machine.outdated and (machine.unhealthy or not machine.ready or machine.unhealthy_voter):
         return 2
-    if machine.components_unhealthy:
-        return 3
     if machine.outdated:
+        return 3
+    if machine.components_unhealthy:
         return 4
     return 5
 

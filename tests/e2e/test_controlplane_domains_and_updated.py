@@ -14,6 +14,12 @@ a user would. The tests run in order on that world:
    fault, annotated on the replacement Machine as soon as it appears): ``kubectl get
    controlplane`` shows ``UPDATED`` below ``DESIRED`` for as long as it is not Ready, and equal
    to it once the fault is removed and the rollout ends.
+
+Its provider makes no mirror Pods (``cpo localmachine --no-static-pods``): a cluster whose
+control-plane components are not static pods where ``cpo run --control-plane-components`` looks.
+3. the ControlPlane reports that misconfiguration (``ControlPlaneComponentsHealthy`` Unknown,
+   ``ComponentPodsNotFound``, naming the flag to set) and the check counts as off: the adoption
+   and the rolling update above went as before, and every Machine is ready.
 """
 
 from __future__ import annotations
@@ -44,11 +50,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubectl, pytest.mark.asyncio(loop_sc
 NAMESPACE = "intent"
 CP = "controlplane.cpo.dev/v1alpha1"
 REPLICAS = 3
+COMPONENTS_GRACE = 5.0
+"""``cpo run --control-plane-components-grace``: seconds before no Pod seen is a misconfiguration."""
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def intent(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
-    world = DemoWorld(tmp_path_factory.mktemp("intent-world"), namespace=NAMESPACE)
+    world = DemoWorld(
+        tmp_path_factory.mktemp("intent-world"),
+        namespace=NAMESPACE,
+        static_pods=False,
+        operator_flags=("--control-plane-components-grace", str(COMPONENTS_GRACE)),
+    )
     async with tour_world(world, replicas=REPLICAS, step_budget=240.0) as started:
         await bootstrap_step(started.tour)
         yield started
@@ -178,3 +191,23 @@ async def test_updated_counts_a_replacement_only_once_it_is_ready(intent: World)
     await intent.tour.wait_for("every Machine replaced and Ready", renewed)
     row = await printed(intent.tour)
     assert row["UPDATED"] == row["DESIRED"] == str(REPLICAS), row
+
+
+async def test_without_mirror_pods_the_components_check_is_reported_misconfigured_and_holds_nothing(
+    intent: World,
+) -> None:
+    """The two tests above scaled and rolled out as they always did; the ControlPlane says why the
+    components are not checked, and what to set."""
+    cp = json.loads(await intent.tour.kubectl("get", "controlplane", CONTROLPLANE, "-o", "json"))
+    check = next(c for c in cp["status"]["conditions"] if c["type"] == "ControlPlaneComponentsHealthy")
+    assert (check["status"], check["reason"]) == ("Unknown", "ComponentPodsNotFound"), check
+    assert "--control-plane-components=openshift" in check["message"], check
+    assert "--control-plane-components=off" in check["message"], check
+    for machine in await machines(intent.client):
+        judged = next(
+            c for c in machine["status"]["conditions"] if c["type"] == "ControlPlaneComponentsHealthy"
+        )
+        assert (judged["status"], judged["reason"]) == ("Unknown", "ComponentPodsNotFound"), judged
+    assert cp["status"]["readyReplicas"] == REPLICAS
+    pods = await intent.client.list("v1", "Pod", "kube-system")
+    assert [p for p in pods.get("items") or () if (p["spec"] or {}).get("nodeName")] == []

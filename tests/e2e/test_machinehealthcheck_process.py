@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE
 from api.machine import API_VERSION
-from controllers.operator import MACHINE_ROLE_SELECTOR
+from controllers.cache_scope import MACHINE_ROLE_SELECTOR
 from runtime.client import JSON, Client
 from runtime.errors import APIError, NotFound
 from tests.support.poll import eventually

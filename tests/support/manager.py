@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
-from controllers.operator import operator_cache_options
+from controllers.cache_scope import operator_cache_options
 from runtime.cache import CacheOptions
 from runtime.client import Client
 from runtime.manager import Manager, ManagerOptions

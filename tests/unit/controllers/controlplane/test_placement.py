@@ -468,9 +468,9 @@ def test_a_new_machine_carries_its_domain_hash_and_controller() -> None:
             "b2",
         ),
         (
-            "broken components go before an outdated healthy Machine (KCP's order)",
+            "a rollout's replacement whose scheduler crash-loops is not deleted before the outdated ones",
             [m("old", age=50, outdated=True), m("broken", age=1, components_unhealthy=("kube-scheduler",))],
-            "broken",
+            "old",
         ),
         (
             "an outdated replacement with a broken API server goes before everything but the annotation",
