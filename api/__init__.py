@@ -11,6 +11,8 @@
   one classification every controller and the webhook filter.
 * :mod:`api.nodes` — which Nodes are control-plane Nodes (either role label, or the selectors
   ``cpo run --control-plane-node-selector`` gives): the operator's cache and every controller.
+* :mod:`api.components` — the control-plane components and kubelet's mirror Pods of them
+  (kubeadm's names and labels): the ControlPlane controller reads them, the local provider writes them.
 * :mod:`api.quorum` — etcd's quorum arithmetic, shared by the controllers, the webhook and ``cpo explain``.
 * :mod:`api.failuredomains` — a ControlPlane's failure domains and the one reader of a Machine's.
 * :mod:`api.crdgen` — ``cpo manifests``: CRD YAML from the models, like controller-gen.

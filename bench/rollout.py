@@ -45,12 +45,12 @@ from typing import Any
 from api.controlplane import API_VERSION as CP_API_VERSION
 from api.machine import API_VERSION
 from apiserver import EmbeddedServerOptions
+from controllers.cache_scope import operator_cache_options
 from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError
 from controllers.etcdquorum import EtcdQuorumOptions
 from controllers.etcdquorum import setup_with_manager as setup_hooks
-from controllers.cache_scope import operator_cache_options
 from providers.localmachine import ETCD_CLIENT_URL_ANNOTATION, PROVIDER_SPEC_KIND, LocalMachineOptions
 from providers.localmachine import setup_with_manager as setup_provider
 from runtime.cache import CacheOptions

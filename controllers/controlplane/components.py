@@ -74,20 +74,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from api.components import (
+    COMPONENT_LABEL,
+    COMPONENTS,
+    ETCD,
+    KUBE_APISERVER,
+    KUBE_CONTROLLER_MANAGER,
+    KUBE_SCHEDULER,
+    KUBEADM_NAMESPACE,
+    MIRROR_ANNOTATION,
+    TIER,
+    TIER_LABEL,
+)
 from api.machine import CONDITION_COMPONENTS_HEALTHY
 from controllers.common import parse_time
 from controllers.conditions import condition, find_condition
 from runtime.jsoncodec import JSON
 from runtime.labels import as_selector
-
-MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
-"""kubelet's annotation on a static pod's mirror Pod (kube-apiserver refuses it on other Pods' updates)."""
-
-KUBE_APISERVER: Final = "kube-apiserver"
-KUBE_CONTROLLER_MANAGER: Final = "kube-controller-manager"
-KUBE_SCHEDULER: Final = "kube-scheduler"
-ETCD: Final = "etcd"
-COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, ETCD)
 
 REASON_COMPONENTS_HEALTHY: Final = "ComponentsHealthy"
 REASON_COMPONENTS_UNHEALTHY: Final = "ComponentsUnhealthy"
@@ -152,13 +155,15 @@ class ComponentLayout:
 
 
 def _kubeadm(component: str) -> ComponentLocation:
-    return ComponentLocation("kube-system", f"component={component},tier=control-plane")
+    return ComponentLocation(KUBEADM_NAMESPACE, f"{COMPONENT_LABEL}={component},{TIER_LABEL}={TIER}")
 
 
 KUBEADM_LAYOUT: Final = ComponentLayout(
     "kubeadm",
     {c: _kubeadm(c) for c in COMPONENTS},
-    cache_scopes={"kube-system": (f"component in ({','.join(sorted(COMPONENTS))}),tier=control-plane",)},
+    cache_scopes={
+        KUBEADM_NAMESPACE: (f"{COMPONENT_LABEL} in ({','.join(sorted(COMPONENTS))}),{TIER_LABEL}={TIER}",)
+    },
 )
 OPENSHIFT_LAYOUT: Final = ComponentLayout(
     "openshift",

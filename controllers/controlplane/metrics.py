@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge
 
-from controllers.controlplane.components import COMPONENTS
+from api.components import COMPONENTS
 from controllers.controlplane.machines import MachineInfo
 from runtime.metrics import registry
 

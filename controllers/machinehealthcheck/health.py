@@ -163,12 +163,27 @@ def check_unhealthy_conditions(
     """
     if node is None:
         return HEALTHY
+    return _held_conditions(node, "Node", unhealthy_conditions, now, REASON_UNHEALTHY_NODE)
+
+
+def _held_conditions(
+    obj: Mapping[str, Any],
+    what: str,
+    unhealthy_conditions: Sequence[Mapping[str, Any]],
+    now: datetime,
+    reason: str,
+    *,
+    say_why: bool = False,
+) -> Verdict:
+    """The verdict of :func:`check_unhealthy_conditions` on ``obj``'s own conditions (a Node's,
+    or a Machine's: :func:`check_unhealthy_machine_conditions`); ``say_why`` appends the matched
+    condition's message to the verdict's."""
     by_type = {
         c.get("type"): c
-        for c in _mapping(node.get("status")).get("conditions") or ()
+        for c in _mapping(obj.get("status")).get("conditions") or ()
         if isinstance(c, Mapping)
     }
-    name = _mapping(node.get("metadata")).get("name") or "?"
+    name = _mapping(obj.get("metadata")).get("name") or "?"
     waits: list[float] = []
     for entry in unhealthy_conditions:
         condition = by_type.get(entry.get("type"))
@@ -181,17 +196,17 @@ def check_unhealthy_conditions(
         since = parse_time(condition.get("lastTransitionTime"))
         if since is None or now > since + timeout:
             when = format_time(since) if since is not None else "an unknown time (no lastTransitionTime)"
+            why = f": {condition.get('message')}" if say_why and condition.get("message") else ""
             return Verdict(
                 unhealthy=True,
-                reason=REASON_UNHEALTHY_NODE,
+                reason=reason,
                 message=(
-                    f"Node {name} has condition {entry.get('type')}={entry.get('status')} since "
-                    f"{when}, longer than its timeout of {_seconds(timeout)}"
+                    f"{what} {name} has condition {entry.get('type')}={entry.get('status')} since "
+                    f"{when}, longer than its timeout of {_seconds(timeout)}{why}"
                 ),
                 since=since,
             )
-        deadline = since + timeout
-        waits.append(_until(deadline, now))
+        waits.append(_until(since + timeout, now))
     return Verdict(recheck_after=min(waits)) if waits else HEALTHY
 
 
@@ -220,36 +235,9 @@ def check_unhealthy_machine_conditions(
     for longer than its timeout (cluster-api's ``unhealthyMachineConditions``), counted from its
     ``lastTransitionTime`` exactly as :func:`check_unhealthy_conditions` counts a Node's; the
     ControlPlane's ``ControlPlaneComponentsHealthy`` False is the one this operator writes."""
-    by_type = {
-        c.get("type"): c
-        for c in _mapping(machine.get("status")).get("conditions") or ()
-        if isinstance(c, Mapping)
-    }
-    name = _mapping(machine.get("metadata")).get("name") or "?"
-    waits: list[float] = []
-    for entry in unhealthy_conditions:
-        found = by_type.get(entry.get("type"))
-        if found is None or found.get("status") != entry.get("status"):
-            continue
-        try:
-            timeout = parse_duration(str(entry.get("timeout", "")))
-        except ValueError:
-            continue
-        since = parse_time(found.get("lastTransitionTime"))
-        if since is None or now > since + timeout:
-            when = format_time(since) if since is not None else "an unknown time (no lastTransitionTime)"
-            why = f": {found.get('message')}" if found.get("message") else ""
-            return Verdict(
-                unhealthy=True,
-                reason=REASON_UNHEALTHY_MACHINE_CONDITION,
-                message=(
-                    f"Machine {name} has condition {entry.get('type')}={entry.get('status')} since "
-                    f"{when}, longer than its timeout of {_seconds(timeout)}{why}"
-                ),
-                since=since,
-            )
-        waits.append(_until(since + timeout, now))
-    return Verdict(recheck_after=min(waits)) if waits else HEALTHY
+    return _held_conditions(
+        machine, "Machine", unhealthy_conditions, now, REASON_UNHEALTHY_MACHINE_CONDITION, say_why=True
+    )
 
 
 def target_health(

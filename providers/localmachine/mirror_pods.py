@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from api.components import ETCD, TIER, TIER_LABEL
 from providers.localmachine import static_pods as sp
 from runtime.client import Client
 from runtime.errors import AlreadyExists, Conflict, NotFound
@@ -92,7 +93,7 @@ class MirrorPods:
                 backoff_max=self.backoff_max,
             )
             self._loops[name] = loop
-            ready = etcd_healthy if component == sp.ETCD else True
+            ready = etcd_healthy if component == ETCD else True
             wanted = sp.pod_status(pod, loop, ready=ready, host_ip=host_ip, wall=wall)
             if not sp.status_changes(pod, wanted):
                 continue
@@ -196,9 +197,7 @@ class MirrorPods:
         """Delete the mirror Pods this provider made for ``clusters`` (namespaces) whose
         controller Node is gone or is another Node of that name; returns their names."""
         served = frozenset(clusters)
-        listed = await self.client.list(
-            "v1", "Pod", sp.NAMESPACE, label_selector=f"{sp.TIER_LABEL}={sp.TIER}"
-        )
+        listed = await self.client.list("v1", "Pod", sp.NAMESPACE, label_selector=f"{TIER_LABEL}={TIER}")
         nodes: dict[str, str | None] = {}
         removed: list[str] = []
         for pod in listed.get("items") or ():

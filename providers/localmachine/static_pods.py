@@ -47,24 +47,27 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from api.components import (
+    COMPONENT_LABEL,
+    ETCD,
+    KUBE_APISERVER,
+    KUBE_CONTROLLER_MANAGER,
+    KUBE_SCHEDULER,
+    KUBEADM_NAMESPACE,
+    MIRROR_ANNOTATION,
+    TIER,
+    TIER_LABEL,
+)
 from runtime.jsoncodec import JSON
 
-NAMESPACE: Final = "kube-system"
-ETCD: Final = "etcd"
-KUBE_APISERVER: Final = "kube-apiserver"
-KUBE_CONTROLLER_MANAGER: Final = "kube-controller-manager"
-KUBE_SCHEDULER: Final = "kube-scheduler"
+NAMESPACE: Final = KUBEADM_NAMESPACE
 COMPONENTS: Final = (ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 """The static pods of a control-plane Machine, in the order they are written."""
 
-MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION: Final = "kubernetes.io/config.source"
 HASH_ANNOTATION: Final = "kubernetes.io/config.hash"
 MACHINE_ANNOTATION: Final = "local.cpo.dev/machine"
 """``<namespace>/<machine>`` of the Machine whose instance runs the static pod (this provider's mark)."""
-COMPONENT_LABEL: Final = "component"
-TIER_LABEL: Final = "tier"
-TIER: Final = "control-plane"
 PRIORITY_CLASS: Final = "system-node-critical"
 IMAGE_PREFIX: Final = "local.cpo.dev/"
 """The containers' images name nothing to pull: the "containers" are this provider's own."""
@@ -197,6 +200,17 @@ class CrashLoop:
         return self.started_at is None
 
 
+def _restarted(loop: CrashLoop, backoff: float, clock: float, wall: str) -> CrashLoop:
+    """``loop`` after one more restart, the next one ``backoff`` seconds away."""
+    return CrashLoop(
+        restarts=loop.restarts + 1,
+        started_at=None,
+        backoff=backoff,
+        next_restart=clock + backoff,
+        crashed_at=wall,
+    )
+
+
 def advance(
     loop: CrashLoop,
     *,
@@ -216,25 +230,12 @@ def advance(
         return loop
     if loop.backoff is None:
         # The container crashes now; kubelet restarts it at once the first time, then backs off.
-        return CrashLoop(
-            restarts=loop.restarts + 1,
-            started_at=None,
-            backoff=backoff_initial,
-            next_restart=clock + backoff_initial,
-            crashed_at=wall,
-        )
+        return _restarted(loop, backoff_initial, clock, wall)
     if loop.next_restart is None:
         # Remembered from a stored status (a restarted provider): the back-off starts over now.
         return dataclasses.replace(loop, next_restart=clock + loop.backoff)
     if clock >= loop.next_restart:
-        backoff = min(backoff_max, loop.backoff * 2)
-        return CrashLoop(
-            restarts=loop.restarts + 1,
-            started_at=None,
-            backoff=backoff,
-            next_restart=clock + backoff,
-            crashed_at=wall,
-        )
+        return _restarted(loop, min(backoff_max, loop.backoff * 2), clock, wall)
     return loop
 
 

@@ -42,7 +42,7 @@ from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
 from tests.support.controlplane import cp_condition
-from tests.support.explain import CPO
+from tests.support.explain import explain_json
 from tests.support.poll import eventually, holds_for
 from tests.support.tour_world import TourWorld, tour_world
 
@@ -99,22 +99,7 @@ async def set_fault(tour: Tour, machine: str, fault: str | None) -> None:
 
 async def cpo_explain(world: TourWorld, namespace: str) -> JSON:
     """``cpo explain -o json``, as a user runs it."""
-    process = await asyncio.create_subprocess_exec(
-        str(CPO),
-        "explain",
-        "-o",
-        "json",
-        "--kubeconfig",
-        str(world.world.kubeconfig_path),
-        "-n",
-        namespace,
-        CONTROLPLANE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    return json.loads(out)  # type: ignore[no-any-return]
+    return json.loads(await explain_json(world.world.kubeconfig_path, namespace, CONTROLPLANE))  # type: ignore[no-any-return]
 
 
 def template(revision: str, faults: list[str] | None) -> JSON:

@@ -22,7 +22,6 @@ scenario began.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -43,7 +42,7 @@ from runtime.client import Client
 from runtime.errors import NotFound
 from runtime.jsoncodec import JSON
 from tests.support.controlplane import cp_condition
-from tests.support.explain import CPO
+from tests.support.explain import explain_json
 from tests.support.poll import eventually
 from tests.support.tour_world import TourWorld as World
 from tests.support.tour_world import tour_world
@@ -260,22 +259,7 @@ async def test_a_dead_member_stays_while_its_node_does(orphans: World) -> None:
 
 async def cpo_explain(world: World) -> str:
     """``cpo explain -o json`` of the ControlPlane, as a user runs it."""
-    process = await asyncio.create_subprocess_exec(
-        str(CPO),
-        "explain",
-        "-o",
-        "json",
-        "--kubeconfig",
-        str(world.world.kubeconfig_path),
-        "-n",
-        NAMESPACE,
-        CONTROLPLANE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    return out.decode()
+    return await explain_json(world.world.kubeconfig_path, NAMESPACE, CONTROLPLANE)
 
 
 async def test_a_dead_member_goes_while_every_machine_is_being_replaced(orphans: World) -> None:

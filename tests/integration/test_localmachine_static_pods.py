@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from api.components import ETCD, KUBE_APISERVER, KUBE_SCHEDULER
 from api.machine import API_VERSION
 from providers.localmachine import static_pods as sp
 from runtime.client import JSON, Client
@@ -79,7 +80,7 @@ async def kubectl(kubeconfig: Path, *args: str) -> str:
 def orphan(namespace: str) -> JSON:
     """A mirror Pod this provider would have made for a Machine of ``namespace`` whose Node is gone."""
     gone = {"metadata": {"name": f"gone-{secrets.token_hex(3)}", "uid": str(uuid.uuid4())}}
-    return sp.desired_pod(sp.KUBE_APISERVER, gone, f"{namespace}/gone")
+    return sp.desired_pod(KUBE_APISERVER, gone, f"{namespace}/gone")
 
 
 async def test_a_machines_mirror_pods_follow_its_faults_and_go_with_its_node(
@@ -117,29 +118,29 @@ async def test_a_machines_mirror_pods_follow_its_faults_and_go_with_its_node(
             assert container(found)["state"]["running"]["startedAt"]
 
         # The leftover of a gone Node of this provider's cluster went; another cluster's stays.
-        assert await pod(kube, sp.KUBE_APISERVER, left_over["spec"]["nodeName"]) is None
-        assert await pod(kube, sp.KUBE_APISERVER, someone_elses["spec"]["nodeName"]) is not None
+        assert await pod(kube, KUBE_APISERVER, left_over["spec"]["nodeName"]) is None
+        assert await pod(kube, KUBE_APISERVER, someone_elses["spec"]["nodeName"]) is not None
         await kube.delete("v1", "Pod", someone_elses["metadata"]["name"], sp.NAMESPACE)
 
         # A template's fault: the new Machine's scheduler is NotReady from the start.
         await running(kube, faulted, namespace)
-        scheduler_only = {**all_ready, sp.KUBE_SCHEDULER: "False"}
+        scheduler_only = {**all_ready, KUBE_SCHEDULER: "False"}
         await eventually(
             lambda: _equals(readiness(kube, faulted), scheduler_only),
             timeout=10,
             message="scheduler NotReady",
         )
-        scheduler = await pod(kube, sp.KUBE_SCHEDULER, faulted)
+        scheduler = await pod(kube, KUBE_SCHEDULER, faulted)
         assert container(scheduler)["state"]["waiting"]["reason"] == "CrashLoopBackOff"
         assert container(scheduler)["restartCount"] >= 1
 
         # A mirror Pod deleted behind the provider's back comes back, as kubelet makes it again.
-        etcd = await pod(kube, sp.ETCD, faulted)
+        etcd = await pod(kube, ETCD, faulted)
         assert etcd is not None
         await kube.delete("v1", "Pod", etcd["metadata"]["name"], sp.NAMESPACE, grace_period_seconds=0)
 
         async def made_again() -> bool:
-            again = await pod(kube, sp.ETCD, faulted)
+            again = await pod(kube, ETCD, faulted)
             return bool(again and again["metadata"]["uid"] != etcd["metadata"]["uid"])
 
         await eventually(made_again, timeout=20 * HEARTBEAT, message="etcd mirror Pod made again")
@@ -149,7 +150,7 @@ async def test_a_machines_mirror_pods_follow_its_faults_and_go_with_its_node(
 
         # A live fault: only that Pod crash-loops, its restarts growing; the Node stays Ready.
         await set_fault(kube, plain, namespace, "kube-apiserver-notready")
-        apiserver_only = {**all_ready, sp.KUBE_APISERVER: "False"}
+        apiserver_only = {**all_ready, KUBE_APISERVER: "False"}
         await eventually(
             lambda: _equals(readiness(kube, plain), apiserver_only), timeout=10, message="apiserver NotReady"
         )
@@ -163,12 +164,12 @@ async def test_a_machines_mirror_pods_follow_its_faults_and_go_with_its_node(
         assert any(row.split()[:3] == [f"etcd-{plain}", "1/1", "Running"] for row in listed.splitlines())
 
         # Cleared: Ready again, its restart count kept.
-        restarts = container(await pod(kube, sp.KUBE_APISERVER, plain))["restartCount"]
+        restarts = container(await pod(kube, KUBE_APISERVER, plain))["restartCount"]
         await set_fault(kube, plain, namespace, None)
         await eventually(
             lambda: _equals(readiness(kube, plain), all_ready), timeout=10, message="Ready again"
         )
-        assert container(await pod(kube, sp.KUBE_APISERVER, plain))["restartCount"] >= restarts
+        assert container(await pod(kube, KUBE_APISERVER, plain))["restartCount"] >= restarts
 
         # Deleting the Machine removes its Node and its mirror Pods.
         await kube.delete(API_VERSION, "Machine", plain, namespace)
@@ -210,4 +211,4 @@ async def _equals(got: Any, wanted: Any) -> bool:
 
 
 async def _restarts_at_least(kube: Client, node: str, count: int) -> bool:
-    return int(container(await pod(kube, sp.KUBE_APISERVER, node)).get("restartCount") or 0) >= count
+    return int(container(await pod(kube, KUBE_APISERVER, node)).get("restartCount") or 0) >= count

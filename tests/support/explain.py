@@ -1,4 +1,5 @@
-"""``cpo explain --watch -o json`` as a test sees it: the documents it printed, one per change.
+"""``cpo explain`` as a test runs it: once (:func:`explain_json`), or ``--watch -o json`` with the
+documents it printed, one per change (:class:`ExplainWatch`).
 
 A watch, not a poll of the command: a plan state that lasts a moment (a learner catching up, a
 member being removed) is printed when the ControlPlane's status says it, however brief, so a test
@@ -85,3 +86,23 @@ class ExplainWatch:
     @property
     def last(self) -> JSON | None:
         return self.documents[-1] if self.documents else None
+
+
+async def explain_json(kubeconfig: Path, namespace: str, name: str) -> str:
+    """``cpo explain -o json`` of one ControlPlane, as a user runs it once: its output."""
+    process = await asyncio.create_subprocess_exec(
+        str(CPO),
+        "explain",
+        "-o",
+        "json",
+        "--kubeconfig",
+        str(kubeconfig),
+        "-n",
+        namespace,
+        name,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    return out.decode()
