@@ -7,6 +7,15 @@ them in :data:`KUBEADM_NAMESPACE`, named ``<component>-<nodeName>`` and labelled
 ``component=<component>`` (:data:`COMPONENT_LABEL`) and ``tier=control-plane`` (:data:`TIER_LABEL`,
 :data:`TIER`). The ControlPlane controller reads them (:mod:`controllers.controlplane.components`);
 the local provider writes them, playing kubelet (:mod:`providers.localmachine.static_pods`).
+
+What the operator relies on, as Kubernetes has it: kubelet creates a mirror Pod for every static
+pod with the annotation ``kubernetes.io/config.mirror`` (``ConfigMirrorAnnotationKey`` in
+kubelet's ``pkg/kubelet/types``), ``spec.nodeName`` its Node and the Node as its controller
+owner (``pkg/kubelet/pod/mirror_client.go``), and posts its status through ``pods/status`` (the
+status manager), whose ``Ready`` condition is what the operator reads; kube-apiserver refuses a
+mirror Pod that names a service account (``plugin/pkg/admission/serviceaccount/admission.go``), and
+when a Node stops posting, kube-controller-manager turns its Pods' ``Ready`` False
+(``MarkPodsNotReady``), so a dead Node's components read as not ready, never as stale ready.
 """
 
 from __future__ import annotations
