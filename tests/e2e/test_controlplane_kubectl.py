@@ -42,6 +42,7 @@ MACHINE_KEYS = {
     "etcd",
     "hooks",
     "upToDate",
+    "components",
     "healthCheck",
     "deleting",
     "deletionTimestamp",

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from apiserver import EmbeddedServerOptions
+from controllers.controlplane.components import OPENSHIFT_LAYOUT
 from runtime.client import Client
 from runtime.envtest import Environment, EnvironmentOptions
 from tests.support.manifests import kustomize
@@ -60,6 +61,9 @@ async def prepare(env: Environment, client: Client, machine_api: bool, openshift
             versions[name] = established["metadata"]["resourceVersion"]
     if openshift:
         await env.install_crds([cluster_operator_crd()])
+        # OpenShift's operators keep the control-plane static pods in namespaces of their own.
+        for namespace in OPENSHIFT_LAYOUT.scopes():
+            await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         for name in ("machine-api", "etcd"):
             await client.create(
                 {
@@ -122,5 +126,6 @@ async def test_the_readme_install_for_each_kind_of_cluster(case: str) -> None:
         deployment = await client.get("apps/v1", "Deployment", "cpo-controller-manager", "cpo-system")
         args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         assert ("--controllers=controlplane" in args) is openshift, args
+        assert ("--control-plane-components=openshift" in args) is openshift, args
     for doc in ("README.md", "docs/operations.md"):
         assert command in (ROOT / doc).read_text(), f"{doc} does not give `{command}`"

@@ -105,8 +105,17 @@ async def test_scale_out_deletion_wait_replacement_repair_and_escape_hatch(
             for name in (m0, m1, m2):
                 assert name in timeline.hook_added, f"{name} never got the hook"
             for name in (m1, m2):
-                joined = machine_condition(await get_machine(kube, name, namespace), CONDITION_ETCD_MEMBER)
-                assert "joined as a learner" in joined["message"], joined
+                # The provider writes the condition after the member starts: the monitor may see the
+                # third voter before it, so the condition is waited for, not read once.
+                async def joined(machine: str = name) -> bool:
+                    found = machine_condition(
+                        await get_machine(kube, machine, namespace), CONDITION_ETCD_MEMBER
+                    )
+                    return "joined as a learner" in found.get("message", "")
+
+                await eventually(
+                    joined, timeout=30, message=f"{name}'s condition says it joined as a learner"
+                )
                 promoted = monitor.first(voter(name))
                 assert promoted is not None, monitor.changes()
                 assert timeline.hook_added[name] < monitor.started_at + promoted.at, (
