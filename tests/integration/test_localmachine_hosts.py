@@ -160,8 +160,11 @@ async def test_a_machine_waits_for_its_domains_host_and_takes_its_address_once_f
         assert not (provider_state_dir / namespace / "a2").exists()
         assert not (provider_state_dir / namespace / "a3").exists()
 
-        # The operator's way: a1's member removed from etcd first, then its Machine deleted.
-        await member_removed(urls, options, a1["status"]["nodeRef"]["name"])
+        # The operator's way: a1's member removed from etcd first, then its Machine deleted. Asked
+        # through the other members too: a removed member stops serving, so a retry of a removal
+        # whose answer was lost must not depend on a1's own endpoint.
+        others = [f"https://{internal_ip(await running(kube, n, namespace))}:2379" for n in ("b1", "c1")]
+        await member_removed([*others, *urls], options, a1["status"]["nodeRef"]["name"])
         await kube.delete(API_VERSION, "Machine", "a1", namespace)
 
         # a2 and a3 race for the freed host: one gets it, the other waits for that one.
