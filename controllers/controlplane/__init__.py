@@ -256,7 +256,9 @@ missing Pod counts). Each owned Machine gets the condition ``ControlPlaneCompone
   (preflight ``ControlPlaneComponentsHealthy``, ``Progressing`` reason
   ``ControlPlaneComponentsUnhealthy`` naming the Machine and component), except the Machine the
   step deletes or replaces: so a replacement whose API server crash-loops holds the rollout
-  (no working Machine is deleted for it), and reverting the template deletes that replacement;
+  (no working Machine is deleted for it), and reverting the template deletes that replacement.
+  The replacement of a Machine already being deleted is not held (it takes nothing away, and the
+  etcd-quorum hook holds the deleted Machine until it votes);
 * scale-in takes a Machine with unhealthy components before any other that is not outdated;
 * remediation waits while no other Machine keeps every component healthy
   (``WaitingForHealthyComponents``), and picks the Machine with broken components first among

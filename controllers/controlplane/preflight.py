@@ -75,7 +75,8 @@ def preflight(
     if not any(m.name == replacing and m.running for m in machines):
         replacing = None
     failures = machines_ready_preflight(machines, excluding=removing or replacing)
-    failures.extend(components_preflight(machines, excluding=removing or replacing))
+    if step is None or step.replaces_deleting is None:
+        failures.extend(components_preflight(machines, excluding=removing or replacing))
     if etcd is not None:
         failures.extend(
             etcd_preflight(
@@ -166,6 +167,14 @@ def components_preflight(
     (:func:`excluded_from_preflight`): deleting the Machine whose scheduler crash-loops, or rolling
     back a broken replacement, must not wait on that very Machine. A Machine without a Ready Node
     is the Node check's (its components are not judged).
+
+    :func:`preflight` does not run it for the replacement of a Machine already being deleted
+    (:attr:`~controllers.controlplane.step.Step.replaces_deleting`): that create takes nothing
+    away, and holding it would hold the deleted Machine too (the etcd-quorum hook keeps its
+    member until the replacement votes), so a broken component elsewhere, itself waiting for its
+    remediation or its rollout, would stall every deletion under way. KubeadmControlPlane has no
+    such cycle (it removes a member before deleting its Machine); its preflight would hold that
+    create.
     """
     held = [m for m in machines if not m.deleting and m.name != excluding and not m.components_healthy]
     if not held:

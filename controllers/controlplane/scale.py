@@ -194,6 +194,7 @@ def replacement_step(gone: MachineInfo, domain: str | None) -> Step:
         reason,
         replacing(kind, gone.name, gone.failure_domain, domain, "creating its replacement"),
         domain=domain,
+        replaces_deleting=gone.name,
     )
 
 

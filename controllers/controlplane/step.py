@@ -24,6 +24,9 @@ class Step:
     machine: str | None = None
     needs_preflight: bool = True
     """A create or delete starts only after :func:`~controllers.controlplane.preflight.preflight` passes."""
+    replaces_deleting: str | None = None
+    """A create whose Machine replaces this one, already being deleted: its deletion is under way,
+    and the etcd-quorum hook holds its member until this replacement votes."""
     remove_member_first: bool = False
     """A ``maxSurge: 0`` delete: the Machine is marked with
     :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION` before it is deleted, so that its

@@ -12,7 +12,8 @@ does), with two ControlPlanes in namespaces of their own, driven with kubectl as
   first and keeps every original Machine.
 * ``scaling`` (namespace ``components-scaling``), while the rollout's hold lasts: a scale-up
   held by another Machine's crash-looping scheduler, saying why; deleting that Machine does not
-  deadlock; a scale from 5 to 3 deletes first the Machine whose controller manager is not ready;
+  deadlock; a Machine a user deletes is replaced while another one's scheduler fails; a scale from
+  5 to 3 deletes first the Machine whose controller manager is not ready;
   a component unhealthy past ``spec.healthCheck.componentsUnhealthyTimeout`` gets its Machine
   remediated.
 
@@ -205,6 +206,32 @@ async def test_a_scale_up_waits_for_another_machines_scheduler_and_says_why(comp
 async def scheduler_reported(components: Components, name: str) -> bool:
     machine = await components.world.client.get(API_VERSION, "Machine", name, SCALING)
     return condition_of(machine, "ControlPlaneComponentsHealthy").get("reason") == "SchedulerPodUnhealthy"
+
+
+async def test_a_deleted_machine_is_replaced_while_another_machines_component_fails(
+    components: Components,
+) -> None:
+    """A user deletes a Machine while another one's scheduler crash-loops: the replacement is
+    created (it takes nothing away), so the deletion, which the etcd-quorum hook holds until the
+    replacement votes, completes; the broken Machine is left to its own remediation."""
+    tour, client = components.scaling, components.world.client
+    listed = sorted(m["metadata"]["name"] for m in await machines(client, SCALING))
+    count = len(listed)
+    broken, deleted = listed[0], listed[1]
+    await set_fault(tour, broken, "kube-scheduler-notready")
+    await eventually(
+        lambda: scheduler_reported(components, broken), timeout=60, message="the scheduler reported not ready"
+    )
+    await tour.kubectl("delete", "machine", deleted, "--wait=false")
+
+    async def replaced() -> bool:
+        present = {m["metadata"]["name"]: m for m in await machines(client, SCALING)}
+        running = [m for m in present.values() if (m.get("status") or {}).get("phase") == "Running"]
+        return deleted not in present and len(present) == count and len(running) == count
+
+    await eventually(replaced, timeout=120, message=f"{deleted} gone and replaced while {broken} is broken")
+    await set_fault(tour, broken, None)
+    await tour.wait_for(f"{count} Machines settled", settled(count))
 
 
 async def test_scaling_5_to_3_deletes_the_machine_whose_controller_manager_fails_first(

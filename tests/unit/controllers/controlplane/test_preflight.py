@@ -79,3 +79,20 @@ def test_the_failure_names_the_machine_and_its_component() -> None:
 def test_a_machine_with_broken_components_still_passes_the_node_check() -> None:
     failures = preflight([m("a"), m("broken", **BROKEN)], None, hosting_etcd=[], step=DELETE_OLD)
     assert [f.check for f in failures] == ["ControlPlaneComponentsHealthy"]
+
+
+def test_the_replacement_of_a_machine_being_deleted_is_not_held_by_another_machines_components() -> None:
+    """Two Machines being deleted, held by the etcd-quorum hook until their replacements vote, and
+    the third's controller manager crash-looping: holding the replacement would hold the two
+    deletions with it until the broken Machine's own remediation."""
+    machines = [
+        m("going-1", deleting=True),
+        m("going-2", deleting=True),
+        m("broken", outdated=True, components_unhealthy=("kube-controller-manager",)),
+    ]
+    replacement = Step("create", "ReplacingDeleted", "", domain="a", replaces_deleting="going-1")
+    checks = [f.check for f in preflight(machines, None, hosting_etcd=[], step=replacement)]
+    assert "ControlPlaneComponentsHealthy" not in checks
+    scale_up = Step("create", "ScalingUp", "", domain="a")
+    held = [f.check for f in preflight(machines, None, hosting_etcd=[], step=scale_up)]
+    assert held == ["ControlPlaneComponentsHealthy"], "a plain scale-up still waits"
