@@ -26,8 +26,8 @@ from api.machine import API_VERSION as MACHINE_API_VERSION
 from api.machine import CONDITION_COMPONENTS_HEALTHY
 from api.meta import parse_duration
 from api.ownership import references
+from api.quorum import fault_tolerance
 from controllers.controlplane.machines import MachineInfo, controller_ref
-from controllers.controlplane.remediation import health_check_budget
 from runtime.cache import Cache
 from runtime.client import JSON, Client
 from runtime.errors import AlreadyExists, Conflict, NotFound
@@ -39,12 +39,44 @@ EventFunc = Callable[[Mapping[str, Any], str, str, str], None]
 """Records an event on an object: ``(object, type, reason, message)``."""
 
 
+def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
+    """The owned MachineHealthCheck's ``maxUnhealthy``: the failed Machines etcd can lose, plus
+    the Machines in transition.
+
+    etcd can lose (n − 1) / 2 of n members, n being the larger of the replica count and the
+    owned Machines: what etcd can lose depends on the members that are there, and during a
+    scale-in they are still there. With the replica count alone, a member dying after a scale-in
+    to 1 was requested would get a budget of 0, never be replaced, and hold the scale-in (which
+    waits for every voter to be healthy) for ever.
+
+    A MachineHealthCheck counts a Machine being deleted or created
+    (:attr:`MachineInfo.in_transition`) as not healthy, as machine-api's does, but it is no
+    failure: during a replacement the old Machine, whose voter the etcd-quorum hook holds until
+    the new one votes, and the new one would otherwise use up a 3-replica control plane's whole
+    budget; a Machine failing then would never be remediated, while the held deletion waits for
+    a replacement that only that remediation lets join. The budget only decides which Machines
+    are marked: every remediation still passes
+    :func:`~controllers.controlplane.remediation.remediation_decision`.
+
+    A Machine whose control-plane components are broken while its Node is up counts the same
+    way: the health check sees its ``ControlPlaneComponentsHealthy`` False waiting on its timeout,
+    so not healthy, but its etcd member still votes, so it costs etcd nothing; counted as a
+    failure, a broken component beside one dead member would short-circuit the health check, and
+    the dead member's remediation (which every other step waits for) would never come.
+    """
+    members = max(replicas, len(machines))
+    broken_components = sum(
+        1 for m in machines if not m.in_transition and m.node_up and m.components_unhealthy
+    )
+    return fault_tolerance(members) + sum(m.in_transition for m in machines) + broken_components
+
+
 def desired_mhc(cp: Mapping[str, Any], spec: ControlPlaneSpec, machines: Sequence[MachineInfo] = ()) -> JSON:
     """The MachineHealthCheck ``<name>-mhc`` a ControlPlane with enableAutorepair owns.
 
     Same selector; unhealthy conditions and nodeStartupTimeout from ``spec.healthCheck``;
     ``spec.healthCheck.componentsUnhealthyTimeout`` as :func:`components_rule`; maxUnhealthy
-    :func:`~controllers.controlplane.remediation.health_check_budget` of the owned
+    :func:`health_check_budget` of the owned
     ``machines``; labelled :data:`~api.controlplane.MHC_SCOPE_LABEL`, so that the operator's
     MachineHealthCheck webhook and controller take it (and no other unlabelled one).
     """

@@ -1,6 +1,7 @@
 """Remediation of the ControlPlane's unhealthy Machines: whether the marked Machine
 :mod:`~controllers.controlplane.remediation_order` picks may be replaced now, how its retries are
-counted, and the MachineHealthCheck budget that decides which Machines get marked at all.
+counted (the MachineHealthCheck budget that decides which Machines get marked at all is
+:func:`~controllers.controlplane.healthcheck.health_check_budget`).
 
 KubeadmControlPlane's safety rules, adapted to an etcd-quorum hook that holds a deleting
 Machine's healthy voter until its replacement votes. Each rule is a function that returns the
@@ -38,7 +39,7 @@ from api.controlplane_reasons import (
     REASON_WAITING_FOR_RETRY_PERIOD,
 )
 from api.meta import parse_duration
-from api.quorum import fault_tolerance, quorum_kept_without
+from api.quorum import quorum_kept_without
 from controllers.common import format_time, parse_time
 from controllers.controlplane.machines import MachineInfo, machine_voters
 from controllers.controlplane.remediation_record import RemediationRecord
@@ -88,28 +89,6 @@ class RetryBackoff:
     def period(self, retry: int) -> float:
         """Seconds retry ``retry`` (1 for the first) waits after the remediation before it."""
         return float(min(self.initial * self.factor ** max(retry - 1, 0), self.cap))
-
-
-def health_check_budget(replicas: int, machines: Sequence[MachineInfo]) -> int:
-    """The owned MachineHealthCheck's ``maxUnhealthy``: the failed Machines etcd can lose, plus
-    the Machines in transition.
-
-    etcd can lose (n − 1) / 2 of n members, n being the larger of the replica count and the
-    owned Machines: what etcd can lose depends on the members that are there, and during a
-    scale-in they are still there. With the replica count alone, a member dying after a scale-in
-    to 1 was requested would get a budget of 0, never be replaced, and hold the scale-in (which
-    waits for every voter to be healthy) for ever.
-
-    A MachineHealthCheck counts a Machine being deleted or created
-    (:attr:`MachineInfo.in_transition`) as not healthy, as machine-api's does, but it is no
-    failure: during a replacement the old Machine, whose voter the etcd-quorum hook holds until
-    the new one votes, and the new one would otherwise use up a 3-replica control plane's whole
-    budget; a Machine failing then would never be remediated, while the held deletion waits for
-    a replacement that only that remediation lets join. The budget only decides which Machines
-    are marked: every remediation still passes :func:`remediation_decision`.
-    """
-    members = max(replicas, len(machines))
-    return fault_tolerance(members) + sum(m.in_transition for m in machines)
 
 
 def held_by_hook(machine: MachineInfo) -> bool:

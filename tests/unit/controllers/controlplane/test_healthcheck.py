@@ -56,6 +56,16 @@ NEW = cp_machine("new", phase="Provisioning", node_ready=False, etcd_voter=False
         (1, [cp_machine("a"), cp_machine("b"), DEAD], 1),
         (1, [cp_machine("a"), DEAD, GOING], 2),
         (5, [cp_machine("a"), cp_machine("b"), cp_machine("c"), DEAD, GOING], 3),
+        (3, [cp_machine("a", components_unhealthy=("kube-controller-manager",)), DEAD, GOING], 3),
+        (
+            3,
+            [
+                cp_machine("a", components_unhealthy=("kube-apiserver",), node_ready=False),
+                DEAD,
+                cp_machine("c"),
+            ],
+            1,
+        ),
     ],
     ids=[
         "three running Machines leave a budget of one",
@@ -64,6 +74,8 @@ NEW = cp_machine("new", phase="Provisioning", node_ready=False, etcd_voter=False
         "scaled to one with three members there the budget counts the three",
         "scaled to one with a dead and a deleting Machine the deleting one is no failure",
         "five replicas with a dead and a deleting Machine tolerate three",
+        "a Machine whose components are broken but whose member votes is no etcd failure",
+        "broken components on a Machine whose Node is down are that Node's failure",
     ],
 )
 def test_the_mhc_budget_counts_the_members_there_and_no_transition_as_a_failure(
