@@ -795,10 +795,21 @@ class Injector:
         self.later(lasts, self.fix_template())
 
     async def fix_template(self) -> None:
+        """Take the fault out of the template, retrying while the API refuses (the webhook of a
+        ``cpo run`` being killed fails closed): a fix that never lands would leave the user's
+        last word a broken template, which no run can converge from."""
         fixed = {"faults": None, "revision": f"fixed-{int(time.monotonic() * 1e3)}"}
-        async with self.acting:
-            with contextlib.suppress(KubectlError):
-                await self.merge_patch({"spec": {"template": {"spec": {"providerSpec": {"value": fixed}}}}})
+        for _ in range(60):
+            async with self.acting:
+                try:
+                    await self.merge_patch(
+                        {"spec": {"template": {"spec": {"providerSpec": {"value": fixed}}}}}
+                    )
+                    return
+                except KubectlError as err:
+                    if "not found" in str(err).lower():
+                        return  # the ControlPlane is gone (a readopt): its successor has no fault
+            await asyncio.sleep(1.0)  # allow-sleep: retrying a refused user action
 
     async def kill_domain(self, intent: Intent) -> None:
         """A failure domain lost: SIGKILL of every member in one domain at once, the domain with

@@ -252,13 +252,13 @@ missing Pod counts). Each owned Machine gets the condition ``ControlPlaneCompone
 (reason ``APIServerPodUnhealthy``, ``ControllerManagerPodUnhealthy``, ``SchedulerPodUnhealthy``,
 ``EtcdPodUnhealthy``, or ``ComponentsUnhealthy`` for several). Then:
 
-* no create or delete while another Machine's components are unhealthy or not seen yet
-  (preflight ``ControlPlaneComponentsHealthy``, ``Progressing`` reason
+* no delete, and no rollout or rebalance create, while another Machine's components are
+  unhealthy or not seen yet (preflight ``ControlPlaneComponentsHealthy``, ``Progressing`` reason
   ``ControlPlaneComponentsUnhealthy`` naming the Machine and component), except the Machine the
-  step deletes or replaces: so a replacement whose API server crash-loops holds the rollout
-  (no working Machine is deleted for it), and reverting the template deletes that replacement.
-  The replacement of a Machine already being deleted is not held (it takes nothing away, and the
-  etcd-quorum hook holds the deleted Machine until it votes);
+  step deletes or replaces: so a replacement whose API server crash-loops holds the rollout (no
+  working Machine is deleted for it), and reverting the template deletes that replacement. A
+  create toward ``spec.replicas`` (a scale-up, the replacement of a deleted Machine) is not held:
+  it takes nothing away and restores etcd's fault tolerance;
 * scale-in takes a Machine with unhealthy components before any other that is not outdated;
 * remediation waits while no other Machine keeps every component healthy
   (``WaitingForHealthyComponents``), and picks the Machine with broken components first among

@@ -8,9 +8,10 @@ Node). A template whose Machines boot, join etcd and report a Ready Node while t
 crash-loops would pass every other check, and a rollout would replace every working API server
 with a broken one. So the ControlPlane reads these Pods (:func:`machine_components`) and:
 
-* holds every create and delete while a Machine other than the step's own has an unhealthy or
-  not-yet-seen component (preflight ``ControlPlaneComponentsHealthy``,
-  :func:`~controllers.controlplane.preflight.components_preflight`);
+* holds every delete, and every rollout or rebalance create, while a Machine other than the
+  step's own has an unhealthy or not-yet-seen component (preflight
+  ``ControlPlaneComponentsHealthy``, :func:`~controllers.controlplane.preflight.components_preflight`;
+  a create toward ``spec.replicas`` is not held: it takes nothing away);
 * takes Machines with unhealthy components first on scale-in and rollout
   (:func:`~controllers.controlplane.placement.scale_in_class`), and remediates only while another
   Machine keeps a full healthy set (:func:`~controllers.controlplane.remediation.components_rule`);

@@ -75,7 +75,7 @@ def preflight(
     if not any(m.name == replacing and m.running for m in machines):
         replacing = None
     failures = machines_ready_preflight(machines, excluding=removing or replacing)
-    if step is None or step.replaces_deleting is None:
+    if step is None or not step.toward_replicas:
         failures.extend(components_preflight(machines, excluding=removing or replacing))
     if etcd is not None:
         failures.extend(
@@ -168,13 +168,16 @@ def components_preflight(
     back a broken replacement, must not wait on that very Machine. A Machine without a Ready Node
     is the Node check's (its components are not judged).
 
-    :func:`preflight` does not run it for the replacement of a Machine already being deleted
-    (:attr:`~controllers.controlplane.step.Step.replaces_deleting`): that create takes nothing
-    away, and holding it would hold the deleted Machine too (the etcd-quorum hook keeps its
-    member until the replacement votes), so a broken component elsewhere, itself waiting for its
-    remediation or its rollout, would stall every deletion under way. KubeadmControlPlane has no
-    such cycle (it removes a member before deleting its Machine); its preflight would hold that
-    create.
+    :func:`preflight` runs it for deletes and for a rollout's or rebalance's creates (under
+    maxSurge 1, their next step deletes a Machine), not for a create toward ``spec.replicas``
+    (:attr:`~controllers.controlplane.step.Step.toward_replicas`: a scale-up, the replacement of
+    a Machine deleted or being deleted): that create takes nothing away and restores etcd's fault
+    tolerance. Holding it would leave the cluster short of a voter until the broken Machine's own
+    remediation, and hold every deletion under way with it (the etcd-quorum hook keeps a deleted
+    Machine's member until its replacement votes). A broken template yields a broken Machine
+    either way, which the hold on deletes and the bounded remediation retries contain.
+    KubeadmControlPlane's preflight holds those creates too; it has no such cycle (it removes a
+    member before deleting its Machine) and no quorum hook to keep waiting.
     """
     held = [m for m in machines if not m.deleting and m.name != excluding and not m.components_healthy]
     if not held:

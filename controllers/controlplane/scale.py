@@ -8,6 +8,7 @@ Once the count is right, :mod:`~controllers.controlplane.rollout` decides what i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
@@ -138,13 +139,14 @@ def scale_up_step(
         )
     domain = choose_failure_domain(domains, active, prefer=[m.failure_domain for m in deleting])
     if deleting:
-        return replacement_step(deleting[0], domain)
+        return dataclasses.replace(replacement_step(deleting[0], domain), toward_replicas=True)
     return Step(
         "create",
         REASON_SCALING_UP,
         f"Scaling up from {len(active)} to {replicas} replica(s): creating a Machine"
         + in_domain(domain, " in "),
         domain=domain,
+        toward_replicas=True,
     )
 
 
@@ -194,7 +196,6 @@ def replacement_step(gone: MachineInfo, domain: str | None) -> Step:
         reason,
         replacing(kind, gone.name, gone.failure_domain, domain, "creating its replacement"),
         domain=domain,
-        replaces_deleting=gone.name,
     )
 
 

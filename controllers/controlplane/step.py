@@ -24,9 +24,10 @@ class Step:
     machine: str | None = None
     needs_preflight: bool = True
     """A create or delete starts only after :func:`~controllers.controlplane.preflight.preflight` passes."""
-    replaces_deleting: str | None = None
-    """A create whose Machine replaces this one, already being deleted: its deletion is under way,
-    and the etcd-quorum hook holds its member until this replacement votes."""
+    toward_replicas: bool = False
+    """A create made while fewer than ``spec.replicas`` Machines are not being deleted (a scale-up,
+    a deleted Machine's replacement): it takes nothing away, unlike a rollout's or rebalance's
+    create, whose next step deletes a Machine."""
     remove_member_first: bool = False
     """A ``maxSurge: 0`` delete: the Machine is marked with
     :data:`~api.controlplane.REMOVE_MEMBER_FIRST_ANNOTATION` before it is deleted, so that its

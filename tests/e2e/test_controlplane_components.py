@@ -10,12 +10,12 @@ does), with two ControlPlanes in namespaces of their own, driven with kubectl as
   no original Machine is deleted for 60 s while ``Progressing`` and ``cpo explain -o json`` name
   the replacement and its kube-apiserver. Reverting the template deletes the bad replacement
   first and keeps every original Machine.
-* ``scaling`` (namespace ``components-scaling``), while the rollout's hold lasts: a scale-up
-  held by another Machine's crash-looping scheduler, saying why; deleting that Machine does not
-  deadlock; a Machine a user deletes is replaced while another one's scheduler fails; a scale from
-  5 to 3 deletes first the Machine whose controller manager is not ready;
-  a component unhealthy past ``spec.healthCheck.componentsUnhealthyTimeout`` gets its Machine
-  remediated.
+* ``scaling`` (namespace ``components-scaling``), while the rollout's hold lasts: a scale-in
+  whose marked Machine's delete waits for another Machine's crash-looping scheduler, saying why;
+  deleting that Machine does not deadlock; a Machine a user deletes is replaced while another
+  one's scheduler fails; a scale from 5 to 3 deletes first the Machine whose controller manager
+  is not ready; a component unhealthy past ``spec.healthCheck.componentsUnhealthyTimeout`` gets
+  its Machine remediated.
 
 Each ControlPlane's quorum monitor samples its etcd all along; the last test reads both records.
 """
@@ -174,15 +174,22 @@ async def test_a_replacement_whose_api_server_crash_loops_holds_the_rollout_and_
 # ---------------------------------------------------------------------------------------------- scaling
 
 
-async def test_a_scale_up_waits_for_another_machines_scheduler_and_says_why(components: Components) -> None:
-    tour = components.scaling
-    names = sorted(m["metadata"]["name"] for m in await machines(components.world.client, SCALING))
-    broken = names[0]
+async def test_a_scale_in_waits_for_another_machines_scheduler_and_says_why(components: Components) -> None:
+    """At 5 Machines, one's scheduler crash-loops and a user marks another for deletion
+    (``machine.openshift.io/delete-machine``), then scales to 3: the delete of the marked Machine
+    waits, saying why. Deleting the broken Machine does not deadlock: it goes, and the scale-in
+    goes on."""
+    tour, client = components.scaling, components.world.client
+    await tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", "5")
+    await tour.wait_for("5 Machines settled", settled(5))
+    names = sorted(m["metadata"]["name"] for m in await machines(client, SCALING))
+    broken, marked = names[0], names[1]
     await set_fault(tour, broken, "kube-scheduler-notready")
     await eventually(
         lambda: scheduler_reported(components, broken), timeout=60, message="the scheduler reported not ready"
     )
-    await tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", "5")
+    await tour.kubectl("annotate", "machine", marked, "machine.openshift.io/delete-machine=true")
+    await tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", "3")
 
     async def says_why() -> bool:
         progressing = cp_condition(await tour.controlplane(), "Progressing")
@@ -191,16 +198,20 @@ async def test_a_scale_up_waits_for_another_machines_scheduler_and_says_why(comp
 
     await eventually(says_why, timeout=60, message="Progressing names the Machine whose scheduler fails")
 
-    async def no_create() -> bool:
-        return len(await machines(components.world.client, SCALING)) == 3
+    async def none_deleted() -> bool:
+        listed = await machines(client, SCALING)
+        return len(listed) == 5 and not any(m["metadata"].get("deletionTimestamp") for m in listed)
 
-    await holds_for(no_create, duration=10, message="no Machine is created while the scheduler fails")
+    await holds_for(none_deleted, duration=10, message="no Machine is deleted while the scheduler fails")
 
-    # Deleting the Machine whose scheduler crash-loops does not deadlock: it goes, and the scale
-    # to 5 goes on without it.
+    # Deleting the Machine whose scheduler crash-loops does not deadlock: it goes, and so does the
+    # marked one.
     await tour.kubectl("delete", "machine", broken, "--wait=false")
-    await tour.wait_for("5 Machines settled after the broken one was deleted", settled(5))
-    assert broken not in {m["metadata"]["name"] for m in await machines(components.world.client, SCALING)}
+
+    def scaled_in(sample: Any, controlplane: JSON) -> bool:
+        return not {broken, marked} & {m.name for m in sample.machines} and settled(3)(sample, controlplane)
+
+    await tour.wait_for("3 Machines settled without the broken and the marked one", scaled_in)
 
 
 async def scheduler_reported(components: Components, name: str) -> bool:
@@ -229,7 +240,15 @@ async def test_a_deleted_machine_is_replaced_while_another_machines_component_fa
         running = [m for m in present.values() if (m.get("status") or {}).get("phase") == "Running"]
         return deleted not in present and len(present) == count and len(running) == count
 
-    await eventually(replaced, timeout=120, message=f"{deleted} gone and replaced while {broken} is broken")
+    try:
+        await eventually(
+            replaced, timeout=120, message=f"{deleted} gone and replaced while {broken} is broken"
+        )
+    except AssertionError as err:  # say what the ControlPlane did instead
+        progressing = cp_condition(await tour.controlplane(), "Progressing")
+        raise AssertionError(
+            f"{err}; Progressing: {progressing.get('reason')}: {progressing.get('message')}"
+        ) from None
     await set_fault(tour, broken, None)
     await tour.wait_for(f"{count} Machines settled", settled(count))
 
@@ -238,6 +257,8 @@ async def test_scaling_5_to_3_deletes_the_machine_whose_controller_manager_fails
     components: Components,
 ) -> None:
     tour, client = components.scaling, components.world.client
+    await tour.kubectl("scale", f"controlplane/{CONTROLPLANE}", "--replicas", "5")
+    await tour.wait_for("5 Machines settled", settled(5))
     listed = await machines(client, SCALING)
     # The newest Machine: the default order (fullest domain, then oldest) would take it last.
     newest = max(listed, key=lambda m: (m["metadata"]["creationTimestamp"], m["metadata"]["name"]))

@@ -7,6 +7,7 @@ import pytest
 
 from controllers.controlplane.machines import MachineInfo
 from controllers.controlplane.preflight import components_preflight, preflight
+from controllers.controlplane.scale import next_step
 from controllers.controlplane.step import Step
 from tests.support.machine_rows import cp_machine as m
 
@@ -90,9 +91,39 @@ def test_the_replacement_of_a_machine_being_deleted_is_not_held_by_another_machi
         m("going-2", deleting=True),
         m("broken", outdated=True, components_unhealthy=("kube-controller-manager",)),
     ]
-    replacement = Step("create", "ReplacingDeleted", "", domain="a", replaces_deleting="going-1")
-    checks = [f.check for f in preflight(machines, None, hosting_etcd=[], step=replacement)]
-    assert "ControlPlaneComponentsHealthy" not in checks
-    scale_up = Step("create", "ScalingUp", "", domain="a")
-    held = [f.check for f in preflight(machines, None, hosting_etcd=[], step=scale_up)]
-    assert held == ["ControlPlaneComponentsHealthy"], "a plain scale-up still waits"
+    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a"], machines=machines)
+    assert (step.action, step.reason, step.toward_replicas) == ("create", "ReplacingDeleted", True)
+    assert "ControlPlaneComponentsHealthy" not in [
+        f.check for f in preflight(machines, None, hosting_etcd=[], step=step)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("case", "machines", "held"),
+    [
+        (
+            "a scale-up toward the replicas while another Machine's component fails is not held",
+            [
+                m("a", failure_domain="a"),
+                m("broken", failure_domain="a", components_unhealthy=("kube-scheduler",)),
+            ],
+            False,
+        ),
+        (
+            "a rollout's create while another Machine's component fails is held",
+            [
+                m("old", outdated=True, failure_domain="a", age=50),
+                m("b", outdated=True, failure_domain="a"),
+                m("broken", failure_domain="a", components_unhealthy=("kube-scheduler",)),
+            ],
+            True,
+        ),
+    ],
+)
+def test_only_the_creates_that_lead_to_a_delete_wait_for_other_machines_components(
+    case: str, machines: list[MachineInfo], held: bool
+) -> None:
+    step = next_step(replicas=3, strategy="RollingUpdate", max_surge=1, domains=["a"], machines=machines)
+    assert step.action == "create", step
+    checks = [f.check for f in preflight(machines, None, hosting_etcd=[], step=step)]
+    assert ("ControlPlaneComponentsHealthy" in checks) is held, (case, step, checks)
