@@ -260,8 +260,9 @@ missing Pod counts). Each owned Machine gets the condition ``ControlPlaneCompone
   create toward ``spec.replicas`` (a scale-up, the replacement of a deleted Machine) is not held:
   it takes nothing away and restores etcd's fault tolerance;
 * scale-in takes a Machine with unhealthy components before any other that is not outdated;
-* remediation waits while no other Machine keeps every component healthy
-  (``WaitingForHealthyComponents``), and picks the Machine with broken components first among
+* remediation of the only Machine keeping every component healthy waits while the others'
+  are broken (``WaitingForHealthyComponents``; a Machine that serves no full set, its Node down
+  or its member dead, is never held), and picks the Machine with broken components first among
   equals;
 * the owned MachineHealthCheck judges the condition: False for
   ``spec.healthCheck.componentsUnhealthyTimeout`` (default 10m) marks the Machine, which is then

@@ -268,7 +268,10 @@ def provisioning_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> R
 
 def components_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> RemediationDecision | None:
     """Wait while no Machine but ``target`` keeps a full healthy set of control-plane components,
-    when some other Machine's components are broken or unseen.
+    when ``target`` keeps one (Running, its Node Ready, every component healthy) and some other
+    Machine's components are broken or unseen. A target that serves no full set (its Node down,
+    its member dead, its own components broken) is never held: removing it loses nothing that
+    runs, and holding it would keep a dead member that every other step waits for.
 
     KubeadmControlPlane remediates only when a healthy Machine is left to take etcd leadership
     and serve; here "healthy" includes its API server, controller manager, scheduler and etcd
@@ -276,6 +279,8 @@ def components_rule(target: MachineInfo, machines: Sequence[MachineInfo]) -> Rem
     all run, while the others' crash-loop, would leave the cluster without a working API server.
     Without component failures elsewhere the rule says nothing (the other rules decide as before).
     """
+    if not target.ready:
+        return None  # it serves no full set now: removing it leaves every set that there is
     others = [m for m in machines if m.name != target.name and not m.deleting]
     if not any(m.components_unhealthy or m.components_pending for m in others):
         return None

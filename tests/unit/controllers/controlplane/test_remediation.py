@@ -343,16 +343,10 @@ BROKEN_API = {"components_unhealthy": ("kube-apiserver",), "components_message":
             "Remediating",
         ),
         (
-            "no other Machine keeps a full healthy set: remediation waits",
+            "a dead Machine goes even when no other keeps a full healthy set (it serves none)",
             [SICK, m("m2", **BROKEN_API), m("m3", **BROKEN_API)],
-            False,
-            "WaitingForHealthyComponents",
-        ),
-        (
-            "a component not seen yet is not a healthy set either",
-            [SICK, m("m2", **BROKEN_API), m("m3", components_pending=("etcd",))],
-            False,
-            "WaitingForHealthyComponents",
+            True,
+            "Remediating",
         ),
         (
             "without component failures the rule says nothing",
@@ -617,3 +611,32 @@ def test_a_lineage_record_written_before_the_bound_existed_still_counts() -> Non
     legacy = RemediationRecord.from_json({"machine": "r9", "timestamp": "2025-12-31T23:59:00Z"})
     assert legacy is not None and legacy.retry_count == 0
     assert decide(FAILING, MACHINES, lineage=legacy).retry_count == 1
+
+
+SERVING = m("serving", marked_unhealthy=True)
+"""Marked, yet Running with a Ready Node and every component healthy: the only full set left."""
+
+
+@pytest.mark.parametrize(
+    ("case", "machines", "allowed", "reason"),
+    [
+        (
+            "the only Machine keeping a full healthy set waits",
+            [SERVING, m("m2", **BROKEN_API), m("m3", **BROKEN_API)],
+            False,
+            "WaitingForHealthyComponents",
+        ),
+        (
+            "a component not seen yet is not a healthy set either",
+            [SERVING, m("m2", **BROKEN_API), m("m3", components_pending=("etcd",))],
+            False,
+            "WaitingForHealthyComponents",
+        ),
+        ("another full set kept: it goes", [SERVING, m("m2", **BROKEN_API), m("m3")], True, "Remediating"),
+    ],
+)
+def test_the_last_full_healthy_set_is_not_remediated_away(
+    case: str, machines: list[MachineInfo], allowed: bool, reason: str
+) -> None:
+    decision = decide(SERVING, machines)
+    assert (decision.allowed, decision.reason) == (allowed, reason), case
