@@ -68,7 +68,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from api.nodes import DEFAULT_CONTROL_PLANE_NODE_SELECTORS, control_plane_node_selectors
 from controllers.cache_scope import operator_cache_options
-from controllers.controlplane.components import layout_named
 
 if TYPE_CHECKING:
     from controllers.controlplane import ControlPlaneOptions
@@ -191,6 +190,8 @@ class OperatorOptions:
 
         return ControlPlaneOptions(
             control_plane_node_selectors=self.control_plane_node_selectors,
+            control_plane_components=self.control_plane_components,
+            components_grace=self.control_plane_components_grace,
             remediation_backoff_initial=self.remediation_backoff_initial,
             remediation_backoff_factor=self.remediation_backoff_factor,
             remediation_backoff_max=self.remediation_backoff_max,
@@ -211,11 +212,8 @@ class OperatorOptions:
         """Check the options the controllers resolve themselves (raising ``ValueError`` saying
         what to change); the components layout's name and the remediation retry bound."""
         self.etcd_quorum_options().with_defaults()
-        components = self.control_plane_components or "kubeadm"
-        layout_named(components)  # raises ValueError naming the layouts
-        if self.control_plane_components_grace is not None and self.control_plane_components_grace <= 0:
-            raise ValueError("--control-plane-components-grace must be positive seconds")
-        return components, self.controlplane_options().with_defaults().remediation_backoff
+        controlplane = self.controlplane_options().with_defaults()  # the layout and its grace too
+        return self.control_plane_components or "kubeadm", controlplane.remediation_backoff
 
     def _logging(self, cluster: bool) -> tuple[LogFormat, str]:
         """The log format (JSON inside a cluster, console lines elsewhere) and level, checked."""

@@ -70,6 +70,7 @@ When a component is judged
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -91,7 +92,7 @@ from api.machine import CONDITION_COMPONENTS_HEALTHY
 from controllers.common import parse_time
 from controllers.conditions import condition, find_condition
 from runtime.jsoncodec import JSON
-from runtime.labels import as_selector
+from runtime.labels import Selector, as_selector
 
 REASON_COMPONENTS_HEALTHY: Final = "ComponentsHealthy"
 REASON_COMPONENTS_UNHEALTHY: Final = "ComponentsUnhealthy"
@@ -148,11 +149,17 @@ class ComponentLayout:
             return None
         labels = metadata.get("labels") or {}
         for component, location in self.locations.items():
-            if metadata.get("namespace") == location.namespace and as_selector(
-                location.label_selector
-            ).matches(labels):
+            if metadata.get("namespace") == location.namespace and _parsed(location.label_selector).matches(
+                labels
+            ):
                 return component
         return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(selector: str) -> Selector:
+    """A layout's selector, parsed once (it is matched against every mirror Pod on every pass)."""
+    return as_selector(selector)
 
 
 def _kubeadm(component: str) -> ComponentLocation:

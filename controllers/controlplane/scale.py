@@ -8,7 +8,6 @@ Once the count is right, :mod:`~controllers.controlplane.rollout` decides what i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
@@ -139,7 +138,7 @@ def scale_up_step(
         )
     domain = choose_failure_domain(domains, active, prefer=[m.failure_domain for m in deleting])
     if deleting:
-        return dataclasses.replace(replacement_step(deleting[0], domain), toward_replicas=True)
+        return replacement_step(deleting[0], domain)
     return Step(
         "create",
         REASON_SCALING_UP,
@@ -196,6 +195,7 @@ def replacement_step(gone: MachineInfo, domain: str | None) -> Step:
         reason,
         replacing(kind, gone.name, gone.failure_domain, domain, "creating its replacement"),
         domain=domain,
+        toward_replicas=True,
     )
 
 
