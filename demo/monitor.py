@@ -2,8 +2,9 @@
 
 :class:`QuorumMonitor` polls the member list and every member's health (every 100 ms by
 default) in the background and records one :class:`QuorumSample` per poll: how many voters and
-learners there are, how many voters answer a linearizable read, who leads, and whether a quorum
-of the voters is healthy. A test wraps a whole scenario in it and asserts on the record::
+learners there are, how many voters answer a linearizable read, who leads, and whether the
+cluster has a quorum (:attr:`QuorumSample.has_quorum`). A test wraps a whole scenario in it and
+asserts on the record::
 
     from demo.monitor import QuorumMonitor
 
@@ -17,8 +18,8 @@ of the voters is healthy. A test wraps a whole scenario in it and asserts on the
 The endpoints it asks follow the cluster: besides the ones given, every client URL the member
 list announces is used, so a monitor started on the first member keeps working after that member
 is removed. When the member list cannot be read (no quorum, or no endpoint answers), the sample
-counts the voters of the last list read and says whether a quorum of them still answers health
-reads; :attr:`QuorumSample.error` then says what failed. A leader election leaves a live quorum
+counts the voters of the last list read and says whether any of them still serves a linearizable
+read; :attr:`QuorumSample.error` then says what failed. A leader election leaves a live quorum
 without answers for a second or two: :meth:`QuorumMonitor.assert_never_lost_quorum` reports only
 a loss that lasts longer than that (``longer_than``, 2.5 s by default).
 """
@@ -34,7 +35,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
-from api.quorum import quorum
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
 
 DEFAULT_INTERVAL = 0.1
@@ -60,7 +60,15 @@ class QuorumSample:
     leader: str | None
     """Name (or hex id, before it has a name) of the leader; None when no member named one."""
     has_quorum: bool
-    """At least a quorum of the voters is healthy."""
+    """A voter served a linearizable read at this poll, so a quorum of the voters stood behind the
+    leader: etcd answers one (on the leader, or on a follower through it) only after the leader has
+    confirmed its leadership with heartbeats acknowledged by a quorum of voters (raft's ReadIndex;
+    etcd's default, not a lease). A quorum is therefore there even when fewer voters than a quorum
+    answered their own read: a voter that acknowledges the leader but answers its clients late
+    (applying a backlog, or starved of CPU) fails its read at the timeout without costing the
+    cluster anything. Counting the voters that answered would call that a loss, and the timeout
+    itself would make it last long enough to count (see :func:`quorum_losses`). When no voter
+    answers, none could: the quorum is lost (or a leader election is on)."""
     machines: tuple[str, ...]
     """Every member's name (the local provider names a member after its Machine), sorted; a member
     that has not started yet appears as its hex id. Learners carry a ``~`` suffix."""
@@ -157,14 +165,13 @@ class QuorumMonitor:
                     leader_member = next((m for m in members if m.id == status.leader), None)
                     leader = _label(leader_member) if leader_member else None
                     break
-        needed = quorum(len(voters))
         return QuorumSample(
             at=round(at, 3),
             voters=len(voters),
             learners=len(members) - len(voters),
             healthy_voters=len(healthy),
             leader=leader,
-            has_quorum=bool(voters) and len(healthy) >= needed,
+            has_quorum=bool(healthy),
             machines=tuple(sorted(_label(m) + ("~" if m.is_learner else "") for m in members)),
             error=error,
             unhealthy_voters=tuple(sorted(_label(m) for m in voters if all(m is not a for a, _ in answered))),

@@ -33,7 +33,6 @@ import pytest
 import pytest_asyncio
 
 from api.machine import API_VERSION
-from demo.monitor import quorum_losses
 from demo.observer import Observer
 from demo.tour import CONTROLPLANE, Tour, settled
 from demo.tour import bootstrap as bootstrap_step
@@ -214,6 +213,19 @@ async def test_a_scale_in_waits_for_another_machines_scheduler_and_says_why(comp
     await tour.wait_for("3 Machines settled without the broken and the marked one", scaled_in)
 
 
+async def at_rest(tour: Tour, replicas: int) -> None:
+    """Wait until ``replicas`` Machines are settled and the ControlPlane has nothing left to do
+    (``Progressing`` says ``UpToDate``): a scale-in may leave the failure domains uneven, and a
+    test that breaks a Machine during the rebalance that follows would see that surplus Machine
+    go first (the scale-in takes one with broken components), not the scenario it pins."""
+
+    def resting(sample: Any, controlplane: JSON) -> bool:
+        progressing = cp_condition(controlplane, "Progressing")
+        return settled(replicas)(sample, controlplane) and progressing.get("reason") == "UpToDate"
+
+    await tour.wait_for(f"{replicas} Machines settled, nothing left to do", resting)
+
+
 async def scheduler_reported(components: Components, name: str) -> bool:
     machine = await components.world.client.get(API_VERSION, "Machine", name, SCALING)
     return condition_of(machine, "ControlPlaneComponentsHealthy").get("reason") == "SchedulerPodUnhealthy"
@@ -226,6 +238,7 @@ async def test_a_deleted_machine_is_replaced_while_another_machines_component_fa
     created (it takes nothing away), so the deletion, which the etcd-quorum hook holds until the
     replacement votes, completes; the broken Machine is left to its own remediation."""
     tour, client = components.scaling, components.world.client
+    await at_rest(tour, 3)
     listed = sorted(m["metadata"]["name"] for m in await machines(client, SCALING))
     count = len(listed)
     broken, deleted = listed[0], listed[1]
@@ -295,6 +308,7 @@ async def test_a_component_unhealthy_past_its_timeout_gets_its_machine_remediate
     components: Components,
 ) -> None:
     tour, client = components.scaling, components.world.client
+    await at_rest(tour, 3)
     await patch_cp(tour, {"spec": {"healthCheck": {"componentsUnhealthyTimeout": "10s"}}})
     listed = await machines(client, SCALING)
     victim = sorted(m["metadata"]["name"] for m in listed)[0]
@@ -357,6 +371,4 @@ async def test_the_quorum_monitors_saw_quorum_kept_all_along(components: Compone
         assert monitor is not None
         samples = monitor.samples
         assert len(samples) > 50, "the monitor sampled etcd all along"
-        assert quorum_losses(samples) == [], [
-            (samples[start].at, samples[end - 1].at) for start, end in quorum_losses(samples)
-        ]
+        monitor.assert_never_lost_quorum()

@@ -1,4 +1,5 @@
-"""The quorum monitor against a real three-member etcd cluster: growth, a lost member, lost quorum."""
+"""The quorum monitor against real etcd clusters: growth, a lost member, lost quorum, and a voter
+that answers its peers but not its clients."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import pytest
 from controllers.etcd.client import EtcdClient
 from demo.monitor import DEFAULT_ELECTION_GRACE, QuorumMonitor, QuorumSample
 from providers.localmachine.etcd_process import EtcdSupervisor
+from tests.integration.conftest import etcd_options
 from tests.support.etcd import join_when_healthy, promote_when_in_sync
 from tests.support.poll import eventually
+from tests.support.tcpproxy import TCPProxy
 
 pytestmark = pytest.mark.slow
 
@@ -65,6 +68,72 @@ async def test_the_monitor_records_voters_learners_health_and_the_loss_of_quorum
     seen = [c["machines"] for c in changes]
     assert seen[0] == ("m0",) and seen.index(("m0", "m1~")) < seen.index(("m0", "m1")), seen
     assert monitor.timeline()[0]["at"] >= 0
+
+
+async def test_a_voter_that_stops_answering_its_clients_costs_no_quorum_while_its_peers_still_vote(
+    etcd_supervisor: EtcdSupervisor,
+) -> None:
+    """Two voters; the second one's client port stops answering (its advertised client URL goes
+    through a proxy that holds every new connection) while it keeps voting with the first. The
+    first member still serves linearizable reads, so the cluster has its quorum and the monitor
+    says so, although one voter of two fails every health read at the timeout. Killing the second
+    member then loses the quorum (one voter of two cannot confirm a read), and the monitor says
+    that."""
+    first = await etcd_supervisor.bootstrap("m0")
+    proxy = TCPProxy("127.0.0.1", 0)
+    port = await proxy.start()
+    # A second supervisor on the same state directory: the same members, but m1 advertises the
+    # proxy as its client URL, so the monitor's health reads of m1 go through it.
+    advertising = EtcdSupervisor(
+        etcd_supervisor.state_dir,
+        etcd_options(extra_flags={"advertise-client-urls": f"http://127.0.0.1:{port}"}),
+    )
+    try:
+        async with EtcdClient([first.client_url]) as etcd, QuorumMonitor([first.client_url]) as monitor:
+            await monitor.next_sample()
+            joined = await join_when_healthy(advertising, "m1", etcd)
+            proxy.target = ("127.0.0.1", joined.client_port)
+            await promote_when_in_sync(etcd, joined.member_id or 0)
+            await eventually(
+                lambda: _latest(monitor, healthy_voters=2), timeout=15, message="2 healthy voters"
+            )
+
+            held = monitor.mark()
+            proxy.hold = True
+            proxy.cut()
+            slow: QuorumSample = await eventually(
+                lambda: _latest(monitor, unhealthy_voters=("m1",)), timeout=15, message="m1's reads failing"
+            )
+            await eventually(
+                lambda: _latest_held_since(monitor, slow.at + 2 * DEFAULT_ELECTION_GRACE),
+                timeout=30,
+                message="m1's reads failing for twice the election grace",
+            )
+            stalled = [s for s in monitor.samples if s.at >= slow.at]
+            assert all(s.voters == 2 and s.healthy_voters == 1 and s.has_quorum for s in stalled), stalled
+            monitor.assert_never_lost_quorum(since=held)
+
+            proxy.hold = False
+            proxy.cut()
+            await etcd_supervisor.kill("m1")
+            lost: QuorumSample = await eventually(
+                lambda: _latest(monitor, has_quorum=False), timeout=15, message="quorum lost with m1 dead"
+            )
+            assert lost.voters == 2 and lost.healthy_voters == 0, lost
+            await eventually(
+                lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE),
+                timeout=15,
+                message="a lasting loss",
+            )
+        with pytest.raises(AssertionError, match="lost quorum"):
+            monitor.assert_never_lost_quorum(since=held)
+    finally:
+        await proxy.stop()
+
+
+async def _latest_held_since(monitor: QuorumMonitor, at: float) -> bool:
+    latest = monitor.samples[-1]
+    return latest.at >= at and latest.unhealthy_voters == ("m1",)
 
 
 async def _latest_since(monitor: QuorumMonitor, at: float) -> bool:

@@ -6,7 +6,8 @@ any back end. The faults are the ones networks produce:
 * :meth:`TCPProxy.cut` closes every open connection (a reset, a restarted load balancer);
 * ``refuse = True`` makes new connections close at once (the server unreachable for a while);
 * :meth:`TCPProxy.stall` stops forwarding on the open connections while they stay open (a hung
-  stream: the client waits forever unless it has a read timeout).
+  stream: the client waits forever unless it has a read timeout);
+* ``hold = True`` does the same to every new connection (a server that accepts and never answers).
 
 :class:`ServiceProxy` spreads connections over several endpoints and skips one that refuses, as
 kube-proxy does for a Service. :func:`proxied_kubeconfig` rewrites a kubeconfig to go through the
@@ -39,6 +40,7 @@ class TCPProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.refuse = False
+        self.hold = False
         self.connections = 0
         """Connections accepted and forwarded so far."""
         self._links: set[_Link] = set()
@@ -88,6 +90,8 @@ class TCPProxy:
     ) -> None:
         self.connections += 1
         link = _Link(writer, up_writer)
+        if self.hold:
+            link.stalled.set()
         self._links.add(link)
         link.tasks = [
             asyncio.create_task(self._pump(reader, up_writer, link)),
