@@ -355,6 +355,7 @@ class ControlPlaneReconciler:
                 unwatched=facts.unwatched,
                 etcd=facts.etcd,
                 remediation=remediation.decision,
+                autorepair=spec.enable_autorepair and not spec.paused,
                 remediating=remediation.in_progress,
                 failure=remediation.failure,
                 components=facts.components.condition if facts.components else None,

@@ -87,6 +87,9 @@ class StatusInputs:
     """Machines it controls that lost the control-plane role label (:mod:`.unwatched`)."""
     remediation: RemediationDecision | None = None
     """The decision about the Machine marked unhealthy, when there is one."""
+    autorepair: bool = False
+    """``spec.enableAutorepair`` on a ControlPlane not paused: its own MachineHealthCheck marks a
+    Failed Machine at once, so its remediation replaces it (see :func:`failure_of`)."""
     remediating: bool = False
     """A remediation is in progress (started now, or its Machine is still being replaced)."""
     failure: tuple[str, str] | None = None
@@ -176,17 +179,45 @@ def status_unchanged(current: Mapping[str, Any], status: Mapping[str, Any]) -> b
 
 
 def failure_of(inputs: StatusInputs) -> tuple[str, str] | None:
-    """The problem only a human can fix: the one given, else Failed Machines (``MachineFailed``)."""
+    """The problem only a human can fix: the one given, else Failed Machines (``MachineFailed``).
+
+    A Failed Machine a health check has marked, or will mark at once (``autorepair``: the
+    ControlPlane's own MachineHealthCheck judges a Failed Machine unhealthy without a timeout), is
+    one the ControlPlane replaces itself, by its remediation and within its retry bounds: the
+    message says so, and what that remediation waits for, rather than asking for a delete. A
+    delete by hand would get a replacement at once, outside the backoff that keeps a template
+    whose Machines fail from being retried in a tight loop; once the retries are spent, the
+    remediation's own failure (``ReplacementsFailing``, ``MaxRetryReached``) is the one given and
+    says what to do. A Failed Machine nothing will mark (autorepair off and no other health check's
+    mark, or the ControlPlane paused) is left to a human: fix the cause and delete it.
+    """
     if inputs.failure is not None:
         return inputs.failure
-    failed = sorted(m.name for m in inputs.machines if m.failed)
+    failed = sorted((m for m in inputs.machines if m.failed), key=lambda m: m.name)
     if not failed:
         return None
-    return (
-        REASON_MACHINE_FAILED,
-        f"Machine(s) {', '.join(failed)} Failed; see their status.errorMessage, fix the cause and "
-        "delete them to get replacements",
-    )
+    replaced = [m for m in failed if m.marked_unhealthy or inputs.autorepair]
+    marked = ", ".join(m.name for m in replaced)
+    unmarked = ", ".join(m.name for m in failed if m not in replaced)
+    parts = []
+    if unmarked:
+        parts.append(
+            f"Machine(s) {unmarked} Failed; see their status.errorMessage, fix the cause and delete "
+            "them to get replacements"
+        )
+    if marked:
+        remediation = inputs.remediation
+        waits = (
+            f" ({remediation.reason}: {remediation.message})"
+            if remediation and not remediation.allowed
+            else ""
+        )
+        parts.append(
+            f"Machine(s) {marked} Failed; see their status.errorMessage: the health check marks them "
+            f"and the ControlPlane replaces them itself{waits}; if the replacements fail too, fix "
+            "the template or the provider"
+        )
+    return REASON_MACHINE_FAILED, "; ".join(parts)
 
 
 def is_remediating(inputs: StatusInputs) -> bool:

@@ -20,6 +20,7 @@ from controllers.controlplane.machines import (
     MachineInfo,
 )
 from controllers.controlplane.preflight import PreflightFailure
+from controllers.controlplane.remediation import RemediationDecision
 from controllers.controlplane.scale import next_step
 from controllers.controlplane.status import (
     NOT_READY_GRACE,
@@ -194,6 +195,55 @@ def test_status_availability_needs_a_healthy_voter_and_never_goes_negative() -> 
 )
 def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: str) -> None:
     assert status_of(machines, **kw)["phase"] == phase
+
+
+FAILED_CASES = {
+    "a Failed Machine no health check marked is left to a human's delete": (
+        {},
+        None,
+        ["f Failed", "fix the cause and delete them"],
+        ["replaces them itself"],
+    ),
+    "a marked Failed Machine is replaced by the ControlPlane, which says what it waits for": (
+        {"marked_unhealthy": True},
+        RemediationDecision(False, "WaitingForRetryPeriod", "Remediation of f waits for 30s"),
+        [
+            "f Failed",
+            "the ControlPlane replaces them itself",
+            "WaitingForRetryPeriod: Remediation of f waits",
+        ],
+        ["delete them"],
+    ),
+    "autorepair on: a Failed Machine not marked yet is the ControlPlane's to replace": (
+        {"autorepair": True},
+        None,
+        ["f Failed", "the ControlPlane replaces them itself"],
+        ["delete them"],
+    ),
+    "a marked Failed Machine being replaced now names no wait": (
+        {"marked_unhealthy": True},
+        RemediationDecision(True, "Remediating", "Replacing unhealthy Machine f"),
+        ["the ControlPlane replaces them itself; if the replacements fail too"],
+        ["delete them", "Remediating:"],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("fields", "decision", "says", "never"), FAILED_CASES.values(), ids=FAILED_CASES.keys()
+)
+def test_a_failed_machine_s_message_says_who_replaces_it(
+    fields: dict[str, Any], decision: RemediationDecision | None, says: list[str], never: list[str]
+) -> None:
+    autorepair = bool(fields.get("autorepair"))
+    machine_fields = {key: value for key, value in fields.items() if key != "autorepair"}
+    machines = [*abc()[:2], in_a("f", phase="Failed", node_ready=False, **machine_fields)]
+    status = status_of(machines, remediation=decision, autorepair=autorepair)
+    message = status["failureMessage"]
+    assert status["failureReason"] == "MachineFailed", status
+    assert status_condition(status, "Degraded")["message"].startswith(message)
+    assert all(text in message for text in says), message
+    assert not any(text in message for text in never), message
 
 
 def test_status_messages_say_what_is_going_on() -> None:
