@@ -18,10 +18,11 @@ asserts on the record::
 The endpoints it asks follow the cluster: besides the ones given, every client URL the member
 list announces is used, so a monitor started on the first member keeps working after that member
 is removed. When the member list cannot be read (no quorum, or no endpoint answers), the sample
-counts the voters of the last list read and says whether any of them still serves a linearizable
-read; :attr:`QuorumSample.error` then says what failed. A leader election leaves a live quorum
-without answers for a second or two: :meth:`QuorumMonitor.assert_never_lost_quorum` reports only
-a loss that lasts longer than that (``longer_than``, 2.5 s by default).
+counts the voters of the last list read and judges them as always; :attr:`QuorumSample.error`
+then says what failed. A leader election leaves a live quorum without a leader: the sample tells
+it from a loss by the voters still answering a status read (:attr:`QuorumSample.electing`).
+:meth:`QuorumMonitor.assert_never_lost_quorum` reports only a loss that lasts ``longer_than``
+(2.5 s by default): one poll's timeouts must not make a blink a loss.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
+from api.quorum import quorum
 from controllers.etcd.client import EtcdClient, EtcdClientOptions, EtcdError, Member
 
 DEFAULT_INTERVAL = 0.1
@@ -60,15 +62,25 @@ class QuorumSample:
     leader: str | None
     """Name (or hex id, before it has a name) of the leader; None when no member named one."""
     has_quorum: bool
-    """A voter served a linearizable read at this poll, so a quorum of the voters stood behind the
-    leader: etcd answers one (on the leader, or on a follower through it) only after the leader has
-    confirmed its leadership with heartbeats acknowledged by a quorum of voters (raft's ReadIndex;
-    etcd's default, not a lease). A quorum is therefore there even when fewer voters than a quorum
-    answered their own read: a voter that acknowledges the leader but answers its clients late
-    (applying a backlog, or starved of CPU) fails its read at the timeout without costing the
-    cluster anything. Counting the voters that answered would call that a loss, and the timeout
-    itself would make it last long enough to count (see :func:`quorum_losses`). When no voter
-    answers, none could: the quorum is lost (or a leader election is on)."""
+    """A quorum of the voters is up: a voter served a linearizable read at this poll, or, when none
+    did, a quorum of the voters still answered a status read (:attr:`electing`).
+
+    A linearizable read served anywhere proves it: etcd answers one (on the leader, or on a
+    follower through it) only after the leader has confirmed its leadership with heartbeats
+    acknowledged by a quorum of voters (raft's ReadIndex; etcd's default, not a lease). So a voter
+    that acknowledges the leader but answers its clients late (applying a backlog, or starved of
+    CPU) costs nothing, though it fails its own read at the timeout. Counting the voters that
+    answered would call that a loss, and the timeout itself would make it last long enough to
+    count (see :func:`quorum_losses`).
+
+    When no voter serves one, there is no leader: the quorum is gone, or a leader election is on.
+    The members tell which: a member answers a status read (``/v3/maintenance/status``) from its
+    own state, leader or not, so a quorum of voters answering one is a quorum of members alive,
+    which raft elects a leader among; fewer is a loss. An election on a starved machine can outlast
+    any fixed grace, and the operator does not cause it (it removes members, it does not pause
+    them): what the operator must never do is leave fewer voters up than a quorum, and that is what
+    this counts. The monitor cannot see a network partition between live members (the local
+    worlds have none)."""
     machines: tuple[str, ...]
     """Every member's name (the local provider names a member after its Machine), sorted; a member
     that has not started yet appears as its hex id. Learners carry a ``~`` suffix."""
@@ -76,10 +88,22 @@ class QuorumSample:
     """Why the member list could not be read at this poll; None when it was."""
     unhealthy_voters: tuple[str, ...] = ()
     """The names (as in ``machines``) of the voters that did not answer the health read."""
+    electing: bool = False
+    """No voter served a linearizable read, but a quorum of voters answered a status read: a leader
+    election, with the quorum there (see :attr:`has_quorum`)."""
 
 
 def _label(member: Member) -> str:
     return member.name or member.id_hex
+
+
+async def _answers_status(etcd: EtcdClient, endpoint: str) -> bool:
+    """Whether the member at ``endpoint`` answers a status read (it is up, leader or not)."""
+    try:
+        await etcd.endpoint_status(endpoint)
+    except (EtcdError, ValueError):
+        return False
+    return True
 
 
 class QuorumMonitor:
@@ -165,16 +189,21 @@ class QuorumMonitor:
                     leader_member = next((m for m in members if m.id == status.leader), None)
                     leader = _label(leader_member) if leader_member else None
                     break
+            electing = False
+            if voters and not healthy:
+                alive = await asyncio.gather(*(_answers_status(etcd, m.client_urls[0]) for m in reachable))
+                electing = sum(alive) >= quorum(len(voters))
         return QuorumSample(
             at=round(at, 3),
             voters=len(voters),
             learners=len(members) - len(voters),
             healthy_voters=len(healthy),
             leader=leader,
-            has_quorum=bool(healthy),
+            has_quorum=bool(healthy) or electing,
             machines=tuple(sorted(_label(m) + ("~" if m.is_learner else "") for m in members)),
             error=error,
             unhealthy_voters=tuple(sorted(_label(m) for m in voters if all(m is not a for a, _ in answered))),
+            electing=electing,
         )
 
     async def next_sample(self) -> QuorumSample:

@@ -3,6 +3,8 @@ that answers its peers but not its clients."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from controllers.etcd.client import EtcdClient
@@ -129,6 +131,63 @@ async def test_a_voter_that_stops_answering_its_clients_costs_no_quorum_while_it
             monitor.assert_never_lost_quorum(since=held)
     finally:
         await proxy.stop()
+
+
+async def test_a_long_leader_election_among_live_voters_is_no_loss_but_two_of_three_down_is(
+    tmp_path: Path,
+) -> None:
+    """Three voters that wait 10 s (etcd randomises it up to 20 s) before electing a new leader,
+    longer than members on a starved machine take, so that the monitor's polls (whose member list
+    itself waits for a leader) surely see the election. The leader paused: no voter serves a
+    linearizable read until the two others elect one, but both answer status reads, so the
+    quorum is there and the monitor says so. Then a second member paused: a loss, and the monitor
+    says that."""
+    slow = EtcdSupervisor(
+        tmp_path / "etcd",
+        etcd_options(extra_flags={"election-timeout": "10000", "heartbeat-interval": "1000"}),
+    )
+    try:
+        first = await slow.bootstrap("m0")
+        async with EtcdClient([first.client_url]) as etcd, QuorumMonitor([first.client_url]) as monitor:
+            for name in ("m1", "m2"):
+                joined = await join_when_healthy(slow, name, etcd, within=40)
+                await promote_when_in_sync(etcd, joined.member_id or 0, within=40)
+            grown: QuorumSample = await eventually(
+                lambda: _latest(monitor, healthy_voters=3), timeout=20, message="3 healthy voters"
+            )
+            leader = grown.leader
+            assert leader is not None, grown
+            mark = monitor.mark()
+            await slow.pause(leader)
+            elected: QuorumSample = await eventually(
+                lambda: _new_leader(monitor, leader), timeout=40, message="a new leader among the two others"
+            )
+            during = [sample for sample in monitor.samples if mark <= sample.at < elected.at]
+            assert all(sample.has_quorum for sample in during), during
+            assert any(sample.healthy_voters == 0 and sample.electing for sample in during), during
+            monitor.assert_never_lost_quorum(since=mark)
+
+            await slow.pause(elected.leader or "")
+            lost: QuorumSample = await eventually(
+                lambda: _latest(monitor, has_quorum=False), timeout=15, message="quorum lost, 2 of 3 paused"
+            )
+            assert not lost.electing and lost.voters == 3, lost
+            await eventually(
+                lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE),
+                timeout=15,
+                message="a lasting loss",
+            )
+        with pytest.raises(AssertionError, match="lost quorum"):
+            monitor.assert_never_lost_quorum(since=mark)
+    finally:
+        for member in slow.members():
+            await slow.resume(member.name)
+        await slow.stop_all()
+
+
+async def _new_leader(monitor: QuorumMonitor, old: str) -> QuorumSample | None:
+    latest = monitor.samples[-1]
+    return latest if latest.leader not in (None, old) and latest.healthy_voters == 2 else None
 
 
 async def _latest_held_since(monitor: QuorumMonitor, at: float) -> bool:
