@@ -118,15 +118,8 @@ async def test_a_voter_that_stops_answering_its_clients_costs_no_quorum_while_it
             proxy.hold = False
             proxy.cut()
             await etcd_supervisor.kill("m1")
-            lost: QuorumSample = await eventually(
-                lambda: _latest(monitor, has_quorum=False), timeout=15, message="quorum lost with m1 dead"
-            )
+            lost = await lasting_loss(monitor, "quorum lost with m1 dead")
             assert lost.voters == 2 and lost.healthy_voters == 0, lost
-            await eventually(
-                lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE),
-                timeout=15,
-                message="a lasting loss",
-            )
         with pytest.raises(AssertionError, match="lost quorum"):
             monitor.assert_never_lost_quorum(since=held)
     finally:
@@ -168,21 +161,25 @@ async def test_a_long_leader_election_among_live_voters_is_no_loss_but_two_of_th
             monitor.assert_never_lost_quorum(since=mark)
 
             await slow.pause(elected.leader or "")
-            lost: QuorumSample = await eventually(
-                lambda: _latest(monitor, has_quorum=False), timeout=15, message="quorum lost, 2 of 3 paused"
-            )
+            lost = await lasting_loss(monitor, "quorum lost, 2 of 3 paused")
             assert not lost.electing and lost.voters == 3, lost
-            await eventually(
-                lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE),
-                timeout=15,
-                message="a lasting loss",
-            )
         with pytest.raises(AssertionError, match="lost quorum"):
             monitor.assert_never_lost_quorum(since=mark)
     finally:
         for member in slow.members():
             await slow.resume(member.name)
         await slow.stop_all()
+
+
+async def lasting_loss(monitor: QuorumMonitor, message: str) -> QuorumSample:
+    """The first sample without a quorum, once the loss has lasted longer than an election."""
+    lost: QuorumSample = await eventually(
+        lambda: _latest(monitor, has_quorum=False), timeout=15, message=message
+    )
+    await eventually(
+        lambda: _latest_since(monitor, lost.at + DEFAULT_ELECTION_GRACE), timeout=15, message="a lasting loss"
+    )
+    return lost
 
 
 async def _new_leader(monitor: QuorumMonitor, old: str) -> QuorumSample | None:
