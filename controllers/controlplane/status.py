@@ -196,16 +196,15 @@ def failure_of(inputs: StatusInputs) -> tuple[str, str] | None:
     failed = sorted((m for m in inputs.machines if m.failed), key=lambda m: m.name)
     if not failed:
         return None
-    replaced = [m for m in failed if m.marked_unhealthy or inputs.autorepair]
-    marked = ", ".join(m.name for m in replaced)
-    unmarked = ", ".join(m.name for m in failed if m not in replaced)
+    ours = ", ".join(m.name for m in failed if m.marked_unhealthy or inputs.autorepair)
+    a_humans = ", ".join(m.name for m in failed if not (m.marked_unhealthy or inputs.autorepair))
     parts = []
-    if unmarked:
+    if a_humans:
         parts.append(
-            f"Machine(s) {unmarked} Failed; see their status.errorMessage, fix the cause and delete "
+            f"Machine(s) {a_humans} Failed; see their status.errorMessage, fix the cause and delete "
             "them to get replacements"
         )
-    if marked:
+    if ours:
         remediation = inputs.remediation
         waits = (
             f" ({remediation.reason}: {remediation.message})"
@@ -213,7 +212,7 @@ def failure_of(inputs: StatusInputs) -> tuple[str, str] | None:
             else ""
         )
         parts.append(
-            f"Machine(s) {marked} Failed; see their status.errorMessage: the health check marks them "
+            f"Machine(s) {ours} Failed; see their status.errorMessage: the health check marks them "
             f"and the ControlPlane replaces them itself{waits}; if the replacements fail too, fix "
             "the template or the provider"
         )

@@ -197,16 +197,19 @@ def test_status_phase(machines: list[MachineInfo], kw: dict[str, Any], phase: st
     assert status_of(machines, **kw)["phase"] == phase
 
 
+WAITING = RemediationDecision(False, "WaitingForRetryPeriod", "Remediation of f waits for 30s")
+REPLACING = RemediationDecision(True, "Remediating", "Replacing unhealthy Machine f")
 FAILED_CASES = {
+    # case: (the Failed Machine's fields, the StatusInputs fields, the message says, never says)
     "a Failed Machine no health check marked is left to a human's delete": (
         {},
-        None,
+        {},
         ["f Failed", "fix the cause and delete them"],
         ["replaces them itself"],
     ),
     "a marked Failed Machine is replaced by the ControlPlane, which says what it waits for": (
         {"marked_unhealthy": True},
-        RemediationDecision(False, "WaitingForRetryPeriod", "Remediation of f waits for 30s"),
+        {"remediation": WAITING},
         [
             "f Failed",
             "the ControlPlane replaces them itself",
@@ -215,14 +218,14 @@ FAILED_CASES = {
         ["delete them"],
     ),
     "autorepair on: a Failed Machine not marked yet is the ControlPlane's to replace": (
+        {},
         {"autorepair": True},
-        None,
         ["f Failed", "the ControlPlane replaces them itself"],
         ["delete them"],
     ),
     "a marked Failed Machine being replaced now names no wait": (
         {"marked_unhealthy": True},
-        RemediationDecision(True, "Remediating", "Replacing unhealthy Machine f"),
+        {"remediation": REPLACING},
         ["the ControlPlane replaces them itself; if the replacements fail too"],
         ["delete them", "Remediating:"],
     ),
@@ -230,15 +233,13 @@ FAILED_CASES = {
 
 
 @pytest.mark.parametrize(
-    ("fields", "decision", "says", "never"), FAILED_CASES.values(), ids=FAILED_CASES.keys()
+    ("machine_fields", "inputs", "says", "never"), FAILED_CASES.values(), ids=FAILED_CASES.keys()
 )
 def test_a_failed_machine_s_message_says_who_replaces_it(
-    fields: dict[str, Any], decision: RemediationDecision | None, says: list[str], never: list[str]
+    machine_fields: dict[str, Any], inputs: dict[str, Any], says: list[str], never: list[str]
 ) -> None:
-    autorepair = bool(fields.get("autorepair"))
-    machine_fields = {key: value for key, value in fields.items() if key != "autorepair"}
     machines = [*abc()[:2], in_a("f", phase="Failed", node_ready=False, **machine_fields)]
-    status = status_of(machines, remediation=decision, autorepair=autorepair)
+    status = status_of(machines, **inputs)
     message = status["failureMessage"]
     assert status["failureReason"] == "MachineFailed", status
     assert status_condition(status, "Degraded")["message"].startswith(message)
