@@ -129,15 +129,18 @@ async def test_a_voter_that_stops_answering_its_clients_costs_no_quorum_while_it
 async def test_a_long_leader_election_among_live_voters_is_no_loss_but_two_of_three_down_is(
     tmp_path: Path,
 ) -> None:
-    """Three voters that wait 10 s (etcd randomises it up to 20 s) before electing a new leader,
-    longer than members on a starved machine take, so that the monitor's polls (whose member list
-    itself waits for a leader) surely see the election. The leader paused: no voter serves a
+    """Three voters that wait 20 s (etcd randomises it up to 40 s) before electing a new leader, so
+    that the monitor surely samples the election: while no leader answers, one poll can take 10 s
+    (its member list tries each of the three members for its 2 s timeout, then a health read and a
+    status read of 2 s each), and a poll under way at the pause records its sample before it; with
+    10 s (the first version of this test) the first sample after the pause came with the new leader
+    in a stress run on four workers. The leader paused: no voter serves a
     linearizable read until the two others elect one, but both answer status reads, so the
     quorum is there and the monitor says so. Then a second member paused: a loss, and the monitor
     says that."""
     slow = EtcdSupervisor(
         tmp_path / "etcd",
-        etcd_options(extra_flags={"election-timeout": "10000", "heartbeat-interval": "1000"}),
+        etcd_options(extra_flags={"election-timeout": "20000", "heartbeat-interval": "1000"}),
     )
     try:
         first = await slow.bootstrap("m0")
@@ -153,7 +156,7 @@ async def test_a_long_leader_election_among_live_voters_is_no_loss_but_two_of_th
             mark = monitor.mark()
             await slow.pause(leader)
             elected: QuorumSample = await eventually(
-                lambda: _new_leader(monitor, leader), timeout=40, message="a new leader among the two others"
+                lambda: _new_leader(monitor, leader), timeout=60, message="a new leader among the two others"
             )
             during = [sample for sample in monitor.samples if mark <= sample.at < elected.at]
             assert all(sample.has_quorum for sample in during), during
