@@ -35,7 +35,7 @@ import yaml
 
 from api.controlplane import ControlPlane
 from api.failuredomains import FAILURE_DOMAIN_LABEL
-from api.machine import API_VERSION, CONDITION_UP_TO_DATE
+from api.machine import API_VERSION
 from controllers.controlplane.placement import (
     SPEC_HASH_ANNOTATION,
     TEMPLATE_METADATA_ANNOTATION,
@@ -45,7 +45,7 @@ from controllers.controlplane.placement import (
 from demo.tour import CONTROLPLANE, settled
 from demo.world import DemoWorld
 from runtime.client import Client
-from tests.support.localmachine import machine_condition
+from tests.support.controlplane import replaced_or_outdated
 from tests.support.poll import eventually, holds_for
 from tests.support.tour_world import TourWorld as World
 from tests.support.tour_world import tour_world
@@ -166,11 +166,8 @@ def nothing_replaced(zones: World, before: dict[str, str]) -> Any:
         listed = await machines(zones.client)
         now = {m["metadata"]["name"]: m["metadata"]["labels"][FAILURE_DOMAIN_LABEL] for m in listed}
         assert now == before, f"Machines replaced: {sorted(before)} -> {sorted(now)}"
-        deleting = [m["metadata"]["name"] for m in listed if m["metadata"].get("deletionTimestamp")]
-        assert not deleting, f"Machines being deleted: {deleting}"
-        for machine in listed:
-            up_to_date = machine_condition(machine, CONDITION_UP_TO_DATE)
-            assert up_to_date.get("status") == "True", f"{machine['metadata']['name']} outdated: {up_to_date}"
+        problems = replaced_or_outdated(listed, before)
+        assert not problems, problems
         status = (await zones.tour.controlplane()).get("status") or {}
         updated, ready = status.get("updatedReplicas"), status.get("readyReplicas")
         assert updated == ready, f"a ready Machine counted outdated: {status}"

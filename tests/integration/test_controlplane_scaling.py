@@ -28,7 +28,6 @@ from api.controlplane import API_VERSION as CP_API_VERSION
 from api.controlplane import MHC_SCOPE_LABEL, MHC_SCOPE_VALUE
 from api.machine import (
     API_VERSION,
-    CONDITION_UP_TO_DATE,
 )
 from controllers.common import format_time, now, parse_time
 from controllers.controlplane import FAILURE_DOMAIN_LABEL
@@ -50,6 +49,7 @@ from tests.support.controlplane import (
     first_client_url,
     get_cp,
     machines_of,
+    replaced_or_outdated,
     running_controlplane,
     settled,
 )
@@ -468,11 +468,8 @@ async def rollout_after_scenario(kube: Client, namespace: str, provider_state_di
                 async def unwritten_since(written: dict[str, JSON]) -> bool:
                     current = await settled_objects(kube, name, namespace)
                     machines = [obj for key, obj in current.items() if key.startswith("Machine/")]
-                    assert {m["metadata"]["name"] for m in machines} == before, sorted(current)
-                    for machine in machines:
-                        assert not machine["metadata"].get("deletionTimestamp"), machine["metadata"]
-                        up_to_date = machine_condition(machine, CONDITION_UP_TO_DATE)
-                        assert up_to_date.get("status") == "True", (machine["metadata"]["name"], up_to_date)
+                    problems = replaced_or_outdated(machines, before)
+                    assert not problems, problems
                     if versions_of(current) == versions_of(written):
                         return True
                     wrote = [
@@ -529,18 +526,7 @@ async def rollout_after_scenario(kube: Client, namespace: str, provider_state_di
                 final = {m["metadata"]["name"] for m in after}
 
                 async def unchanged() -> bool:
-                    """The same Machines, none being deleted, each up to date. Not ``updatedReplicas``:
-                    it also counts readiness, which an etcd Pod's health blip on a loaded machine
-                    lowers for a moment without anything being replaced."""
-                    machines = await machines_of(kube, namespace)
-                    return (
-                        {m["metadata"]["name"] for m in machines} == final
-                        and not any(m["metadata"].get("deletionTimestamp") for m in machines)
-                        and all(
-                            machine_condition(m, CONDITION_UP_TO_DATE).get("status") == "True"
-                            for m in machines
-                        )
-                    )
+                    return not replaced_or_outdated(await machines_of(kube, namespace), final)
 
                 await holds_for(unchanged, duration=30, message="after the rollout, nothing more is replaced")
                 await settled(kube, name, namespace, 3)
@@ -626,22 +612,21 @@ async def test_max_surge_zero_deletes_first_then_replaces(
             await monitor.__aexit__(None, None, None)
 
 
-SECONDS_HEALTH_CHECK = {
-    "unhealthyConditions": [
-        {"type": "Ready", "status": "Unknown", "timeout": "2s"},
-        {"type": "Ready", "status": "False", "timeout": "2s"},
-    ],
-    "nodeStartupTimeout": "60s",
-}
-"""The owned MachineHealthCheck's conditions, in seconds instead of OpenShift's minutes."""
+def node_health_check(timeout: str) -> JSON:
+    """The owned MachineHealthCheck's conditions: a Node Ready Unknown or False for ``timeout``
+    (seconds here instead of OpenShift's minutes), and 60 s for a Node to start."""
+    return {
+        "unhealthyConditions": [
+            {"type": "Ready", "status": "Unknown", "timeout": timeout},
+            {"type": "Ready", "status": "False", "timeout": timeout},
+        ],
+        "nodeStartupTimeout": "60s",
+    }
 
-ROLLOUT_HEALTH_CHECK = {
-    "unhealthyConditions": [
-        {"type": "Ready", "status": "Unknown", "timeout": "15s"},
-        {"type": "Ready", "status": "False", "timeout": "15s"},
-    ],
-    "nodeStartupTimeout": "60s",
-}
+
+SECONDS_HEALTH_CHECK = node_health_check("2s")
+
+ROLLOUT_HEALTH_CHECK = node_health_check("15s")
 """For a test whose rollout must not be remediated: on a loaded machine a replacement's Node can
 stay NotReady for 2 s (a stress run on four workers saw :data:`SECONDS_HEALTH_CHECK` remediate one
 mid-rollout, as configured), not for 15 s; a killed member is still remediated within a minute."""

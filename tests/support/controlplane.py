@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any
 
 from api.controlplane import API_VERSION as CP_API_VERSION
-from api.machine import API_VERSION
+from api.machine import API_VERSION, CONDITION_UP_TO_DATE
 from controllers.controlplane import ControlPlaneOptions
 from controllers.controlplane import setup_with_manager as setup_controlplane
 from controllers.etcd.client import EtcdClientOptions
@@ -30,6 +30,7 @@ from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.manager import Manager
 from tests.support.etcdquorum import quick_options
+from tests.support.localmachine import machine_condition
 from tests.support.manager import Setup, running_manager
 from tests.support.poll import eventually
 
@@ -289,3 +290,19 @@ async def first_client_url(client: Client, namespace: str) -> str:
 
     result: str = await eventually(url, timeout=30, message="a provisioned Machine")
     return result
+
+
+def replaced_or_outdated(machines: Sequence[JSON], names: Collection[str]) -> list[str]:
+    """What keeps ``machines`` from being exactly ``names``, none being deleted, each with its
+    ``UpToDate`` condition True (empty: nothing). Not ``updatedReplicas``: it also counts readiness,
+    which a Node NotReady for a moment on a loaded machine lowers while nothing is replaced."""
+    found = sorted(m["metadata"]["name"] for m in machines)
+    problems = [f"Machines {found}, not {sorted(names)}"] if set(found) != set(names) else []
+    for machine in machines:
+        name = machine["metadata"]["name"]
+        if machine["metadata"].get("deletionTimestamp"):
+            problems.append(f"{name} being deleted")
+        up_to_date = machine_condition(machine, CONDITION_UP_TO_DATE)
+        if up_to_date.get("status") != "True":
+            problems.append(f"{name} outdated: {up_to_date}")
+    return problems
